@@ -1,0 +1,121 @@
+"""The one comparator: a Jacobian block against another, within a tolerance.
+
+Every check reduces to ``Result``: which check, which (output, input) pair,
+which two things were compared (``mode`` against ``against``), whether they
+agree, the largest error, where it is and the tolerance there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradcheck.diagnosis import diagnose
+from gradcheck.jacobian import Jacobian
+
+
+@dataclass
+class Result:
+    """The outcome of one check on one (output, input) pair."""
+
+    check: str
+    mode: str
+    against: str
+    out_idx: int | None
+    in_idx: int | None
+    passed: bool
+    max_error: float = 0.0
+    where: tuple | None = None
+    tolerance: float | None = None
+    expected: np.ndarray | None = None
+    actual: np.ndarray | None = None
+    diagnosis: str | None = None
+    detail: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""
+        return {
+            "check": self.check, "mode": self.mode, "against": self.against,
+            "out_idx": self.out_idx, "in_idx": self.in_idx, "passed": self.passed,
+            "max_error": _json_float(self.max_error),
+            "where": None if self.where is None else [int(k) for k in self.where],
+            "tolerance": _json_float(self.tolerance),
+            "expected": _json_array(self.expected), "actual": _json_array(self.actual),
+            "diagnosis": self.diagnosis, "detail": self.detail}
+
+
+def _json_float(value):
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else str(value)
+
+
+def _json_array(array):
+    if array is None:
+        return None
+    array = np.asarray(array)
+    if np.iscomplexobj(array):
+        array = np.stack([array.real, array.imag], axis=-1)
+    return _nested(array.tolist())
+
+
+def _nested(value):
+    if isinstance(value, list):
+        return [_nested(v) for v in value]
+    return _json_float(value)
+
+
+def entry_errors(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """``|actual - expected|`` with any NaN mismatch (or NaN) counted as inf."""
+    with np.errstate(invalid="ignore"):
+        err = np.abs(actual - expected).astype(np.float64)
+    err[np.isnan(err)] = np.inf
+    return err
+
+
+def worst(err: np.ndarray, tol: np.ndarray) -> tuple:
+    """(max error, where) preferring entries that violate ``tol``."""
+    if err.size == 0:
+        return 0.0, None
+    bad = err > tol
+    masked = np.where(bad, err, -1.0) if bad.any() else err
+    flat = int(np.argmax(masked))
+    where = np.unravel_index(flat, err.shape)
+    return float(err[where]), tuple(int(k) for k in where)
+
+
+def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int, in_idx: int,
+                 atol: float, rtol: float, tol: np.ndarray | None = None) -> Result:
+    """Compare ``actual[out_idx, in_idx]`` with ``expected[out_idx, in_idx]``.
+
+    The comparison is PyTorch's, in the complex form of the blocks:
+    ``|a - e| <= atol + rtol * |e|`` entry by entry, unless a tolerance
+    matrix ``tol`` (same shape) is given.
+    """
+    e = expected.complex_form(out_idx, in_idx)
+    a = actual.complex_form(out_idx, in_idx)
+    if tol is None:
+        tol = atol + rtol * np.abs(e)
+    err = entry_errors(e, a)
+    passed = bool(np.all(err <= tol))
+    max_error, where = worst(err, tol)
+    result = Result(check, actual.mode, expected.mode, out_idx, in_idx, passed, max_error,
+                    where, None if where is None else float(tol[where]), e, a)
+    if not passed:
+        layout = actual.layout
+        result.diagnosis = diagnose(
+            expected[out_idx, in_idx], actual[out_idx, in_idx], tol, actual.mode,
+            layout.out_complex[out_idx], layout.in_complex[in_idx])
+    return result
+
+
+def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: float,
+                      rtol: float, tolerances: dict | None = None) -> list:
+    """``compare_pair`` for every pair the two Jacobians share."""
+    results = []
+    for key in sorted(actual.keys()):
+        if key in expected:
+            tol = None if tolerances is None else tolerances.get(key)
+            results.append(compare_pair(check, expected, actual, *key, atol, rtol, tol))
+    return results

@@ -1,0 +1,75 @@
+"""Real coordinates: how tensors of any dtype become real vectors and back.
+
+Every Jacobian in gradcheck is a real matrix. A real element contributes one
+coordinate; a complex element contributes two, its real part then its
+imaginary part (interleaved, so element ``k`` owns coordinates ``2k`` and
+``2k + 1``). Complex inputs are thereby perturbed along the real and the
+imaginary axis, and complex outputs are read through their real and imaginary
+parts, which is what PyTorch's gradcheck does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_complex(array: np.ndarray) -> bool:
+    return np.iscomplexobj(array)
+
+
+def real_size(shape, complex_: bool) -> int:
+    """Number of real coordinates of an array of ``shape``."""
+    return int(np.prod(shape, dtype=np.int64)) * (2 if complex_ else 1)
+
+
+def to_real(array: np.ndarray) -> np.ndarray:
+    """Flatten ``array`` into its real coordinates (a float64 copy)."""
+    array = np.asarray(array)
+    if is_complex(array):
+        flat = array.ravel()
+        return np.stack([flat.real, flat.imag], axis=-1).ravel().astype(np.float64)
+    return array.astype(np.float64).ravel()
+
+
+def from_real(vector: np.ndarray, shape, dtype) -> np.ndarray:
+    """Build an array of ``shape`` and ``dtype`` from its real coordinates."""
+    vector = np.asarray(vector, dtype=np.float64)
+    if np.issubdtype(dtype, np.complexfloating):
+        pairs = vector.reshape(-1, 2)
+        values = pairs[:, 0] + 1j * pairs[:, 1]
+        return values.reshape(shape).astype(dtype)
+    return vector.reshape(shape).astype(dtype)
+
+
+def complex_columns(block: np.ndarray, in_complex: bool) -> np.ndarray:
+    """Combine a real block's column pairs into ``d/dx + 1j d/dy``.
+
+    This is the form PyTorch compares: one column per input element, complex
+    for a complex input (the conjugate Wirtinger gradient of each real output
+    coordinate, times two), rows stay real output coordinates.
+    """
+    if not in_complex:
+        return block
+    return block[:, 0::2] + 1j * block[:, 1::2]
+
+
+def complex_rows(block: np.ndarray, out_complex: bool) -> np.ndarray:
+    """Combine a real block's row pairs into ``d Re + 1j d Im``."""
+    if not out_complex:
+        return block
+    return block[0::2, :] + 1j * block[1::2, :]
+
+
+def describe_row(row: int, out_complex: bool) -> str:
+    """Name output coordinate ``row``: its element and, if complex, the part."""
+    if not out_complex:
+        return str(row)
+    part = "real" if row % 2 == 0 else "imaginary"
+    return f"{row // 2} ({part} part)"
+
+
+def rounding_unit(dtype) -> float:
+    """Unit roundoff of ``dtype`` (of its real part for complex dtypes)."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.complexfloating) or np.issubdtype(dtype, np.floating):
+        return float(np.finfo(dtype).eps)
+    return float(np.finfo(np.float64).eps)

@@ -1,0 +1,166 @@
+"""Recognising the shape of an error: what is wrong, not just that it is.
+
+``diagnose`` receives the expected and the analytical block in real
+coordinates and tries simple explanations in turn: a missing gradient, a
+gradient for an unused input, a constant factor (a sign when the factor is
+-1), the conjugate, the transpose, an error confined to the real or the
+imaginary part, an error confined to some entries. It returns one sentence,
+or ``None`` when nothing fits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+NICE_FACTORS = {2.0: "2", 0.5: "1/2", 3.0: "3", 1 / 3: "1/3", 4.0: "4", 0.25: "1/4"}
+
+
+def _fits(candidate: np.ndarray, actual: np.ndarray, tol: np.ndarray) -> bool:
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.abs(actual - candidate) <= tol))
+
+
+def _verb(mode: str) -> str:
+    return "jvp" if "forward" in mode else "vjp"
+
+
+def _factor_name(c) -> str:
+    for value, name in NICE_FACTORS.items():
+        if abs(c - value) <= 1e-9 * abs(value):
+            return name
+    if isinstance(c, complex):
+        return f"({c.real:.6g}{c.imag:+.6g}j)"
+    return f"{c:.9g}"
+
+
+def _factor(e, a, tol, mode) -> str | None:
+    denom = float(np.vdot(e, e).real)
+    if denom == 0.0:
+        return None
+    c = float(np.vdot(e, a).real) / denom
+    if abs(c - 1.0) < 1e-12 or not _fits(c * e, a, tol):
+        return None
+    if abs(c + 1.0) < 1e-6:
+        return f"analytical is minus numerical: a sign error in the {_verb(mode)}"
+    relative = abs(c - 1.0)
+    return (f"analytical is {_factor_name(c)} times numerical (relative error "
+            f"{relative:.1e}): a constant factor in the {_verb(mode)} is off")
+
+
+def _complex_factor(ce, ca, tol_c, mode) -> str | None:
+    denom = np.vdot(ce, ce).real
+    if denom == 0.0 or not np.iscomplexobj(ce):
+        return None
+    c = complex(np.vdot(ce, ca) / denom)
+    if abs(c.imag) < 1e-9 * abs(c) or not _fits(c * ce, ca, tol_c):
+        return None
+    return (f"analytical is {_factor_name(c)} times numerical: a complex factor in the "
+            f"{_verb(mode)} is off (a 1j, or a phase)")
+
+
+def _conjugates(e, out_complex, in_complex) -> list:
+    """Candidate blocks for a conjugation misplaced on input/output side."""
+    flip_in = np.ones(e.shape[1])
+    flip_out = np.ones(e.shape[0])
+    if in_complex:
+        flip_in[1::2] = -1
+    if out_complex:
+        flip_out[1::2] = -1
+    both = "the conjugate of numerical"
+    found = []
+    if in_complex and out_complex:
+        found.append((e * flip_out[:, None] * flip_in[None, :], both))
+        found.append((e * flip_in[None, :], "numerical with its input conjugated"))
+        found.append((e * flip_out[:, None], "numerical with its output conjugated"))
+    elif in_complex:
+        found.append((e * flip_in[None, :], both))
+    elif out_complex:
+        found.append((e * flip_out[:, None], both))
+    return found
+
+
+def _transposes(e, out_complex, in_complex) -> list:
+    """Candidate transposes when the block is square in elements."""
+    found = []
+    if e.shape[0] == e.shape[1]:
+        found.append(e.T)
+    if out_complex and in_complex and e.shape[0] == e.shape[1]:
+        n = e.shape[0] // 2
+        found.append(e.reshape(n, 2, n, 2).transpose(2, 1, 0, 3).reshape(e.shape))
+    return found
+
+
+def _parts(e, a, tol, out_complex, in_complex, in_idx_word) -> str | None:
+    wrong = np.abs(a - e) > tol
+    if in_complex:
+        if not wrong[:, 0::2].any():
+            if not np.any(a[:, 1::2]) and np.any(e[:, 1::2]):
+                return ("the derivative along the imaginary axis of the input is zero: "
+                        "the formula probably takes .real or drops the imaginary part")
+            return "only the derivative along the imaginary axis of the input is wrong"
+        if not wrong[:, 1::2].any():
+            return "only the derivative along the real axis of the input is wrong"
+    if out_complex:
+        if not wrong[0::2].any():
+            if not np.any(a[1::2]) and np.any(e[1::2]):
+                return ("the imaginary part of the output gets no derivative: the formula "
+                        "probably takes .real or drops the imaginary part")
+            return "only the imaginary part of the output is wrong"
+        if not wrong[1::2].any():
+            return "only the real part of the output is wrong"
+    return None
+
+
+def _subset(e, a, tol) -> str | None:
+    wrong = np.abs(a - e) > tol
+    active = (np.abs(e) > tol) | (np.abs(a) > tol) | wrong
+    n_wrong, n_active = int(wrong.sum()), int(active.sum())
+    if n_wrong == 0 or n_wrong == n_active:
+        return None
+    rows, cols = np.nonzero(wrong)
+    square = e.shape[0] == e.shape[1] and e.shape[0] > 1
+    if square and np.all(rows == cols):
+        where = "all on the diagonal"
+    elif square and np.all(rows != cols):
+        where = "all off the diagonal: the cross terms are wrong or missing"
+    elif n_wrong * 2 <= n_active:
+        where = f"first at [{rows[0]}, {cols[0]}]"
+    else:
+        return None
+    return (f"only {n_wrong} of {n_active} nonzero entries differ, {where}; the formula is "
+            "wrong for some elements only (a branch, a mask, an index or a broadcast)")
+
+
+def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: str,
+             out_complex: bool, in_complex: bool) -> str | None:
+    """One sentence naming the kind of error between two real blocks.
+
+    ``tol`` is the comparison's tolerance in complex form (PyTorch's form);
+    it is spread to the real coordinates for the candidate tests.
+    """
+    e, a = np.asarray(expected, float), np.asarray(actual, float)
+    if not np.all(np.isfinite(a)):
+        return f"the {_verb(mode)} returns NaN or inf"
+    tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
+    if not np.any(a) and np.any(np.abs(e) > tol_r):
+        return (f"analytical is zero: the {_verb(mode)} returns no gradient (None or zeros) "
+                "for an input the function uses")
+    if not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
+        return (f"numerical is zero but analytical is not: the function does not use this "
+                f"input, yet the {_verb(mode)} returns a gradient for it")
+    for explain in (_factor(e, a, tol_r, mode),
+                    _complex_factor(_cplx(e, in_complex), _cplx(a, in_complex), tol, mode)):
+        if explain:
+            return explain
+    for candidate, what in _conjugates(e, out_complex, in_complex):
+        if _fits(candidate, a, tol_r):
+            return (f"analytical is {what}: the {_verb(mode)} probably lacks a conj() "
+                    "or has one too many")
+    for candidate in _transposes(e, out_complex, in_complex):
+        if not _fits(candidate, e, tol_r) and _fits(candidate, a, tol_r):
+            return (f"analytical is the transpose of numerical: the {_verb(mode)} multiplies "
+                    "by J where it needs J^T (a missing .T/.mT or swapped matmul operands)")
+    return _parts(e, a, tol_r, out_complex, in_complex, "") or _subset(e, a, tol_r)
+
+
+def _cplx(block, in_complex):
+    return block[:, 0::2] + 1j * block[:, 1::2] if in_complex else block

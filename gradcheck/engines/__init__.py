@@ -1,0 +1,116 @@
+"""Engine adapters: the only place gradcheck touches an autograd engine.
+
+An adapter converts tensors to and from NumPy, knows which tensors require
+grad, computes vector-Jacobian products (``grad``) and Jacobian-vector
+products (through dual tensors). gradcheck works with NumPy arrays and calls
+these methods; it never imports an engine itself. ``engine_for(inputs)``
+picks the adapter from the inputs' tensor type; torch is imported only when
+torch tensors are given.
+"""
+from __future__ import annotations
+
+import sys
+from contextlib import AbstractContextManager
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class Engine:
+    """The adapter interface. Subclasses fill every method."""
+
+    name = "engine"
+    module: Any = None
+    #: whether ``batched_grad`` and ``batched_jvp`` are available
+    supports_batched_grad = False
+    supports_batched_forward_grad = False
+
+    def is_tensor(self, value) -> bool:
+        raise NotImplementedError
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        """A detached NumPy copy of ``tensor``."""
+        raise NotImplementedError
+
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
+        """A new leaf tensor holding a copy of ``array`` (same dtype)."""
+        raise NotImplementedError
+
+    def requires_grad(self, tensor) -> bool:
+        return bool(tensor.requires_grad)
+
+    def is_differentiable_dtype(self, tensor) -> bool:
+        return bool(tensor.is_floating_point() or tensor.is_complex())
+
+    def no_grad(self) -> AbstractContextManager:
+        raise NotImplementedError
+
+    def enable_grad(self) -> AbstractContextManager:
+        raise NotImplementedError
+
+    def grad(self, outputs: Sequence, inputs: Sequence, grad_outputs: Sequence,
+             create_graph: bool = False) -> tuple:
+        """``autograd.grad`` with ``retain_graph=True, allow_unused=True``."""
+        raise NotImplementedError
+
+    def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
+        """``grad`` with ``is_grads_batched=True``."""
+        raise NotImplementedError
+
+    def dual_level(self) -> AbstractContextManager:
+        raise NotImplementedError
+
+    def make_dual(self, tensor, tangent):
+        raise NotImplementedError
+
+    def tangent(self, tensor):
+        """The tangent of a dual tensor at the current level, or ``None``."""
+        raise NotImplementedError
+
+    def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
+        """Output tangents for a batch of tangents of input ``in_idx``."""
+        raise NotImplementedError
+
+    def undefined_grad(self, tensor):
+        """``tensor`` passed through a node whose gradient is undefined, or
+        ``None`` when the engine cannot express undefined gradients."""
+        return None
+
+
+def _torch_engine():
+    from gradcheck.engines.torch import TorchEngine
+    return TorchEngine()
+
+
+def _refengine_engine():
+    from gradcheck.engines.refengine import RefEngine
+    return RefEngine()
+
+
+def _engine_of(value):
+    """The adapter for one value, or ``None`` if it is not a tensor we know."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _torch_engine
+    refengine = sys.modules.get("refengine")
+    if refengine is not None and isinstance(value, getattr(refengine, "Tensor", ())):
+        return _refengine_engine
+    return None
+
+
+def engine_for(inputs: Sequence) -> Engine:
+    """The adapter for the tensors among ``inputs``.
+
+    Raises ``ValueError`` if there is no tensor, or tensors of two engines.
+    """
+    makers = {_engine_of(value) for value in inputs} - {None}
+    if not makers:
+        kinds = ", ".join(type(v).__name__ for v in inputs) or "nothing"
+        raise ValueError(
+            f"gradcheck: the inputs contain no refengine or torch tensor (got {kinds}); "
+            "pass the inputs as tensors, e.g. refengine.tensor(x, dtype=refengine.float64, "
+            "requires_grad=True)")
+    if len(makers) > 1:
+        raise ValueError("gradcheck: the inputs mix refengine and torch tensors; "
+                         "use tensors of one engine")
+    return makers.pop()()

@@ -1,0 +1,68 @@
+"""The torch adapter. Imported only when the inputs are torch tensors."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.autograd import forward_ad
+
+from gradcheck.engines import Engine
+
+
+class TorchEngine(Engine):
+    """Adapter for ``torch`` tensors (CPU)."""
+
+    name = "torch"
+    module = torch
+    supports_batched_grad = True
+    supports_batched_forward_grad = True
+
+    def is_tensor(self, value) -> bool:
+        return isinstance(value, torch.Tensor)
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
+        return np.array(tensor.numpy(), copy=True)
+
+    def from_numpy(self, array, requires_grad=False):
+        tensor = torch.from_numpy(np.array(array, copy=True))
+        return tensor.requires_grad_(requires_grad)
+
+    def no_grad(self):
+        return torch.no_grad()
+
+    def enable_grad(self):
+        return torch.enable_grad()
+
+    def grad(self, outputs, inputs, grad_outputs, create_graph=False):
+        return torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                   create_graph=create_graph, allow_unused=True)
+
+    def batched_grad(self, outputs, inputs, grad_outputs):
+        return torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                   allow_unused=True, is_grads_batched=True)
+
+    def dual_level(self):
+        return forward_ad.dual_level()
+
+    def make_dual(self, tensor, tangent):
+        return forward_ad.make_dual(tensor, tangent)
+
+    def tangent(self, tensor):
+        return forward_ad.unpack_dual(tensor).tangent
+
+    def batched_jvp(self, func, primals, in_idx, tangents):
+        def one(tangent):
+            with forward_ad.dual_level():
+                args = list(primals)
+                args[in_idx] = forward_ad.make_dual(primals[in_idx], tangent)
+                outs = func(*args)
+                outs = outs if isinstance(outs, tuple) else (outs,)
+                result = []
+                for out in outs:
+                    t = forward_ad.unpack_dual(out).tangent if isinstance(out, torch.Tensor) else None
+                    result.append(torch.zeros_like(out) if t is None else t)
+                return tuple(result)
+        return torch.func.vmap(one)(tangents)
+
+    def undefined_grad(self, tensor):
+        return torch._C._functions.UndefinedGrad()(tensor)

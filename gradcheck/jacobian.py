@@ -1,0 +1,90 @@
+"""The one Jacobian type every builder returns.
+
+A ``Jacobian`` holds one real block per (output, input) pair, rows for the
+output's real coordinates and columns for the input's (see ``coords``), and
+a ``mode`` label saying how it was obtained: ``numerical``, ``reverse``,
+``forward``, ``fast-reverse``, ``fast-forward`` or ``reference``. Builders
+may attach a per-entry absolute error estimate (``errors``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradcheck import coords
+
+MODES = ("numerical", "reverse", "forward", "fast-reverse", "fast-forward", "reference")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Shapes and complexness of the checked inputs and outputs, by index."""
+
+    in_shapes: dict
+    in_complex: dict
+    out_shapes: dict
+    out_complex: dict
+
+    def in_size(self, in_idx: int) -> int:
+        return coords.real_size(self.in_shapes[in_idx], self.in_complex[in_idx])
+
+    def out_size(self, out_idx: int) -> int:
+        return coords.real_size(self.out_shapes[out_idx], self.out_complex[out_idx])
+
+
+@dataclass
+class Jacobian:
+    """Jacobian blocks of one mode, indexed ``jac[out_idx, in_idx]``.
+
+    ``jac[out_idx, in_idx]`` is a real NumPy array of shape
+    ``(real size of output, real size of input)``: entry ``[r, c]`` is the
+    derivative of output coordinate ``r`` with respect to input coordinate
+    ``c``. ``jac.complex_form(out_idx, in_idx)`` combines a complex input's
+    column pairs into ``d/dx + 1j * d/dy``, the form PyTorch shows and
+    compares. ``errors``, when present, maps the same keys to per-entry
+    absolute error estimates.
+    """
+
+    mode: str
+    layout: Layout
+    blocks: dict = field(default_factory=dict)
+    errors: dict | None = None
+    counts: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown Jacobian mode {self.mode!r}; expected one of {MODES}")
+
+    def __getitem__(self, key) -> np.ndarray:
+        return self.blocks[tuple(key)]
+
+    def __contains__(self, key) -> bool:
+        return tuple(key) in self.blocks
+
+    def keys(self):
+        return self.blocks.keys()
+
+    def complex_form(self, out_idx: int, in_idx: int) -> np.ndarray:
+        """The block with complex-input columns combined (PyTorch's form)."""
+        block = self.blocks[out_idx, in_idx]
+        return coords.complex_columns(block, self.layout.in_complex[in_idx])
+
+    def error_form(self, out_idx: int, in_idx: int) -> np.ndarray | None:
+        """Per-entry error estimate in the shape of ``complex_form``."""
+        if not self.errors or (out_idx, in_idx) not in self.errors:
+            return None
+        err = self.errors[out_idx, in_idx]
+        if self.layout.in_complex[in_idx]:
+            return np.hypot(err[:, 0::2], err[:, 1::2])
+        return err
+
+    def to_dict(self) -> dict:
+        """A JSON-serializable dict (complex entries as ``[re, im]`` pairs)."""
+        pairs = []
+        for (out_idx, in_idx), block in sorted(self.blocks.items()):
+            pairs.append({"out_idx": out_idx, "in_idx": in_idx,
+                          "shape": list(block.shape), "values": block.tolist()})
+        return {"mode": self.mode, "pairs": pairs, "counts": dict(self.counts),
+                "seconds": self.seconds}

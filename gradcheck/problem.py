@@ -1,0 +1,175 @@
+"""A function and its inputs, prepared for checking, with evaluation counts.
+
+``Problem`` validates the inputs, runs the function once with grad enabled
+(the graph every vjp reuses), and offers the three primitive evaluations all
+Jacobian builders need, in NumPy terms: ``evaluate`` (outputs at perturbed
+inputs), ``vjp`` and ``jvp``. It counts each one.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from gradcheck.engines import Engine, engine_for
+from gradcheck.errors import GradcheckError
+from gradcheck.jacobian import Layout
+
+
+def function_name(func) -> str:
+    """A readable name: ``MyFn`` for ``MyFn.apply``, else ``__name__``."""
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, type):
+        return owner.__name__
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def as_tuple(value) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+class Problem:
+    """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
+
+    def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None):
+        self.func = func
+        self.inputs = as_tuple(inputs) if not isinstance(inputs, list) else tuple(inputs)
+        self.name = name or function_name(func)
+        self.engine = engine or engine_for(self.inputs)
+        self.counts = {"function": 0, "vjp": 0, "jvp": 0}
+        self._validate_inputs()
+        self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
+                       if self.engine.is_tensor(x)}
+        with self.engine.enable_grad():
+            self.outputs = self.call(self.inputs, "evaluating it at the given inputs")
+        self._classify_outputs()
+        self.layout = Layout(
+            {i: self.arrays[i].shape for i in self.diff_in},
+            {i: np.iscomplexobj(self.arrays[i]) for i in self.diff_in},
+            {o: self.out_arrays[o].shape for o in self.float_out},
+            {o: np.iscomplexobj(self.out_arrays[o]) for o in self.float_out})
+
+    def _validate_inputs(self):
+        E = self.engine
+        self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
+        for i, x in enumerate(self.inputs):
+            if isinstance(x, np.ndarray):
+                raise ValueError(
+                    f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
+                    f"convert it with {E.name}.from_numpy(x).requires_grad_() to check it")
+        for i in self.diff_in:
+            if not E.is_differentiable_dtype(self.inputs[i]):
+                raise ValueError(
+                    f"{self.name}: input {i} requires grad but has dtype {self.inputs[i].dtype}; "
+                    "only floating point and complex inputs can be differentiated: "
+                    "convert it with .double() (or pass it without requires_grad)")
+        if not self.diff_in:
+            raise ValueError(
+                f"{self.name}: no input requires grad, so there is nothing to check; "
+                "call .requires_grad_() on the inputs to differentiate (e.g. "
+                "tensor(x, dtype=float64, requires_grad=True))")
+        for i in self.diff_in:
+            dtype = str(self.inputs[i].dtype)
+            if not ("float64" in dtype or "complex128" in dtype):
+                warnings.warn(
+                    f"{self.name}: input {i} requires grad and has dtype {dtype}, not double "
+                    "precision; finite differences at eps=1e-6 will likely fail. "
+                    "Use float64 or complex128 inputs.", UserWarning, stacklevel=4)
+
+    def _classify_outputs(self):
+        E = self.engine
+        self.out_arrays = {}
+        self.float_out, self.diff_out = [], []
+        for o, out in enumerate(self.outputs):
+            if not E.is_tensor(out) or not E.is_differentiable_dtype(out):
+                continue
+            self.out_arrays[o] = E.to_numpy(out)
+            self.float_out.append(o)
+            if E.requires_grad(out):
+                self.diff_out.append(o)
+
+    def call(self, args, what: str) -> tuple:
+        """Run the function on ``args``; wrap any exception it raises."""
+        self.counts["function"] += 1
+        try:
+            return as_tuple(self.func(*args))
+        except GradcheckError:
+            raise
+        except Exception as exc:  # the user's function: name it and what we did
+            raise GradcheckError(
+                f"{self.name}: the function raised {type(exc).__name__} ({exc}) while "
+                f"{what}; make it run on {self.engine.name} tensors of these shapes and "
+                "dtypes") from exc
+
+    def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
+        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
+        E = self.engine
+        with E.enable_grad():  # a first-derivative function differentiates inside
+            args = self.fresh_inputs(overrides)
+            outs = self.call(args, what)
+        return {o: E.to_numpy(outs[o]) for o in self.float_out}
+
+    def fresh_inputs(self, overrides: dict) -> list:
+        """New leaf tensors for the tensor inputs (``overrides`` by index)."""
+        args = list(self.inputs)
+        for i in self.arrays:
+            args[i] = self.engine.from_numpy(overrides.get(i, self.arrays[i]),
+                                             requires_grad=i in self.diff_in)
+        return args
+
+    def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:
+        """Gradients (NumPy, by ``in_idx``) for ``grad_outputs`` by ``out_idx``.
+
+        Outputs not in ``grad_outputs`` get no gradient (undefined). A
+        missing gradient (``None``) is returned as ``None``.
+        """
+        E = self.engine
+        keys = list(grad_outputs)
+        outs = [self.outputs[o] for o in keys]
+        gos = [E.from_numpy(np.asarray(grad_outputs[o], dtype=self.out_arrays[o].dtype))
+               for o in keys]
+        diff_inputs = [self.inputs[i] for i in self.diff_in]
+        self.counts["vjp"] += 1
+        try:
+            grads = E.grad(outs, diff_inputs, gos)
+        except Exception as exc:
+            raise GradcheckError(
+                f"{self.name}: the backward raised {type(exc).__name__} ({exc}) while {what}; "
+                "check the backward formula runs for these shapes and dtypes") from exc
+        return {i: self._grad_array(i, g, "vjp") for i, g in zip(self.diff_in, grads)}
+
+    def jvp(self, tangents: dict, what: str = "computing a jvp") -> dict:
+        """Output tangents (NumPy, by ``out_idx``) for ``tangents`` by ``in_idx``."""
+        E = self.engine
+        self.counts["jvp"] += 1
+        self.counts["function"] += 1
+        try:
+            with E.dual_level():
+                args = self.fresh_inputs({})
+                for i, t in tangents.items():
+                    args[i] = E.make_dual(args[i], E.from_numpy(
+                        np.asarray(t, dtype=self.arrays[i].dtype)))
+                outs = as_tuple(self.func(*args))
+                result = {o: E.tangent(outs[o]) for o in self.float_out}
+                result = {o: None if t is None else E.to_numpy(t) for o, t in result.items()}
+        except Exception as exc:
+            raise GradcheckError(
+                f"{self.name}: forward-mode AD raised {type(exc).__name__} ({exc}) while "
+                f"{what}; check the jvp formula, or pass check_forward_ad=False "
+                "if the function has none") from exc
+        return {o: self._check_shape(t, self.out_arrays[o].shape, f"output {o}", "jvp")
+                for o, t in result.items()}
+
+    def _grad_array(self, in_idx, grad, mode):
+        if grad is None:
+            return None
+        return self._check_shape(self.engine.to_numpy(grad), self.arrays[in_idx].shape,
+                                 f"input {in_idx}", mode)
+
+    def _check_shape(self, array, shape, who, mode):
+        if array is not None and array.shape != tuple(shape):
+            raise GradcheckError(
+                f"{self.name}: the {mode} returned a result of shape {tuple(array.shape)} for "
+                f"{who}, which has shape {tuple(shape)}; the {mode} must return one value "
+                f"per element of {who}")
+        return array

@@ -1,0 +1,145 @@
+"""The Report: everything a check found, as data, as text and as JSON."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradcheck.coords import describe_row
+
+WHAT = {
+    "reverse": "reverse-mode Jacobian differs from {against}",
+    "forward": "forward-mode Jacobian differs from {against}",
+    "fast-reverse": "fast-mode reverse check (v^T J u) differs from {against}",
+    "fast-forward": "fast-mode forward check (v^T J u) differs from {against}",
+    "adjoint": "forward and reverse mode disagree (<v, J_forward u> against "
+               "<J_reverse^T v, u>, no finite differences involved)",
+    "reentrant": "{mode}-mode AD is not reentrant (the same input and grad_output twice "
+                 "give different values)",
+    "scaling": "{mode}-mode AD is not linear in its grad_output/tangent",
+    "undefined-grad": "backward mishandles undefined output gradients",
+    "grad-dtype": "gradient has the wrong dtype",
+    "batched-grad": "batched backward (is_grads_batched=True) differs from one vjp per entry",
+    "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
+    "detached": "an output that does not require grad depends on an input",
+}
+
+
+#: checks whose failure explains the others come first
+PRIORITY = {"reentrant": 0, "scaling": 1, "undefined-grad": 2}
+
+
+def _fmt(value) -> str:
+    return "none" if value is None else f"{value:.1e}"
+
+
+def _where(result) -> str:
+    if result.where is None:
+        return ""
+    if result.check.startswith("fast") or result.check == "adjoint":
+        return f" at probe {result.where[0]}"
+    return " at [" + ", ".join(str(k) for k in result.where) + "]"
+
+
+def describe(result, name: str) -> str:
+    """One line in the model of STYLE.md point 7."""
+    what = WHAT.get(result.check, result.check).format(against=result.against, mode=result.mode)
+    pair = []
+    if result.out_idx is not None:
+        pair.append(f"output {result.out_idx}")
+    if result.in_idx is not None:
+        pair.append(f"input {result.in_idx}")
+    where = " for " + ", ".join(pair) if pair else ""
+    evidence = f"max error {_fmt(result.max_error)}{_where(result)}"
+    if result.tolerance is not None:
+        evidence += f", tolerance {_fmt(result.tolerance)}"
+    if result.diagnosis:
+        evidence += f"; {result.diagnosis}"
+    text = f"{name}: {what}{where} ({evidence})"
+    if result.detail:
+        text += f"\n  {result.detail}"
+    return text
+
+
+def _matrix(label: str, array) -> str:
+    if array is None:
+        return ""
+    with np.printoptions(precision=6, suppress=False, linewidth=100, threshold=200):
+        body = np.array2string(np.asarray(array), prefix="    ")
+    return f"  {label}:\n    {body}\n"
+
+
+@dataclass
+class Report:
+    """The result of ``check()``.
+
+    ``passed``: every check passed. ``results``: one ``Result`` per check and
+    (output, input) pair; ``failures`` the failing ones, first the most
+    fundamental. ``diagnosis``: the first failure's diagnosis, or ``None``.
+    ``jacobians``: every Jacobian computed, by mode label. ``counts``:
+    function, vjp and jvp evaluations. ``seconds``: wall time. ``seed``: the
+    seed of the random probes (pass it back as ``seed=`` to repeat a run).
+    """
+
+    name: str
+    engine: str
+    results: list = field(default_factory=list)
+    jacobians: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    seed: int | None = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failures(self) -> list:
+        """Failing results, root causes first (nondeterminism, scaling)."""
+        failing = [r for r in self.results if not r.passed]
+        return sorted(failing, key=lambda r: PRIORITY.get(r.check, len(PRIORITY)))
+
+    @property
+    def diagnosis(self) -> str | None:
+        for failure in self.failures:
+            if failure.diagnosis:
+                return failure.diagnosis
+        return None
+
+    def message(self, limit: int = 3) -> str:
+        """The failure text ``GradcheckError`` carries: each failing pair, its
+        evidence and diagnosis, and both Jacobians (or scalars) of the first."""
+        failures = self.failures
+        if not failures:
+            return f"{self.name}: all checks passed"
+        lines = [describe(f, self.name) for f in failures[:limit]]
+        if len(failures) > limit:
+            lines.append(f"... and {len(failures) - limit} more failing checks")
+        first = failures[0]
+        text = "\n".join(lines) + "\n"
+        text += _matrix(f"{first.against} ({first.check})", first.expected)
+        text += _matrix(f"{first.mode} ({first.check})", first.actual)
+        if first.check.startswith("fast"):
+            text += ("  fast mode failed; the slow Jacobians above explain it "
+                     f"(seed={self.seed} repeats the probes)\n")
+        return text.rstrip("\n")
+
+    def to_dict(self) -> dict:
+        """A JSON-serializable dict of the whole report."""
+        return {
+            "name": self.name, "engine": self.engine, "passed": self.passed,
+            "diagnosis": self.diagnosis,
+            "failures": [r.to_dict() for r in self.failures],
+            "results": [r.to_dict() for r in self.results],
+            "jacobians": {mode: jac.to_dict() for mode, jac in self.jacobians.items()},
+            "counts": dict(self.counts), "seconds": self.seconds, "seed": self.seed,
+            "settings": {k: v for k, v in self.settings.items()
+                         if isinstance(v, (bool, int, float, str, type(None)))},
+        }
+
+    def row_name(self, out_idx: int, row: int) -> str:
+        """Name row ``row`` of output ``out_idx``'s block (element and part)."""
+        jac = next(iter(self.jacobians.values()), None)
+        complex_ = bool(jac and jac.layout.out_complex.get(out_idx))
+        return describe_row(row, complex_)

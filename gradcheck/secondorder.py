@@ -1,0 +1,40 @@
+"""The first derivative as a function, for second-order checks."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcheck.problem import Problem, as_tuple, function_name
+
+
+def _random_like(engine, array, rng):
+    values = rng.uniform(-1, 1, array.shape)
+    if np.iscomplexobj(array):
+        values = values + 1j * rng.uniform(-1, 1, array.shape)
+    return engine.from_numpy(values.astype(array.dtype), requires_grad=True)
+
+
+def first_derivative(func, inputs, grad_outputs, rng, name=None):
+    """``(func', inputs + grad_outputs, name)`` where ``func'`` returns the vjp.
+
+    ``func'(*inputs, *grad_outputs)`` is ``autograd.grad`` of the outputs
+    that require grad, with ``create_graph=True``; gradients that are
+    ``None`` (unused inputs) are left out. ``grad_outputs`` default to
+    uniform random values in [-1, 1) (real and imaginary parts), requiring
+    grad.
+    """
+    problem = Problem(func, inputs, name)
+    E = problem.engine
+    if grad_outputs is None:
+        grad_outputs = tuple(_random_like(E, problem.out_arrays[o], rng) for o in problem.diff_out)
+    grad_outputs = as_tuple(grad_outputs) if not isinstance(grad_outputs, list) else tuple(grad_outputs)
+    n = len(problem.inputs)
+    diff_in = problem.diff_in
+
+    def first(*args):
+        ins, gos = args[:n], args[n:]
+        outs = [o for o in as_tuple(func(*ins)) if E.is_tensor(o) and E.requires_grad(o)]
+        grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
+        return tuple(g for g in grads if g is not None)
+
+    label = f"{name or function_name(func)} (first derivative)"
+    return first, problem.inputs + grad_outputs, label

@@ -1,0 +1,8 @@
+"""refengine.autograd: reverse-mode (backward, grad), forward-mode, custom Functions."""
+from . import forward_ad, graph
+from .api import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
+from . import function
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
+           "forward_ad", "graph", "function"]

@@ -1,0 +1,172 @@
+"""``autograd.backward`` and ``autograd.grad``."""
+from __future__ import annotations
+
+from ..tensor import Tensor
+from .engine import GraphTask
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) -> list:
+    from .. import creation
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    made = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if out.requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if out.is_complex():
+                    raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+                g = creation.ones_like(out)
+        elif not isinstance(g, Tensor):
+            g = creation.full_like(out, g)
+        else:
+            shape = tuple(g.shape[1:]) if is_grads_batched else tuple(g.shape)
+            if shape != tuple(out.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{list(g.shape)} and output[{i}] has a shape of "
+                                   f"{list(out.shape)}.")
+            if out.is_complex() != g.is_complex():
+                raise RuntimeError("For complex Tensors, both grad_output and output are "
+                                   "required to have the same dtype. Mismatch in dtype: "
+                                   f"grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
+                                   f"has a dtype of {out.dtype}.")
+        made.append(g)
+    return made
+
+
+def _root_edges(outputs: tuple) -> list:
+    edges = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"outputs must be Tensors, got {type(out).__name__} at index {i}")
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               "have a grad_fn")
+        edges.append(out._grad_edge())
+    return edges
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None) -> None:
+    """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad`` (PyTorch's semantics)."""
+    outputs = _as_tuple(tensors)
+    grads = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
+    if not grads:
+        grads = (None,) * len(outputs)
+    inputs = _as_tuple(inputs) if inputs is not None else None
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    edges = _root_edges(outputs)
+    grads = _make_grads(outputs, grads)
+    targets = None
+    if inputs is not None:
+        targets = [_input_edge(t, i) for i, t in enumerate(inputs)]
+    task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
+                     accumulate=True, targets=targets)
+    task.run()
+    if inputs is not None:
+        for t, g in zip(inputs, task.captured):
+            if g is not None and t.grad_fn is not None:
+                _accumulate_nonleaf(t, g, create_graph)
+
+
+def _accumulate_nonleaf(t: Tensor, g, create_graph: bool) -> None:
+    if not create_graph:
+        g = g.detach()
+    t._grad = g.clone() if t._grad is None else t._grad + g
+
+
+def _input_edge(t, i: int):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")
+    if not t.requires_grad:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return t._grad_edge()
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs``, returned, not accumulated.
+
+    >>> gx, = refengine.autograd.grad((x * x).sum(), x)
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    grads = _as_tuple(grad_outputs) or (None,) * len(outs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outs, ins, grads, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
+    edges = _root_edges(outs)
+    grads = _make_grads(outs, grads)
+    targets = [_input_edge(t, i) for i, t in enumerate(ins)]
+    task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
+                     accumulate=False, targets=targets)
+    task.run()
+    return _finish(task.captured, ins, allow_unused, materialize_grads)
+
+
+def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool) -> tuple:
+    from .. import creation
+    result = []
+    for g, t in zip(captured, ins):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            if materialize:
+                g = creation.zeros_like(t)
+        result.append(g)
+    return tuple(result)
+
+
+def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize):
+    """``is_grads_batched``: the first dimension of each grad_output is a batch."""
+    from ..ops import FUNCTIONS
+    stack = FUNCTIONS["stack"]
+    batched = _make_grads(outs, grads, is_grads_batched=True)
+    sizes = {g.shape[0] for g in batched}
+    if len(sizes) != 1:
+        raise RuntimeError("is_grads_batched=True needs grad_outputs with the same batch size")
+    rows = []
+    n = sizes.pop()
+    for b in range(n):
+        keep = retain_graph or b < n - 1
+        rows.append(grad(outs, ins, tuple(g[b] for g in batched), retain_graph=keep,
+                         create_graph=create_graph, allow_unused=True))
+    result = []
+    for j, t in enumerate(ins):
+        column = [r[j] for r in rows]
+        if all(c is None for c in column):
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            result.append(stack([_zeros(t)] * n) if materialize else None)
+            continue
+        result.append(stack([c if c is not None else _zeros(t) for c in column]))
+    return tuple(result)
+
+
+def _zeros(t):
+    from .. import creation
+    return creation.zeros_like(t)

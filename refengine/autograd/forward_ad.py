@@ -1,0 +1,246 @@
+"""Forward-mode AD: dual levels, ``make_dual`` / ``unpack_dual``, tangent propagation.
+
+Each tensor keeps one tangent per dual level. Levels nest (PyTorch refuses
+nesting; the design note asks for it): an op computes the tangent of each
+level with that level switched off, so the tangent computation itself
+carries the other levels' tangents, and a jvp of a jvp is a second
+directional derivative.
+
+>>> with dual_level():
+...     x = make_dual(primal, tangent)
+...     value, jvp = unpack_dual(x.sin())
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import namedtuple
+
+_lock = threading.Lock()
+_levels: list = []                  # active levels, innermost last
+_members: dict = {}                 # level -> WeakSet of tensors with a tangent there
+_tls = threading.local()
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+
+def _excluded() -> set:
+    ex = getattr(_tls, "excluded", None)
+    if ex is None:
+        ex = _tls.excluded = set()
+    return ex
+
+
+def enter_dual_level() -> int:
+    """Open a new (innermost) dual level and return its number."""
+    with _lock:
+        level = (_levels[-1] + 1) if _levels else 0
+        _levels.append(level)
+        _members[level] = weakref.WeakSet()
+    return level
+
+
+def exit_dual_level(*, level: int | None = None) -> None:
+    """Close a level: every tangent of that level is dropped."""
+    with _lock:
+        if not _levels:
+            raise RuntimeError("Trying to exit a forward AD level that was not entered")
+        if level is None:
+            level = _levels[-1]
+        if level != _levels[-1]:
+            raise RuntimeError(f"Trying to exit forward AD level {level} but the innermost "
+                               f"level is {_levels[-1]}: exit levels in reverse order")
+        _levels.pop()
+        members = _members.pop(level)
+    for t in list(members):
+        t._fw_grads.pop(level, None)
+
+
+class dual_level:
+    """Context manager for a dual level: ``with dual_level(): ...``."""
+
+    def __enter__(self) -> int:
+        self.level = enter_dual_level()
+        return self.level
+
+    def __exit__(self, *exc) -> None:
+        exit_dual_level(level=self.level)
+
+
+def _resolve(level: int | None, *, required: bool) -> int | None:
+    if level is None:
+        if not _levels:
+            if required:
+                raise RuntimeError("To create a dual tensor, enter a dual level first: "
+                                   "use `with forward_ad.dual_level():`")
+            return None
+        return _levels[-1]
+    if level not in _levels:
+        if required:
+            raise RuntimeError(f"Forward AD level {level} is not active; active levels: {_levels}")
+        return None
+    return level
+
+
+def set_tangent(t, level: int, tangent) -> None:
+    t._fw_grads[level] = tangent
+    _members[level].add(t)
+
+
+def get_tangent(t, level: int):
+    """The tangent of ``t`` at ``level``; a view without its own reads its base's."""
+    tangent = t._fw_grads.get(level)
+    if tangent is None and t._base is not None and t._view_fn is not None:
+        base_tangent = t._base._fw_grads.get(level)
+        if base_tangent is not None:
+            with excluding(level):
+                tangent = t._view_fn(base_tangent)
+    return tangent
+
+
+def make_dual(tensor, tangent, *, level: int | None = None):
+    """A view of ``tensor`` carrying ``tangent`` at ``level`` (default: innermost)."""
+    from ..tensor import Tensor
+    level = _resolve(level, required=True)
+    if not isinstance(tangent, Tensor) or not isinstance(tensor, Tensor):
+        raise TypeError("make_dual expects two Tensors (primal, tangent)")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                           f"that of the original Tensor, this is not supported. Tensor is of "
+                           f"size {list(tensor.shape)} while the given forward gradient is of "
+                           f"size {list(tangent.shape)}.")
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if tangent.dtype is not tensor.dtype:
+        raise RuntimeError(f"Expected tangent to have dtype {tensor.dtype}, got {tangent.dtype}")
+    with excluding(level):
+        out = _alias(tensor)
+    set_tangent(out, level, tangent)
+    return out
+
+
+def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
+    """``(primal, tangent)``; the tangent is None outside the level or without one."""
+    level = _resolve(level, required=False)
+    if level is None:
+        return UnpackedDualTensor(tensor, None)
+    tangent = get_tangent(tensor, level)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    with excluding(level):
+        primal = _alias(tensor)
+    primal._fw_grads = {k: v for k, v in tensor._fw_grads.items() if k != level}
+    return UnpackedDualTensor(primal, tangent)
+
+
+def _alias(tensor):
+    from ..ops.dispatch import call
+    from ..ops.opdef import OPS
+    return call(OPS["alias"], tensor)
+
+
+class excluding:
+    """Compute with one level switched off (the tangent of that level is being built)."""
+
+    def __init__(self, level: int):
+        self.level = level
+
+    def __enter__(self):
+        ex = _excluded()
+        self.added = self.level not in ex
+        ex.add(self.level)
+
+    def __exit__(self, *exc):
+        if self.added:
+            _excluded().discard(self.level)
+
+
+def levels_with_tangents(tensors: dict, op) -> tuple:
+    """The active levels at which some differentiable input of ``op`` has a tangent."""
+    if not _levels:
+        return ()
+    ex = _excluded()
+    found = []
+    for level in _levels:
+        if level in ex:
+            continue
+        for n in op.diff_inputs:
+            t = tensors.get(n)
+            items = t if isinstance(t, list) else ([t] if t is not None else [])
+            if any(get_tangent(x, level) is not None for x in items):
+                found.append(level)
+                break
+    if found and not op.differentiable:
+        return ()
+    if found and op.jvp is None:
+        raise RuntimeError(f"Trying to use forward AD with {op.name} that does not support it: "
+                           f"refengine has no jvp rule for {op.name}")
+    return tuple(found)
+
+
+def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
+    from .. import creation
+    tenv = dict(env)
+    for n in op.diff_inputs:
+        t = tensors.get(n)
+        if t is None:
+            tenv[f"{n}_t"] = None
+        elif isinstance(t, list):
+            tenv[f"{n}_t"] = [get_tangent(x, level) if get_tangent(x, level) is not None
+                              else creation.zeros_like(x) for x in t]
+        else:
+            tan = get_tangent(t, level)
+            tenv[f"{n}_t"] = tan if tan is not None else creation.zeros_like(t)
+    for name, o in zip(op.outputs, outs):
+        tenv[name] = o
+    from .node import input_meta
+    for name in tensors:
+        for suffix in ("_shape", "_dtype"):
+            tenv[name + suffix] = input_meta(name + suffix, tensors)[0]
+    return tenv
+
+
+def fit_tangent(tan, out):
+    """Broadcast and cast a computed tangent to its output's shape and dtype."""
+    if tuple(tan.shape) != tuple(out.shape):
+        tan = tan.expand(tuple(out.shape)).clone()
+    if tan.is_complex() and not out.is_complex():
+        tan = tan.real
+    if tan.dtype is not out.dtype:
+        tan = tan.to(out.dtype)
+    return tan
+
+
+def push_tangents(op, env: dict, tensors: dict, outs: list, levels: tuple, inplace: bool) -> None:
+    """Compute and attach the output tangents of ``op`` at each level."""
+    for level in levels:
+        tenv = _tangent_env(op, env, tensors, outs, level)
+        with excluding(level):
+            tans = op.jvp(tenv)
+            tans = tans if len(op.outputs) > 1 else (tans,)
+            for name, o, tan in zip(op.outputs, outs, tans):
+                if tan is None or name not in op.diff_outputs:
+                    continue
+                tan = fit_tangent(tan, o)
+                if inplace:
+                    _write_tangent(o, level, tan)
+                else:
+                    set_tangent(o, level, tan)
+
+
+def _write_tangent(t, level: int, tan) -> None:
+    """In-place op on ``t``: update its tangent in place (the lens putback)."""
+    own = t._fw_grads.get(level)
+    if own is not None:
+        own.copy_(tan)
+        return
+    base = t._base
+    if base is not None and t._view_fn is not None:
+        base_tangent = base._fw_grads.get(level)
+        if base_tangent is None:
+            from .. import creation
+            base_tangent = creation.zeros_like(base)
+            set_tangent(base, level, base_tangent)
+        t._view_fn(base_tangent).copy_(tan)
+        return
+    set_tangent(t, level, tan)

@@ -1,0 +1,238 @@
+"""Graph nodes: ``Node`` (a ``grad_fn``), ``OpNode`` for refengine ops, ``AccumulateGrad``."""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from .hooks import RemovableHandle
+from .saved import SavedTensor
+
+_sequence = itertools.count()
+
+
+class Node:
+    """A backward function in the graph (what ``tensor.grad_fn`` returns).
+
+    ``next_functions`` are the (node, input_nr) edges towards the inputs;
+    hooks run in the order the seed documents (tensor hooks, pre-hooks,
+    retained grads, the node, post-hooks).
+    """
+
+    def __init__(self, next_functions=()):
+        self._next = tuple(next_functions)
+        self._sequence_nr = next(_sequence)
+        self._pre_hooks: dict = {}
+        self._post_hooks: dict = {}
+        self._tensor_hooks: dict = {}   # output_nr -> {id: hook}
+        self._retained: dict = {}       # output_nr -> tensor whose .grad we fill
+        self._lock = threading.RLock()
+        self.metadata: dict = {}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        return self._next
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node runs; may return new grad_inputs."""
+        return RemovableHandle.add(self._post_hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs; may return new grad_outputs."""
+        return RemovableHandle.add(self._pre_hooks, fn)
+
+    def _register_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        return RemovableHandle.add(self._tensor_hooks.setdefault(output_nr, {}), fn)
+
+    def _set_retains_grad(self, tensor) -> None:
+        self._retained[tensor._output_nr] = tensor
+
+    def _drop_retains_grad(self, tensor) -> None:
+        if self._retained.get(tensor._output_nr) is tensor:
+            del self._retained[tensor._output_nr]
+
+    def apply(self, grads: list) -> list:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free saved tensors (after a backward without retain_graph)."""
+
+    def __call__(self, *grads):
+        return tuple(self.apply(list(grads)))
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def __getattr__(self, attr: str):
+        saved = self.__dict__.get("_saved")
+        if saved is not None:
+            if attr.startswith("_raw_saved_") and attr[11:] in saved:
+                value = saved[attr[11:]]
+                if isinstance(value, SavedTensor):
+                    return value
+            elif attr.startswith("_saved_") and attr[7:] in saved:
+                value = saved[attr[7:]]
+                return value.unpack() if isinstance(value, SavedTensor) else value
+        raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
+
+
+class OpNode(Node):
+    """The node of a refengine op: applies the op's vjp rules."""
+
+    def __init__(self, op, name: str, edges, inputs, saved, outputs_meta):
+        super().__init__(edges)
+        self.op = op
+        self._name = name
+        self._inputs = inputs            # [(name, needs_grad, [(shape, dtype), ...] or (shape, dtype))]
+        self._saved = saved
+        self._outputs_meta = outputs_meta
+
+    def name(self) -> str:
+        return self._name
+
+    @classmethod
+    def create(cls, op, raw: dict, env: dict, tensors: dict, outs: list) -> "OpNode":
+        edges, inputs, needs = [], [], {}
+        for n in op.diff_inputs:
+            t = tensors.get(n)
+            if t is None:
+                continue
+            if isinstance(t, list):
+                edges.extend(x._grad_edge() for x in t)
+                inputs.append((n, [(tuple(x.shape), x.dtype) for x in t]))
+                needs[n] = any(x.requires_grad for x in t)
+            else:
+                edges.append(t._grad_edge())
+                inputs.append((n, (tuple(t.shape), t.dtype)))
+                needs[n] = t.requires_grad
+        name = op.variant(raw) if op.variant else op.node
+        node = cls(op, name, edges, inputs, {}, [(tuple(o.shape), o.dtype) for o in outs])
+        node._needs = needs
+        names = op.saved_names(needs)
+        for i, o in enumerate(outs):
+            if op.outputs[i] in op.diff_outputs:
+                o._grad_fn, o._output_nr, o._requires_grad = node, i, False
+        for s in names:
+            meta = input_meta(s, tensors)
+            if meta is not None:
+                node._saved[s] = meta[0]
+            elif s in op.outputs:
+                i = op.outputs.index(s)
+                node._saved[s] = SavedTensor(outs[i], node, is_output=op.outputs[i] in op.diff_outputs)
+            elif s in tensors and not isinstance(tensors[s], list):
+                node._saved[s] = SavedTensor(tensors[s], node, is_output=False)
+            else:
+                node._saved[s] = env[s]
+        return node
+
+    def _unpack(self) -> dict:
+        with self._lock:
+            return {k: (v.unpack() if isinstance(v, SavedTensor) else v) for k, v in self._saved.items()}
+
+    def _grad_env(self, grads: list) -> dict | None:
+        op = self.op
+        if len(op.outputs) == 1:
+            return None if grads[0] is None else {"grad": grads[0]}
+        from .. import creation
+        picked = []
+        for i, name in enumerate(op.outputs):
+            if name in op.diff_outputs:
+                g = grads[i] if i < len(grads) else None
+                if g is None:
+                    shape, dt = self._outputs_meta[i]
+                    g = creation.zeros(shape, dtype=dt)
+                picked.append(g)
+        if all(grads[i] is None for i in range(len(grads))):
+            return None
+        return {"grad": picked[0]} if len(picked) == 1 else {"grads": tuple(picked)}
+
+    def apply(self, grads: list) -> list:
+        env = self._grad_env(grads)
+        if env is None:
+            return [None] * len(self._next)
+        env.update(self._unpack())
+        result = []
+        for name, meta in self._inputs:
+            rule = self.op.vjp.get(name)
+            count = len(meta) if isinstance(meta, list) else 1
+            if not self._needs[name] or rule is None:
+                result.extend([None] * count)
+                continue
+            g = rule(env)
+            if isinstance(meta, list):
+                result.extend(reduce_grad(gi, *m) for gi, m in zip(g, meta))
+            else:
+                result.append(reduce_grad(g, *meta))
+        return result
+
+    def _release(self) -> None:
+        for v in self._saved.values():
+            if isinstance(v, SavedTensor):
+                v.release()
+
+
+def input_meta(name: str, tensors: dict):
+    """``self_shape`` / ``self_dtype``: what a rule may know of an input without saving it."""
+    for suffix, get in (("_shape", lambda t: tuple(t.shape)), ("_dtype", lambda t: t.dtype)):
+        if name.endswith(suffix):
+            t = tensors.get(name[: -len(suffix)])
+            if isinstance(t, list):
+                return ([get(x) for x in t],)
+            if t is not None:
+                return (get(t),)
+    return None
+
+
+def reduce_grad(g, shape: tuple, dtype):
+    """Fit a gradient to its input: sum broadcast dims, project complex to real, cast."""
+    if g is None:
+        return None
+    if tuple(g.shape) != shape:
+        g = sum_to(g, shape)
+    if g.dtype.is_complex and not dtype.is_complex:
+        g = g.real
+    if g.dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+def sum_to(g, shape: tuple):
+    """Sum ``g`` over the dimensions that broadcasting added to ``shape``."""
+    lead = g.ndim - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"gradient of shape {list(g.shape)} cannot be reduced to {list(shape)}")
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
+                                if s == 1 and g.shape[lead + i] != 1]
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    if tuple(g.shape) != tuple(shape):
+        raise RuntimeError(f"gradient of shape {list(g.shape)} does not match input shape {list(shape)}")
+    return g
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: accumulates incoming gradients into ``variable.grad``."""
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def accumulate(self, grad, create_graph: bool) -> None:
+        if grad is None:
+            return
+        var = self.variable
+        with self._lock:
+            if var._grad is None:
+                var._grad = grad if create_graph else grad.detach().clone()
+            elif create_graph:
+                var._grad = var._grad + grad
+            else:
+                from ..grad_mode import no_grad
+                with no_grad():
+                    var._grad.add_(grad.detach())
+        for hook in list(var._post_acc_hooks.values()):
+            hook(var)

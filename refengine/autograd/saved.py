@@ -1,0 +1,114 @@
+"""SavedTensor: a tensor kept for backward, checked against its version."""
+from __future__ import annotations
+
+import threading
+import weakref
+
+from .. import dtypes
+from ..grad_mode import is_inference_mode_enabled
+from .hooks import current_saved_hooks
+
+SECOND_TIME = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+def describe(t) -> str:
+    return f"[refengine.{dtypes.TYPE_NAMES[t.dtype]} [{', '.join(map(str, t.shape))}]]"
+
+
+class SavedTensor:
+    """One tensor saved by a node (``grad_fn._raw_saved_<name>``)."""
+
+    def __init__(self, tensor, node, is_output: bool):
+        if tensor._is_inference and not is_inference_mode_enabled():
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
+                               "you can make a clone to get a normal tensor and use it in autograd.")
+        self._lock = threading.Lock()
+        self._released = False
+        self._storage = tensor._storage
+        self._version = tensor._version
+        self._is_output = is_output
+        self._desc = describe(tensor)
+        self._node = weakref.ref(node) if is_output else None
+        self._output_nr = tensor._output_nr
+        producer = node if is_output else tensor.grad_fn
+        self._producer = None if producer is None else (producer.name(), tensor._output_nr)
+        # what is needed to give an unpacked tensor its autograd identity
+        self._requires_grad = tensor._requires_grad
+        leaf = tensor.grad_fn is None and tensor._requires_grad
+        self._edge = None if is_output else (tensor.grad_fn, tensor._output_nr,
+                                             tensor._get_grad_accumulator() if leaf else None)
+        self._tensor = self._data = None
+        self._hooks = current_saved_hooks()
+        if self._hooks is not None:
+            self._packed = self._hooks[0](tensor)
+        elif is_output:
+            self._data = tensor._data    # no reference to the output: no cycle
+        else:
+            self._tensor = tensor
+
+    def _check(self) -> None:
+        if self._released:
+            raise RuntimeError(SECOND_TIME)
+        current = self._storage.version
+        if current != self._version:
+            where = (f", which is output {self._producer[1]} of {self._producer[0]},"
+                     if self._producer else "")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {self._desc}{where} is at version {current}; expected "
+                f"version {self._version} instead. Hint: the tensor was changed in place after "
+                "an operation saved it for backward; clone() it before the in-place operation.")
+
+    def unpack(self):
+        """The saved tensor, connected to the graph for double backward."""
+        with self._lock:
+            self._check()
+            if self._hooks is not None:
+                value = self._hooks[1](self._packed)
+                return self._rewrap(value)
+            if self._is_output:
+                return self._rewrap(None)
+            return self._tensor
+
+    def _rewrap(self, value):
+        from ..tensor import Tensor
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(value).__name__}")
+        data = self._data if value is None else value._data
+        out = Tensor(_array=data, _storage=self._storage if value is None else value._storage)
+        if self._is_output:
+            out._grad_fn = self._node()
+            out._output_nr = self._output_nr
+        else:
+            fn, nr, acc = self._edge
+            out._grad_fn, out._output_nr = fn, nr
+            out._requires_grad = self._requires_grad
+            out._grad_accumulator = acc
+        return out
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Install a pack/unpack pair: pack runs now, unpack at every access."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks expects two callables (pack_hook, unpack_hook)")
+        with self._lock:
+            if self._released:
+                raise RuntimeError(SECOND_TIME)
+            if self._hooks is not None:
+                raise RuntimeError("SavedTensor hooks have already been set; they cannot be set twice")
+        current = self.unpack()
+        with self._lock:
+            self._packed = pack_hook(current)
+            self._hooks = (pack_hook, unpack_hook)
+            self._tensor = self._data = None
+
+    def release(self) -> None:
+        with self._lock:
+            self._released = True
+            self._tensor = self._data = None
+            self._packed = None

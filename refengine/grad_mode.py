@@ -1,0 +1,107 @@
+"""Grad modes: default (grad) mode, no-grad and inference mode, per thread.
+
+Each mode is a context manager and a decorator, as in PyTorch::
+
+    with refengine.no_grad():
+        y = x * 2          # not recorded
+    @refengine.no_grad()
+    def update(p): ...
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are recorded for backward in this thread."""
+    return getattr(_state, "grad", True)
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether inference mode is on in this thread."""
+    return getattr(_state, "inference", False)
+
+
+def _set_grad(mode: bool) -> None:
+    _state.grad = bool(mode)
+
+
+class _Mode:
+    """Shared context-manager and decorator behaviour of the grad modes."""
+
+    def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            raise TypeError("refengine grad modes do not decorate generator functions")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_Mode):
+    """Disable recording: results behave as if no input required grad."""
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _set_grad(False)
+
+    def __exit__(self, *exc):
+        _set_grad(self.prev)
+
+
+class enable_grad(_Mode):
+    """Enable recording inside a no-grad region."""
+
+    def __enter__(self):
+        self.prev = is_grad_enabled()
+        _set_grad(True)
+
+    def __exit__(self, *exc):
+        _set_grad(self.prev)
+
+
+class set_grad_enabled(_Mode):
+    """Set grad mode on or off; takes effect at once, and restores on exit."""
+
+    def __init__(self, mode: bool):
+        self.prev = is_grad_enabled()
+        self.mode = bool(mode)
+        _set_grad(self.mode)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _set_grad(self.prev)
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_Mode):
+    """No recording, and tensors made here are inference tensors."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = (is_grad_enabled(), is_inference_mode_enabled())
+        if self.mode:
+            _set_grad(False)
+        _state.inference = self.mode
+
+    def __exit__(self, *exc):
+        _set_grad(self.prev[0])
+        _state.inference = self.prev[1]
+
+    def clone(self):
+        return self.__class__(self.mode)

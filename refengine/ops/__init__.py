@@ -1,0 +1,6 @@
+"""refengine operations, one module per family; each op is defined once."""
+from . import (binary, complex_ops, elementwise, indexing, products,  # noqa: F401
+               reduction, shape)
+from .namespace import build
+
+FUNCTIONS = build()

@@ -1,0 +1,119 @@
+"""Binary elementwise ops with broadcasting (the engine sums gradients back
+to each input's shape) and the comparisons, which are not differentiable."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .opdef import defelementwise, defop, deflinear
+
+B = dict(promote=("self", "other"), inplace=True)
+
+
+def _conj(x):
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+deflinear("add", lambda self, other, alpha=1: self + alpha * other if alpha != 1 else self + other,
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: grad * _conj(alpha)}, **B)
+deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1 else self - other,
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * _conj(alpha)}, **B)
+# ``2 - x``: the number is ``other`` here, as in PyTorch's rsub.
+deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
+          vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
+          promote=("self", "other"), method=None, node="RsubBackward1")
+defelementwise("mul", lambda self, other: self * other,
+               {"self": lambda other: other, "other": lambda self: self}, **B)
+defelementwise("div", lambda self, other: np.true_divide(self, other),
+               {"self": lambda other: other.reciprocal(),
+                "other": lambda self, other: -self / (other * other)},
+               to_float=True, **B)
+defelementwise("atan2", lambda self, other: np.arctan2(self, other),
+               {"self": lambda self, other: other / (self * self + other * other),
+                "other": lambda self, other: -self / (self * self + other * other)},
+               to_float=True, **B)
+
+
+def _pow_self(grad, self, exponent):
+    # d/dself x**p = p x**(p-1); where p == 0 the derivative is 0 (also at x = 0).
+    d = (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
+    return grad * d.conj()
+
+
+def _pow_exponent(grad, self, exponent, result):
+    # d/dp x**p = x**p log x; at x = 0 with p >= 0 it is taken as 0 (by continuity).
+    safe = self.masked_fill(self == 0, 1)
+    d = (result * safe.log()).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    return grad * d.conj()
+
+
+def _is_number(x) -> bool:
+    return not hasattr(x, "_data") or x._wrapped_number is not None
+
+
+def _pow_variant(raw: dict) -> str:
+    if _is_number(raw["exponent"]):
+        return "PowBackward0"
+    return "PowBackward2" if _is_number(raw["self"]) else "PowBackward1"
+
+
+def _pow_jvp(self_t, exponent_t, self, exponent, result):
+    out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
+    safe = self.masked_fill(self == 0, 1)
+    dexp = (result * safe.log()).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    return out + exponent_t * dexp
+
+
+defop("pow", lambda self, exponent: np.power(self, exponent),
+      vjp={"self": _pow_self, "exponent": _pow_exponent}, jvp=_pow_jvp,
+      inputs=("self", "exponent"), promote=("self", "exponent"), variant=_pow_variant,
+      inplace=True)
+
+
+def _tie_share(self, other):
+    # where self == other the gradient is shared equally (PyTorch's rule)
+    return (self > other).to(self.dtype) + (self == other).to(self.dtype) * 0.5
+
+
+defop("maximum", lambda self, other: np.maximum(self, other),
+      vjp={"self": lambda grad, self, other: grad * _tie_share(self, other),
+           "other": lambda grad, self, other: grad * _tie_share(other, self)},
+      jvp=lambda self_t, other_t, self, other: other_t + _tie_share(self, other) * (self_t - other_t),
+      promote=("self", "other"))
+defop("minimum", lambda self, other: np.minimum(self, other),
+      vjp={"self": lambda grad, self, other: grad * _tie_share(other, self),
+           "other": lambda grad, self, other: grad * _tie_share(self, other)},
+      jvp=lambda self_t, other_t, self, other: other_t + _tie_share(other, self) * (self_t - other_t),
+      promote=("self", "other"))
+deflinear("where", lambda condition, self, other: np.where(condition, self, other),
+          vjp={"self": lambda grad, condition: grad.masked_fill(~condition, 0),
+               "other": lambda grad, condition: grad.masked_fill(condition, 0)},
+          inputs=("condition", "self", "other"), nondiff=("condition",),
+          promote=("self", "other"), method="where")
+deflinear("masked_fill", lambda self, mask, value: np.where(mask, value, self).astype(self.dtype),
+          vjp={"self": lambda grad, mask: grad.masked_fill(mask, 0),
+               "value": lambda grad, mask: grad.masked_fill(~mask, 0).sum()},
+          inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True)
+
+
+def _compare(name, fn):
+    defop(name, fn, vjp=None, promote=("self", "other"), result_dtype=lambda d: dtypes.bool_)
+
+
+_compare("eq", lambda self, other: np.equal(self, other))
+_compare("ne", lambda self, other: np.not_equal(self, other))
+_compare("lt", lambda self, other: np.less(self, other))
+_compare("le", lambda self, other: np.less_equal(self, other))
+_compare("gt", lambda self, other: np.greater(self, other))
+_compare("ge", lambda self, other: np.greater_equal(self, other))
+defop("logical_and", lambda self, other: np.logical_and(self, other), vjp=None)
+defop("logical_or", lambda self, other: np.logical_or(self, other), vjp=None)
+defop("logical_not", lambda self: np.logical_not(self), vjp=None)
+defop("bitwise_and", lambda self, other: np.bitwise_and(self, other), vjp=None,
+      promote=("self", "other"))
+defop("bitwise_or", lambda self, other: np.bitwise_or(self, other), vjp=None,
+      promote=("self", "other"))
+defop("bitwise_not", lambda self: np.invert(self), vjp=None)
+defop("isnan", lambda self: np.isnan(self), vjp=None)
+defop("isinf", lambda self: np.isinf(self), vjp=None)
+defop("isfinite", lambda self: np.isfinite(self), vjp=None)

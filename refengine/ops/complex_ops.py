@@ -1,0 +1,77 @@
+"""Complex parts and conjugation: conj real imag angle view_as_real view_as_complex.
+None of these is holomorphic, so each has its rules written out."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .dispatch import call
+from .opdef import OPS, defop, deflinear, public
+
+# conj is linear over the reals; on a real tensor it returns the tensor itself.
+deflinear("conj_op", lambda self: np.conj(self), vjp={"self": lambda grad: grad.conj()},
+          node="ConjBackward0", method=None, function=False)
+deflinear("conj_physical", lambda self: np.conj(self), vjp={"self": lambda grad: grad.conj()},
+          inplace=True)
+deflinear("real_op", lambda self: self.real, vjp={"self": lambda grad: grad},
+          view=True, node="RealBackward0", method=None, function=False)
+deflinear("imag_op", lambda self: self.imag, vjp={"self": lambda grad: grad * 1j},
+          view=True, node="ImagBackward0", method=None, function=False)
+deflinear("view_as_real", lambda self: _as_real(self), vjp={"self": lambda grad: grad.view_as_complex()},
+          view=True, node="ViewAsRealBackward0")
+deflinear("view_as_complex", lambda self: _as_complex(self), vjp={"self": lambda grad: grad.view_as_real()},
+          view=True, node="ViewAsComplexBackward0")
+
+
+def _as_real(self):
+    if not np.iscomplexobj(self):
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return self.view(self.real.dtype).reshape(self.shape + (2,))
+
+
+def _as_complex(self):
+    if self.shape[-1:] != (2,) or self.dtype not in (np.float32, np.float64):
+        raise RuntimeError("Tensor must have a last dimension of size 2 and a float dtype")
+    return np.ascontiguousarray(self).view(np.complex64 if self.dtype == np.float32
+                                           else np.complex128).reshape(self.shape[:-1])
+
+
+# angle: d angle = Im(dz / z); vjp grad * i z / |z|^2, and 0 at z = 0 and for reals.
+defop("angle", lambda self: np.angle(self) if np.iscomplexobj(self)
+      else np.where(self < 0, np.pi, 0.0).astype(self.dtype) if self.dtype.kind == "f"
+      else np.where(self < 0, np.pi, 0.0).astype(np.float32),
+      vjp={"self": lambda grad, self: (grad * self * 1j / (self * self.conj()).real.masked_fill(
+          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else grad * 0},
+      jvp=lambda self_t, self: ((self_t * self.conj()).imag / (self * self.conj()).real.masked_fill(
+          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else self_t * 0,
+      promote=("self",), result_dtype=dtypes.to_real)
+
+
+@public()
+def conj(input):
+    """The complex conjugate; a real tensor is returned as it is."""
+    return call(OPS["conj_op"], input) if input.is_complex() else input
+
+
+@public(method=False)
+def real(input):
+    """The real part (a view); a real tensor is returned as it is."""
+    return call(OPS["real_op"], input) if input.is_complex() else input
+
+
+@public(method=False)
+def imag(input):
+    """The imaginary part (a view) of a complex tensor."""
+    if not input.is_complex():
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return call(OPS["imag_op"], input)
+
+
+@public()
+def resolve_conj(input):
+    return input
+
+
+@public()
+def resolve_neg(input):
+    return input

@@ -1,0 +1,100 @@
+"""Matrix and vector products: matmul mm bmm mv dot vdot outer. All bilinear:
+each input's vjp multiplies ``grad`` by the conjugate of the other input."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import call
+from .opdef import OPS, defop, public
+
+P = dict(promote=("self", "other"))
+
+
+def _bilinear_jvp(name):
+    def jvp(self_t, other_t, self, other):
+        op = OPS[name]
+        return call(op, self_t, other) + call(op, self, other_t)
+    return jvp
+
+
+def _check_dims(name, want_self, want_other):
+    def check(self, other):
+        if self.ndim != want_self or other.ndim != want_other:
+            raise RuntimeError(f"{name}: expected {want_self}-D and {want_other}-D tensors, got "
+                               f"{self.ndim}-D and {other.ndim}-D")
+        if self.shape[-1] != other.shape[0 if want_other == 1 else -2]:
+            raise RuntimeError(f"{name}: shapes {list(self.shape)} and {list(other.shape)} "
+                               "cannot be multiplied")
+    return check
+
+
+def _mm(self, other):
+    _check_dims("mm", 2, 2)(self, other)
+    return self @ other
+
+
+def _bmm(self, other):
+    if self.ndim != 3 or other.ndim != 3 or self.shape[0] != other.shape[0]:
+        raise RuntimeError(f"bmm: expected two 3-D tensors with the same batch size, got "
+                           f"{list(self.shape)} and {list(other.shape)}")
+    return self @ other
+
+
+def _mv(self, other):
+    _check_dims("mv", 2, 1)(self, other)
+    return self @ other
+
+
+def _dot(self, other):
+    if self.ndim != 1 or other.ndim != 1 or self.shape != other.shape:
+        raise RuntimeError(f"dot: expected 1-D tensors of the same size, got {list(self.shape)} "
+                           f"and {list(other.shape)}")
+    return np.dot(self, other)
+
+
+defop("mm", _mm, vjp={"self": lambda grad, other: grad.mm(other.mH),
+                      "other": lambda grad, self: self.mH.mm(grad)},
+      jvp=_bilinear_jvp("mm"), **P)
+defop("bmm", _bmm, vjp={"self": lambda grad, other: grad.bmm(other.mH),
+                        "other": lambda grad, self: self.mH.bmm(grad)},
+      jvp=_bilinear_jvp("bmm"), **P)
+defop("mv", _mv, vjp={"self": lambda grad, other: grad.unsqueeze(1) * other.conj().unsqueeze(0),
+                      "other": lambda grad, self: self.mH.mv(grad)},
+      jvp=_bilinear_jvp("mv"), **P)
+defop("dot", _dot, vjp={"self": lambda grad, other: grad * other.conj(),
+                        "other": lambda grad, self: grad * self.conj()},
+      jvp=_bilinear_jvp("dot"), **P)
+defop("vdot", lambda self, other: np.vdot(self, other),
+      vjp={"self": lambda grad, other: grad.conj() * other,
+           "other": lambda grad, self: grad * self},
+      jvp=_bilinear_jvp("vdot"), **P)
+defop("outer", lambda self, other: np.outer(self, other),
+      vjp={"self": lambda grad, other: grad.mv(other.conj()),
+           "other": lambda grad, self: grad.mT.mv(self.conj())},
+      jvp=_bilinear_jvp("outer"), **P)
+# Batched, broadcasting matmul of >= 2-D operands; the engine sums the
+# gradient over broadcast batch dimensions.
+defop("matmul_nd", lambda self, other: np.matmul(self, other),
+      vjp={"self": lambda grad, other: grad.matmul(other.mH),
+           "other": lambda grad, self: self.mH.matmul(grad)},
+      jvp=_bilinear_jvp("matmul_nd"), node="MatmulBackward0", method=None, function=False, **P)
+
+
+@public()
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch broadcasting (1-D operands get a dim added)."""
+    a, b = input.ndim, other.ndim
+    if a == 0 or b == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{a}D and {b}D")
+    if a == 1 and b == 1:
+        return call(OPS["dot"], input, other)
+    if a == 2 and b == 1:
+        return call(OPS["mv"], input, other)
+    if a == 2 and b == 2:
+        return call(OPS["mm"], input, other)
+    if a == 1:
+        return matmul(input.unsqueeze(0), other).squeeze(-2)
+    if b == 1:
+        return matmul(input, other.unsqueeze(-1)).squeeze(-1)
+    return call(OPS["matmul_nd"], input, other)

@@ -1,0 +1,236 @@
+"""Reductions over ``dim`` (with ``keepdim``): sum, mean, prod, amax, max, var, norm...
+
+Every vjp first restores the reduced dimensions of ``grad`` (``expand_reduced``),
+then applies its own formula; ties in max-like reductions share the gradient
+evenly, as PyTorch does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .dispatch import call
+from .opdef import OPS, defop, deflinear, public
+
+
+def dims_of(dim, ndim: int) -> tuple:
+    """``dim`` (None, int or sequence) as a sorted tuple of non-negative dims."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        dim = (dim,)
+    out = []
+    for d in dim:
+        d = int(d)
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})")
+        out.append(d % max(ndim, 1))
+    return tuple(sorted(set(out))) if ndim else ()
+
+
+def _np_axis(dim, ndim):
+    return dims_of(dim, ndim) if ndim else None
+
+
+def expand_reduced(grad, self, dim, keepdim: bool):
+    """``grad`` of a reduction, broadcast back to ``self``'s shape (a shape or a tensor)."""
+    shape = tuple(self if isinstance(self, tuple) else self.shape)
+    if not keepdim and shape:
+        for d in dims_of(dim, len(shape)):
+            grad = grad.unsqueeze(d)
+    return grad.expand(shape)
+
+
+def _count(self, dim) -> int:
+    shape = tuple(self if isinstance(self, tuple) else self.shape)
+    n = 1
+    for d in dims_of(dim, len(shape)):
+        n *= shape[d]
+    return n
+
+
+def _variant(base: str, full: str, with_dim: str):
+    return lambda raw: f"{base}Backward{full if raw.get('dim') is None else with_dim}"
+
+
+deflinear("sum", lambda self, dim=None, keepdim=False: np.sum(self, axis=_np_axis(dim, self.ndim),
+                                                             keepdims=keepdim),
+          vjp={"self": lambda grad, self_shape, dim, keepdim: expand_reduced(grad, self_shape, dim, keepdim)},
+          promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
+          variant=_variant("Sum", "0", "1"))
+deflinear("mean", lambda self, dim=None, keepdim=False: np.mean(self, axis=_np_axis(dim, self.ndim),
+                                                               keepdims=keepdim),
+          vjp={"self": lambda grad, self_shape, dim, keepdim:
+               expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim)},
+          promote=("self",), variant=_variant("Mean", "0", "1"))
+
+
+def _prod_others(self, dim):
+    """For each element, the product of the others in its slice (zeros handled)."""
+    keep = dim is not None or self.ndim == 0
+    dims = dims_of(dim, self.ndim)
+    zero = self == 0
+    safe = self.masked_fill(zero, 1)
+    nonzero_prod = safe.prod(dims[0], keepdim=True) if keep else safe.reshape(-1).prod().reshape(
+        (1,) * self.ndim)
+    zeros = zero.to(self.dtype).sum(dim=dims, keepdim=True).real
+    full = nonzero_prod * (zeros == 0).to(self.dtype)
+    at_zero = nonzero_prod * (zeros == 1).to(self.dtype)
+    return (full / safe).masked_fill(zero, 0) + at_zero.expand(tuple(self.shape)).masked_fill(~zero, 0)
+
+
+def _prod_forward(self, dim=None, keepdim=False):
+    return np.prod(self, axis=None if dim is None else int(dim), keepdims=keepdim)
+
+
+defop("prod", _prod_forward,
+      vjp={"self": lambda grad, self, dim, keepdim:
+           expand_reduced(grad, self, dim, keepdim) * _prod_others(self, dim).conj()},
+      jvp=lambda self_t, self, dim, keepdim: (self_t * _prod_others(self, dim)).sum(
+          dim=dim, keepdim=keepdim),
+      promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
+      variant=_variant("Prod", "0", "1"))
+
+
+def _evenly(grad, self, result, dim, keepdim):
+    """The gradient of a max-like value, shared evenly among the tied elements."""
+    mask = (self == expand_reduced(result, self, dim, keepdim)).to(self.dtype)
+    count = mask.sum(dim=dim, keepdim=True)
+    return expand_reduced(grad, self, dim, keepdim) * mask / count
+
+
+def _evenly_jvp(self_t, self, result, dim, keepdim):
+    mask = (self == expand_reduced(result, self, dim, keepdim)).to(self.dtype)
+    return (self_t * mask).sum(dim=dim, keepdim=keepdim) / mask.sum(dim=dim, keepdim=keepdim)
+
+
+def _amax(fn):
+    def forward(self, dim=(), keepdim=False):
+        if self.size == 0 and (dim == () or dim is None):
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
+        return fn(self, axis=_np_axis(dim, self.ndim) if dim != () else None, keepdims=keepdim)
+    return forward
+
+
+for _name, _fn in (("amax", np.max), ("amin", np.min)):
+    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp)
+defop("max_all", lambda self: np.max(self), vjp={"self": lambda grad, self, result:
+                                                 _evenly(grad, self, result, None, False)},
+      jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
+      node="MaxBackward1", method=None, function=False)
+defop("min_all", lambda self: np.min(self), vjp={"self": lambda grad, self, result:
+                                                 _evenly(grad, self, result, None, False)},
+      jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
+      node="MinBackward1", method=None, function=False)
+
+
+def _select_by_index(grad, self, indices, dim, keepdim):
+    # max(dim) picks one element per slice: its gradient goes there only.
+    from .. import creation
+    g = grad if keepdim else grad.unsqueeze(dim)
+    idx = indices if keepdim else indices.unsqueeze(dim)
+    return creation.zeros_like(self).scatter(dim, idx, g)
+
+
+def _max_dim_fn(arg, reduce):
+    def forward(self, dim, keepdim=False):
+        idx = arg(self, axis=int(dim), keepdims=True)
+        values = np.take_along_axis(self, idx, axis=int(dim))
+        if not keepdim:
+            values, idx = np.squeeze(values, int(dim)), np.squeeze(idx, int(dim))
+        return values, idx.astype(np.int64)
+    return forward
+
+
+for _name, _arg in (("max_dim", np.argmax), ("min_dim", np.argmin)):
+    defop(_name, _max_dim_fn(_arg, None),
+          vjp={"self": lambda grad, self, indices, dim, keepdim:
+               _select_by_index(grad, self, indices, dim, keepdim)},
+          jvp=lambda self_t, indices, dim, keepdim: self_t.gather(
+              dim, indices if keepdim else indices.unsqueeze(dim)).squeeze(dim)
+          if not keepdim else self_t.gather(dim, indices),
+          outputs=("values", "indices"), diff_outputs=("values",),
+          node=f"{_name[:3].capitalize()}Backward0", method=None, function=False)
+
+
+class return_types:
+    """Named tuples returned by ``max(dim)`` and ``min(dim)``."""
+    from collections import namedtuple
+    max = namedtuple("max", ["values", "indices"])
+    min = namedtuple("min", ["values", "indices"])
+
+
+def _extremum(kind: str):
+    def fn(input, dim=None, keepdim=False, *, other=None):
+        from ..tensor import Tensor
+        if isinstance(dim, Tensor):
+            return call(OPS["maximum" if kind == "max" else "minimum"], input, dim)
+        if dim is None:
+            return call(OPS[f"{kind}_all"], input)
+        values, indices = call(OPS[f"{kind}_dim"], input, dim, keepdim)
+        return getattr(return_types, kind)(values, indices)
+    fn.__name__ = kind
+    fn.__doc__ = (f"``{kind}(input)`` the {kind}imum (ties share the gradient); "
+                  f"``{kind}(input, dim)`` the named tuple (values, indices); "
+                  f"``{kind}(input, other)`` the elementwise {kind}imum.")
+    return fn
+
+
+public("max")(_extremum("max"))
+public("min")(_extremum("min"))
+
+
+def _logsumexp(self, dim, keepdim=False):
+    axis = _np_axis(dim, self.ndim)
+    m = np.max(self.real if np.iscomplexobj(self) else self, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(self - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=axis)
+
+
+defop("logsumexp", _logsumexp,
+      vjp={"self": lambda grad, self, result, dim, keepdim:
+           expand_reduced(grad, self, dim, keepdim) *
+           (self - expand_reduced(result, self, dim, keepdim)).exp().conj()},
+      jvp=lambda self_t, self, result, dim, keepdim:
+      (self_t * (self - expand_reduced(result, self, dim, keepdim)).exp()).sum(dim=dim, keepdim=keepdim),
+      promote=("self",), to_float=True)
+
+
+def _var_forward(self, dim=None, correction=1, keepdim=False):
+    return np.var(self, axis=_np_axis(dim, self.ndim), ddof=correction, keepdims=keepdim)
+
+
+def _centered(self, dim):
+    return self - self.mean(dim=dims_of(dim, self.ndim), keepdim=True)
+
+
+defop("var", _var_forward,
+      vjp={"self": lambda grad, self, dim, correction, keepdim:
+           expand_reduced(grad, self, dim, keepdim) * _centered(self, dim) *
+           (2.0 / (_count(self, dim) - correction))},
+      jvp=lambda self_t, self, dim, correction, keepdim:
+      (self_t * _centered(self, dim).conj()).real.sum(dim=dim, keepdim=keepdim) *
+      (2.0 / (_count(self, dim) - correction)),
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real)
+
+
+def _std_forward(self, dim=None, correction=1, keepdim=False):
+    return np.std(self, axis=_np_axis(dim, self.ndim), ddof=correction, keepdims=keepdim)
+
+
+def _std_scale(result, self, dim, keepdim):
+    # at std = 0 the gradient is taken as 0 (PyTorch masks it)
+    r = expand_reduced(result, self, dim, keepdim)
+    return (r * 0 + 1).masked_fill(r == 0, 0) / r.masked_fill(r == 0, 1)
+
+
+defop("std", _std_forward,
+      vjp={"self": lambda grad, self, result, dim, correction, keepdim:
+           expand_reduced(grad, self, dim, keepdim) * _std_scale(result, self, dim, keepdim) *
+           _centered(self, dim) * (1.0 / (_count(self, dim) - correction))},
+      jvp=lambda self_t, self, result, dim, correction, keepdim:
+      (self_t * _centered(self, dim).conj() * _std_scale(result, self, dim, keepdim)).real.sum(
+          dim=dim, keepdim=keepdim) * (1.0 / (_count(self, dim) - correction)),
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real)

@@ -1,0 +1,274 @@
+"""Shape ops. The views (view, transpose, permute, expand, squeeze, unsqueeze,
+select, slice, diagonal, alias) return NumPy views sharing the input's
+storage; their vjps put ``grad`` back where the view came from."""
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import call
+from .opdef import OPS, defop, deflinear, public
+
+V = dict(view=True)
+
+
+def embed(grad, shape: tuple, dtype, view):
+    """A zero tensor of ``shape`` with ``grad`` written into ``view(zeros)``.
+
+    The write is an in-place copy into a view, so under ``create_graph`` it
+    is recorded (CopySlices) and the result is differentiable in ``grad``.
+    """
+    from .. import creation
+    full = creation.zeros(shape, dtype=grad.dtype if grad.is_complex() else dtype)
+    view(full).copy_(grad)
+    return full
+
+
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _view(self, shape):
+    out = self.view()
+    try:
+        out.shape = _infer(shape, self.size)
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.") from None
+    return out
+
+
+def _infer(shape: tuple, numel: int) -> tuple:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if int(np.prod(shape)) != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+deflinear("view_op", _view, vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
+          node="ViewBackward0", method=None, function=False, **V)
+deflinear("reshape_copy", lambda self, shape: np.reshape(self, _infer(shape, self.size)).copy(),
+          vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
+          node="UnsafeViewBackward0", method=None, function=False)
+
+
+@public(function=False)
+def view(self, *shape):
+    """A view with a new shape (raises where a copy would be needed)."""
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)):
+        raise TypeError("view(dtype) is not supported; give a shape")
+    return call(OPS["view_op"], self, _shape_arg(shape))
+
+
+@public()
+def reshape(input, *shape):
+    """A view with the new shape when possible, otherwise a copy."""
+    shape = _shape_arg(shape)
+    target = _infer(shape, input.numel())
+    probe = input._data.view()
+    try:
+        probe.shape = target
+    except AttributeError:
+        return call(OPS["reshape_copy"], input, target)
+    return call(OPS["view_op"], input, target)
+
+
+def _perm_inverse(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+def _norm_dim(d: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {d})")
+    return d % n
+
+
+deflinear("transpose", lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1) if self.ndim else self,
+          vjp={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)}, **V)
+
+
+def _t(self):
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self.T
+
+
+deflinear("t", _t, vjp={"self": lambda grad: grad.t()}, node="TBackward0", **V)
+deflinear("permute_op", lambda self, dims: np.transpose(self, dims),
+          vjp={"self": lambda grad, dims: grad.permute(_perm_inverse(
+              [_norm_dim(d, len(dims)) for d in dims]))},
+          node="PermuteBackward0", method=None, function=False, **V)
+
+
+@public()
+def permute(input, *dims):
+    return call(OPS["permute_op"], input, tuple(_norm_dim(d, input.ndim) for d in _shape_arg(dims)))
+
+
+def _expand(self, sizes):
+    lead = len(sizes) - self.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({self.ndim})")
+    target = tuple(self.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    try:
+        return np.broadcast_to(self, target)
+    except ValueError:
+        raise RuntimeError(f"The expanded size of the tensor must match the existing size at "
+                           f"non-singleton dimensions. Target sizes: {list(sizes)}. Tensor "
+                           f"sizes: {list(self.shape)}") from None
+
+
+# expand's vjp is the identity: the engine sums the broadcast dimensions.
+deflinear("expand_op", _expand, vjp={"self": lambda grad: grad}, node="ExpandBackward0",
+          method=None, function=False, **V)
+
+
+@public(function=False)
+def expand(self, *sizes):
+    return call(OPS["expand_op"], self, _shape_arg(sizes))
+
+
+@public(function=False)
+def expand_as(self, other):
+    return expand(self, *other.shape)
+
+
+@public(function=False)
+def view_as(self, other):
+    return view(self, *other.shape)
+
+
+def _squeeze(self, dim=None):
+    if dim is None:
+        return np.squeeze(self)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(_norm_dim(d, self.ndim) for d in dims if self.ndim)
+    return np.squeeze(self, axis=tuple(d for d in dims if self.shape[d] == 1))
+
+
+deflinear("squeeze", _squeeze, vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
+          variant=lambda raw: "SqueezeBackward0" if raw.get("dim") is None else "SqueezeBackward1",
+          **V)
+deflinear("unsqueeze", lambda self, dim: np.expand_dims(self, _norm_dim(dim, self.ndim + 1)),
+          vjp={"self": lambda grad, dim: grad.squeeze(dim)}, **V)
+
+
+def _select(self, dim, index):
+    dim = _norm_dim(dim, self.ndim)
+    size = self.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+    return self[(slice(None),) * dim + (index,)]
+
+
+deflinear("select", _select,
+          vjp={"self": lambda grad, self_shape, self_dtype, dim, index:
+               embed(grad, self_shape, self_dtype, lambda z: z.select(dim, index))}, **V)
+
+
+def _slice(self, dim=0, start=None, end=None, step=1):
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    dim = _norm_dim(dim, self.ndim)
+    return self[(slice(None),) * dim + (slice(start, end, step),)]
+
+
+deflinear("slice", _slice,
+          vjp={"self": lambda grad, self_shape, self_dtype, dim, start, end, step:
+               embed(grad, self_shape, self_dtype, lambda z: z.slice(dim, start, end, step))},
+          method="slice", function=False, **V)
+
+
+@public()
+def narrow(input, dim: int, start: int, length: int):
+    """The slice ``start:start+length`` of ``dim`` (a view)."""
+    size = input.shape[_norm_dim(dim, input.ndim)]
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return call(OPS["slice"], input, dim, start, start + length, 1)
+
+
+def _diagonal(self, offset=0, dim1=0, dim2=1):
+    return np.diagonal(self, offset, _norm_dim(dim1, self.ndim), _norm_dim(dim2, self.ndim))
+
+
+deflinear("diagonal", _diagonal,
+          vjp={"self": lambda grad, self_shape, self_dtype, offset, dim1, dim2:
+               embed(grad, self_shape, self_dtype, lambda z: z.diagonal(offset, dim1, dim2))}, **V)
+deflinear("alias", lambda self: self.view(), vjp={"self": lambda grad: grad},
+          method=None, function=False, **V)
+deflinear("clone", lambda self: self.copy(), vjp={"self": lambda grad: grad})
+deflinear("to_dtype", lambda self, dtype: self.astype(dtype.np),
+          vjp={"self": lambda grad: grad}, node="ToCopyBackward0", method=None, function=False)
+
+
+@public()
+def flatten(input, start_dim: int = 0, end_dim: int = -1):
+    if input.ndim == 0:
+        return reshape(input, 1)
+    s, e = _norm_dim(start_dim, input.ndim), _norm_dim(end_dim, input.ndim)
+    shape = tuple(input.shape)
+    return reshape(input, shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:])
+
+
+@public()
+def unflatten(input, dim: int, sizes):
+    d = _norm_dim(dim, input.ndim)
+    shape = tuple(input.shape)
+    return reshape(input, shape[:d] + _infer(tuple(sizes), shape[d]) + shape[d + 1:])
+
+
+@public()
+def movedim(input, source, destination):
+    """Move dims ``source`` to positions ``destination`` (a permute view)."""
+    n = input.ndim
+    src = [_norm_dim(d, n) for d in ([source] if isinstance(source, int) else source)]
+    dst = [_norm_dim(d, n) for d in ([destination] if isinstance(destination, int) else destination)]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, *order)
+
+
+@public(function=False)
+def contiguous(self):
+    return self if self._data.flags.c_contiguous else call(OPS["clone"], self)
+
+
+def _cat(tensors, dim=0):
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    return np.concatenate(tensors, axis=dim)
+
+
+def _cat_vjp(grad, tensors_shape, dim):
+    pieces, offset = [], 0
+    d = _norm_dim(dim, len(tensors_shape[0]))
+    for shape in tensors_shape:
+        pieces.append(grad.narrow(d, offset, shape[d]))
+        offset += shape[d]
+    return pieces
+
+
+deflinear("cat", _cat, vjp={"tensors": _cat_vjp}, inputs=("tensors",), promote=("tensors",),
+          method=None)
+deflinear("stack", lambda tensors, dim=0: np.stack(tensors, axis=dim),
+          vjp={"tensors": lambda grad, tensors_shape, dim:
+               [grad.select(dim, i) for i in range(len(tensors_shape))]},
+          inputs=("tensors",), promote=("tensors",), method=None)

@@ -1,0 +1,306 @@
+"""The refengine Tensor: a NumPy array plus autograd and forward-AD state.
+
+Operations are not defined here: every op is defined once in ``ops/`` and
+attached to ``Tensor`` as a method (and in-place variant) from there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from .grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .storage import Storage
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it.
+
+    Create one with :func:`refengine.tensor` or the other creation functions::
+
+        >>> x = refengine.tensor([1., 2.], requires_grad=True)
+        >>> (x * x).sum().backward(); x.grad
+        tensor([2., 4.])
+    """
+
+    __array_priority__ = 1000  # NumPy defers to our operators
+
+    def __init__(self, data=None, *, _array=None, _storage=None, _base=None):
+        if _array is None:
+            from .creation import _as_array
+            _array = _as_array([] if data is None else data, None)
+        self._data = _array
+        self._storage = _storage if _storage is not None else Storage(_array)
+        self._base = _base               # the root tensor this one is a view of
+        self._view_fn = None             # base -> this view, for regeneration
+        self._view_rebase_id = 0         # base's rebase count we last synced to
+        self._rebase_id = 0              # bumped when an in-place op on a view rebases us
+        self._requires_grad = False
+        self._grad_fn = None
+        self._output_nr = 0
+        self._grad = None
+        self._grad_accumulator = None
+        self._retains_grad = False
+        self._post_acc_hooks = {}
+        self._fw_grads = {}              # dual level -> tangent
+        self._is_inference = is_inference_mode_enabled()
+        self._wrapped_number = None      # dtype of the Python number this wraps
+
+    # ----- data and shape ------------------------------------------------
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self._data.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def numpy(self) -> np.ndarray:
+        """The NumPy array sharing this tensor's memory."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be "
+                               "converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __index__(self):
+        if self.dtype._category > 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self) -> str:
+        from .tensor_format import format_tensor
+        return format_tensor(self)
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def _bump_version(self) -> None:
+        self._storage.bump()
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def is_inference(self) -> bool:
+        return self._is_inference
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def untyped_storage(self):
+        return self._storage
+
+    # ----- autograd state ------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self.grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._is_inference and not is_inference_mode_enabled():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        base = self._base
+        if base is not None and self._view_rebase_id != base._rebase_id:
+            from .autograd.view_nodes import regenerate_view_grad_fn
+            regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad and is_grad_enabled():
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). Call .retain_grad() on the non-leaf Tensor "
+                          "if you want its gradient.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"grad of type {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value.shape)} vs {list(self.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` for this non-leaf tensor during backward."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self.grad_fn._set_retains_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def _grad_edge(self):
+        """The (node, input number) a gradient for this tensor flows into."""
+        fn = self.grad_fn
+        if fn is not None:
+            return (fn, self._output_nr)
+        if self._requires_grad:
+            return (self._get_grad_accumulator(), 0)
+        return (None, 0)
+
+    def _get_grad_accumulator(self):
+        if self._grad_accumulator is None:
+            from .autograd.node import AccumulateGrad
+            self._grad_accumulator = AccumulateGrad(self)
+        return self._grad_accumulator
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed.
+
+        The hook may return a new gradient to use in its place. It stays bound
+        to the ``grad_fn`` the tensor has now (see the seed, "Behavior of
+        Tensor hooks when Tensor is modified in-place").
+        """
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node, nr = self._grad_edge()
+        return node._register_tensor_hook(nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after ``.grad`` of this leaf has been accumulated."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        from .autograd.hooks import RemovableHandle
+        return RemovableHandle.add(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves."""
+        from .autograd.api import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ----- detaching ---------------------------------------------------
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage and version counter, cut from the graph."""
+        out = Tensor(_array=self._data, _storage=self._storage)
+        out._is_inference = self._is_inference
+        return out
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """The same memory with a fresh version counter: writes are not recorded."""
+        out = Tensor(_array=self._data, _storage=Storage(self._data))
+        out._is_inference = self._is_inference
+        return out
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._storage = value._storage
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``refengine.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"refengine.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
