@@ -6,7 +6,7 @@
 >>> x.grad
 tensor([2., 4.])
 """
-from . import dtypes as _dtypes
+# ruff: noqa: F401  (this module re-exports the public API)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
                        linspace, manual_seed, ones, ones_like, rand, randint, randn, tensor,
                        zeros, zeros_like)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .grad_mode import is_inference_mode_enabled
 from .storage import Storage
 
 
@@ -105,7 +105,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
     def __index__(self):
@@ -190,7 +190,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad and is_grad_enabled():
+        if self.grad_fn is not None and not self._retains_grad:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
                           "accessed. Its .grad attribute won't be populated during "

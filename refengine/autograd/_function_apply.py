@@ -28,7 +28,6 @@ def apply_function(cls, args: tuple, kwargs: dict):
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     outputs = tuple(_wrap_output(o, args, ctx) for o in outputs)
-    tensors_out = [o for o in outputs if isinstance(o, Tensor)]
     ctx._outputs_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else ((), None)
                          for o in outputs]
     if record:
@@ -38,7 +37,6 @@ def apply_function(cls, args: tuple, kwargs: dict):
             t._bump_version()
     _save(ctx, outputs, record)
     _forward_tangents(cls, ctx, args, outputs)
-    del tensors_out
     return outputs[0] if single else outputs
 
 
@@ -98,7 +96,6 @@ def _save(ctx, outputs, record: bool) -> None:
 
 
 def _forward_tangents(cls, ctx, args, outputs) -> None:
-    tensors = [a for a in args if isinstance(a, Tensor)]
     if not forward_ad._levels:
         return
     for level in list(forward_ad._levels):

@@ -38,15 +38,17 @@ class GraphTask:
     def _plan(self) -> None:
         nodes, stack = set(), [e[0] for e, _ in self.roots]
         nodes.update(stack)
-        order = []
+        parents: dict = {}
         while stack:
             n = stack.pop()
-            order.append(n)
             for m, _ in n._next:
-                if m is not None and m not in nodes:
+                if m is None:
+                    continue
+                parents.setdefault(m, []).append(n)
+                if m not in nodes:
                     nodes.add(m)
                     stack.append(m)
-        self.executes = self._needed(order) if self.targets is not None else nodes
+        self.executes = self._needed(parents) if self.targets is not None else nodes
         target_nodes = {e[0] for e in self.targets} if self.targets is not None else set()
         self.visits = self.executes | target_nodes
         self.deps = {}
@@ -58,15 +60,17 @@ class GraphTask:
         for i, (node, nr) in enumerate(self.targets or ()):
             self.capture_at.setdefault((node, nr), []).append(i)
 
-    def _needed(self, order: list) -> set:
-        # A node runs when a target lies below it. For backward(inputs=...)
-        # the target nodes run too (the seed: backward "executes all Nodes");
-        # grad() only captures at them.
-        targets = {e[0] for e in self.targets}
-        needed = set()
-        for n in reversed(order):       # children before parents
-            if any(m in needed or m in targets for m, _ in n._next):
+    def _needed(self, parents: dict) -> set:
+        # A node runs when a target lies below it: the ancestors of the
+        # targets. For backward(inputs=...) the target nodes run too (the
+        # seed: backward "executes all Nodes"); grad() only captures at them.
+        targets = {e[0] for e in self.targets if e[0] is not None}
+        needed, stack = set(), [p for t in targets for p in parents.get(t, ())]
+        while stack:
+            n = stack.pop()
+            if n not in needed:
                 needed.add(n)
+                stack.extend(parents.get(n, ()))
         if self.accumulate:
             needed |= targets
         return needed

@@ -17,7 +17,6 @@ import functools
 
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor
-from . import forward_ad
 from .node import Node, reduce_grad
 from .saved import SavedTensor
 

@@ -36,7 +36,8 @@ _np_erf.__name__, _np_erfc.__name__ = "erf", "erfc"
 defelementwise("exp", lambda self: np.exp(self), lambda result: result, **F)
 defelementwise("expm1", lambda self: np.expm1(self), lambda result: result + 1, **F)
 defelementwise("log", lambda self: np.log(self), lambda self: self.reciprocal(), **F)
-defelementwise("log1p", lambda self: np.log1p(self), lambda self: (self + 1).reciprocal(), **F)
+defelementwise("log1p", lambda self: np.log1p(self), lambda self: (self + 1).reciprocal(),
+               node="Log1PBackward0", **F)
 defelementwise("log2", lambda self: np.log2(self), lambda self: (self * math.log(2)).reciprocal(), **F)
 defelementwise("log10", lambda self: np.log10(self), lambda self: (self * math.log(10)).reciprocal(), **F)
 defelementwise("sqrt", lambda self: np.sqrt(self), lambda result: (result * 2).reciprocal(), **F)

@@ -71,13 +71,13 @@ defop("vdot", lambda self, other: np.vdot(self, other),
 defop("outer", lambda self, other: np.outer(self, other),
       vjp={"self": lambda grad, other: grad.mv(other.conj()),
            "other": lambda grad, self: grad.mT.mv(self.conj())},
-      jvp=_bilinear_jvp("outer"), **P)
+      jvp=_bilinear_jvp("outer"), node="MulBackward0", **P)  # torch computes outer as a mul
 # Batched, broadcasting matmul of >= 2-D operands; the engine sums the
 # gradient over broadcast batch dimensions.
 defop("matmul_nd", lambda self, other: np.matmul(self, other),
       vjp={"self": lambda grad, other: grad.matmul(other.mH),
            "other": lambda grad, self: self.mH.matmul(grad)},
-      jvp=_bilinear_jvp("matmul_nd"), node="MatmulBackward0", method=None, function=False, **P)
+      jvp=_bilinear_jvp("matmul_nd"), node="UnsafeViewBackward0", method=None, function=False, **P)
 
 
 @public()

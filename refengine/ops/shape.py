@@ -172,7 +172,8 @@ def _select(self, dim, index):
     size = self.shape[dim]
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
-    return self[(slice(None),) * dim + (index,)]
+    # the trailing Ellipsis keeps a 0-d result a view (a bare a[i] is a NumPy scalar copy)
+    return self[(slice(None),) * dim + (index, Ellipsis)]
 
 
 deflinear("select", _select,
