@@ -1,15 +1,49 @@
 """Entry point of the ``adcheck`` command.
 
-Commands live one per module and are imported lazily, so ``adcheck --help``
-stays fast: no NumPy, no torch at start-up.
+Commands live one per module in ``cli/commands/`` and are imported only when
+invoked (or listed by ``--help``, which imports the light command modules
+but nothing heavy): no NumPy, no torch at start-up.
 """
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from .exit_codes import ExitCode
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: command name -> "module:attribute"
+COMMANDS = {
+    "ops": "cli.commands.ops:ops",
+    "op": "cli.commands.op:op",
+    "check": "cli.commands.check:check",
+    "conformance": "cli.commands.conformance:conformance",
+    "list": "cli.commands.listing:list_ops",
+    "baseline": "cli.commands.baseline:baseline",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use; Ctrl-C exits 130."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=None, package_name="adcheck", prog_name="adcheck",
                       message="%(prog)s %(version)s")
 def cli() -> None:
@@ -18,6 +52,9 @@ def cli() -> None:
     Checks reverse-mode and forward-mode derivatives against finite
     differences and arbitrary-precision references, on refengine (the
     reference autograd engine shipped with adcheck) or on PyTorch.
+
+    Exit status: 0 all checks passed, 1 a check failed, 2 a usage or input
+    error, 130 interrupted (the partial report is written).
     """
 
 

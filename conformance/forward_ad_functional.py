@@ -171,7 +171,8 @@ def custom_function_jvp_with_save_for_forward(E):
     fn = _scaled_product(E)
     x, y = _vec(E, [1.0, 2.0]), _vec(E, [3.0, 4.0])
     with fwd.dual_level():
-        out = fn.apply(fwd.make_dual(x, _vec(E, [1.0, -1.0])), fwd.make_dual(y, _vec(E, [0.5, 2.0])), 2.0)
+        x_dual = fwd.make_dual(x, _vec(E, [1.0, -1.0]))
+        out = fn.apply(x_dual, fwd.make_dual(y, _vec(E, [0.5, 2.0])), 2.0)
         primal, tangent = fwd.unpack_dual(out)
         assert_close(primal, [6.0, 16.0])
         assert_close(tangent, [2.0 * (3.0 + 0.5), 2.0 * (-4.0 + 4.0)])

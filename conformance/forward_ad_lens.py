@@ -78,7 +78,8 @@ def _step(rng, shape):
                 lambda a: a.reshape(new))
     d0, d1 = (int(k) for k in rng.choice(nd, size=2, replace=False))
     if kind == "transpose":
-        return f"transpose({d0},{d1})", lambda t: t.transpose(d0, d1), lambda a: np.swapaxes(a, d0, d1)
+        return (f"transpose({d0},{d1})", lambda t: t.transpose(d0, d1),
+                lambda a: np.swapaxes(a, d0, d1))
     if kind == "movedim":
         return f"movedim({d0},{d1})", lambda t: t.movedim(d0, d1), lambda a: np.moveaxis(a, d0, d1)
     if kind == "permute":
@@ -102,7 +103,8 @@ class Chain:
             step = _step(self.rng, shape)
             shape = step[2](np.zeros(shape)).shape
             self.steps.append(step)
-        self.positions = self.on_array(np.arange(int(np.prod(self.base_shape))).reshape(self.base_shape))
+        flat = np.arange(int(np.prod(self.base_shape)))
+        self.positions = self.on_array(flat.reshape(self.base_shape))
         self.view_shape = self.positions.shape
 
     def __str__(self):
@@ -133,7 +135,9 @@ class Chain:
 def _make(E, primal, tangent):
     """A tensor with ``primal``; dual with ``tangent`` unless it is None."""
     t = E.tensor(primal, dtype=E.float64)
-    return t if tangent is None else E.autograd.forward_ad.make_dual(t, E.tensor(tangent, dtype=E.float64))
+    if tangent is None:
+        return t
+    return E.autograd.forward_ad.make_dual(t, E.tensor(tangent, dtype=E.float64))
 
 
 def _read(E, t, shape):
@@ -152,7 +156,7 @@ def _expect(E, t, primal, tangent, where):
             raise AssertionError(f"{where}: {part} {error}") from None
 
 
-def _cases(seed):
+def _draw(seed):
     """Per seed: the chain, and whether the base and the written values are dual."""
     chain = Chain(seed)
     base_dual, r1_dual, r2_dual = (bool(b) for b in chain.rng.integers(2, size=3))
@@ -169,13 +173,14 @@ def lens_get_is_the_view_of_primal_and_tangent(E):
         primal, tangent = chain.data(chain.base_shape), chain.data(chain.base_shape)
         with E.autograd.forward_ad.dual_level():
             view = chain.on_tensor(_make(E, primal, tangent))
-            _expect(E, view, chain.on_array(primal), chain.on_array(tangent), f"seed {seed}: {chain}")
+            _expect(E, view, chain.on_array(primal), chain.on_array(tangent),
+                    f"seed {seed}: {chain}")
 
 
 @case(CITE_ACCEPT, source=FORWARD_AD)
 def lens_acceptability(E):
     for seed in SEEDS:
-        chain, base_dual, r_dual, _ = _cases(seed)
+        chain, base_dual, r_dual, _ = _draw(seed)
         p, t = chain.data(chain.base_shape), chain.data(chain.base_shape)
         rp, rt = chain.data(chain.view_shape), chain.data(chain.view_shape)
         where = f"seed {seed}: {chain} (base dual {base_dual}, value dual {r_dual})"
@@ -193,13 +198,14 @@ def lens_acceptability(E):
 @case(CITE_STABLE, source=FORWARD_AD)
 def lens_stability(E):
     for seed in SEEDS:
-        chain, base_dual, _, _ = _cases(seed)
+        chain, base_dual, _, _ = _draw(seed)
         p, t = chain.data(chain.base_shape), chain.data(chain.base_shape)
         with E.autograd.forward_ad.dual_level():
             s = _make(E, p, t if base_dual else None)
             view = chain.on_tensor(s)
             view.copy_(chain.on_tensor(s).clone())
-            _expect(E, s, p, t if base_dual else None, f"seed {seed}: {chain} (base dual {base_dual})")
+            _expect(E, s, p, t if base_dual else None,
+                    f"seed {seed}: {chain} (base dual {base_dual})")
             if not base_dual:
                 assert E.autograd.forward_ad.unpack_dual(s).tangent is None, \
                     f"seed {seed}: putting back a plain get made the base dual"
@@ -208,7 +214,7 @@ def lens_stability(E):
 @case(CITE_FORGET, source=FORWARD_AD)
 def lens_forgetfulness(E):
     for seed in SEEDS:
-        chain, base_dual, r1_dual, r2_dual = _cases(seed)
+        chain, base_dual, r1_dual, r2_dual = _draw(seed)
         p, t = chain.data(chain.base_shape), chain.data(chain.base_shape)
         r1 = (chain.data(chain.view_shape), chain.data(chain.view_shape) if r1_dual else None)
         r2 = (chain.data(chain.view_shape), chain.data(chain.view_shape) if r2_dual else None)
@@ -229,7 +235,7 @@ def lens_forgetfulness(E):
       "modification from putback", source=FORWARD_AD)
 def lens_sibling_views_see_the_putback(E):
     for seed in SEEDS:
-        chain, base_dual, r_dual, _ = _cases(seed)
+        chain, base_dual, r_dual, _ = _draw(seed)
         sibling = Chain(1000 + seed, base_shape=chain.base_shape)
         p, t = chain.data(chain.base_shape), chain.data(chain.base_shape)
         rp, rt = chain.data(chain.view_shape), chain.data(chain.view_shape)
@@ -238,7 +244,8 @@ def lens_sibling_views_see_the_putback(E):
             other = sibling.on_tensor(s)              # taken before the write
             chain.on_tensor(s).copy_(_make(E, rp, rt if r_dual else None))
             new_p = chain.put(p, rp)
-            new_t = chain.put(t if base_dual else np.zeros(p.shape), rt if r_dual else np.zeros(rp.shape))
+            new_t = chain.put(t if base_dual else np.zeros(p.shape),
+                              rt if r_dual else np.zeros(rp.shape))
             _expect(E, other, sibling.on_array(new_p), sibling.on_array(new_t),
                     f"seed {seed}: written {chain}, read {sibling} "
                     f"(base dual {base_dual}, value dual {r_dual})")
@@ -248,7 +255,7 @@ def lens_sibling_views_see_the_putback(E):
       source=FORWARD_AD)
 def lens_inplace_mul_through_a_view_chain(E):
     for seed in SEEDS:
-        chain, base_dual, r_dual, _ = _cases(seed)
+        chain, base_dual, r_dual, _ = _draw(seed)
         p, t = chain.data(chain.base_shape), chain.data(chain.base_shape)
         rp, rt = chain.data(chain.view_shape), chain.data(chain.view_shape)
         base_t = t if base_dual else np.zeros(p.shape)

@@ -5,6 +5,7 @@ a deadlocked engine fails the case instead of hanging the suite.
 """
 from __future__ import annotations
 
+import math
 import threading
 
 from conformance.case import MECHANICS, case
@@ -157,3 +158,23 @@ def custom_functions_in_threads(E):
     results, errors = _run_threads(work)
     assert errors == [None] * THREADS, errors
     assert results == [[float(i + 1)] * 3 for i in range(THREADS)]
+
+
+@case("Since Autograd allows the caller thread to drive its backward execution for "
+      "potential parallelism, it's important that we ensure thread safety on CPU with "
+      "parallel backward() calls that share part/whole of the GraphTask.",
+      source=MECHANICS)
+def shared_copyslices_graph_in_threads(E):
+    x = E.tensor([1.0, 2.0, 3.0, 4.0], dtype=E.float64, requires_grad=True)
+    z = x * 1
+    z[1:3].mul_(x[1:3].detach())      # the base's grad_fn is now a CopySlices
+    z[0:2].exp_()
+
+    def work(i):
+        (g,) = E.autograd.grad((z * (i + 1)).sum(), x, retain_graph=True)
+        return g.tolist()
+    results, errors = _run_threads(work)
+    assert errors == [None] * THREADS, errors
+    expected = [math.e, 2 * math.exp(4.0), 3.0, 1.0]
+    for i, g in enumerate(results):
+        assert all(abs(a - (i + 1) * b) < 1e-9 * b for a, b in zip(g, expected)), g

@@ -54,11 +54,32 @@ def _slow(problem: Problem, report: Report, rng, opts: dict):
         rev_p, jtv, fwd_p, ju = slow_projections(probes, rev, fwd, problem.layout)
         report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(problem))
     report.results += checks.detached(problem, numerical, atol)
+    if numerical.mode == "reference":
+        _who_is_wrong(problem, report, opts)
+
+
+def _who_is_wrong(problem: Problem, report: Report, opts: dict):
+    """Against a reference, say whether finite differences would have agreed."""
+    reference = report.jacobians["reference"]
+    failing = [r for r in report.failures if r.against == "reference"]
+    if not failing:
+        return
+    fd = report.jacobians["numerical"] = central_blocks(problem, opts["eps"])
+    for result in failing:
+        agree = compare_pair("numerical", reference, fd, result.out_idx, result.in_idx,
+                             opts["atol"], opts["rtol"])
+        if agree.passed:
+            result.detail = ("finite differences agree with the mpmath reference: the "
+                             f"{result.mode}-mode formula is wrong")
+        else:
+            result.detail = (f"finite differences disagree with the mpmath reference too (max "
+                             f"error {agree.max_error:.1e}): judge by the reference")
 
 
 def _fast(problem: Problem, report: Report, rng, opts: dict):
     probes = draw_probes(problem, rng, opts["probes"])
     numerical, scale = fast_numerical(problem, probes, opts["eps"])
+    report.jacobians["numerical"] = numerical
     tols = {key: opts["atol"] + opts["rtol"] * s for key, s in scale.items()}
     frev = ffwd = None
     if opts["check_backward_ad"]:
@@ -82,13 +103,13 @@ def _explain_fast(problem: Problem, report: Report, opts: dict):
     failing = [r for r in report.failures if r.check in ("fast-reverse", "fast-forward")]
     if not failing:
         return
-    numerical = report.jacobians["numerical"] = central_blocks(problem, opts["eps"])
+    numerical = report.jacobians["slow-numerical"] = central_blocks(problem, opts["eps"])
     slow = {}
     for result in failing:
         mode = result.check.removeprefix("fast-")
         if mode not in slow:
             build = reverse_blocks if mode == "reverse" else forward_blocks
-            slow[mode] = report.jacobians[mode] = build(problem)
+            slow[mode] = report.jacobians[f"slow-{mode}"] = build(problem)
         full = compare_pair(mode, numerical, slow[mode], result.out_idx, result.in_idx,
                             opts["atol"], opts["rtol"])
         result.expected, result.actual = full.expected, full.actual

@@ -37,7 +37,8 @@ def _verb(mode):
 
 def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon) -> Result:
     expected = SCALE * base
-    tol = ADJOINT_ULPS * epsilon * (np.abs(expected) + np.abs(scaled)) + 1e-300
+    scale = np.abs(expected) + np.abs(scaled)
+    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0)) + 1e-300
     err = entry_errors(expected, scaled)
     passed = bool(np.all(err <= tol))
     max_error, where = worst(err, tol)

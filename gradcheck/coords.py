@@ -59,14 +59,6 @@ def complex_rows(block: np.ndarray, out_complex: bool) -> np.ndarray:
     return block[0::2, :] + 1j * block[1::2, :]
 
 
-def describe_row(row: int, out_complex: bool) -> str:
-    """Name output coordinate ``row``: its element and, if complex, the part."""
-    if not out_complex:
-        return str(row)
-    part = "real" if row % 2 == 0 else "imaginary"
-    return f"{row // 2} ({part} part)"
-
-
 def rounding_unit(dtype) -> float:
     """Unit roundoff of ``dtype`` (of its real part for complex dtypes)."""
     dtype = np.dtype(dtype)

@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradcheck.coords import describe_row
 
 WHAT = {
     "reverse": "reverse-mode Jacobian differs from {against}",
@@ -76,7 +75,9 @@ class Report:
     ``passed``: every check passed. ``results``: one ``Result`` per check and
     (output, input) pair; ``failures`` the failing ones, first the most
     fundamental. ``diagnosis``: the first failure's diagnosis, or ``None``.
-    ``jacobians``: every Jacobian computed, by mode label. ``counts``:
+    ``jacobians``: every Jacobian computed, keyed by its mode label (in fast
+    mode the (k, 1) projections; after a fast failure also ``slow-numerical``
+    and ``slow-reverse``/``slow-forward``, the full Jacobians). ``counts``:
     function, vjp and jvp evaluations. ``seconds``: wall time. ``seed``: the
     seed of the random probes (pass it back as ``seed=`` to repeat a run).
     """
@@ -137,9 +138,3 @@ class Report:
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }
-
-    def row_name(self, out_idx: int, row: int) -> str:
-        """Name row ``row`` of output ``out_idx``'s block (element and part)."""
-        jac = next(iter(self.jacobians.values()), None)
-        complex_ = bool(jac and jac.layout.out_complex.get(out_idx))
-        return describe_row(row, complex_)

@@ -23,3 +23,4 @@ from .comparison import allclose, equal, is_tensor
 globals().update(_FUNCTIONS)
 cfloat, cdouble, double, long = complex64, complex128, float64, int64
 float, int = float32, int32  # noqa: A001  (PyTorch's aliases: torch.float, torch.int)
+from . import linalg  # noqa: E402

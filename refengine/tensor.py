@@ -42,8 +42,14 @@ class Tensor:
         self._retains_grad = False
         self._post_acc_hooks = {}
         self._fw_grads = {}              # dual level -> tangent
+        # Forward-mode view tracking is separate from backward's (the design
+        # note): make_dual/unpack_dual results are backward views but
+        # forward roots, so they never read a tangent through their base.
+        self._fw_base = None
+        self._fw_view_fn = None
         self._is_inference = is_inference_mode_enabled()
         self._wrapped_number = None      # dtype of the Python number this wraps
+        self._view_meta = None           # why in-place on this view is forbidden, if it is
 
     # ----- data and shape ------------------------------------------------
     @property

@@ -53,8 +53,8 @@ class TorchEngine(Engine):
     def batched_jvp(self, func, primals, in_idx, tangents):
         def one(tangent):
             with forward_ad.dual_level():
-                args = list(primals)
-                args[in_idx] = forward_ad.make_dual(primals[in_idx], tangent)
+                args = [p.detach() if isinstance(p, torch.Tensor) else p for p in primals]
+                args[in_idx] = forward_ad.make_dual(args[in_idx], tangent)
                 outs = func(*args)
                 outs = outs if isinstance(outs, tuple) else (outs,)
                 result = []
@@ -62,7 +62,8 @@ class TorchEngine(Engine):
                     t = forward_ad.unpack_dual(out).tangent if isinstance(out, torch.Tensor) else None
                     result.append(torch.zeros_like(out) if t is None else t)
                 return tuple(result)
-        return torch.func.vmap(one)(tangents)
+        from torch._vmap_internals import _vmap  # the batching forward AD supports
+        return _vmap(one)(tangents)
 
     def undefined_grad(self, tensor):
         return torch._C._functions.UndefinedGrad()(tensor)

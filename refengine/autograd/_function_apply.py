@@ -72,6 +72,9 @@ def _connect(ctx, args, outputs) -> None:
         if not (o.is_floating_point() or o.is_complex()):
             continue
         o._grad_fn, o._output_nr = ctx, i
+        if o._base is not None:
+            # in-place on it would bypass the custom backward: PyTorch forbids it
+            o._view_meta = ("custom", type(ctx)._function.__name__)
 
 
 def _check_dirty(t) -> None:
@@ -105,8 +108,12 @@ def _forward_tangents(cls, ctx, args, outputs) -> None:
                     for a in args]
         if all(t is None for t in tangents):
             continue
-        with forward_ad.excluding(level):
-            result = cls.jvp(ctx, *tangents)
+        ctx._in_jvp = True
+        try:
+            with forward_ad.excluding(level):
+                result = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._in_jvp = False
         result = result if isinstance(result, tuple) else (result,)
         for o, tan in zip(outputs, result):
             if isinstance(o, Tensor) and tan is not None:

@@ -115,11 +115,13 @@ class GraphTask:
                 self.captured[i] = g
         if node not in self.executes:
             return None
+        # PyTorch fills retained .grad before the node's pre-hooks, although
+        # the seed's list puts it after them; PyTorch's behaviour wins.
+        self._retain(node, grads)
         for hook in list(node._pre_hooks.values()):
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(new)
-        self._retain(node, grads)
         if isinstance(node, AccumulateGrad):
             if self.accumulate:
                 node.accumulate(grads[0] if grads else None, self.create_graph)

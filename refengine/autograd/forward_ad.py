@@ -18,7 +18,7 @@ from collections import namedtuple
 
 _lock = threading.Lock()
 _levels: list = []                  # active levels, innermost last
-_members: dict = {}                 # level -> WeakSet of tensors with a tangent there
+_members: dict = {}                 # level -> {id: tensor} (weak) with a tangent there
 _tls = threading.local()
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
@@ -36,7 +36,7 @@ def enter_dual_level() -> int:
     with _lock:
         level = (_levels[-1] + 1) if _levels else 0
         _levels.append(level)
-        _members[level] = weakref.WeakSet()
+        _members[level] = weakref.WeakValueDictionary()
     return level
 
 
@@ -52,7 +52,7 @@ def exit_dual_level(*, level: int | None = None) -> None:
                                f"level is {_levels[-1]}: exit levels in reverse order")
         _levels.pop()
         members = _members.pop(level)
-    for t in list(members):
+    for t in list(members.values()):
         t._fw_grads.pop(level, None)
 
 
@@ -82,19 +82,24 @@ def _resolve(level: int | None, *, required: bool) -> int | None:
     return level
 
 
+def active_levels() -> tuple:
+    """The dual levels open now (outermost first)."""
+    return tuple(_levels)
+
+
 def set_tangent(t, level: int, tangent) -> None:
     t._fw_grads[level] = tangent
-    _members[level].add(t)
+    _members[level][id(t)] = t  # keyed by id: tensors compare elementwise
 
 
 def get_tangent(t, level: int):
     """The tangent of ``t`` at ``level``; a view without its own reads its base's."""
     tangent = t._fw_grads.get(level)
-    if tangent is None and t._base is not None and t._view_fn is not None:
-        base_tangent = t._base._fw_grads.get(level)
+    if tangent is None and t._fw_base is not None:
+        base_tangent = t._fw_base._fw_grads.get(level)
         if base_tangent is not None:
             with excluding(level):
-                tangent = t._view_fn(base_tangent)
+                tangent = t._fw_view_fn(base_tangent)
     return tangent
 
 
@@ -113,8 +118,11 @@ def make_dual(tensor, tangent, *, level: int | None = None):
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
     if tangent.dtype is not tensor.dtype:
         raise RuntimeError(f"Expected tangent to have dtype {tensor.dtype}, got {tangent.dtype}")
+    if get_tangent(tensor, level) is not None:
+        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
+                           f"gradient at the same level {level} is not supported.")
     with excluding(level):
-        out = _alias(tensor)
+        out = _forward_root(_alias(tensor))
     set_tangent(out, level, tangent)
     return out
 
@@ -128,7 +136,7 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     with excluding(level):
-        primal = _alias(tensor)
+        primal = _forward_root(_alias(tensor))
     primal._fw_grads = {k: v for k, v in tensor._fw_grads.items() if k != level}
     return UnpackedDualTensor(primal, tangent)
 
@@ -137,6 +145,12 @@ def _alias(tensor):
     from ..ops.dispatch import call
     from ..ops.opdef import OPS
     return call(OPS["alias"], tensor)
+
+
+def _forward_root(t):
+    """A backward view that starts its own forward-mode history."""
+    t._fw_base = t._fw_view_fn = None
+    return t
 
 
 class excluding:
@@ -234,13 +248,13 @@ def _write_tangent(t, level: int, tan) -> None:
     if own is not None:
         own.copy_(tan)
         return
-    base = t._base
-    if base is not None and t._view_fn is not None:
+    base = t._fw_base
+    if base is not None:
         base_tangent = base._fw_grads.get(level)
         if base_tangent is None:
             from .. import creation
             base_tangent = creation.zeros_like(base)
             set_tangent(base, level, base_tangent)
-        t._view_fn(base_tangent).copy_(tan)
+        t._fw_view_fn(base_tangent).copy_(tan)
         return
     set_tangent(t, level, tan)

@@ -66,6 +66,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self) -> tuple:
+        if getattr(self, "_in_jvp", False):
+            return tuple(self.saved_for_forward)   # inside jvp: what save_for_forward kept
         if self._saved_list is None:
             # still inside forward or setup_context: hand back what was given
             return tuple(self._to_save)

@@ -65,6 +65,14 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
+    def __dir__(self):
+        names = list(super().__dir__())
+        for key, value in self.__dict__.get("_saved", {}).items():
+            names.append(f"_saved_{key}")
+            if isinstance(value, SavedTensor):
+                names.append(f"_raw_saved_{key}")
+        return sorted(set(names))
+
     def __getattr__(self, attr: str):
         saved = self.__dict__.get("_saved")
         if saved is not None:
@@ -74,7 +82,9 @@ class Node:
                     return value
             elif attr.startswith("_saved_") and attr[7:] in saved:
                 value = saved[attr[7:]]
-                return value.unpack() if isinstance(value, SavedTensor) else value
+                if isinstance(value, SavedTensor):
+                    return value.unpack()
+                return value.item() if getattr(value, "_wrapped_number", None) else value
         raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
 
 
@@ -93,7 +103,8 @@ class OpNode(Node):
         return self._name
 
     @classmethod
-    def create(cls, op, raw: dict, env: dict, tensors: dict, outs: list) -> "OpNode":
+    def create(cls, op, raw: dict, env: dict, tensors: dict, outs: list,
+               inplace: bool = False) -> "OpNode":
         edges, inputs, needs = [], [], {}
         for n in op.diff_inputs:
             t = tensors.get(n)
@@ -121,8 +132,12 @@ class OpNode(Node):
             elif s in op.outputs:
                 i = op.outputs.index(s)
                 node._saved[s] = SavedTensor(outs[i], node, is_output=op.outputs[i] in op.diff_outputs)
+            elif s in tensors and not isinstance(tensors[s], list) and tensors[s]._wrapped_number:
+                node._saved[s] = tensors[s]     # a Python number: nothing to pack or check
             elif s in tensors and not isinstance(tensors[s], list):
-                node._saved[s] = SavedTensor(tensors[s], node, is_output=False)
+                t = tensors[s]
+                before = outs[0]._version - 1 if inplace and t._storage is outs[0]._storage else None
+                node._saved[s] = SavedTensor(t, node, is_output=False, version=before)
             else:
                 node._saved[s] = env[s]
         return node

@@ -16,6 +16,31 @@ SECOND_TIME = (
     "calling backward.")
 
 
+FREED_HOOKS = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+    "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need "
+    "to access saved variables after calling backward.")
+
+
+def _pack(pack_hook, tensor):
+    version = tensor._version
+    packed = pack_hook(tensor)
+    if tensor._version != version:
+        raise RuntimeError(
+            "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+            "input to pack hook cannot be modified by in-place operations as this can lead to "
+            "unexpected side-effects. Please open an issue if you need to perform in-place "
+            "operations on the input to a pack hook.")
+    return packed
+
+
+def _op_name(node_name: str) -> str:
+    """``MulBackward0`` -> ``Mul``: how PyTorch names the op in version errors."""
+    stem = node_name.rstrip("0123456789")
+    return stem[: -len("Backward")] if stem.endswith("Backward") else node_name
+
+
 def describe(t) -> str:
     return f"[refengine.{dtypes.TYPE_NAMES[t.dtype]} [{', '.join(map(str, t.shape))}]]"
 
@@ -23,14 +48,16 @@ def describe(t) -> str:
 class SavedTensor:
     """One tensor saved by a node (``grad_fn._raw_saved_<name>``)."""
 
-    def __init__(self, tensor, node, is_output: bool):
+    def __init__(self, tensor, node, is_output: bool, version: int | None = None):
         if tensor._is_inference and not is_inference_mode_enabled():
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
                                "you can make a clone to get a normal tensor and use it in autograd.")
         self._lock = threading.Lock()
         self._released = False
         self._storage = tensor._storage
-        self._version = tensor._version
+        # an input saved by an in-place op that writes into it was saved
+        # before the write: it records the version from before (``version``)
+        self._version = tensor._version if version is None else version
         self._is_output = is_output
         self._desc = describe(tensor)
         self._node = weakref.ref(node) if is_output else None
@@ -45,7 +72,7 @@ class SavedTensor:
         self._tensor = self._data = None
         self._hooks = current_saved_hooks()
         if self._hooks is not None:
-            self._packed = self._hooks[0](tensor)
+            self._packed = _pack(self._hooks[0], tensor)
         elif is_output:
             self._data = tensor._data    # no reference to the output: no cycle
         else:
@@ -56,7 +83,7 @@ class SavedTensor:
             raise RuntimeError(SECOND_TIME)
         current = self._storage.version
         if current != self._version:
-            where = (f", which is output {self._producer[1]} of {self._producer[0]},"
+            where = (f", which is output {self._producer[1]} of {_op_name(self._producer[0])},"
                      if self._producer else "")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
@@ -98,12 +125,12 @@ class SavedTensor:
             raise TypeError("register_hooks expects two callables (pack_hook, unpack_hook)")
         with self._lock:
             if self._released:
-                raise RuntimeError(SECOND_TIME)
+                raise RuntimeError(FREED_HOOKS)
             if self._hooks is not None:
                 raise RuntimeError("SavedTensor hooks have already been set; they cannot be set twice")
         current = self.unpack()
         with self._lock:
-            self._packed = pack_hook(current)
+            self._packed = _pack(pack_hook, current)
             self._hooks = (pack_hook, unpack_hook)
             self._tensor = self._data = None
 

@@ -43,7 +43,11 @@ def _check_inplace(self: Tensor) -> None:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
                            "inplace update.")
-    if not is_grad_enabled() or not self.requires_grad:
+    if not is_grad_enabled():
+        return
+    if self._view_meta is not None and self._view_meta[0] == "no_grad" and self._base.requires_grad:
+        _refuse_view_inplace(self)
+    if not self.requires_grad:
         return
     if self._base is not None and self._base.is_leaf and self._base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -109,6 +113,12 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
             t = Tensor(_array=r, _storage=source._storage,
                        _base=source._base if source._base is not None else source)
             t._is_inference = source._is_inference
+            if len(results) > 1:
+                t._view_meta = ("multi", op.node.replace("Backward0", ""))
+            elif not is_grad_enabled():
+                t._view_meta = ("no_grad", None)
+            elif source._view_meta is not None:
+                t._view_meta = source._view_meta
         else:
             t = Tensor(_array=r)
         outs.append(t)
@@ -134,10 +144,10 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     record = op.differentiable and is_grad_enabled() and any(
         _requires_grad(tensors[n]) for n in op.diff_inputs if n in tensors)
     levels = forward_ad.levels_with_tangents(tensors, op)
+    if out is not None and record and out._view_meta is not None:
+        _refuse_view_inplace(out)
     if out is not None and (record or levels) and _needs_original_self(op):
-        # The rules need the value before the write: keep a (differentiable) copy.
-        from .opdef import OPS
-        tensors["self"] = env["self"] = call(OPS["clone"], out)
+        tensors["self"] = env["self"] = _original(out)
     if out is not None:
         _write_inplace(out, results[0])
         outs = [out]
@@ -147,7 +157,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         _record_view_fn(op, env, tensors, outs)
     if record:
         old = out._grad_fn if out is not None else None
-        node = OpNode.create(op, raw, env, tensors, outs)
+        node = OpNode.create(op, raw, env, tensors, outs, inplace=out is not None)
         if out is not None:
             from ..autograd.view_nodes import rebase_after_inplace
             rebase_after_inplace(out, node, old)
@@ -156,6 +166,47 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     if out is not None:
         return out
     return tuple(outs) if len(op.outputs) > 1 else outs[0]
+
+
+def _original(t: Tensor) -> Tensor:
+    """The value of ``t`` before an in-place write, with ``t``'s current history.
+
+    Rules that need the input as it was (``mul_`` needs the old ``self`` for
+    ``other``'s gradient) read this copy; the graph edge still goes to the
+    tensor's previous ``grad_fn``, as in PyTorch.
+    """
+    orig = Tensor(_array=t._data.copy())
+    orig._grad_fn, orig._output_nr = t.grad_fn, t._output_nr
+    orig._requires_grad = t._requires_grad
+    if t.grad_fn is None and t._requires_grad:
+        orig._grad_accumulator = t._get_grad_accumulator()
+    orig._fw_grads = {lvl: forward_ad.get_tangent(t, lvl) for lvl in forward_ad.active_levels()
+                      if forward_ad.get_tangent(t, lvl) is not None}
+    return orig
+
+
+_VIEW_ERRORS = {
+    "multi": "Output {nr} of {name} is a view and is being modified inplace. This view is the "
+             "output of a function that returns multiple views. Such functions do not allow the "
+             "output views to be modified inplace. You should replace the inplace operation by "
+             "an out-of-place one.",
+    "custom": "Output {nr} of {name} is a view and is being modified inplace. This view was "
+              "created inside a custom Function (or because an input was returned as-is) and the "
+              "autograd logic to handle view+inplace would override the custom backward "
+              "associated with the custom Function, leading to incorrect gradients. This "
+              "behavior is forbidden. You can fix this by cloning the output of the custom "
+              "Function.",
+    "no_grad": "A view was created in no_grad mode and is being modified inplace with grad mode "
+               "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+               "You can clarify your code by moving both the view and the inplace either both "
+               "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+               "outside (if you want the inplace to be tracked).",
+}
+
+
+def _refuse_view_inplace(t: Tensor) -> None:
+    kind, name = t._view_meta
+    raise RuntimeError(_VIEW_ERRORS[kind].format(nr=t._output_nr, name=name))
 
 
 def _requires_grad(t) -> bool:
@@ -174,13 +225,18 @@ def _needs_original_self(op: OpDef) -> bool:
 def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
     source = tensors[op.inputs[0]]
     args = {k: v for k, v in env.items() if k != op.inputs[0]}
-    prev = source._view_fn
+    fw_base = source._fw_base if source._fw_base is not None else source
     for i, t in enumerate(outs):
         if t._base is None:
             continue
-
-        def view_fn(base, prev=prev, i=i):
-            v = call(op, prev(base) if prev is not None else base, **args)
-            return v[i] if isinstance(v, tuple) else v
-        t._view_fn = view_fn
+        t._view_fn = _compose(op, args, i, source._view_fn)
         t._view_rebase_id = t._base._rebase_id
+        t._fw_base, t._fw_view_fn = fw_base, _compose(op, args, i, source._fw_view_fn)
+
+
+def _compose(op: OpDef, args: dict, i: int, prev):
+    """base -> this view: ``prev`` (base -> source) followed by ``op``."""
+    def view_fn(base):
+        v = call(op, prev(base) if prev is not None else base, **args)
+        return v[i] if isinstance(v, tuple) else v
+    return view_fn

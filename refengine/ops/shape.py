@@ -206,7 +206,14 @@ def narrow(input, dim: int, start: int, length: int):
 
 
 def _diagonal(self, offset=0, dim1=0, dim2=1):
-    return np.diagonal(self, offset, _norm_dim(dim1, self.ndim), _norm_dim(dim2, self.ndim))
+    # np.diagonal gives a read-only view; the same strides over a writable
+    # start give the writable view that in-place writes (and embed) need.
+    d1, d2 = _norm_dim(dim1, self.ndim), _norm_dim(dim2, self.ndim)
+    diag = np.diagonal(self, offset, d1, d2)
+    start = [slice(None)] * self.ndim
+    start[d2 if offset >= 0 else d1] = slice(abs(offset), None)
+    return np.lib.stride_tricks.as_strided(self[tuple(start)], diag.shape, diag.strides,
+                                           writeable=self.flags.writeable)
 
 
 deflinear("diagonal", _diagonal,
@@ -273,3 +280,18 @@ deflinear("stack", lambda tensors, dim=0: np.stack(tensors, axis=dim),
           vjp={"tensors": lambda grad, tensors_shape, dim:
                [grad.select(dim, i) for i in range(len(tensors_shape))]},
           inputs=("tensors",), promote=("tensors",), method=None)
+
+
+# ----- copying shape ops: tril triu flip roll repeat (tile, split, chunk, unbind composite)
+def _tri(fn):
+    def forward(self, diagonal=0):
+        if self.ndim < 2:
+            raise RuntimeError(f"{fn.__name__}: input tensor must have at least 2 dimensions")
+        return fn(self, diagonal)
+    return forward
+
+
+deflinear("tril", _tri(np.tril), vjp={"self": lambda grad, diagonal: grad.tril(diagonal)},
+          inplace=True)
+deflinear("triu", _tri(np.triu), vjp={"self": lambda grad, diagonal: grad.triu(diagonal)},
+          inplace=True)

@@ -1,25 +1,12 @@
 """Engine fixtures: the gradcheck suite runs on torch and on refengine."""
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
-
-def load_engine(name: str):
-    """Import an engine module, or skip with the import error as the reason."""
-    try:
-        return importlib.import_module(name)
-    except Exception as exc:  # refengine is written in parallel; say why we skip
-        pytest.skip(f"{name} cannot be imported: {type(exc).__name__}: {exc}")
+from gradcheck_support import load_engine
 
 
 @pytest.fixture(params=["torch", "refengine"])
 def E(request):
     """The engine module (``torch`` or ``refengine``)."""
     return load_engine(request.param)
-
-
-@pytest.fixture
-def torch_engine():
-    return load_engine("torch")

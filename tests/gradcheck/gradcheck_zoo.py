@@ -107,7 +107,7 @@ BUG_KINDS = {
     "vjp_wrong_for_negatives": (_subset, None, "default", "only 1 of 3", False),
     "jvp_times_2": (None, _jvp(2.0), "forward", "2 times", False),
     "jvp_sign": (None, _jvp(-1.0), "forward", "minus", False),
-    "jvp_rel_1e-6": (None, _jvp(1 + 1e-6), "adjoint", None, False),
+    "jvp_rel_1e-6": (None, _jvp(1 + 1e-6), "adjoint", "the two AD modes differ", False),
     "jvp_ignores_tangent": (None, lambda E, op, x, t: UNARY[op][1](E, x) + 0 * t, "forward",
                             "not scaled by tangent", False),
     "vjp_missing_conj": (lambda E, op, x, g: g * UNARY[op][1](E, x), None, "default",

@@ -32,6 +32,7 @@ def test_bug_is_caught_and_diagnosed(E, entry):
     elif entry.caught_by == "adjoint":
         report = check(f, inputs, check_forward_ad=True, seed=0)
         assert [r.check for r in report.failures] == ["adjoint"], report.message()
+        _assert_caught(report, entry)
     elif entry.caught_by == "precise":
         assert check(f, inputs, seed=0).passed, "below rtol: the default check passes"
         _assert_caught(check(f, inputs, precise=True, seed=0), entry)

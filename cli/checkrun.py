@@ -1,0 +1,122 @@
+"""Each ``--check`` name as a call of ``gradcheck.check``, and its outcome as a
+``CheckResult``. The checking itself is gradcheck's; this module only says
+which keywords a check name means and reads the ``Report``.
+
+Check names: ``reverse`` (vjp against finite differences), ``forward`` (jvp
+against finite differences), ``fast`` (gradcheck's fast mode, one random
+projection each way), ``gradgrad`` (reverse over reverse),
+``fwgrad_bwgrad`` (forward over reverse), ``reference`` (against the op's
+mpmath reference instead of finite differences).
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from cli.results import CheckResult
+
+CHECK_NAMES = ("reverse", "forward", "fast", "gradgrad", "fwgrad_bwgrad", "reference")
+DEFAULT_CHECKS = ("reverse", "forward", "gradgrad", "fwgrad_bwgrad", "reference")
+#: the OpInfo mode a check needs, and the KnownFailure check that covers it
+_MODE = {"reverse": "reverse", "forward": "forward", "fast": "reverse",
+         "gradgrad": "gradgrad", "fwgrad_bwgrad": "fwgrad_bwgrad", "reference": "reverse"}
+_KNOWN_AS = {"fast": "reverse"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How checks are run: ``precise`` or the OpInfo's torch-style
+    tolerances, the engine, and the base seed of the random probes."""
+
+    precise: bool = True
+    engine: str = "refengine"
+    seed: int = 0
+
+
+def derive_seed(base: int, *parts) -> int:
+    """A seed for one check, stable across runs, platforms and ``--jobs``."""
+    text = ":".join(str(p) for p in (base, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
+            reference=None) -> dict:
+    """The ``gradcheck.check`` keywords of a check name."""
+    tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
+    base = {"precise": True} if policy.precise else dict(tol)
+    if check == "reverse":
+        return base
+    if check == "forward":
+        return dict(base, check_forward_ad=True, check_backward_ad=False)
+    if check == "fast":
+        return dict(tol, fast_mode=True, check_forward_ad=forward)
+    if check == "gradgrad":
+        return dict(base, order=2)
+    if check == "fwgrad_bwgrad":
+        return dict(base, order=2, check_forward_ad=True, check_backward_ad=False)
+    if check == "reference":
+        return dict(base, reference=reference, check_forward_ad=forward)
+    raise ValueError(f"unknown check {check!r}; expected one of {', '.join(CHECK_NAMES)}")
+
+
+def skip_reason(info, check: str, dtype, call) -> str | None:
+    """Why ``check`` does not apply to this op, dtype and sample, or ``None``."""
+    if not call.inputs:
+        return "no input of this sample requires grad"
+    if not info.supports(_MODE[check], dtype):
+        return f"the op does not declare support for {_MODE[check]} mode on {dtype}"
+    if check == "reference":
+        if info.mpmath_ref is None:
+            return "the op has no mpmath reference"
+        if not call.has_plain_output():
+            return "the sample post-processes the output, which the reference cannot follow"
+    return None
+
+
+def known_failure(info, check: str, dtype, sample, engine: str):
+    """The ``KnownFailure`` declared for this check, or ``None``."""
+    found = info.known_failure(_KNOWN_AS.get(check, check), dtype, sample)
+    if found is None and engine == "torch":
+        found = info.known_failure("torch", dtype, sample)
+    return found
+
+
+def _failure_dicts(report) -> list:
+    keep = ("check", "mode", "against", "out_idx", "in_idx", "max_error", "where",
+            "tolerance", "diagnosis", "detail")
+    return [{k: v for k, v in f.to_dict().items() if k in keep} for f in report.failures]
+
+
+def _first_line(report) -> str:
+    from gradcheck.report import describe
+    first = report.failures[0]
+    return describe(first, report.name).splitlines()[0]
+
+
+def run(func, inputs, name: str, check: str, kwargs: dict, seed: int,
+        base: CheckResult, known=None):
+    """Run one check; return ``(CheckResult, Report or None)``."""
+    import gradcheck
+    start = time.perf_counter()
+    report = None
+    try:
+        report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any exception of the code under check
+        status, message = "error", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        diagnosis, failures = None, []
+    else:
+        if report.passed:
+            status, message, diagnosis, failures = "passed", "", None, []
+        else:
+            status, message = "failed", _first_line(report)
+            diagnosis, failures = report.diagnosis, _failure_dicts(report)
+    if known is not None:
+        if status == "passed":
+            message = f"passed although declared a known failure ({known.reason})"
+        else:
+            status, message = "known-failure", f"{known.reason} [{message}]"
+    result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
+                         time.perf_counter() - start, seed, base.family, base.sample_name,
+                         failures)
+    return result, report

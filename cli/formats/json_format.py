@@ -1,0 +1,109 @@
+"""``--format json``: the machine-readable report, schema ``adcheck-report`` v1.
+
+The document is one JSON object. Fields are only ever added within a
+schema version; a removal or a change of meaning bumps ``schema_version``.
+
+```
+{
+  "schema": "adcheck-report",           constant
+  "schema_version": 1,                  integer
+  "adcheck_version": "0.1.0",
+  "command": "ops" | "check",
+  "settings": {                          how the run was asked for
+    "engine": "refengine" | "torch", "precise": bool, "checks": [str],
+    "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
+    "seed": int, "timeout": float | null, "fail_fast": bool, "target": str | null
+  },
+  "interrupted": bool,                   Ctrl-C: the results are partial
+  "stopped_early": bool,                 --fail-fast stopped at the first failure
+  "seconds": float,                      wall time of the run
+  "exit_code": 0 | 1 | 130,              the status the command exits with
+  "summary": {"total": int, "passed": int, "failed": int,
+              "known-failure": int, "skipped": int, "error": int},
+  "results": [                           one per op, dtype, sample and check
+    {
+      "key": "sin|float64|0|reverse",   op|dtype|sample|check ("*": no sample)
+      "op": str, "family": str, "dtype": str,
+      "sample": int | null,              index in the op's sample_inputs(dtype)
+      "sample_name": str,
+      "check": "reverse" | "forward" | "fast" | "gradgrad" | "fwgrad_bwgrad"
+               | "reference" | "setup",  "setup": the task failed before a check ran
+      "status": "passed" | "failed" | "known-failure" | "skipped" | "error",
+      "message": str,                    one line: why it failed, was skipped, errored
+      "diagnosis": str | null,           the kind of error, when recognised
+      "seconds": float,
+      "seed": int | null,                seed of the check's random probes
+      "failures": [                      failing (out_idx, in_idx) pairs
+        {"check": str, "mode": str, "against": str, "out_idx": int | null,
+         "in_idx": int | null, "max_error": float | str, "where": [int] | null,
+         "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
+      ]
+    }
+  ],
+  "slowest": [{"op": str, "seconds": float}],   the five slowest ops
+  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]}
+}
+```
+
+Non-finite floats are written as the strings ``"inf"``, ``"-inf"``, ``"nan"``
+so the output is strict JSON.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import TextIO
+
+from cli.results import RunReport
+
+SCHEMA = "adcheck-report"
+SCHEMA_VERSION = 1
+
+
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("adcheck")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _finite(value):
+    """Replace non-finite floats, recursively, by their names (strict JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def document(report: RunReport) -> dict:
+    """The report as a schema v1 document."""
+    counts = report.counts()
+    baseline = None
+    if report.baseline is not None:
+        b = report.baseline
+        baseline = {"path": b.path, "new": b.new, "accepted": b.accepted, "fixed": b.fixed}
+    return _finite({
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "adcheck_version": _version(),
+        "command": report.command, "settings": report.settings,
+        "interrupted": report.interrupted, "stopped_early": report.stopped_early,
+        "seconds": round(report.seconds, 3), "exit_code": int(report.exit_code()),
+        "summary": {"total": len(report.results), **counts},
+        "results": [r.to_dict() for r in report.results],
+        "slowest": [{"op": op, "seconds": round(s, 3)} for op, s in report.slowest()],
+        "baseline": baseline,
+    })
+
+
+class JsonFormat:
+    """Writes ``document(report)`` as indented JSON."""
+
+    name = "json"
+
+    def render(self, report: RunReport, out: TextIO, *, color: bool = False,
+               verbosity: int = 0) -> None:
+        json.dump(document(report), out, indent=2, allow_nan=False)
+        out.write("\n")

@@ -1,0 +1,118 @@
+"""``--format table`` (the default): a summary for people, drawn with rich.
+
+An op-by-check table (how many samples passed, failed, failed as declared,
+were skipped or errored), then every failure on one line with its diagnosis,
+the baseline comparison, the slowest ops and a totals line. ``-q`` keeps
+the failures and the totals; ``-v`` adds skips and known failures with
+their reasons. User text goes into ``rich.text.Text`` objects, never into
+markup, so brackets in op names or messages print as they are.
+"""
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.results import STATUSES, RunReport
+
+STYLE = {"passed": "green", "failed": "bold red", "known-failure": "yellow",
+         "skipped": "dim", "error": "bold magenta"}
+SHORT = {"passed": "ok", "failed": "fail", "known-failure": "known", "skipped": "skip",
+         "error": "error"}
+
+
+def _cell(counter) -> Text:
+    text = Text()
+    for status in STATUSES:
+        if counter.get(status):
+            if text:
+                text.append(" ")
+            text.append(f"{SHORT[status]} {counter[status]}", style=STYLE[status])
+    return text or Text("-", style="dim")
+
+
+def summary_table(report: RunReport) -> Table:
+    """Rows: ops; columns: checks; cells: counts of samples by status."""
+    checks = report.checks()
+    families = {r.op: r.family for r in report.results}
+    table = Table(title=f"adcheck {report.command}: {_title(report)}", title_justify="left")
+    table.add_column("op", style="bold")
+    table.add_column("family", style="dim")
+    for check in checks:
+        table.add_column(check)
+    for op, by_check in report.by_op_and_check().items():
+        table.add_row(Text(op), Text(families.get(op, "")),
+                      *(_cell(by_check.get(check, {})) for check in checks))
+    return table
+
+
+def _title(report: RunReport) -> str:
+    s = report.settings
+    tolerance = "precise" if s.get("precise") else "torch tolerances"
+    return f"engine {s.get('engine', '?')}, {tolerance}, seed {s.get('seed')}"
+
+
+def _result_line(r) -> Text:
+    sample = "*" if r.sample is None else str(r.sample)
+    line = Text(f"{SHORT[r.status].upper():5} ", style=STYLE[r.status])
+    line.append(f"{r.op} {r.dtype}[{sample}] {r.check}", style="bold")
+    if r.message:
+        line.append(f": {r.message}")
+    if r.diagnosis and r.diagnosis not in r.message:
+        line.append(f" (diagnosis: {r.diagnosis})", style="cyan")
+    return line
+
+
+def totals_line(report: RunReport) -> Text:
+    counts = report.counts()
+    line = Text()
+    for status in STATUSES:
+        if line:
+            line.append(", ")
+        label = status.replace("-", " ") + ("s" if status in ("known-failure", "error")
+                                             and counts[status] != 1 else "")
+        line.append(f"{counts[status]} {label}",
+                    style=STYLE[status] if counts[status] else "")
+    line.append(f" in {report.seconds:.1f}s")
+    if report.interrupted:
+        line.append("  (interrupted: partial report)", style="bold yellow")
+    elif report.stopped_early:
+        line.append("  (stopped at the first failure: --fail-fast)", style="yellow")
+    return line
+
+
+def _baseline_lines(report: RunReport) -> list:
+    b = report.baseline
+    if b is None:
+        return []
+    lines = [Text(f"baseline {b.path}: {len(b.new)} new, {len(b.accepted)} accepted, "
+                  f"{len(b.fixed)} fixed", style="bold")]
+    lines += [Text(f"  new    {key}", style="red") for key in b.new]
+    lines += [Text(f"  fixed  {key} (remove it from the baseline)", style="green")
+              for key in b.fixed]
+    return lines
+
+
+class TableFormat:
+    """The human summary."""
+
+    name = "table"
+
+    def render(self, report: RunReport, out: TextIO, *, color: bool = False,
+               verbosity: int = 0) -> None:
+        console = Console(file=out, force_terminal=color, no_color=not color,
+                          width=None if color else 120, highlight=False, soft_wrap=True)
+        if verbosity >= 0 and report.results:
+            console.print(summary_table(report))
+        shown = {"failed", "error"} | ({"known-failure", "skipped"} if verbosity > 0 else set())
+        for r in report.results:
+            if r.status in shown:
+                console.print(_result_line(r))
+        for line in _baseline_lines(report):
+            console.print(line)
+        if verbosity >= 0 and report.results:
+            slow = ", ".join(f"{op} {s:.2f}s" for op, s in report.slowest())
+            console.print(Text(f"slowest: {slow}", style="dim"))
+        console.print(totals_line(report))

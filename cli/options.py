@@ -1,0 +1,106 @@
+"""Options shared by ``adcheck ops`` and ``adcheck check``, and their parsing.
+
+Each decorator adds a group of options with their help text; the parsers
+turn raw values into what the library takes, raising ``InputError`` (exit
+status 2, one line) for a bad value. Nothing heavy is imported here.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from cli.errors import InputError
+
+DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
+ENGINES = ("refengine", "torch")
+
+
+def _apply(options):
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+    return decorate
+
+
+def check_options(default_checks: str):
+    """--check, --engine, --precise/--torch-tolerances, --seed, --timeout."""
+    return _apply([
+        click.option("--check", "checks", default=default_checks, show_default=True,
+                     metavar="LIST",
+                     help="Comma-separated checks: reverse (vjp against finite "
+                          "differences), forward (jvp), fast (one random projection each "
+                          "way), gradgrad (reverse over reverse), fwgrad_bwgrad (forward "
+                          "over reverse), reference (against the mpmath reference)."),
+        click.option("--engine", type=click.Choice(ENGINES), default="refengine",
+                     show_default=True,
+                     help="Whose formulas to check: refengine's, or torch's own for every "
+                          "op that names a torch op (needs PyTorch)."),
+        click.option("--precise/--torch-tolerances", default=True, show_default=True,
+                     help="Precise: tolerances from an error estimate of the numerical "
+                          "Jacobian (Richardson extrapolation). Torch tolerances: the "
+                          "fixed atol/rtol per dtype that torch.autograd.gradcheck uses."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Base seed of the random probes; each (op, dtype, sample, check) "
+                          "derives its own from it, so results do not depend on --jobs."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300,
+                     show_default=True, metavar="SECONDS",
+                     help="Report an op (one dtype) that runs longer as an error and go on."),
+    ])
+
+
+def report_options(func):
+    """--format, --junit-xml, --baseline, --write-baseline, --fail-fast, -v/-q."""
+    return _apply([
+        click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+                     show_default=True,
+                     help="Results on stdout: a table for people, or JSON (schema "
+                          "adcheck-report v1) for programs."),
+        click.option("--junit-xml", type=click.Path(dir_okay=False, writable=True),
+                     metavar="PATH",
+                     help="Also write JUnit XML: one test case per op, sample and check."),
+        click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+                     help="Accepted failures: exit 1 only for failures not in FILE, and "
+                          "report the entries of FILE that now pass."),
+        click.option("--write-baseline", type=click.Path(dir_okay=False, writable=True),
+                     metavar="FILE",
+                     help="Write this run's failures to FILE as the accepted baseline."),
+        click.option("--fail-fast", is_flag=True, help="Stop at the first failing op."),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="Also list skipped checks and known failures, with reasons."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="No progress bar and no summary table: failures and totals only."),
+    ])(func)
+
+
+def parse_checks(text: str) -> tuple:
+    from cli.checkrun import CHECK_NAMES
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in CHECK_NAMES]
+    if unknown or not names:
+        raise InputError(f"unknown check {', '.join(map(repr, unknown)) or '(none given)'} in "
+                         f"--check; choose from {', '.join(CHECK_NAMES)} (comma-separated)")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_dtypes(values: tuple) -> list | None:
+    names = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    unknown = [n for n in names if n not in DTYPE_NAMES]
+    if unknown:
+        raise InputError(f"unknown dtype {', '.join(map(repr, unknown))} in --dtype; "
+                         f"choose from {', '.join(DTYPE_NAMES)}")
+    return names or None
+
+
+def require_engine(engine: str) -> None:
+    """Exit 2 with what to do when ``--engine torch`` is asked for without torch."""
+    if engine == "torch" and importlib.util.find_spec("torch") is None:
+        raise InputError("--engine torch needs PyTorch, which is not installed; install it "
+                         "with 'pip install torch' (or 'pip install adcheck[torch]')")
+
+
+def verbosity(verbose: bool, quiet: bool) -> int:
+    if verbose and quiet:
+        raise InputError("-v and -q contradict each other; pass one of them")
+    return 1 if verbose else -1 if quiet else 0

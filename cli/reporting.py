@@ -1,0 +1,86 @@
+"""The end of a run, shared by ``ops`` and ``check``: progress on stderr,
+then the baseline comparison, the report on stdout, the JUnit file, the
+written baseline, and the exit status."""
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+import click
+
+from cli.errors import InputError
+from cli.results import RunReport
+
+
+def load_baseline(path: str | None) -> set | None:
+    """Read the baseline before the run, so a bad file costs no sweep."""
+    if path is None:
+        return None
+    from cli import baseline
+    try:
+        return baseline.load(path)
+    except baseline.BaselineError as exc:
+        raise InputError(str(exc)) from None
+
+
+def warn(text: str) -> None:
+    click.echo(f"warning: {text}", err=True)
+
+
+@contextmanager
+def progress_bar(total: int, enabled: bool):
+    """A rich progress bar on stderr; yields ``advance(task, outcome)``."""
+    if not enabled or total == 0:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+    console = Console(file=sys.stderr)
+    columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("[red]{task.fields[failing]} failing"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task_id = bar.add_task("checking", total=total, failing=0)
+        failing = 0
+
+        def advance(task, outcome):
+            nonlocal failing
+            failing += sum(r.failing for r in outcome.results)
+            bar.update(task_id, advance=1, failing=failing,
+                       description=f"{task.op} {task.dtype}"[:28])
+        yield advance
+
+
+def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
+           baseline_path: str | None, write_baseline: str | None, level: int) -> None:
+    """Compare, render, write the files, and exit with the report's status."""
+    from cli import baseline
+    from cli.formats import get_format
+    if accepted is not None:
+        report.baseline = baseline.compare(report.results, accepted, baseline_path)
+    out = sys.stdout
+    get_format(fmt).render(report, out, color=out.isatty(), verbosity=level)
+    out.flush()
+    if junit_xml is not None:
+        _write(junit_xml, lambda f: get_format("junit").render(report, f))
+    if write_baseline is not None:
+        if report.interrupted:
+            warn(f"the run was interrupted: {write_baseline} not written")
+        else:
+            try:
+                count = baseline.write(write_baseline, report)
+            except OSError as exc:
+                raise InputError(f"cannot write {write_baseline!r}: {exc.strerror}; "
+                                 "choose a writable path") from None
+            click.echo(f"wrote {count} accepted failures to {write_baseline}", err=True)
+    if report.interrupted:
+        click.echo("interrupted: the report above is partial", err=True)
+    raise click.exceptions.Exit(int(report.exit_code()))
+
+
+def _write(path: str, render) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            render(handle)
+    except OSError as exc:
+        raise InputError(f"cannot write {path!r}: {exc.strerror}; choose a writable path")

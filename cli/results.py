@@ -1,0 +1,116 @@
+"""What a run produced, as data every output format reads.
+
+``CheckResult`` is one (op, dtype, sample, check) outcome; ``RunReport``
+holds a run's results, its settings, whether it was interrupted, and the
+comparison with a baseline. Formats render a ``RunReport``; nothing here
+checks anything.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+
+from cli.exit_codes import ExitCode
+
+#: statuses, in the order summaries show them
+STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
+#: statuses that make a run fail (unless a baseline accepts them)
+FAILING = ("failed", "error")
+#: the check name of an outcome that concerns a whole task (setup, timeout)
+TASK_CHECK = "setup"
+
+
+@dataclass
+class CheckResult:
+    """One check of one sample of one op, or a task-level error (check "setup").
+
+    ``message`` is one line: why it failed, was skipped, or errored.
+    ``failures`` holds gradcheck's per-pair results (``Result.to_dict()``
+    without the matrices) for a failed check.
+    """
+
+    op: str
+    dtype: str
+    sample: int | None
+    check: str
+    status: str
+    message: str = ""
+    diagnosis: str | None = None
+    seconds: float = 0.0
+    seed: int | None = None
+    family: str = ""
+    sample_name: str = ""
+    failures: list = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """A stable identity across runs: ``op|dtype|sample|check``."""
+        sample = "*" if self.sample is None else str(self.sample)
+        return f"{self.op}|{self.dtype}|{sample}|{self.check}"
+
+    @property
+    def failing(self) -> bool:
+        return self.status in FAILING
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["key"] = self.key
+        return data
+
+
+@dataclass
+class BaselineDiff:
+    """A run against a baseline: failures that are ``new``, ``accepted``
+    (listed in the baseline) and baseline entries that now pass (``fixed``)."""
+
+    path: str
+    new: list = field(default_factory=list)
+    accepted: list = field(default_factory=list)
+    fixed: list = field(default_factory=list)
+
+
+@dataclass
+class RunReport:
+    """Everything a run of ``adcheck ops`` or ``adcheck check`` found."""
+
+    command: str
+    settings: dict
+    results: list = field(default_factory=list)
+    interrupted: bool = False
+    stopped_early: bool = False
+    seconds: float = 0.0
+    baseline: BaselineDiff | None = None
+
+    def counts(self) -> dict:
+        found = Counter(r.status for r in self.results)
+        return {status: found.get(status, 0) for status in STATUSES}
+
+    def failing(self) -> list:
+        return [r for r in self.results if r.failing]
+
+    def exit_code(self) -> ExitCode:
+        """0 when nothing failed (or every failure is in the baseline), else 1;
+        130 when interrupted (the partial report is still written)."""
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if self.baseline is not None:
+            return ExitCode.FAILED if self.baseline.new else ExitCode.OK
+        return ExitCode.FAILED if self.failing() else ExitCode.OK
+
+    def by_op_and_check(self) -> dict:
+        """``{op: {check: Counter(status)}}`` in the order results arrived."""
+        table: dict = defaultdict(lambda: defaultdict(Counter))
+        for r in self.results:
+            table[r.op][r.check][r.status] += 1
+        return table
+
+    def checks(self) -> list:
+        """The check names that occur, in order of first appearance."""
+        return list(dict.fromkeys(r.check for r in self.results))
+
+    def slowest(self, n: int = 5) -> list:
+        """``[(op, seconds)]`` for the ``n`` ops that took longest in total."""
+        total: Counter = Counter()
+        for r in self.results:
+            total[r.op] += r.seconds
+        return sorted(total.items(), key=lambda item: (-item[1], item[0]))[:n]

@@ -1,0 +1,148 @@
+"""A ``SampleInput`` as what gradcheck takes: a function of the tensors that
+require grad, those tensors, and the matching mpmath reference.
+
+``SampleCall(info, sample, engine)`` closes over everything else in the
+sample (non-differentiable tensors, ints, kwargs), so gradcheck perturbs
+exactly the differentiable inputs. With ``engine="torch"`` the tensors are
+copied into torch tensors and the op is ``info.torch_op()``: torch's own
+formulas are then what is checked.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def replace_tensors(value, is_tensor, fn):
+    """``value`` (nested lists, tuples, dicts) with ``fn`` applied to each tensor."""
+    if is_tensor(value):
+        return fn(value)
+    if isinstance(value, list):
+        return [replace_tensors(v, is_tensor, fn) for v in value]
+    if isinstance(value, tuple):
+        return tuple(replace_tensors(v, is_tensor, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: replace_tensors(v, is_tensor, fn) for k, v in value.items()}
+    return value
+
+
+def _to_torch(value):
+    """refengine tensors and dtypes in ``value`` become torch ones (imports torch)."""
+    import torch
+
+    import refengine
+    if isinstance(value, refengine.Tensor):
+        array = value.detach().numpy().copy()
+        return torch.from_numpy(array).requires_grad_(bool(value.requires_grad))
+    if isinstance(value, refengine.dtypes.dtype):
+        return getattr(torch, str(value).rsplit(".", 1)[-1])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_torch(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_torch(v) for k, v in value.items()}
+    return value
+
+
+def _tensor_type(engine: str):
+    if engine == "torch":
+        import torch
+        return torch.Tensor
+    import refengine
+    return refengine.Tensor
+
+
+class SampleCall:
+    """``func(*inputs)`` runs the op on the sample with ``inputs`` in place of
+    its differentiable tensors; ``reference(*mp_arrays)`` does the same for
+    the op's mpmath reference (``None`` when there is none)."""
+
+    def __init__(self, info, sample, engine: str = "refengine"):
+        self.info, self.sample, self.engine = info, sample, engine
+        structure = (sample.input, sample.args, sample.kwargs)
+        self.op = info.op
+        if engine == "torch":
+            structure = _to_torch(structure)
+            self.op = info.torch_op()
+        self.structure = structure
+        self.tensor_type = _tensor_type(engine)
+        found: list = []
+        replace_tensors(structure, self._is_tensor, found.append)
+        self.inputs = tuple(t for t in found if t.requires_grad)
+        self.process = sample.output_process_fn_grad
+
+    def _is_tensor(self, value) -> bool:
+        return isinstance(value, self.tensor_type)
+
+    def _is_diff(self, value) -> bool:
+        return isinstance(value, self.tensor_type) and bool(value.requires_grad)
+
+    def _rebuild(self, values, others=None):
+        it = iter(values)
+        return replace_tensors(
+            self.structure, self._is_tensor,
+            lambda t: next(it) if t.requires_grad else (t if others is None else others(t)))
+
+    def func(self, *inputs):
+        inp, args, kwargs = self._rebuild(inputs)
+        return self.process(self.op(inp, *args, **kwargs))
+
+    @property
+    def reference(self):
+        """The mpmath reference with this sample's other arguments, or ``None``."""
+        ref = self.info.mpmath_ref
+        if ref is None or not self.has_plain_output():
+            return None
+
+        def reference(*mp_inputs):
+            inp, args, kwargs = self._rebuild(mp_inputs, _constant_to_mp)
+            return ref(inp, *args, **kwargs)
+        return reference
+
+    def has_plain_output(self) -> bool:
+        """Whether the output is differentiated as it is (no post-processing)."""
+        from opinfo import identity
+        return self.process is identity
+
+    def nan_outputs(self) -> str | None:
+        """Where the op returns NaN for this sample and its NumPy reference does
+        not (or has none): a description, else ``None``."""
+        out = self.func(*self.inputs)
+        arrays = [_numpy(t) for t in _flat(out) if self._is_tensor(t)]
+        bad = [(i, np.isnan(a)) for i, a in enumerate(arrays)
+               if np.issubdtype(a.dtype, np.inexact) and np.isnan(a).any()]
+        if not bad:
+            return None
+        expected = self._reference_nans()
+        for out_idx, mask in bad:
+            if expected is None or out_idx >= len(expected) or \
+                    expected[out_idx].shape != mask.shape or (mask & ~expected[out_idx]).any():
+                where = tuple(int(k) for k in np.argwhere(mask)[0])
+                return (f"output {out_idx} is NaN at {list(where)} where the NumPy "
+                        "reference is not" if expected is not None else
+                        f"output {out_idx} is NaN at {list(where)} (and the op has no NumPy "
+                        "reference saying it should be)")
+        return None
+
+    def _reference_nans(self):
+        if self.info.ref is None or not self.has_plain_output():
+            return None
+        inp, args, kwargs = self.sample.numpy()
+        with np.errstate(all="ignore"):
+            result = self.info.ref(inp, *args, **kwargs)
+        return [np.isnan(np.asarray(a)) for a in _flat(result)]
+
+
+def _flat(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
+def _numpy(tensor) -> np.ndarray:
+    return tensor.detach().numpy() if hasattr(tensor, "detach") else np.asarray(tensor)
+
+
+def _constant_to_mp(tensor):
+    """A non-differentiable tensor as the mpmath reference receives it."""
+    from gradcheck.reference import to_mp
+    array = _numpy(tensor).copy()
+    return to_mp(array) if np.issubdtype(array.dtype, np.inexact) else array

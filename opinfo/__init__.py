@@ -1,0 +1,25 @@
+"""opinfo: the operator registry (what to check about each op).
+
+>>> import opinfo
+>>> info = opinfo.get("sin")
+>>> sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
+>>> out = info.op(sample.input, *sample.args, **sample.kwargs)
+
+Importing ``opinfo`` registers the built-in definitions (``opinfo.definitions``)
+and the third-party ops of the ``adcheck.ops`` entry-point group.
+"""
+from . import domains, samples
+from .core import (CHECKS, DEFAULT_TOLERANCES, FLOATING, FLOATING_AND_COMPLEX, KnownFailure,
+                   OpInfo, SampleInput, Tolerance, identity, map_tensors, seed_for)
+from .plugins import load_plugin
+from .registry import (ENTRY_POINT_GROUP, PluginWarning, families, get, load_entry_points,
+                       names, op_db, register)
+from .definitions import load_all as _load_definitions
+
+_load_definitions()
+load_entry_points()
+
+__all__ = ["OpInfo", "SampleInput", "Tolerance", "KnownFailure", "CHECKS", "DEFAULT_TOLERANCES",
+           "FLOATING", "FLOATING_AND_COMPLEX", "identity", "map_tensors", "seed_for", "op_db",
+           "get", "register", "names", "families", "load_entry_points", "load_plugin",
+           "ENTRY_POINT_GROUP", "PluginWarning", "domains", "samples"]

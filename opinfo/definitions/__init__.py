@@ -1,0 +1,17 @@
+"""OpInfo definitions, one module per refengine op family (``refengine/ops/``).
+
+Every module in this package is imported (and so registers its OpInfos)
+when ``opinfo`` is imported; adding a family means adding a module here.
+"""
+import importlib
+import pkgutil
+
+
+def load_all() -> list:
+    """Import every definitions module, in name order; returns their names."""
+    loaded = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+            loaded.append(info.name)
+    return loaded

@@ -1,0 +1,71 @@
+"""OpInfos for ``refengine/ops/indexing.py``: ``__getitem__`` (basic, advanced and
+boolean-mask indices), gather, scatter, scatter_add and index_put."""
+from __future__ import annotations
+
+import refengine as E
+
+from ..core import FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..registry import register
+from ..samples import index, make, mask
+
+FAMILY = "indexing"
+
+
+def getitem(x, key):
+    """``x[key]``."""
+    return x[key]
+
+
+def _getitem_samples(opinfo, dtype):
+    yield SampleInput(make((3, 4)), args=((1, slice(None, None, 2)),), name="int and step slice")
+    yield SampleInput(make((3, 4)), args=((Ellipsis, None, 1),), name="ellipsis, None, int")
+    yield SampleInput(make((3, 4)), args=(index((4,), 3, values=(0, 2, 2, 1)),),
+                      name="advanced with repeats")
+    yield SampleInput(make((3, 4)), args=((slice(None), index((2,), 4, values=(3, 0))),),
+                      name="slice and advanced")
+    yield SampleInput(make((3, 4)), args=(mask((3, 4)),), name="boolean mask")
+
+
+def _gather_samples(opinfo, dtype):
+    yield SampleInput(make((3, 4)), args=(1, index((3, 2), 4)), name="dim 1, repeats allowed")
+    yield SampleInput(make((3, 4)), args=(0, index((2, 4), 3)), name="dim 0")
+    yield SampleInput(make((5,)), args=(0, index((7,), 5)), name="1-D, longer index")
+
+
+# scatter: no index repeats within a column, so the result does not depend on the order
+_DISTINCT = ((0, 1, 2, 0), (2, 0, 1, 1))
+
+
+def _scatter_samples(opinfo, dtype):
+    yield SampleInput(make((3, 4)), args=(0, index((2, 4), 3, values=_DISTINCT), make((2, 4))),
+                      name="dim 0, distinct targets")
+    yield SampleInput(make((2, 5)), args=(1, index((2, 2), 5, values=((4, 0), (1, 3))),
+                                          make((2, 3))), name="dim 1, src larger than index")
+
+
+def _scatter_add_samples(opinfo, dtype):
+    yield from _scatter_samples(opinfo, dtype)
+    yield SampleInput(make((3, 2)), args=(0, index((4, 2), 3, values=((0, 1), (0, 1), (2, 2),
+                                                                       (1, 0))),
+                                          make((4, 2))), name="repeated targets add up")
+
+
+def _index_put_samples(opinfo, dtype):
+    yield SampleInput(make((3, 4)), args=((index((2,), 3, values=(0, 2)),), make((2, 4))),
+                      name="rows, distinct")
+    yield SampleInput(make((3, 4)), args=((index((3,), 3, values=(0, 0, 2)),
+                                           index((3,), 4, values=(1, 1, 3))), make((3,))),
+                      kwargs={"accumulate": True}, name="points, accumulate repeats")
+
+
+register(OpInfo("getitem", getitem, family=FAMILY, torch_name="Tensor.__getitem__",
+                ref=lambda x, key: x[key], dtypes=FLOATING_AND_COMPLEX,
+                sample_func=_getitem_samples))
+register(OpInfo("gather", E.gather, family=FAMILY, torch_name="gather",
+                dtypes=FLOATING_AND_COMPLEX, sample_func=_gather_samples))
+register(OpInfo("scatter", E.scatter, family=FAMILY, torch_name="scatter",
+                dtypes=FLOATING_AND_COMPLEX, sample_func=_scatter_samples))
+register(OpInfo("scatter_add", E.scatter_add, family=FAMILY, torch_name="scatter_add",
+                dtypes=FLOATING_AND_COMPLEX, sample_func=_scatter_add_samples))
+register(OpInfo("index_put", E.index_put, family=FAMILY, torch_name="index_put",
+                dtypes=FLOATING_AND_COMPLEX, sample_func=_index_put_samples))

@@ -1,0 +1,227 @@
+"""Decompositions: qr, eigh, svd (and svdvals through svd).
+
+Each jvp follows from differentiating the defining identity (``A = QR``,
+``A = V diag(L) V^H``, ``A = U diag(S) V^H``) with the gauge fixed, and
+each vjp is its adjoint under ``<X, Y> = Re tr(X^H Y)``. Eigenvectors and
+singular vectors are defined up to a phase (a sign for real input): the
+rules are correct for losses that do not depend on that choice, as
+PyTorch documents; the eigenvalues (singular values) must be distinct.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .dispatch import call
+from .linalg import L, _eye, _square, diag_embed, solve
+from .opdef import OPS, defop
+
+QRResult = namedtuple("qr", ["Q", "R"])
+EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("svd", ["U", "S", "Vh"])
+
+
+def _eye_mask(n):
+    from .. import creation
+    return creation.eye(n, dtype=None).bool()
+
+
+def _right_inv(X, R):
+    """``X R^{-1}`` for invertible ``R``."""
+    return solve(R.mH, X.mH).mH
+
+
+def _right_inv_h(X, R):
+    """``X R^{-H}``."""
+    return solve(R, X.mH).mH
+
+
+# ----- qr: with C = Q^H dA R^{-1} and the skew-Hermitian O = Q^H dQ
+# (O = tril(C,-1) - tril(C,-1)^H + i Im diag C), dR = (C - O) R and
+# dQ = dA R^{-1} - Q (C - O). The vjp is (gQ + Q copyutl(N)) R^{-H} with
+# N = gR R^H - Q^H gQ. For m < n, A = [X | Y] and R = [U | V = Q^H Y].
+def _qr(A, mode="reduced"):
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    if mode == "r":
+        return np.zeros((0,), dtype=A.dtype), np.linalg.qr(A, mode="r")
+    Q, R = np.linalg.qr(A, mode=mode)
+    return Q, R
+
+
+def _qr_skew(C):
+    low = C.tril(-1)
+    O = low - low.mH
+    if C.is_complex():
+        O = O + diag_embed(C.diagonal(0, -2, -1).imag * 1j)
+    return O
+
+
+def _qr_square_jvp(A_t, Q, R):
+    C = _right_inv(Q.mH.matmul(A_t), R)
+    D = C - _qr_skew(C)
+    return _right_inv(A_t, R) - Q.matmul(D), D.matmul(R)
+
+
+def _qr_square_vjp(gQ, gR, Q, R):
+    N = gR.matmul(R.mH) - Q.mH.matmul(gQ)
+    M = N.triu(1) + N.mH.tril(-1) + diag_embed(N.diagonal(0, -2, -1).real.to(N.dtype))
+    return _right_inv_h(gQ + Q.matmul(M), R)
+
+
+def _qr_check(A, mode):
+    m, n = A.shape[-2:]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                           "differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and "
+                           "nrows > ncols.")
+    return m, n
+
+
+def _qr_vjp(grads, A, Q, R, mode):
+    gQ, gR = grads
+    m, n = _qr_check(A, mode)
+    if m >= n:
+        return _qr_square_vjp(gQ, gR, Q, R)
+    Y, gV = A[..., :, m:], gR[..., :, m:]
+    gX = _qr_square_vjp(gQ + Y.matmul(gV.mH), gR[..., :, :m], Q, R[..., :, :m])
+    return call(OPS["cat"], [gX, Q.matmul(gV)], -1)
+
+
+def _qr_jvp(A_t, A, Q, R, mode):
+    m, n = _qr_check(A, mode)
+    if m >= n:
+        return _qr_square_jvp(A_t, Q, R)
+    dQ, dU = _qr_square_jvp(A_t[..., :, :m], Q, R[..., :, :m])
+    dV = dQ.mH.matmul(A[..., :, m:]) + Q.mH.matmul(A_t[..., :, m:])
+    return dQ, call(OPS["cat"], [dU, dV], -1)
+
+
+defop("linalg_qr", _qr, inputs=("A",), outputs=("Q", "R"), vjp={"A": _qr_vjp}, jvp=_qr_jvp, **L)
+
+
+# ----- eigh: with X = V^H dA V, dL = Re diag X and dV = V (F o X),
+# F_ij = 1/(L_j - L_i) off the diagonal, 0 on it. The vjp
+# V (diag(gL) + F o V^H gV) V^H is made Hermitian (A is taken Hermitian).
+def _eigh(A, UPLO="L"):
+    _square("eigh", A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    w, V = np.linalg.eigh(A, UPLO=UPLO)
+    return w, V
+
+
+def _gap_inverse(values, square: bool):
+    """F_ij = 1/(v_j - v_i) (or 1/(v_j^2 - v_i^2)), zero on the diagonal."""
+    if square:
+        values = values * values
+    E = values.unsqueeze(-2) - values.unsqueeze(-1)
+    diag = _eye_mask(values.shape[-1])
+    return E.masked_fill(diag, 1).reciprocal().masked_fill(diag, 0)
+
+
+def _eigh_vjp(grads, eigenvalues, eigenvectors):
+    gL, gV = grads
+    V = eigenvectors
+    F = _gap_inverse(eigenvalues, False)
+    inner = diag_embed(gL.to(V.dtype)) + F * V.mH.matmul(gV)
+    G = V.matmul(inner).matmul(V.mH)
+    return 0.5 * (G + G.mH)
+
+
+def _eigh_jvp(A_t, eigenvalues, eigenvectors):
+    V = eigenvectors
+    X = V.mH.matmul(A_t).matmul(V)
+    F = _gap_inverse(eigenvalues, False)
+    return X.diagonal(0, -2, -1).real, V.matmul(F * X)
+
+
+defop("linalg_eigh", _eigh, inputs=("A",), outputs=("eigenvalues", "eigenvectors"),
+      vjp={"A": _eigh_vjp}, jvp=_eigh_jvp, **L)
+
+
+# ----- svd (reduced): with P = U^H dA V, dS = Re diag P,
+# dU = U (F o (P S + S P^H) + i Im diag(P)/S) + (I - U U^H) dA V S^{-1},
+# dV = V (F o (S P + P^H S)) + (I - V V^H) dA^H U S^{-1}, F_ij = 1/(s_j^2 - s_i^2).
+def _svd(A, full_matrices=True):
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions.")
+    return tuple(np.linalg.svd(A, full_matrices=full_matrices))
+
+
+def _svd_reduced(A, U, Vh, full_matrices):
+    m, n = A.shape[-2:]
+    if full_matrices and m != n:
+        raise RuntimeError("linalg.svd: differentiating with full_matrices=True is only "
+                           "supported for square matrices; use full_matrices=False.")
+    return U, Vh.mH
+
+
+def _svd_vjp(grads, A, U, S, Vh, full_matrices):
+    gU, gS, gVh = grads
+    U, V = _svd_reduced(A, U, Vh, full_matrices)
+    gV = gVh.mH
+    m, n = A.shape[-2:]
+    F = _gap_inverse(S, True)
+    Sc = S.to(U.dtype)
+    J, K = U.mH.matmul(gU), V.mH.matmul(gV)
+    inner = ((F * (J - J.mH)) * Sc.unsqueeze(-2) + Sc.unsqueeze(-1) * (F * (K - K.mH))
+             + diag_embed(gS.to(U.dtype)))
+    if U.is_complex():
+        inner = inner + diag_embed(J.diagonal(0, -2, -1).imag / S * 1j)
+    gA = U.matmul(inner).matmul(V.mH)
+    gU_perp = gU - U.matmul(J)                   # (I - U U^H) gU
+    gV_perp = gV - V.matmul(K)
+    gA = gA + (gU_perp / Sc.unsqueeze(-2)).matmul(V.mH)
+    return gA + (U / Sc.unsqueeze(-2)).matmul(gV_perp.mH)
+
+
+def _svd_jvp(A_t, A, U, S, Vh, full_matrices):
+    U, V = _svd_reduced(A, U, Vh, full_matrices)
+    Sc = S.to(U.dtype)
+    P = U.mH.matmul(A_t).matmul(V)
+    F = _gap_inverse(S, True)
+    row, col = Sc.unsqueeze(-1), Sc.unsqueeze(-2)
+    OU = F * (P * col + row * P.mH)
+    OV = F * (row * P + P.mH * col)
+    if U.is_complex():
+        OU = OU + diag_embed(P.diagonal(0, -2, -1).imag / S * 1j)
+    AV, AhU = A_t.matmul(V), A_t.mH.matmul(U)
+    dU = U.matmul(OU) + (AV - U.matmul(U.mH.matmul(AV))) / col
+    dV = V.matmul(OV) + (AhU - V.matmul(V.mH.matmul(AhU))) / col
+    return dU, P.diagonal(0, -2, -1).real, dV.mH
+
+
+defop("linalg_svd", _svd, inputs=("A",), outputs=("U", "S", "Vh"),
+      vjp={"A": _svd_vjp}, jvp=_svd_jvp, **L)
+
+
+# ----- the public functions -------------------------------------------------------
+def qr(A, mode="reduced"):
+    """The QR decomposition ``A = Q R`` (named tuple ``(Q, R)``)."""
+    return QRResult(*call(OPS["linalg_qr"], A, mode))
+
+
+def eigh(A, UPLO="L"):
+    """Eigenvalues (ascending, real) and eigenvectors of a Hermitian ``A``."""
+    return EighResult(*call(OPS["linalg_eigh"], A, UPLO))
+
+
+def svd(A, full_matrices=True):
+    """The singular value decomposition ``A = U diag(S) Vh`` (named tuple)."""
+    return SVDResult(*call(OPS["linalg_svd"], A, full_matrices))
+
+
+def svdvals(A):
+    """The singular values of ``A``, in descending order."""
+    return call(OPS["linalg_svd"], A, False)[1]
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues of a Hermitian ``A``, ascending."""
+    return call(OPS["linalg_eigh"], A, UPLO)[0]

@@ -1,0 +1,99 @@
+"""Fast mode: signed fresh probes, k probes, slow Jacobians on failure, and
+the escape probabilities its docstring states (checked by simulation against
+values computed independently with mpmath)."""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+
+from gradcheck import check
+from gradcheck.fast import _unit_rows
+
+torch = pytest.importorskip("torch", reason="the checked functions are torch functions")
+
+
+def single_entry_miss(t):
+    """P(|g1 g2| <= t) for independent standard Gaussians: (2/pi) int_0^t K0."""
+    return float(2 / mpmath.pi * mpmath.quad(lambda s: mpmath.besselk(0, s), [0, t]))
+
+
+def test_docstring_numbers_are_the_exact_probabilities():
+    assert single_entry_miss(0.1) == pytest.approx(0.22, abs=0.005)
+    assert single_entry_miss(0.01) == pytest.approx(0.036, abs=0.0005)
+    assert single_entry_miss(0.001) == pytest.approx(0.005, abs=0.0005)
+    assert float(mpmath.erf(0.1 / mpmath.sqrt(2))) == pytest.approx(0.08, abs=0.001)
+    assert float(mpmath.erf(0.01 / mpmath.sqrt(2))) == pytest.approx(0.008, abs=0.0001)
+
+
+@pytest.mark.parametrize("kind", ["single", "diffuse"])
+def test_probe_distribution_gives_the_stated_miss_rate(kind):
+    rng = np.random.default_rng(11)
+    m = n = 48
+    trials, t = 20000, 0.1
+    if kind == "single":
+        err = np.zeros((m, n))
+        err[3, 5] = 1.0
+        expected = single_entry_miss(t)
+    else:
+        err = rng.standard_normal((m, n))
+        expected = float(mpmath.erf(t / mpmath.sqrt(2)))
+    tau = t * np.linalg.norm(err) / np.sqrt(m * n)
+    v, u = _unit_rows(rng, trials, m), _unit_rows(rng, trials, n)
+    projections = np.einsum("ki,ij,kj->k", v, err, u)
+    observed = np.mean(np.abs(projections) <= tau)
+    assert observed == pytest.approx(expected, abs=0.015)
+
+
+class ConjBug(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.exp(z)
+
+    @staticmethod
+    def backward(ctx, g):
+        z, = ctx.saved_tensors
+        return g * torch.exp(z)
+
+
+def z3():
+    return torch.tensor([0.2 + 0.9j, -0.4 + 0.1j, 1.0 - 0.5j], dtype=torch.complex128,
+                        requires_grad=True)
+
+
+def test_fast_failure_reports_the_slow_jacobians_and_their_diagnosis():
+    report = check(ConjBug.apply, (z3(),), fast_mode=True)
+    failure = report.failures[0]
+    assert failure.check == "fast-reverse"
+    assert failure.expected.shape == (6, 3) and failure.actual.shape == (6, 3)
+    assert "conjugate" in failure.diagnosis
+    assert "slow check" in failure.detail
+    assert f"seed={report.seed}" in report.message()
+
+
+def test_probes_are_signed_and_fresh_on_every_run():
+    x = torch.linspace(0.1, 1.0, 8, dtype=torch.float64).requires_grad_()
+    seeds = {check(torch.sin, (x,), fast_mode=True).seed for _ in range(3)}
+    assert len(seeds) == 3
+    rows = _unit_rows(np.random.default_rng(0), 1, 1000)
+    assert (rows < 0).any() and (rows > 0).any()
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0)
+
+
+def test_k_probes_and_the_seed_repeats_a_run():
+    x = torch.linspace(0.1, 1.0, 5, dtype=torch.float64).requires_grad_()
+    first = check(torch.exp, (x,), fast_mode=True, probes=4, seed=123)
+    second = check(torch.exp, (x,), fast_mode=True, probes=4, seed=123)
+    assert first.jacobians["fast-reverse"][0, 0].shape == (4, 1)
+    np.testing.assert_array_equal(first.jacobians["numerical"][0, 0],
+                                  second.jacobians["numerical"][0, 0])
+    assert first.counts["vjp"] == 2 * 4 + 2 + 1  # probes twice (reentrancy), scaling, undefined
+
+
+def test_fast_mode_costs_less_than_slow_mode():
+    x = torch.linspace(0.1, 1.0, 20, dtype=torch.float64).requires_grad_()
+    fast = check(torch.sin, (x,), fast_mode=True, check_forward_ad=True, seed=0)
+    slow = check(torch.sin, (x,), check_forward_ad=True, seed=0)
+    assert fast.passed and slow.passed
+    assert fast.counts["function"] < slow.counts["function"] / 4
