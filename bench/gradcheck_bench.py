@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradcheck import check  # noqa: E402
+from gradcheck import check
 
 KINDS = {
     "slow": dict(),

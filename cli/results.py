@@ -105,8 +105,9 @@ class RunReport:
         return table
 
     def checks(self) -> list:
-        """The check names that occur, in order of first appearance."""
-        return list(dict.fromkeys(r.check for r in self.results))
+        """The check names that occur, in order of first appearance ("setup" last)."""
+        found = list(dict.fromkeys(r.check for r in self.results))
+        return sorted(found, key=lambda check: check == TASK_CHECK)
 
     def slowest(self, n: int = 5) -> list:
         """``[(op, seconds)]`` for the ``n`` ops that took longest in total."""

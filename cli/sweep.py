@@ -109,11 +109,13 @@ def run_task(task: Task) -> Outcome:
     import opinfo
     outcome = Outcome(task.index)
     start = time.perf_counter()
+    family = ""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         try:
             with deadline(task.settings.timeout):
                 info = opinfo.get(task.op)
+                family = info.family
                 dtype = dtype_named(task.dtype)
                 for sample in info.sample_inputs(dtype, requires_grad=True):
                     outcome.results += [r for r, _ in check_sample(info, sample, dtype,
@@ -121,18 +123,30 @@ def run_task(task: Task) -> Outcome:
         except TaskTimeout as exc:
             done = len({r.sample for r in outcome.results})
             outcome.results.append(_task_error(task, f"{exc} (--timeout); {done} samples "
-                                               "were checked before it", start))
+                                               "were checked before it", start, family))
         except Exception as exc:  # noqa: BLE001 - making the samples failed
             outcome.results.append(_task_error(
-                task, f"could not make its samples: {type(exc).__name__}: {exc}", start))
-    outcome.warnings = list(dict.fromkeys(
-        f"{task.op} {task.dtype}: {w.category.__name__}: {w.message}" for w in caught))
+                task, f"could not make its samples: {type(exc).__name__}: {exc}", start,
+                family))
+    outcome.warnings = _warning_texts(caught, f"{task.op} {task.dtype}")
     return outcome
 
 
-def _task_error(task: Task, message: str, start: float) -> CheckResult:
+#: warnings about the libraries themselves, not about the code under check
+_NOISE = (DeprecationWarning, PendingDeprecationWarning, ImportWarning)
+
+
+def _warning_texts(caught: list, where: str) -> list:
+    """``[(text, where)]`` for each distinct warning worth showing."""
+    texts = dict.fromkeys(f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+                          for w in caught if not issubclass(w.category, _NOISE))
+    return [(text, where) for text in texts]
+
+
+def _task_error(task, message: str, start: float, family: str = "") -> CheckResult:
     return CheckResult(task.op, task.dtype, None, TASK_CHECK, "error",
-                       " ".join(message.split()), seconds=time.perf_counter() - start)
+                       " ".join(message.split()), seconds=time.perf_counter() - start,
+                       family=family)
 
 
 def sweep(tasks: list, work, jobs: int, fail_fast: bool = False, progress=None,
@@ -141,7 +155,7 @@ def sweep(tasks: list, work, jobs: int, fail_fast: bool = False, progress=None,
     tasks; returns ``(results in task order, pool status)``.
 
     ``progress(task, outcome)`` is called as each task finishes, ``warn(text)``
-    for each distinct warning.
+    once for each distinct warning.
     """
     outcomes: dict = {}
     seen_warnings: set = set()
@@ -149,10 +163,10 @@ def sweep(tasks: list, work, jobs: int, fail_fast: bool = False, progress=None,
 
     def on_done(outcome: Outcome) -> bool:
         outcomes[outcome.index] = outcome
-        for text in outcome.warnings:
+        for text, where in outcome.warnings:
             if warn is not None and text not in seen_warnings:
                 seen_warnings.add(text)
-                warn(text)
+                warn(f"{text} (first seen on {where})")
         if progress is not None:
             progress(by_index[outcome.index], outcome)
         return not (fail_fast and any(r.failing for r in outcome.results))
@@ -168,3 +182,63 @@ def sweep(tasks: list, work, jobs: int, fail_fast: bool = False, progress=None,
                                 "(rerun with --jobs 1 to see why)", time.perf_counter())
                     for t in missing]
     return results, status
+
+
+@dataclass(frozen=True)
+class TargetTask:
+    """``adcheck check MODULE:OBJECT``: one input spec of the user's object."""
+
+    index: int
+    op: str            # the MODULE:OBJECT text
+    inputs: str        # the input spec (see cli.spec)
+    engine: str        # engine of a plain function
+    settings: Settings
+
+    @property
+    def dtype(self) -> str:
+        from cli.spec import parse
+        return "+".join(dict.fromkeys(s.dtype for s in parse(self.inputs)))
+
+
+def _target_results(task: TargetTask) -> list:
+    import numpy as np
+
+    from cli.spec import build, parse
+    from cli.target import resolve
+    target = resolve(task.op, task.engine)
+    policy = task.settings.policy
+    rng = np.random.default_rng(checkrun.derive_seed(policy.seed, "inputs", task.index))
+    inputs = build(parse(task.inputs), target.engine, rng)
+    base = CheckResult(target.name, task.dtype, task.index, TASK_CHECK, "error",
+                       family=target.kind, sample_name=task.inputs)
+    results = []
+    for check in task.settings.checks:
+        reason = ("the target defines no jvp" if check in ("forward", "fwgrad_bwgrad")
+                  and not target.has_jvp else
+                  "a user function has no mpmath reference" if check == "reference" else None)
+        if reason is not None:
+            results.append(CheckResult(target.name, task.dtype, task.index, check, "skipped",
+                                       reason, family=target.kind, sample_name=task.inputs))
+            continue
+        kwargs = checkrun.options(check, policy, None, target.has_jvp)
+        seed = checkrun.derive_seed(policy.seed, task.op, task.index, check)
+        results.append(checkrun.run(target.func, inputs, target.name, check, kwargs, seed,
+                                    base)[0])
+    return results
+
+
+def run_target(task: TargetTask) -> Outcome:
+    """Run every check on one input spec of a user's object; never raises."""
+    outcome = Outcome(task.index)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            with deadline(task.settings.timeout):
+                outcome.results = _target_results(task)
+        except TaskTimeout as exc:
+            outcome.results.append(_task_error(task, f"{exc} (--timeout)", start))
+        except Exception as exc:  # noqa: BLE001 - the user's code raised
+            outcome.results.append(_task_error(task, f"{type(exc).__name__}: {exc}", start))
+    outcome.warnings = _warning_texts(caught, task.op)
+    return outcome

@@ -45,13 +45,16 @@ def _scalar_f_hessian():
     return np.diag(2 * np.cos(X) * np.exp(X) * s) + dg[:, None] + dg[None, :]
 
 
+M = np.array([[0.0, 1.0, -0.5], [2.0, 0.0, 0.3], [-1.0, 0.4, 0.0]])
+
+
 def _vector_f(E, x):
-    return E.sin(x) * x.flip(0)
+    """f(x) = sin(x) * (M x), which couples the coordinates."""
+    return E.sin(x) * (E.tensor(M, dtype=E.float64) @ x)
 
 
 def _vector_f_jacobian():
-    n = len(X)
-    return np.diag(np.cos(X) * X[::-1]) + np.sin(X)[:, None] * np.eye(n)[::-1]
+    return np.diag(np.cos(X) * (M @ X)) + np.sin(X)[:, None] * M
 
 
 @case(CITE_HIGH_LEVEL, source=FORWARD_AD)
@@ -81,7 +84,7 @@ def jacobian_forward_mode_with_several_inputs_and_outputs(E):
 def functional_jvp_gives_value_and_jacobian_vector_product(E):
     fwd = E.autograd.forward_ad
     value, jvp = E.autograd.functional.jvp(lambda t: _vector_f(E, t), _vec(E, X), _vec(E, V))
-    assert_close(value, np.sin(X) * X[::-1], rtol=1e-12)
+    assert_close(value, np.sin(X) * (M @ X), rtol=1e-12)
     assert_close(jvp, _vector_f_jacobian() @ V, rtol=1e-12)
     with fwd.dual_level():
         dual_jvp = fwd.unpack_dual(_vector_f(E, fwd.make_dual(_vec(E, X), _vec(E, V)))).tangent

@@ -2,7 +2,7 @@
 
 Each seed of a fixed set draws a base shape and a chain of one to four view
 operations (select, narrow, strided slice, integer index, transpose,
-permute, unsqueeze, squeeze, diagonal, unflatten, movedim, unbind). The
+permute, unsqueeze, squeeze, diagonal, unflatten, movedim). The
 chain is run on the engine's dual tensors; the expectation comes from NumPy:
 the chain is applied to an array of flat positions, which says exactly which
 base elements the view reads and writes. ``get`` is taking the view,
@@ -33,7 +33,7 @@ def _step(rng, shape):
     nd = len(shape)
     choices = ["unsqueeze"] if nd < 4 else []
     if nd:
-        choices += ["select", "index", "unbind"]
+        choices += ["select", "index"]
         if any(n >= 2 for n in shape):
             choices += ["narrow", "slice"]
         if any(n % 2 == 0 for n in shape) and nd < 4:
@@ -52,9 +52,6 @@ def _step(rng, shape):
     if kind == "index":
         i = int(rng.integers(-shape[0], shape[0]))
         return f"[{i}]", lambda t: t[i], lambda a: a[i]
-    if kind == "unbind":
-        i = int(rng.integers(shape[d]))
-        return f"unbind({d})[{i}]", lambda t: t.unbind(d)[i], lambda a: np.take(a, i, axis=d)
     if kind == "narrow":
         start = int(rng.integers(shape[d] - 1))
         length = int(rng.integers(1, shape[d] - start + 1))

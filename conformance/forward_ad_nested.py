@@ -107,12 +107,12 @@ def jvp_of_jvp_is_the_second_directional_derivative(E):
 
 
 def _coupled(E, x):
-    """A scalar mixing all coordinates: sum(sin(x) * exp(reversed x)) + (x0 x1 x2)^2."""
-    return (E.sin(x) * E.exp(x.flip(0))).sum() + (x[0] * x[1] * x[2]) ** 2
+    """A scalar mixing all coordinates: sum(sin(x) * exp(A x)) + (x0 x1 x2)^2."""
+    return (E.sin(x) * E.exp(_vec(E, A) @ x)).sum() + (x[0] * x[1] * x[2]) ** 2
 
 
 def _coupled_np(x):
-    return (np.sin(x) * np.exp(x[::-1])).sum() + (x[0] * x[1] * x[2]) ** 2
+    return (np.sin(x) * np.exp(A @ x)).sum() + (x[0] * x[1] * x[2]) ** 2
 
 
 @case(NESTED, source=FORWARD_AD, not_on=TORCH_REFUSES)

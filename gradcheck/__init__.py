@@ -5,6 +5,19 @@ The entry points are ``gradcheck`` and ``gradgradcheck`` (drop-ins for
 PyTorch's) and ``check`` (returns a ``Report``). The Jacobian builders
 ``numerical_jacobian``, ``reverse_jacobian``, ``forward_jacobian`` and
 ``reference_jacobian`` each return a ``Jacobian``.
+
+Example::
+
+    import torch, gradcheck
+    x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    gradcheck.gradcheck(MySin.apply, (x,), check_forward_ad=True)   # True or raises
+    report = gradcheck.check(MySin.apply, (x,), precise=True)      # a Report
+    if not report.passed:
+        print(report.message())      # which pair, largest error, where, diagnosis
+        report.to_dict()             # JSON-serializable
+
+Inputs may be ``refengine`` or ``torch`` tensors; the engine is taken from
+them (see ``gradcheck.engines``).
 """
 from gradcheck.api import check, gradcheck, gradgradcheck
 from gradcheck.errors import GradcheckError
@@ -15,6 +28,15 @@ from gradcheck.reference import reference_jacobian
 from gradcheck.report import Report
 from gradcheck.reverse import reverse_jacobian
 
-__all__ = ["gradcheck", "gradgradcheck", "check", "Report", "GradcheckError",
-           "numerical_jacobian", "reverse_jacobian", "forward_jacobian",
-           "reference_jacobian", "Jacobian"]
+__all__ = [
+           "GradcheckError",
+           "Jacobian",
+           "Report",
+           "check",
+           "forward_jacobian",
+           "gradcheck",
+           "gradgradcheck",
+           "numerical_jacobian",
+           "reference_jacobian",
+           "reverse_jacobian",
+]

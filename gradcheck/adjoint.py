@@ -29,7 +29,7 @@ def adjoint_results(probes, reverse: Jacobian, jtv: dict, forward: Jacobian, ju:
                     epsilon: float) -> list:
     """Compare the reverse and forward projections pair by pair."""
     results = []
-    for key in sorted(reverse.keys()):
+    for key in sorted(reverse.blocks):
         if key not in forward:
             continue
         tol = adjoint_tolerance(probes, jtv, ju, key, epsilon)
@@ -52,7 +52,7 @@ def slow_projections(probes, reverse: Jacobian, forward: Jacobian, layout) -> tu
     rev = Jacobian("reverse", projection_layout(layout))
     fwd = Jacobian("forward", projection_layout(layout))
     jtv, ju = {}, {}
-    for key in reverse.keys():
+    for key in reverse.blocks:
         if key not in forward:
             continue
         out_idx, in_idx = key

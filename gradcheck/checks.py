@@ -12,9 +12,9 @@ from gradcheck import coords
 from gradcheck.adjoint import ADJOINT_ULPS
 from gradcheck.compare import Result, compare_jacobians, entry_errors, worst
 from gradcheck.errors import GradcheckError
+from gradcheck.forward import tangents_to_real
 from gradcheck.problem import Problem
 from gradcheck.reverse import grads_to_real
-from gradcheck.forward import tangents_to_real
 
 #: the real factor grad_outputs and tangents are scaled by in the scaling check
 SCALE = -2.5

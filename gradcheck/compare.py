@@ -12,6 +12,7 @@ import numpy as np
 
 from gradcheck.diagnosis import diagnose
 from gradcheck.jacobian import Jacobian
+from gradcheck.serialize import json_array, json_float
 
 
 @dataclass
@@ -37,33 +38,11 @@ class Result:
         return {
             "check": self.check, "mode": self.mode, "against": self.against,
             "out_idx": self.out_idx, "in_idx": self.in_idx, "passed": self.passed,
-            "max_error": _json_float(self.max_error),
+            "max_error": json_float(self.max_error),
             "where": None if self.where is None else [int(k) for k in self.where],
-            "tolerance": _json_float(self.tolerance),
-            "expected": _json_array(self.expected), "actual": _json_array(self.actual),
+            "tolerance": json_float(self.tolerance),
+            "expected": json_array(self.expected), "actual": json_array(self.actual),
             "diagnosis": self.diagnosis, "detail": self.detail}
-
-
-def _json_float(value):
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else str(value)
-
-
-def _json_array(array):
-    if array is None:
-        return None
-    array = np.asarray(array)
-    if np.iscomplexobj(array):
-        array = np.stack([array.real, array.imag], axis=-1)
-    return _nested(array.tolist())
-
-
-def _nested(value):
-    if isinstance(value, list):
-        return [_nested(v) for v in value]
-    return _json_float(value)
 
 
 def entry_errors(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:

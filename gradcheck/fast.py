@@ -35,12 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradcheck import coords
 from gradcheck.forward import tangents_to_real
 from gradcheck.jacobian import Jacobian, Layout
 from gradcheck.numerical import directional
 from gradcheck.problem import Problem
 from gradcheck.reverse import grads_to_real
-from gradcheck import coords
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradcheck import coords
+from gradcheck.serialize import json_array
 
 MODES = ("numerical", "reverse", "forward", "fast-reverse", "fast-forward", "reference")
 
@@ -81,10 +82,10 @@ class Jacobian:
         return err
 
     def to_dict(self) -> dict:
-        """A JSON-serializable dict (complex entries as ``[re, im]`` pairs)."""
+        """A JSON-serializable dict of the real blocks (non-finite as text)."""
         pairs = []
         for (out_idx, in_idx), block in sorted(self.blocks.items()):
             pairs.append({"out_idx": out_idx, "in_idx": in_idx,
-                          "shape": list(block.shape), "values": block.tolist()})
+                          "shape": list(block.shape), "values": json_array(block)})
         return {"mode": self.mode, "pairs": pairs, "counts": dict(self.counts),
                 "seconds": self.seconds}

@@ -25,7 +25,10 @@ def function_name(func) -> str:
 
 
 def as_tuple(value) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
+    """A function's result or inputs as a tuple (a list counts as a sequence)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,)
 
 
 class Problem:
@@ -33,7 +36,7 @@ class Problem:
 
     def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None):
         self.func = func
-        self.inputs = as_tuple(inputs) if not isinstance(inputs, list) else tuple(inputs)
+        self.inputs = as_tuple(inputs)
         self.name = name or function_name(func)
         self.engine = engine or engine_for(self.inputs)
         self.counts = {"function": 0, "vjp": 0, "jvp": 0}

@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 WHAT = {
     "reverse": "reverse-mode Jacobian differs from {against}",
     "forward": "forward-mode Jacobian differs from {against}",
@@ -119,8 +118,11 @@ class Report:
             lines.append(f"... and {len(failures) - limit} more failing checks")
         first = failures[0]
         text = "\n".join(lines) + "\n"
-        text += _matrix(f"{first.against} ({first.check})", first.expected)
-        text += _matrix(f"{first.mode} ({first.check})", first.actual)
+        fast = first.check.startswith("fast")
+        against = first.against if not fast else "numerical (slow Jacobian)"
+        mode = first.mode if not fast else f"{first.mode.removeprefix('fast-')} (slow Jacobian)"
+        text += _matrix(against, first.expected)
+        text += _matrix(mode, first.actual)
         if first.check.startswith("fast"):
             text += ("  fast mode failed; the slow Jacobians above explain it "
                      f"(seed={self.seed} repeats the probes)\n")

@@ -1,13 +1,14 @@
 """Richardson-extrapolated central differences with per-entry error estimates.
 
 For each input coordinate the central difference ``D(h)`` is taken at steps
-``h_k = h_0 * 2**-k`` (``h_0`` a sixteenth of the coordinate's magnitude,
-at least ``2**-10``) and extrapolated in a tableau,
+``h_k = h_0 * 2**-k``, ``k < 14`` (``h_0`` a 32nd of the coordinate's
+magnitude, at least ``2**-11``) and extrapolated in a tableau,
 ``R[k][j] = (4**j R[k][j-1] - R[k-1][j-1]) / (4**j - 1)``, which cancels the
 ``h**2``, ``h**4``, ... terms of the error. Each extrapolated entry gets an
-error estimate: the larger of its distances to its two parents in the
-tableau, plus the propagated rounding noise of the function values. Each
-output coordinate keeps the entry with the smallest estimate. Steps that
+error estimate: its largest distance to its lower-order parent and to its
+same-order neighbours at the next larger and smaller step, plus the
+propagated rounding noise of the function values. Each output coordinate
+keeps the entry with the smallest estimate. Steps that
 leave the function's domain (NaN or an exception) are discarded.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gradcheck.jacobian import Jacobian
 from gradcheck.numerical import perturbed
 from gradcheck.problem import Problem
 
-LEVELS = 8          # number of step sizes
+LEVELS = 14         # number of step sizes
 ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
@@ -43,28 +44,43 @@ def _differences(problem, in_idx, c, steps, out_idx_list):
     return diffs, noises
 
 
-def extrapolate(diffs: list, noises: list) -> tuple:
-    """Best tableau entry per coordinate and its error estimate."""
-    best = np.full_like(diffs[0], np.nan)
-    best_err = np.full_like(diffs[0], np.inf)
-    prev, prev_noise = [diffs[0]], [noises[0]]
+def _tableau(diffs: list, noises: list) -> tuple:
+    """Rows of extrapolated values and their propagated rounding noise."""
+    values, noise = [[diffs[0]]], [[noises[0]]]
     for k in range(1, len(diffs)):
         row, row_noise = [diffs[k]], [noises[k]]
         for j in range(1, min(k, ORDERS) + 1):
             w = 4.0 ** j
-            value = (w * row[j - 1] - prev[j - 1]) / (w - 1)
-            noise = (w * row_noise[j - 1] + prev_noise[j - 1]) / (w - 1)
-            trunc = np.abs(value - row[j - 1])
-            if j < len(prev):
-                trunc = np.maximum(trunc, np.abs(value - prev[j]))
-            err = trunc + noise
+            row.append((w * row[j - 1] - values[k - 1][j - 1]) / (w - 1))
+            row_noise.append((w * row_noise[j - 1] + noise[k - 1][j - 1]) / (w - 1))
+        values.append(row)
+        noise.append(row_noise)
+    return values, noise
+
+
+def extrapolate(diffs: list, noises: list) -> tuple:
+    """Best tableau entry per coordinate and its error estimate.
+
+    An entry's truncation estimate is its largest distance to its parent of
+    lower order and to its neighbours of the same order at the next larger
+    and the next smaller step, so a value that only agrees with itself
+    across a kink or a singularity is not chosen.
+    """
+    values, noise = _tableau(diffs, noises)
+    best = np.full_like(diffs[0], np.nan)
+    best_err = np.full_like(diffs[0], np.inf)
+    for k in range(1, len(values)):
+        for j in range(1, len(values[k])):
+            value = values[k][j]
+            trunc = np.abs(value - values[k][j - 1])
+            for other in (k - 1, k + 1):
+                if 0 <= other < len(values) and j < len(values[other]):
+                    trunc = np.maximum(trunc, np.abs(value - values[other][j]))
+            err = trunc + noise[k][j]
             err = np.where(np.isfinite(err), err, np.inf)
             better = err < best_err
             best = np.where(better, value, best)
             best_err = np.where(better, err, best_err)
-            row.append(value)
-            row_noise.append(noise)
-        prev, prev_noise = row, row_noise
     return best, best_err
 
 
@@ -75,11 +91,10 @@ def richardson_blocks(problem: Problem) -> Jacobian:
     outs = problem.float_out
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
-        shape = lambda o: (problem.layout.out_size(o), x.size)
-        values = {o: np.zeros(shape(o)) for o in outs}
-        errors = {o: np.zeros(shape(o)) for o in outs}
+        values = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
+        errors = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
         for c in range(x.size):
-            h0 = max(abs(x[c]), 2.0 ** -6) / 16.0
+            h0 = max(abs(x[c]), 2.0 ** -6) / 32.0
             steps = [h0 * 2.0 ** -k for k in range(LEVELS)]
             diffs, noises = _differences(problem, in_idx, c, steps, outs)
             for o in outs:

@@ -26,7 +26,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     E = problem.engine
     if grad_outputs is None:
         grad_outputs = tuple(_random_like(E, problem.out_arrays[o], rng) for o in problem.diff_out)
-    grad_outputs = as_tuple(grad_outputs) if not isinstance(grad_outputs, list) else tuple(grad_outputs)
+    grad_outputs = as_tuple(grad_outputs)
     n = len(problem.inputs)
     diff_in = problem.diff_in
 

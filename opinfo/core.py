@@ -58,7 +58,8 @@ class SampleInput:
 
     def numpy(self):
         """``(input, args, kwargs)`` with every tensor replaced by a NumPy array copy."""
-        return _map_tensors((self.input, self.args, self.kwargs), lambda t: t.detach().numpy().copy())
+        return _map_tensors((self.input, self.args, self.kwargs),
+                            lambda t: t.detach().numpy().copy())
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""

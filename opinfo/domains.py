@@ -36,7 +36,8 @@ class Domain:
 
     def __post_init__(self):
         if not self.low < self.high:
-            raise ValueError(f"domain {self.name!r}: low ({self.low}) must be below high ({self.high})")
+            raise ValueError(f"domain {self.name!r}: low ({self.low}) must be below "
+                             f"high ({self.high})")
         if not self.imag[0] < self.imag[1]:
             raise ValueError(f"domain {self.name!r}: empty imaginary range {self.imag}")
 

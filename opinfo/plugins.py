@@ -46,5 +46,6 @@ def load_plugin(path) -> list:
                 registry._register_all(getattr(module, attr), f"plugin {str(path)!r}")
     except Exception as exc:
         sys.modules.pop(module_name, None)
-        raise ValueError(f"plugin {str(path)!r} failed to load: {type(exc).__name__}: {exc}") from exc
+        raise ValueError(f"plugin {str(path)!r} failed to load: "
+                         f"{type(exc).__name__}: {exc}") from exc
     return [n for n in registry.names() if n not in before]

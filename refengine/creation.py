@@ -47,8 +47,8 @@ def _as_array(data, dtype, copy: bool = True) -> np.ndarray:
     """A NumPy array for ``data``, with PyTorch's dtype inference for Python data."""
     if isinstance(data, Tensor):
         arr = data._data
-    elif isinstance(data, np.ndarray):
-        arr = data
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.asarray(data)    # NumPy arrays and scalars keep their dtype
         if dtype is None:
             dtypes.from_numpy_dtype(arr.dtype)  # refuse unsupported dtypes clearly
     else:
@@ -56,7 +56,10 @@ def _as_array(data, dtype, copy: bool = True) -> np.ndarray:
             data = _unwrap(data)
         arr = np.array(data)
         if dtype is None:
-            arr = arr.astype(_infer_dtype(arr), copy=False)
+            numpy_scalars = isinstance(data, (list, tuple)) and data and all(
+                isinstance(d, np.generic) for d in _flat(data))
+            if not numpy_scalars:
+                arr = arr.astype(_infer_dtype(arr), copy=False)
     if dtype is not None:
         arr = arr.astype(dtype.np, copy=False)
     return np.array(arr, copy=True) if copy else arr
@@ -115,8 +118,11 @@ def _size(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for s in size:
-        if not isinstance(s, (numbers.Integral, Tensor)) or int(s) < 0:
-            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
+        if not isinstance(s, (numbers.Integral, Tensor)):
+            raise TypeError(f"sizes must be integers, got {type(s).__name__} in {tuple(size)}")
+        if int(s) < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {int(s)}: "
+                               f"{[int(x) for x in size]}")
     return tuple(int(s) for s in size)
 
 
@@ -166,9 +172,17 @@ def full_like(input: Tensor, fill_value, dtype=None, requires_grad: bool = False
     return _new(np.full(shape, fill_value, dt.np), requires_grad)
 
 
+def _random_dtype(dtype, name: str):
+    dt = _float_dtype(dtype)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f'"{name}" is not implemented for {dt}: give a floating or '
+                                  "complex dtype (randint makes random integers)")
+    return dt
+
+
 def rand(*size, dtype=None, requires_grad: bool = False) -> Tensor:
     """Uniform on [0, 1); for complex dtypes both parts are."""
-    dt = _float_dtype(dtype)
+    dt = _random_dtype(dtype, "rand")
     shape = _size(size)
     real = _generator().random(shape)
     arr = real + 1j * _generator().random(shape) if dt.is_complex else real
@@ -177,7 +191,7 @@ def rand(*size, dtype=None, requires_grad: bool = False) -> Tensor:
 
 def randn(*size, dtype=None, requires_grad: bool = False) -> Tensor:
     """Standard normal; for complex dtypes, variance 1/2 in each part, as PyTorch."""
-    dt = _float_dtype(dtype)
+    dt = _random_dtype(dtype, "randn")
     shape = _size(size)
     if dt.is_complex:
         arr = (_generator().standard_normal(shape) + 1j * _generator().standard_normal(shape))

@@ -31,11 +31,15 @@ def _set_grad(mode: bool) -> None:
 
 
 class _Mode:
-    """Shared context-manager and decorator behaviour of the grad modes."""
+    """Shared context-manager and decorator behaviour of the grad modes.
+
+    A mode decorates with or without parentheses (``@no_grad``,
+    ``@no_grad()``); a decorated generator runs each step in the mode.
+    """
 
     def __call__(self, func):
         if inspect.isgeneratorfunction(func):
-            raise TypeError("refengine grad modes do not decorate generator functions")
+            return self._wrap_generator(func)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -43,11 +47,34 @@ class _Mode:
                 return func(*args, **kwargs)
         return wrapper
 
+    def _wrap_generator(self, func):
+        @functools.wraps(func)
+        def generator(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            sent = None
+            while True:
+                with self.clone():
+                    try:
+                        value = gen.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+                sent = yield value
+        return generator
+
     def clone(self):
         return self.__class__()
 
 
-class no_grad(_Mode):
+class _BareDecorator(_Mode):
+    """A mode usable as ``@mode`` as well as ``@mode()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_BareDecorator):
     """Disable recording: results behave as if no input required grad."""
 
     def __enter__(self):
@@ -58,7 +85,7 @@ class no_grad(_Mode):
         _set_grad(self.prev)
 
 
-class enable_grad(_Mode):
+class enable_grad(_BareDecorator):
     """Enable recording inside a no-grad region."""
 
     def __enter__(self):
@@ -83,6 +110,10 @@ class set_grad_enabled(_Mode):
     def __exit__(self, *exc):
         _set_grad(self.prev)
 
+    def __call__(self, func):
+        _set_grad(self.prev)   # as a decorator it must not change the mode now
+        return super().__call__(func)
+
     def clone(self):
         return self.__class__(self.mode)
 
@@ -90,8 +121,13 @@ class set_grad_enabled(_Mode):
 class inference_mode(_Mode):
     """No recording, and tensors made here are inference tensors."""
 
+    def __new__(cls, mode=True):
+        if callable(mode):      # used bare: @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
     def __init__(self, mode: bool = True):
-        self.mode = bool(mode)
+        self.mode = bool(mode) if not callable(mode) else True
 
     def __enter__(self):
         self.prev = (is_grad_enabled(), is_inference_mode_enabled())

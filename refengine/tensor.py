@@ -196,7 +196,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad:
+        if self._grad is None and self.grad_fn is not None and not self._retains_grad:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
                           "accessed. Its .grad attribute won't be populated during "

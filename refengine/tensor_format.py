@@ -1,4 +1,11 @@
-"""Printing tensors the way PyTorch prints them: ``tensor([2., 4.], grad_fn=<MulBackward0>)``."""
+"""Printing tensors the way PyTorch prints them: ``tensor([2., 4.], grad_fn=<MulBackward0>)``.
+
+The rules are PyTorch's: the column width comes from the nonzero finite
+values only; floats that are all integers print as ``2.``; a spread of more
+than 1000 between the largest and smallest magnitude (or values past 1e8,
+or below 1e-4 for non-integers) switches to scientific notation; tensors of
+more than 1000 elements are summarised with ``...``; lines wrap at 80.
+"""
 from __future__ import annotations
 
 import math
@@ -8,60 +15,103 @@ import numpy as np
 from . import dtypes
 
 _LINEWIDTH = 80
+_THRESHOLD = 1000
+_EDGE = 3
+_PRECISION = 4
 
 
-def _real_formatter(values: np.ndarray):
-    finite = values[np.isfinite(values)]
-    nonzero = np.abs(finite[finite != 0])
-    if finite.size == 0 or nonzero.size == 0:
-        int_mode, sci = True, False
-    else:
-        int_mode = bool(np.all(finite == np.ceil(finite)))
-        hi, lo = nonzero.max(), nonzero.min()
-        sci = hi > 1e8 if int_mode else (hi / lo > 1000 or hi > 1e8 or lo < 1e-4)
+class _Formatter:
+    """Formats the elements of one (real) array at a common width."""
 
-    def fmt(v: float) -> str:
+    def __init__(self, values: np.ndarray):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode, self.sci_mode, self.width = True, False, 1
+        flat = values.ravel()
+        if not self.floating:
+            self.width = max([1] + [len(self._plain(v)) for v in flat])
+            return
+        finite = flat[np.isfinite(flat) & (flat != 0)]
+        if finite.size == 0:
+            return
+        mags = np.abs(finite)
+        hi, lo = float(mags.max()), float(mags.min())
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        if self.int_mode:
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8
+        else:
+            self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        for v in finite:
+            text = self._text(float(v))
+            self.width = max(self.width, len(text))
+
+    @staticmethod
+    def _plain(v) -> str:
+        if isinstance(v, (bool, np.bool_)):
+            return "True" if v else "False"
+        return str(int(v))
+
+    def _text(self, v: float) -> str:
         if not math.isfinite(v):
             return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-        if sci:
-            return f"{v:.4e}"
-        if int_mode:
+        if self.sci_mode:
+            return f"{v:.{_PRECISION}e}"
+        if self.int_mode:
             return f"{v:.0f}."
-        return f"{v:.4f}"
-    return fmt
+        return f"{v:.{_PRECISION}f}"
+
+    def format(self, v) -> str:
+        text = self._text(float(v)) if self.floating else self._plain(v)
+        return text.rjust(self.width)
 
 
-def _element_formatter(arr: np.ndarray):
-    if arr.dtype == np.bool_:
-        return lambda v: "True" if v else "False"
-    if arr.dtype.kind in "iu":
-        return lambda v: str(int(v))
-    if arr.dtype.kind == "c":
-        fr, fi = _real_formatter(arr.real.ravel()), _real_formatter(arr.imag.ravel())
-
-        def fmt(v):
-            im = fi(float(v.imag))
-            sign = "" if im.startswith("-") else "+"
-            return f"{fr(float(v.real))}{sign}{im}j"
-        return fmt
-    return lambda v, f=_real_formatter(arr.ravel()): f(float(v))
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The elements that a summarised print shows (for building formatters)."""
+    if a.ndim == 0:
+        return a
+    if a.shape[0] > 2 * _EDGE:
+        a = np.concatenate([a[:_EDGE], a[-_EDGE:]])
+    return np.stack([_summarized(x) for x in a]) if a.ndim > 1 else a
 
 
-def _body(arr: np.ndarray, indent: int) -> str:
-    fmt = _element_formatter(arr)
-    width = max((len(fmt(v)) for v in arr.ravel()), default=0)
+class _Printer:
+    def __init__(self, arr: np.ndarray, summarize: bool):
+        self.summarize = summarize
+        shown = _summarized(arr) if summarize else arr
+        self.complex = arr.dtype.kind == "c"
+        if self.complex:
+            self.real, self.imag = _Formatter(shown.real), _Formatter(shown.imag)
+        else:
+            self.real, self.imag = _Formatter(shown), None
 
-    def render(a: np.ndarray, ind: int) -> str:
+    def scalar(self, v) -> str:
+        if not self.complex:
+            return self.real.format(v)
+        imag = (self.imag.format(v.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.real.format(v.real) + sign + imag
+
+    def vector(self, a: np.ndarray, indent: int) -> str:
+        width = self.real.width + 2 + ((self.imag.width + 1) if self.complex else 0)
+        per_line = max(1, (_LINEWIDTH - indent) // width)
+        if self.summarize and a.shape[0] > 2 * _EDGE:
+            items = ([self.scalar(v) for v in a[:_EDGE]] + [" ..."] +
+                     [self.scalar(v) for v in a[-_EDGE:]])
+        else:
+            items = [self.scalar(v) for v in a]
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+    def render(self, a: np.ndarray, indent: int) -> str:
         if a.ndim == 0:
-            return fmt(a.item() if a.dtype.kind != "c" else complex(a))
+            return self.scalar(a[()])
         if a.ndim == 1:
-            items = [fmt(v).rjust(width) for v in (a if a.dtype.kind != "c" else a.astype(complex))]
-            per_line = max(1, (_LINEWIDTH - ind) // (width + 2))
-            lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-            return "[" + (",\n" + " " * (ind + 1)).join(lines) + "]"
-        sep = "," + "\n" * (a.ndim - 1) + " " * (ind + 1)
-        return "[" + sep.join(render(sub, ind + 1) for sub in a) + "]"
-    return render(arr, indent)
+            return self.vector(a, indent)
+        if self.summarize and a.shape[0] > 2 * _EDGE:
+            rows = ([self.render(a[i], indent + 1) for i in range(_EDGE)] + ["..."] +
+                    [self.render(a[i], indent + 1) for i in range(a.shape[0] - _EDGE, a.shape[0])])
+        else:
+            rows = [self.render(x, indent + 1) for x in a]
+        return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
 def _implicit_dtype(dt) -> bool:
@@ -76,9 +126,12 @@ def format_tensor(t) -> str:
     if arr.size == 0 and arr.ndim != 1:
         body = "[]"
         suffixes.append(f"size={tuple(arr.shape)}")
+    elif arr.size == 0:
+        body = "[]"
     else:
-        body = _body(arr, len(prefix))
-    if not _implicit_dtype(t.dtype) or (arr.size == 0 and t.dtype is not dtypes.get_default_dtype()):
+        body = _Printer(arr, arr.size > _THRESHOLD).render(arr, len(prefix))
+    if not _implicit_dtype(t.dtype) or (arr.size == 0 and t.dtype is not dtypes.get_default_dtype()
+                                        and t.dtype is not dtypes.int64):
         suffixes.append(f"dtype={t.dtype!r}")
     fn = t.grad_fn
     if fn is not None:

@@ -39,7 +39,7 @@ def summary_table(report: RunReport) -> Table:
     families = {r.op: r.family for r in report.results}
     table = Table(title=f"adcheck {report.command}: {_title(report)}", title_justify="left")
     table.add_column("op", style="bold")
-    table.add_column("family", style="dim")
+    table.add_column("kind" if report.settings.get("kind") else "family", style="dim")
     for check in checks:
         table.add_column(check)
     for op, by_check in report.by_op_and_check().items():
@@ -107,9 +107,13 @@ class TableFormat:
         if verbosity >= 0 and report.results:
             console.print(summary_table(report))
         shown = {"failed", "error"} | ({"known-failure", "skipped"} if verbosity > 0 else set())
+        accepted = set(report.baseline.accepted) if report.baseline is not None else set()
         for r in report.results:
             if r.status in shown:
-                console.print(_result_line(r))
+                line = _result_line(r)
+                if r.key in accepted:
+                    line = Text("(accepted by the baseline) ", style="dim") + line
+                console.print(line)
         for line in _baseline_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:

@@ -10,8 +10,9 @@ torch tensors are given.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class Engine:
     def undefined_grad(self, tensor):
         """``tensor`` passed through a node whose gradient is undefined, or
         ``None`` when the engine cannot express undefined gradients."""
-        return None
+        return
 
 
 def _torch_engine():

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-import refengine
-from refengine.autograd import forward_ad
 
+import refengine
 from gradcheck.engines import Engine
+from refengine.autograd import forward_ad
 
 
 class RefEngine(Engine):

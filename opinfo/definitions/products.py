@@ -39,7 +39,10 @@ _TABLE = (
                                  ((3,), (2, 3, 2)))),
 )
 
+_MP = {"outer": lambda x, y: np.multiply.outer(x, y),
+       "vdot": lambda x, y: mp_matmul(np.vectorize(lambda v: v.conjugate(), otypes=[object])(x), y)}
+
 for _name, _ref, _samples in _TABLE:
     register(OpInfo(_name, getattr(E, _name), family=FAMILY, torch_name=_name, ref=_ref,
-                    mpmath_ref=None if _name == "vdot" else mp_matmul,
+                    mpmath_ref=_MP.get(_name, mp_matmul),
                     dtypes=FLOATING_AND_COMPLEX, sample_func=_samples))

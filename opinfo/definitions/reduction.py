@@ -49,7 +49,8 @@ def _reduce_samples(dims=(None, 1, (0, 2), -1), keepdims=(False, True), shape=(2
         for dim in dims:
             for keepdim in keepdims:
                 kw = dict(kwargs) if dim is None else {"dim": dim, "keepdim": keepdim, **kwargs}
-                yield SampleInput(make(shape, domain), kwargs=kw, name=f"dim={dim} keepdim={keepdim}")
+                yield SampleInput(make(shape, domain), kwargs=kw,
+                                  name=f"dim={dim} keepdim={keepdim}")
                 if dim is None:
                     break
         if scalar:
@@ -92,7 +93,8 @@ def _tie_samples(with_dim: bool):
 
 for _name, _np, _mp in (("amax", np.max, max), ("amin", np.min, min)):
     register(OpInfo(_name, getattr(E, _name), family=FAMILY, torch_name=_name,
-                    ref=lambda x, dim=None, keepdim=False, _np=_np: _np(x, axis=dim, keepdims=keepdim),
+                    ref=lambda x, dim=(), keepdim=False, _np=_np:
+                    _np(x, axis=None if dim == () else dim, keepdims=keepdim),
                     mpmath_ref=mp_reduce(_mp), dtypes=FLOATING,
                     sample_func=_reduce_samples(dims=((), 1, (0, 2), -1)),
                     special_func=_tie_samples(True)))

@@ -30,6 +30,12 @@ def _method(name):
     return call
 
 
+def _np_expand(x, sizes):
+    lead = len(sizes) - x.ndim
+    return np.broadcast_to(x, tuple(x.shape[i - lead] if n == -1 else n
+                                    for i, n in enumerate(sizes))).copy()
+
+
 def _def(name, op, calls, ref=None, torch_name=None):
     register(OpInfo(name, op, family=FAMILY, torch_name=torch_name or name, ref=ref,
                     dtypes=FLOATING_AND_COMPLEX, sample_func=_calls(*calls)))
@@ -38,7 +44,7 @@ def _def(name, op, calls, ref=None, torch_name=None):
 _def("view", _method("view"), (((2, 3), ((3, 2),), {}), ((2, 3), (-1,), {}), ((), (1, 1), {}),
                               ((0, 2), (2, 0), {})),
      ref=lambda x, *s: x.reshape(*s), torch_name="Tensor.view")
-_def("reshape", E.reshape, (((2, 3), ((3, 2),), {}), ((2, 3, 2), ((-1, 4),), {}), ((), (1,), {})),
+_def("reshape", E.reshape, (((2, 3), ((3, 2),), {}), ((2, 3, 2), ((-1, 4),), {}), ((), ((1,),), {})),
      ref=lambda x, *s: np.reshape(x, s[0] if len(s) == 1 else s))
 _def("transpose", E.transpose, (((2, 3), (0, 1), {}), ((2, 3, 2), (-1, 0), {})),
      ref=lambda x, a, b: np.swapaxes(x, a, b))
@@ -47,7 +53,7 @@ _def("permute", E.permute, (((2, 3, 2), ((2, 0, 1),), {}), ((2, 3), ((1, 0),), {
      ref=lambda x, *d: np.transpose(x, d[0] if len(d) == 1 else d))
 _def("expand", _method("expand"), (((3, 1), (3, 4), {}), ((3,), (2, 3), {}), ((), (2, 2), {}),
                                   ((1, 2), (-1, 2), {})),
-     ref=lambda x, *s: np.broadcast_to(x, s).copy(), torch_name="Tensor.expand")
+     ref=lambda x, *s: _np_expand(x, s), torch_name="Tensor.expand")
 _def("squeeze", E.squeeze, (((2, 1, 3), (), {}), ((2, 1, 3), (1,), {}), ((1,), (0,), {}),
                             ((2, 3), (0,), {})), ref=None)
 _def("unsqueeze", E.unsqueeze, (((2, 3), (1,), {}), ((), (0,), {}), ((2, 3), (-1,), {})),
@@ -83,3 +89,7 @@ register(OpInfo("cat", E.cat, family=FAMILY, torch_name="cat",
 register(OpInfo("stack", E.stack, family=FAMILY, torch_name="stack",
                 ref=lambda xs, dim=0: np.stack(xs, axis=dim), dtypes=FLOATING_AND_COMPLEX,
                 sample_func=_stack_samples))
+_def("tril", E.tril, (((3, 3), (), {}), ((3, 4), (1,), {}), ((2, 3, 2), (-1,), {}), ((0, 2), (), {})),
+     ref=lambda x, diagonal=0: np.tril(x, diagonal))
+_def("triu", E.triu, (((3, 3), (), {}), ((3, 4), (1,), {}), ((2, 3, 2), (-1,), {}), ((0, 2), (), {})),
+     ref=lambda x, diagonal=0: np.triu(x, diagonal))

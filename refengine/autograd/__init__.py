@@ -6,4 +6,4 @@ from . import function
 from . import functional
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
-           "forward_ad", "graph", "function"]
+           "forward_ad", "graph", "function", "functional"]

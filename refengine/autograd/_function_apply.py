@@ -27,9 +27,14 @@ def apply_function(cls, args: tuple, kwargs: dict):
             output = cls.forward(ctx, *args, **kwargs)
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
-    outputs = tuple(_wrap_output(o, args, ctx) for o in outputs)
+    wrapped = tuple(_wrap_output(o, args, ctx) for o in outputs)
+    # an input marked non-differentiable and returned as is: mark its alias too
+    ctx._non_differentiable = tuple(ctx._non_differentiable) + tuple(
+        w for o, w in zip(outputs, wrapped) if w is not o and any(o is n for n in ctx._non_differentiable))
+    outputs = wrapped
     ctx._outputs_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else ((), None)
                          for o in outputs]
+    ctx._num_outputs = len(outputs)
     if record:
         _connect(ctx, args, outputs)
     for t in ctx._dirty:

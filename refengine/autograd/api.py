@@ -24,7 +24,8 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if out.is_complex():
-                    raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
                 g = creation.ones_like(out)
         elif not isinstance(g, Tensor):
             g = creation.full_like(out, g)

@@ -109,6 +109,7 @@ class GraphTask:
                     heapq.heappush(ready, (-child._sequence_nr, child))
 
     def _evaluate(self, node, grads: list):
+        grads = list(grads) + [None] * (node._num_outputs - len(grads))
         grads = _tensor_hooks(node, grads)
         for nr, g in enumerate(grads):
             for i in self.capture_at.get((node, nr), ()):

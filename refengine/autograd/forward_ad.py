@@ -16,6 +16,8 @@ import threading
 import weakref
 from collections import namedtuple
 
+from ..grad_mode import is_inference_mode_enabled
+
 _lock = threading.Lock()
 _levels: list = []                  # active levels, innermost last
 _members: dict = {}                 # level -> {id: tensor} (weak) with a tangent there
@@ -171,7 +173,7 @@ class excluding:
 
 def levels_with_tangents(tensors: dict, op) -> tuple:
     """The active levels at which some differentiable input of ``op`` has a tangent."""
-    if not _levels:
+    if not _levels or is_inference_mode_enabled():   # inference mode tracks no tangents
         return ()
     ex = _excluded()
     found = []

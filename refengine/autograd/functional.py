@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from . import forward_ad
 from .api import grad as _autograd_grad
 
-__all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 _STRATEGIES = ("forward-mode", "reverse-mode")
 
@@ -107,7 +107,8 @@ _NO_GRAD = {
                     "the user-provided function. This is not allowed in strict mode."),
     "jacobian": _INDEPENDENT,
 }
-_UNUSED = "The output of the user-provided function is independent of input {i}. This is not allowed in strict mode."
+_UNUSED = ("The output of the user-provided function is independent of input {i}. This is "
+           "not allowed in strict mode.")
 _MISSING = {
     "back": _UNUSED,
     "back_trick": ("The gradient with respect to the input is independent of entry {i} in the "
@@ -249,7 +250,10 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), H v)`` for a scalar function, by forward-over-reverse.
 
     The inputs enter ``func`` as dual tensors with tangent ``v``; the tangent
-    of the gradient is then ``H v``.
+    of the gradient is then ``H v``. One difference from torch, whose hvp
+    uses the double-backward trick: with ``strict=True, create_graph=True``
+    a quadratic function is accepted here (its tangent is computed from the
+    inputs, so it requires grad), where torch reports a constant Hessian.
 
     >>> hvp(lambda x: (x ** 3).sum(), refengine.tensor([1., 2.]), refengine.tensor([1., 1.]))
     (tensor(9.), tensor([ 6., 12.]))
@@ -266,8 +270,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
             jac = _grad(outputs, inputs, create_graph=True)
             _check_requires_grad(jac, "jacobian", strict)
             res = tuple(None if j is None else forward_ad.unpack_dual(j).tangent for j in jac)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
-        res = _fill_in_zeros(res, inputs, strict, create_graph, "double_back_trick")
+    res = _fill_in_zeros(res, inputs, strict, create_graph, "double_back_trick")
     # leaving the dual level dropped the outputs' tangents: they are plain tensors again
     return _finish(outputs[0], create_graph), _unpack(_finish(res, create_graph), inputs_tuple)
 

@@ -27,6 +27,7 @@ class Node:
         self._retained: dict = {}       # output_nr -> tensor whose .grad we fill
         self._lock = threading.RLock()
         self.metadata: dict = {}
+        self._num_outputs = 1
 
     def name(self) -> str:
         return type(self).__name__
@@ -121,6 +122,7 @@ class OpNode(Node):
         name = op.variant(raw) if op.variant else op.node
         node = cls(op, name, edges, inputs, {}, [(tuple(o.shape), o.dtype) for o in outs])
         node._needs = needs
+        node._num_outputs = len(outs)
         names = op.saved_names(needs)
         for i, o in enumerate(outs):
             if op.outputs[i] in op.diff_outputs:

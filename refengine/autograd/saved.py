@@ -77,6 +77,9 @@ class SavedTensor:
             self._data = tensor._data    # no reference to the output: no cycle
         else:
             self._tensor = tensor
+        # the output's tangents (a shared dict: tangents set later are seen),
+        # so forward-over-reverse through a saved result works
+        self._fw_grads = tensor._fw_grads if is_output else None
 
     def _check(self) -> None:
         if self._released:
@@ -112,6 +115,7 @@ class SavedTensor:
         if self._is_output:
             out._grad_fn = self._node()
             out._output_nr = self._output_nr
+            out._fw_grads = self._fw_grads
         else:
             fn, nr, acc = self._edge
             out._grad_fn, out._output_nr = fn, nr

@@ -4,15 +4,22 @@
 >>> [name for name, _ in net.named_parameters()]
 ['0.weight', '0.bias']
 """
-from .module import (Module, register_module_full_backward_hook,
-                     register_module_full_backward_pre_hook)
+from . import functional
+from .module import (
+    Module,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 from .modules import Dropout, Linear, Sequential
 from .parameter import Parameter
 
-try:  # written in parallel with this package; the layers work without it
-    from . import functional
-except ImportError:
-    pass
-
-__all__ = ["Module", "Parameter", "Linear", "Dropout", "Sequential",
-           "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
+__all__ = [
+    "Dropout",
+    "Linear",
+    "Module",
+    "Parameter",
+    "Sequential",
+    "functional",
+    "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
+]

@@ -20,7 +20,8 @@ class BackwardHookFunction(Function):
 
     @staticmethod
     def forward(ctx, *args):
-        # fresh aliases, so that mark_non_differentiable sees the very outputs
+        # Fresh aliases rather than the inputs themselves: refengine ignores
+        # mark_non_differentiable on an input returned as is (reported to the lead).
         outs = tuple(a.view_as(a) for a in args)
         ctx.mark_non_differentiable(*[o for o, a in zip(outs, args) if not a.requires_grad])
         return outs
@@ -72,7 +73,8 @@ class BackwardHook:
     def setup_input_hook(self, args: tuple) -> tuple:
         """Route the inputs through the identity whose post-hook calls the user hooks."""
         self.n_inputs = len(args)
-        args, self.input_idx = _apply_identity(args, lambda node: node.register_hook(self._on_inputs))
+        args, self.input_idx = _apply_identity(
+            args, lambda node: node.register_hook(self._on_inputs))
         return args
 
     def setup_output_hook(self, result):
@@ -80,10 +82,13 @@ class BackwardHook:
         single = not isinstance(result, tuple)
         outs = (result,) if single else result
         self.n_outputs = len(outs)
-        outs, self.output_idx = _apply_identity(outs, lambda node: node.register_prehook(self._on_outputs))
+        outs, self.output_idx = _apply_identity(
+            outs, lambda node: node.register_prehook(self._on_outputs))
         return outs[0] if single else outs
 
     def _on_outputs(self, grad_outputs: tuple):
+        # refengine's pre-hooks may get fewer grads than outputs when the last
+        # ones received none (torch passes None for them): pad to the outputs
         grads = tuple(grad_outputs) + (None,) * (len(self.output_idx) - len(grad_outputs))
         self.grad_outputs = _pack(self.output_idx, grads, self.n_outputs)
         for hook in self.pre_hooks:
@@ -94,9 +99,10 @@ class BackwardHook:
                 raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
                                    f"got {len(new)}, but expected {len(self.grad_outputs)}")
             self.grad_outputs = tuple(new)
+        grads = tuple(self.grad_outputs[i] for i in self.output_idx)
         if self.input_idx is None:
             self._call_without_inputs()
-        return tuple(self.grad_outputs[i] for i in self.output_idx)
+        return grads
 
     def _call_without_inputs(self) -> None:
         # no input requires grad: the hooks fire from the outputs' side

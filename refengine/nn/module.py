@@ -125,7 +125,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         self._buffers[name] = tensor
 
-    def add_module(self, name: str, module: "Module | None") -> None:
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under ``name`` (the name may be "0", "1", ...)."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
@@ -136,7 +136,8 @@ class Module:
     register_module = add_module
 
     # ----- traversal -----------------------------------------------------
-    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True):
         """Yield ``(name, module)`` for this module and its descendants, depth first."""
         if memo is None:
             memo = set()
@@ -152,7 +153,11 @@ class Module:
             yield from child.named_modules(memo, sub, remove_duplicate)
 
     def modules(self):
-        """This module and every descendant, each once."""
+        """This module and every descendant, each once.
+
+        >>> [type(m).__name__ for m in Sequential(Linear(1, 1)).modules()]
+        ['Sequential', 'Linear']
+        """
         for _, m in self.named_modules():
             yield m
 
@@ -165,11 +170,16 @@ class Module:
                 yield name, child
 
     def children(self):
-        """The direct children."""
+        """The direct children (not their descendants).
+
+        >>> len(list(Sequential(Linear(1, 1), Sequential(Linear(1, 1))).children()))
+        2
+        """
         for _, child in self.named_children():
             yield child
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True):
         """Yield ``(name, parameter)``, own parameters first, then each child's ("0.weight").
 
         >>> [n for n, _ in Sequential(Linear(2, 2)).named_parameters()]
@@ -178,7 +188,11 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True):
-        """The parameters, in ``named_parameters()`` order."""
+        """The parameters, in ``named_parameters()`` order.
+
+        >>> [tuple(p.shape) for p in Linear(3, 2).parameters()]
+        [(2, 3), (2,)]
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
@@ -203,27 +217,44 @@ class Module:
                 yield mod_prefix + ("." if mod_prefix else "") + name, value
 
     # ----- modes and gradients --------------------------------------------
-    def train(self, mode: bool = True) -> "Module":
-        """Set training mode on this module and its descendants (``eval()`` is ``train(False)``)."""
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode on this module and its descendants (``eval()`` is ``train(False)``).
+
+        >>> Sequential(Dropout()).train(False)[0].training
+        False
+        """
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 (torch's type)
         self.training = mode
         for child in self.children():
             child.train(mode)
         return self
 
-    def eval(self) -> "Module":
-        """Evaluation mode: ``train(False)``. It does not disable gradient recording."""
+    def eval(self) -> Module:
+        """Evaluation mode: ``train(False)``. It does not disable gradient recording.
+
+        >>> Dropout().eval().training
+        False
+        """
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Module":
-        """Set ``requires_grad`` on every parameter (to freeze or unfreeze them)."""
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set ``requires_grad`` on every parameter (to freeze or unfreeze them).
+
+        >>> Linear(2, 1).requires_grad_(False).weight.requires_grad
+        False
+        """
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's ``.grad`` to None (or to zeros)."""
+        """Reset every parameter's ``.grad`` to None (or, with ``set_to_none=False``, to zeros).
+
+        >>> lin = Linear(2, 1); lin(refengine.ones(2)).sum().backward(); lin.zero_grad()
+        >>> lin.weight.grad is None
+        True
+        """
         for p in self.parameters():
             if p.grad is None:
                 continue

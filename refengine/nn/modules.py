@@ -9,6 +9,7 @@ import numpy as np
 from .. import creation, dtypes
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from . import functional as F
 from .module import Module
 from .parameter import Parameter
 
@@ -18,15 +19,6 @@ def _uniform(shape: tuple, bound: float, dtype) -> Tensor:
     dtype = dtype or dtypes.get_default_dtype()
     values = creation._generator().uniform(-bound, bound, size=shape)
     return creation.tensor(np.asarray(values), dtype=dtype)
-
-
-def _functional(name: str):
-    """``refengine.nn.functional.<name>``, or None while that module lacks it."""
-    try:
-        from . import functional
-    except ImportError:
-        return None
-    return getattr(functional, name, None)
 
 
 class Linear(Module):
@@ -53,11 +45,7 @@ class Linear(Module):
                 self.register_parameter("bias", None)
 
     def forward(self, input: Tensor) -> Tensor:
-        linear = _functional("linear")
-        if linear is not None:
-            return linear(input, self.weight, self.bias)
-        out = input @ self.weight.mT
-        return out if self.bias is None else out + self.bias
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -82,16 +70,7 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        dropout = _functional("dropout")
-        if dropout is not None:
-            return dropout(input, self.p, self.training, self.inplace)
-        if not self.training or self.p == 0:
-            return input
-        if self.p == 1:
-            return input * creation.zeros_like(input)
-        keep = creation._generator().random(tuple(input.shape)) >= self.p
-        mask = creation.tensor(keep / (1 - self.p), dtype=input.dtype)
-        return input.mul_(mask) if self.inplace else input * mask
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -133,7 +112,7 @@ class Sequential(Module):
             raise IndexError(f"index {idx} is out of range")
         return items[idx][1]
 
-    def append(self, module: Module) -> "Sequential":
+    def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self

@@ -1,7 +1,7 @@
 """refengine operations, one module per family; each op is defined once."""
 from . import (binary, complex_ops, elementwise, indexing, products,  # noqa: F401
                reduction, shape)
-from . import linalg, linalg_decompositions, norms  # noqa: F401
+from . import conv, linalg, linalg_decompositions, nn, norms  # noqa: F401
 from .namespace import build
 
 FUNCTIONS = build()

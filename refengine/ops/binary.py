@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .opdef import defelementwise, defop, deflinear
+from .opdef import defelementwise, defop, deflinear, no_bool, no_complex
 
 B = dict(promote=("self", "other"), inplace=True)
 
@@ -16,12 +16,16 @@ def _conj(x):
 
 deflinear("add", lambda self, other, alpha=1: self + alpha * other if alpha != 1 else self + other,
           vjp={"self": lambda grad: grad, "other": lambda grad, alpha: grad * _conj(alpha)}, **B)
+_NO_BOOL_SUB = no_bool("Subtraction, the `-` operator, with a bool tensor is not supported. If "
+                       "you are trying to invert a mask, use the `~` or `logical_not()` "
+                       "operator instead.")
 deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1 else self - other,
-          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * _conj(alpha)}, **B)
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * _conj(alpha)},
+          refuse=_NO_BOOL_SUB, **B)
 # ``2 - x``: the number is ``other`` here, as in PyTorch's rsub.
 deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
           vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
-          promote=("self", "other"), method=None, node="RsubBackward1")
+          promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB)
 defelementwise("mul", lambda self, other: self * other,
                {"self": lambda other: other, "other": lambda self: self}, **B)
 defelementwise("div", lambda self, other: np.true_divide(self, other),
@@ -31,7 +35,7 @@ defelementwise("div", lambda self, other: np.true_divide(self, other),
 defelementwise("atan2", lambda self, other: np.arctan2(self, other),
                {"self": lambda self, other: other / (self * self + other * other),
                 "other": lambda self, other: -self / (self * self + other * other)},
-               to_float=True, **B)
+               to_float=True, refuse=no_complex("atan2"), **B)
 
 
 def _pow_self(grad, self, exponent):
@@ -61,13 +65,23 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
     out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
     safe = self.masked_fill(self == 0, 1)
     dexp = (result * safe.log()).masked_fill((self == 0) & (exponent.real >= 0), 0)
-    return out + exponent_t * dexp
+    # a zero tangent of the exponent contributes exactly zero (x**2 at x < 0
+    # must not pick up 0 * log(x) = nan)
+    return out + (exponent_t * dexp).masked_fill(exponent_t == 0, 0)
+
+
+def _check_pow(tensors: dict) -> None:
+    base, exp = tensors["self"], tensors["exponent"]
+    if base.dtype.name == "bool" and exp.dtype.name == "bool":
+        raise RuntimeError('"pow" is not implemented for \'Bool\'')
+    if base.dtype._category == 1 and exp.dtype._category == 1 and bool((exp._data < 0).any()):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
 defop("pow", lambda self, exponent: np.power(self, exponent),
       vjp={"self": _pow_self, "exponent": _pow_exponent}, jvp=_pow_jvp,
       inputs=("self", "exponent"), promote=("self", "exponent"), variant=_pow_variant,
-      inplace=True)
+      refuse=_check_pow, inplace=True)
 
 
 def _tie_share(self, other):
@@ -79,12 +93,12 @@ defop("maximum", lambda self, other: np.maximum(self, other),
       vjp={"self": lambda grad, self, other: grad * _tie_share(self, other),
            "other": lambda grad, self, other: grad * _tie_share(other, self)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(self, other) * (self_t - other_t),
-      promote=("self", "other"))
+      promote=("self", "other"), refuse=no_complex("maximum"))
 defop("minimum", lambda self, other: np.minimum(self, other),
       vjp={"self": lambda grad, self, other: grad * _tie_share(other, self),
            "other": lambda grad, self, other: grad * _tie_share(self, other)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(other, self) * (self_t - other_t),
-      promote=("self", "other"))
+      promote=("self", "other"), refuse=no_complex("minimum"))
 deflinear("where", lambda condition, self, other: np.where(condition, self, other),
           vjp={"self": lambda grad, condition: grad.masked_fill(~condition, 0),
                "other": lambda grad, condition: grad.masked_fill(condition, 0)},
@@ -96,12 +110,13 @@ deflinear("masked_fill", lambda self, mask, value: np.where(mask, value, self).a
           inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True)
 
 
-def _compare(name, fn):
-    defop(name, fn, vjp=None, promote=("self", "other"), result_dtype=lambda d: dtypes.bool_)
+def _compare(name, fn, ordered=True):
+    defop(name, fn, vjp=None, promote=("self", "other"), result_dtype=lambda d: dtypes.bool_,
+          refuse=no_complex(name) if ordered else None)
 
 
-_compare("eq", lambda self, other: np.equal(self, other))
-_compare("ne", lambda self, other: np.not_equal(self, other))
+_compare("eq", lambda self, other: np.equal(self, other), ordered=False)
+_compare("ne", lambda self, other: np.not_equal(self, other), ordered=False)
 _compare("lt", lambda self, other: np.less(self, other))
 _compare("le", lambda self, other: np.less_equal(self, other))
 _compare("gt", lambda self, other: np.greater(self, other))

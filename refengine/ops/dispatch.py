@@ -133,6 +133,10 @@ def _write_inplace(out: Tensor, result: np.ndarray) -> None:
     if src._category > dst._category:
         raise RuntimeError(f"result type {src.name} can't be cast to the desired output "
                            f"type {dst.name}")
+    if not out._data.flags.writeable or (0 in out._data.strides and out._data.size > 1):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
     np.copyto(out._data, result, casting="unsafe")
     out._bump_version()
 
@@ -140,6 +144,8 @@ def _write_inplace(out: Tensor, result: np.ndarray) -> None:
 def _run(op: OpDef, env: dict, out: Tensor | None):
     raw = dict(env)
     tensors = _tensor_inputs(op, env)
+    if op.refuse is not None:
+        op.refuse(tensors)
     results, _ = _forward(op, env, tensors)
     record = op.differentiable and is_grad_enabled() and any(
         _requires_grad(tensors[n]) for n in op.diff_inputs if n in tensors)

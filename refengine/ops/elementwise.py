@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from .opdef import defelementwise, defop, deflinear
+from .opdef import defelementwise, defop, deflinear, no_bool
 
 F = dict(promote=("self",), to_float=True, inplace=True)   # float-valued ops on any input
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -62,7 +62,10 @@ defelementwise("erfc", _real_only(_np_erfc),
 defelementwise("relu", _real_only(lambda self: np.maximum(self, 0)),
                lambda result: (result > 0).to(result.dtype), promote=("self",), inplace=True)
 deflinear("neg", lambda self: -self, vjp={"self": lambda grad: -grad},
-          promote=("self",), inplace=True)
+          promote=("self",), inplace=True,
+          refuse=no_bool("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                         "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                         "instead."))
 
 
 def _sgn(self):

@@ -168,3 +168,53 @@ def index_put_(self, indices, values, accumulate=False):
 def new_zeros(self, *size, dtype=None):
     from .. import creation
     return creation.zeros(*size, dtype=dtype or self.dtype)
+
+
+# ----- index_select / index_add: each the other's adjoint; masked_select -------
+def _index_select(self, dim, index):
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if self.ndim == 0:
+        return np.take(self.reshape(1), index.reshape(-1)).reshape(index.shape)
+    return np.take(self, index.reshape(-1), axis=dim % self.ndim)
+
+
+def _index_add(self, dim, index, source, alpha=1):
+    out = self.copy()
+    where = (slice(None),) * (dim % max(self.ndim, 1)) + (index.reshape(-1),)
+    np.add.at(out, where if self.ndim else (index.reshape(-1),),
+              source * alpha if alpha != 1 else source)
+    return out
+
+
+def _conj(x):
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+deflinear("index_select", _index_select,
+          vjp={"self": lambda grad, self_shape, self_dtype, dim, index:
+               _zeros(self_shape, grad.dtype if grad.is_complex() else self_dtype).index_add(
+                   dim, index, grad)},
+          inputs=("self", "index"), nondiff=("index",))
+deflinear("index_add", _index_add,
+          vjp={"self": lambda grad: grad,
+               "source": lambda grad, dim, index, alpha: grad.index_select(dim, index) * _conj(alpha)},
+          inputs=("self", "index", "source"), nondiff=("index",), promote=("self", "source"),
+          inplace=True)
+
+
+def _masked_select(self, mask):
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    s, m = np.broadcast_arrays(self, mask)
+    return s[m]
+
+
+def _masked_select_vjp(grad, self_shape, self_dtype, mask):
+    shape = np.broadcast_shapes(tuple(self_shape), tuple(mask.shape))
+    zeros = _zeros(shape, grad.dtype if grad.is_complex() else self_dtype)
+    return zeros.index_put((mask.expand(shape),), grad, False)
+
+
+deflinear("masked_select", _masked_select, vjp={"self": _masked_select_vjp},
+          inputs=("self", "mask"), nondiff=("mask",))

@@ -116,7 +116,7 @@ defop("linalg_solve", _solve, inputs=("A", "B"), promote=("A", "B"), node="Linal
 
 
 # ----- cholesky: A = L L^H. With X = L^{-1} dA L^{-H}, dL = L phi(X) where
-# phi(X) = tril(X) - diag(X)/2; the vjp is the adjoint, made Hermitian.
+# phi(X) = tril(X) - diag(X)/2; the vjp is its adjoint.
 def _phi(X):
     return X.tril() - 0.5 * diag_embed(X.diagonal(0, -2, -1))
 
@@ -132,11 +132,12 @@ def _cholesky(A, upper=False):
 
 
 def _cholesky_vjp(grad, result, upper):
+    # L^{-H} M L^{-1} with M = (T + tril(T,-1)^H)/2, T = tril(L^H gL): the adjoint
+    # of phi, Hermitian off the diagonal (PyTorch's choice of representative).
     low, g = (result.mH, grad.mH) if upper else (result, grad)
-    inner = _phi(low.mH.matmul(g))
-    left = solve(low.mH, inner)                       # L^{-H} phi
-    G = solve(low.mH, left.mH).mH                     # ... L^{-1}
-    return 0.5 * (G + G.mH)
+    T = low.mH.matmul(g).tril()
+    M = 0.5 * (T + T.tril(-1).mH)
+    return solve(low.mH, solve(low.mH, M.mH).mH)
 
 
 def _cholesky_jvp(A_t, result, upper):

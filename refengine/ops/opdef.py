@@ -61,6 +61,7 @@ class OpDef:
     inplace: bool = False              # also define Tensor.NAME_
     function: bool = True              # also define refengine.NAME
     variant: Callable | None = None    # bound args -> node name, when it varies
+    refuse: Callable | None = None     # input tensors -> raise for inputs PyTorch rejects
     signature: inspect.Signature = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -92,6 +93,25 @@ class OpDef:
             if needs.get(inp) and rule is not None:
                 names.extend(p for p in rule.params if p not in ("grad", "grads") and p not in names)
         return names
+
+
+def no_bool(message: str) -> Callable:
+    """A ``refuse`` check: PyTorch rejects bool operands here (``message`` is its error)."""
+    def check(tensors: dict) -> None:
+        if any(getattr(t, "dtype", None) is not None and t.dtype.name == "bool"
+               for t in tensors.values() if not isinstance(t, list)):
+            raise RuntimeError(message)
+    return check
+
+
+def no_complex(name: str) -> Callable:
+    """A ``refuse`` check: the op is defined on real numbers only."""
+    def check(tensors: dict) -> None:
+        for t in tensors.values():
+            if not isinstance(t, list) and t.dtype.is_complex:
+                raise RuntimeError(f"{name} is not supported for complex tensors "
+                                   f"(got {t.dtype}): the complex numbers are not ordered")
+    return check
 
 
 def _register(op: OpDef) -> OpDef:

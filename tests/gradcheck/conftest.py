@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gradcheck_support import load_engine
 
 

@@ -15,8 +15,8 @@ check that must catch the bug:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -176,9 +176,9 @@ def unary_entries() -> list:
         for complex_ in (False, True):
             entries.append(unary_entry(op, None, complex_))
             for kind, spec in BUG_KINDS.items():
-                if complex_ or not spec[4]:
-                    if not complex_ or kind in COMPLEX_KINDS:
-                        entries.append(unary_entry(op, kind, complex_))
+                wanted = kind in COMPLEX_KINDS if complex_ else not spec[4]
+                if wanted:
+                    entries.append(unary_entry(op, kind, complex_))
     return entries
 
 
@@ -324,6 +324,20 @@ def second_order_entries() -> list:
                     continue
                 entries.append(second_order_entry(op, kind, complex_))
     return entries
+
+
+#: (engine, entry name) -> the engine bug that makes a correct entry fail;
+#: each is a strict xfail, so the test fails again once the engine is fixed.
+KNOWN_ENGINE_BUGS = {
+    ("refengine", "mv-correct"): "refengine passes None, not zeros, to a custom Function's "
+                                 "jvp for an input without a tangent (torch passes zeros)",
+    ("refengine", "mm-correct"): "refengine passes None, not zeros, to a custom Function's "
+                                 "jvp for an input without a tangent (torch passes zeros)",
+    ("refengine", "mul-correct"): "refengine passes None, not zeros, to a custom Function's "
+                                  "jvp for an input without a tangent (torch passes zeros)",
+    ("refengine", "tanh-correct-real"): "refengine's forward AD of x ** 2 gives a NaN tangent "
+                                        "where x < 0 (torch: 2 * x * t)",
+}
 
 
 def all_entries() -> list:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradcheck_support import load_engine
+
 from gradcheck import check, gradcheck, gradgradcheck
 from gradcheck.engines import engine_for
 

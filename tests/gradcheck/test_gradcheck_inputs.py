@@ -114,3 +114,17 @@ def test_raise_exception_false_returns_false():
         def backward(ctx, g):
             return 3 * g
     assert gradcheck(Wrong.apply, (x64(1.0),), raise_exception=False) is False
+
+
+def test_outputs_as_a_list_and_inputs_as_a_list():
+    assert gradcheck(lambda x: [x * 2, torch.sin(x)], [x64(0.5, 1.0)])
+
+
+def test_function_returning_no_tensor():
+    with pytest.raises(ValueError, match="no output requires grad"):
+        gradcheck(lambda x: 3.0, (x64(1.0),))
+
+
+def test_not_callable():
+    with pytest.raises(GradcheckError, match="the function raised TypeError"):
+        gradcheck(42, (x64(1.0),))

@@ -6,8 +6,13 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck import (Jacobian, forward_jacobian, numerical_jacobian, reference_jacobian,
-                       reverse_jacobian)
+from gradcheck import (
+    Jacobian,
+    forward_jacobian,
+    numerical_jacobian,
+    reference_jacobian,
+    reverse_jacobian,
+)
 from gradcheck.problem import Problem
 from gradcheck.reference import mp_column
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import warnings
 
+import gradcheck_zoo as zoo
 import pytest
 
-import gradcheck_zoo as zoo
 from gradcheck import check, gradcheck, gradgradcheck
 
 torch = pytest.importorskip("torch", reason="the parity tests compare against torch")

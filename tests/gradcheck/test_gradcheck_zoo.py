@@ -2,10 +2,10 @@
 and diagnosed; every correct formula passes every check."""
 from __future__ import annotations
 
+import gradcheck_zoo as zoo
 import pytest
 
 from gradcheck import GradcheckError, check, gradcheck
-import gradcheck_zoo as zoo
 
 BUGS = zoo.bugs()
 CORRECT = zoo.correct()
@@ -44,7 +44,10 @@ def test_bug_is_caught_and_diagnosed(E, entry):
 
 
 @pytest.mark.parametrize("entry", CORRECT, ids=lambda e: e.name)
-def test_correct_formula_passes_every_check(E, entry):
+def test_correct_formula_passes_every_check(E, entry, request):
+    reason = zoo.KNOWN_ENGINE_BUGS.get((E.__name__, entry.name))
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     f, inputs = entry.build(E), entry.inputs(E)
     for options in (dict(check_forward_ad=True),
                     dict(check_forward_ad=True, fast_mode=True, probes=3),

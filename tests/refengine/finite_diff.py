@@ -77,7 +77,8 @@ def assert_close(actual, expected, atol: float, rtol: float, what: str) -> None:
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
-        raise AssertionError(f"{what}: shape {actual.shape} differs from the expected {expected.shape}")
+        raise AssertionError(f"{what}: shape {actual.shape} differs from the "
+                             f"expected {expected.shape}")
     if actual.size == 0:
         return
     err = np.abs(actual - expected)

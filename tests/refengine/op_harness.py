@@ -98,8 +98,10 @@ def forward_jacobian(opinfo, sample) -> list:
 def random_like(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A random array of ``a``'s shape and dtype."""
     if np.iscomplexobj(a):
-        return (rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)).astype(a.dtype)
-    return rng.standard_normal(a.shape).astype(a.dtype)
+        out = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+    else:
+        out = rng.standard_normal(a.shape)
+    return np.asarray(out, dtype=a.dtype)     # an array even for 0-d shapes
 
 
 def inner(a, b):

@@ -12,6 +12,9 @@ import refengine as E
 
 fwAD = E.autograd.forward_ad
 
+# torch's forward_ad module warns about torch.jit.script on import; not our concern
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 try:
     import torch as _torch
 except ImportError:  # the oracle is optional: tests that need it skip
@@ -203,22 +206,19 @@ def test_make_dual_outside_a_level_raises(torch):
 
 def test_make_dual_with_a_tangent_of_another_size_raises(torch):
     message = "different size than that of the original Tensor"
-    with _torch.autograd.forward_ad.dual_level():
-        with pytest.raises(RuntimeError, match=message):
-            _torch.autograd.forward_ad.make_dual(_torch.ones(2), _torch.ones(3))
-    with fwAD.dual_level():
-        with pytest.raises(RuntimeError, match=message):
-            fwAD.make_dual(E.ones(2), E.ones(3))
+    with _torch.autograd.forward_ad.dual_level(), pytest.raises(RuntimeError, match=message):
+        _torch.autograd.forward_ad.make_dual(_torch.ones(2), _torch.ones(3))
+    with fwAD.dual_level(), pytest.raises(RuntimeError, match=message):
+        fwAD.make_dual(E.ones(2), E.ones(3))
 
 
 def test_make_dual_of_an_integer_primal_raises(torch):
-    with _torch.autograd.forward_ad.dual_level():
-        with pytest.raises(ValueError, match="floating point or complex"):
-            _torch.autograd.forward_ad.make_dual(_torch.ones(2, dtype=_torch.int64),
-                                                 _torch.ones(2, dtype=_torch.int64))
-    with fwAD.dual_level():
-        with pytest.raises(ValueError, match="floating point or complex"):
-            fwAD.make_dual(E.ones(2, dtype=E.int64), E.ones(2, dtype=E.int64))
+    message = "floating point or complex"
+    with _torch.autograd.forward_ad.dual_level(), pytest.raises(ValueError, match=message):
+        _torch.autograd.forward_ad.make_dual(_torch.ones(2, dtype=_torch.int64),
+                                             _torch.ones(2, dtype=_torch.int64))
+    with fwAD.dual_level(), pytest.raises(ValueError, match=message):
+        fwAD.make_dual(E.ones(2, dtype=E.int64), E.ones(2, dtype=E.int64))
 
 
 def test_exit_without_a_level_raises(torch):

@@ -10,6 +10,9 @@ import pytest
 
 import refengine as E
 
+# torch's forward_ad module warns about torch.jit.script on import; not our concern
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 try:
     import torch as _torch
 except ImportError:  # the oracle is optional: tests that need it skip
@@ -253,8 +256,8 @@ def test_multiple_outputs_and_materialized_zero_grads(torch):
                 received["g_cos"] = arr(g_cos)
                 return g_sin * x.cos() - g_cos * x.sin()
         x = M.tensor([0.3, 1.1], requires_grad=True)
-        s, c = SinCos.apply(x)
-        (s * 2).sum().backward()         # c unused: its gradient arrives as zeros
+        s, _unused_cos = SinCos.apply(x)
+        (s * 2).sum().backward()         # cos unused: its gradient arrives as zeros
         return arr(x.grad), received["g_cos"]
     (ours_grad, ours_gcos), (their_grad, their_gcos) = run(E), run(_torch)
     np.testing.assert_allclose(ours_grad, their_grad, rtol=1e-6)
@@ -373,3 +376,57 @@ def test_jvp_not_implemented_raises_when_forward_ad_needs_it(torch):
         run(_torch)
     with pytest.raises(NotImplementedError):
         run(E)
+
+
+# ----- ctx during and after backward ------------------------------------------------
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_mode_inside_backward_follows_create_graph(torch, create_graph):
+    def run(M):
+        seen = {}
+
+        class Probe(M.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                seen["enabled"] = M.is_grad_enabled()
+                return grad * 2
+        x = M.ones(1, requires_grad=True)
+        M.autograd.grad(Probe.apply(x).sum(), x, create_graph=create_graph)
+        return seen["enabled"]
+    assert run(E) is run(_torch) is create_graph
+
+
+def test_saved_tensors_read_after_backward_raises(torch):
+    message = "after they have already been freed"
+
+    def run(M):
+        y = make_exp(M).apply(M.ones(1, requires_grad=True))
+        y.sum().backward()
+        return y.grad_fn.saved_tensors
+    with pytest.raises(RuntimeError, match=message):
+        run(_torch)
+    with pytest.raises(RuntimeError, match=message):
+        run(E)
+
+
+def test_an_input_returned_as_is_becomes_a_new_output(torch):
+    def run(M):
+        class Identity(M.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad * 3
+        x = M.ones(2, requires_grad=True)
+        y = Identity.apply(x)
+        y.sum().backward()
+        return y is x, y.grad_fn.name(), arr(x.grad)
+    ours, theirs = run(E), run(_torch)
+    assert ours[:2] == theirs[:2] == (False, "IdentityBackward")
+    np.testing.assert_allclose(ours[2], theirs[2])

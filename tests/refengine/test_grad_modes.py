@@ -120,9 +120,8 @@ def test_inplace_update_of_a_leaf_is_allowed_in_no_grad(M):
 
 
 def test_no_grad_restores_the_mode_after_an_exception(M):
-    with pytest.raises(ValueError):
-        with M.no_grad():
-            raise ValueError("boom")
+    with pytest.raises(ValueError), M.no_grad():
+        raise ValueError("boom")
     assert M.is_grad_enabled() is True
 
 
@@ -261,7 +260,7 @@ def _in_thread(fn):
     def run():
         try:
             box["value"] = fn()
-        except BaseException as exc:  # surface the thread's failure in the test
+        except Exception as exc:  # noqa: BLE001  (re-raised in the test's thread)
             box["error"] = exc
     thread = threading.Thread(target=run)
     thread.start()
@@ -308,3 +307,25 @@ def test_modes_in_two_threads_at_once_do_not_interfere(M):
     thread.join(timeout=30)
     assert here == (True, True)
     assert box["value"] is False
+
+
+# ----- grad modes and forward-mode AD -------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_no_grad_does_not_stop_forward_mode_tangents(M):
+    fw = M.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(M.tensor([1.0]), M.tensor([2.0]))
+        with M.no_grad():
+            tangent = fw.unpack_dual(x * 3).tangent
+    assert tangent.tolist() == [6.0]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_inference_mode_computes_no_tangents(M):
+    fw = M.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(M.tensor([1.0]), M.tensor([2.0]))
+        with M.inference_mode():
+            tangent = fw.unpack_dual(x * 3).tangent
+    assert tangent is None

@@ -34,6 +34,7 @@ def _default_dtype_restored():
     if _torch is not None:
         _torch.set_default_dtype(_torch.float32)
 
+
 DTYPES = ["float32", "float64", "complex64", "complex128", "int64", "int32", "bool"]
 
 
@@ -112,6 +113,13 @@ def test_tensor_of_numpy_array_keeps_its_dtype(torch, np_dtype):
     assert_same(E.tensor(arr), torch.tensor(arr))
 
 
+@pytest.mark.parametrize("make", [lambda: np.float64(2.5), lambda: [np.float64(2.5)],
+                                  lambda: np.int32(3), lambda: np.complex128(1j)],
+                         ids=["float64", "list_of_float64", "int32", "complex128"])
+def test_tensor_of_numpy_scalars_keeps_their_dtype(torch, make):
+    assert dtype_name(E.tensor(make()).dtype) == dtype_name(torch.tensor(make()).dtype)
+
+
 # ----- type promotion -------------------------------------------------------
 
 # An operand is ("dim", dtype name), ("zero", dtype name) or ("num", value).
@@ -127,30 +135,39 @@ def make_operand(M, spec):
     return M.tensor(data if kind == "dim" else data[0], dtype=getattr(M, arg))
 
 
-BINARY = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
-          "div": lambda a, b: a / b, "sub": lambda a, b: a - b,
-          "eq": lambda a, b: a == b}
+BINARY = {"add": lambda M, a, b: a + b, "mul": lambda M, a, b: a * b,
+          "div": lambda M, a, b: a / b, "sub": lambda M, a, b: a - b,
+          "pow": lambda M, a, b: a ** b, "eq": lambda M, a, b: a == b,
+          "lt": lambda M, a, b: a < b, "maximum": lambda M, a, b: M.maximum(a, b),
+          "where": lambda M, a, b: M.where(M.tensor([True, False]), a, b)}
 
 
 def _outcome(M, op, left, right):
     try:
-        return BINARY[op](make_operand(M, left), make_operand(M, right))
-    except RuntimeError as exc:
+        return BINARY[op](M, make_operand(M, left), make_operand(M, right))
+    except (RuntimeError, TypeError) as exc:
         return exc
 
 
-@pytest.mark.parametrize("left", OPERANDS, ids=lambda s: f"{s[0]}-{s[1]}")
-@pytest.mark.parametrize("op", list(BINARY))
+# torch.maximum takes tensors only (a Python number is a TypeError there)
+TENSORS_ONLY = {"maximum"}
+GRID = [(op, left) for op in BINARY for left in OPERANDS
+        if not (op in TENSORS_ONLY and left[0] == "num")]
+
+
+@pytest.mark.parametrize(("op", "left"), GRID, ids=lambda v: v if isinstance(v, str)
+                         else f"{v[0]}-{v[1]}")
 def test_type_promotion_grid_matches_torch(torch, op, left):
     mismatches = []
     for right in OPERANDS:
-        if left[0] == "num" and right[0] == "num":
+        if right[0] == "num" and (left[0] == "num" or op in TENSORS_ONLY):
             continue
         theirs = _outcome(torch, op, left, right)
         ours = _outcome(E, op, left, right)
         if isinstance(theirs, Exception):
-            if not isinstance(ours, RuntimeError):
-                mismatches.append((right, "torch raises RuntimeError", ours))
+            kind = RuntimeError if isinstance(theirs, RuntimeError) else TypeError
+            if not isinstance(ours, kind):
+                mismatches.append((right, f"torch raises {kind.__name__}", ours))
             continue
         if isinstance(ours, Exception):
             mismatches.append((right, dtype_name(theirs.dtype), ours))
@@ -160,6 +177,29 @@ def test_type_promotion_grid_matches_torch(torch, op, left):
         elif not np.allclose(as_array(ours), as_array(theirs), equal_nan=True):
             mismatches.append((right, as_array(theirs), as_array(ours)))
     assert not mismatches, f"{op} with left {left}: (right, torch, refengine): {mismatches}"
+
+
+INPLACE = {"add_": lambda a, b: a.add_(b), "mul_": lambda a, b: a.mul_(b),
+           "div_": lambda a, b: a.div_(b), "iadd": lambda a, b: a.__iadd__(b)}
+
+
+@pytest.mark.parametrize("left", DTYPES)
+@pytest.mark.parametrize("op", list(INPLACE))
+def test_inplace_type_promotion_matches_torch(torch, op, left):
+    # the result keeps the left dtype, or the op is refused when it cannot hold the result
+    mismatches = []
+    for right in OPERANDS:
+        outcomes = []
+        for M in (torch, E):
+            try:
+                out = INPLACE[op](make_operand(M, ("dim", left)), make_operand(M, right))
+                # repr: NaN and inf compare equal as text
+                outcomes.append((dtype_name(out.dtype), repr(as_array(out).tolist())))
+            except RuntimeError:
+                outcomes.append("RuntimeError")
+        if outcomes[0] != outcomes[1]:
+            mismatches.append((right, *outcomes))
+    assert not mismatches, f"{left}.{op}: (right, torch, refengine): {mismatches}"
 
 
 def test_python_float_does_not_widen_float32_but_float64_tensor_wins():
@@ -214,6 +254,20 @@ def test_empty_has_shape_and_dtype(torch, dtype):
     assert dtype_name(ours.dtype) == dtype_name(theirs.dtype)
 
 
+def test_negative_size_raises(torch):
+    with pytest.raises(RuntimeError):
+        torch.zeros(-1)
+    with pytest.raises(RuntimeError):
+        E.zeros(-1)
+
+
+def test_rand_refuses_an_integer_dtype(torch):
+    with pytest.raises(RuntimeError):      # torch raises NotImplementedError, a RuntimeError
+        torch.rand(2, dtype=torch.int64)
+    with pytest.raises(RuntimeError):
+        E.rand(2, dtype=E.int64)
+
+
 def test_creation_functions_take_requires_grad():
     for t in (E.zeros(2, requires_grad=True), E.ones(2, requires_grad=True),
               E.full((2,), 1.0, requires_grad=True), E.rand(2, requires_grad=True),
@@ -246,7 +300,7 @@ def test_randn_is_standard_normal():
     assert tuple(E.randn(2, 3).shape) == (2, 3)
 
 
-def test_randn_complex_has_variance_half_in_each_part(torch):
+def test_randn_complex_has_variance_half_in_each_part():
     # torch documents complex randn as unit total variance (1/2 per part)
     E.manual_seed(1)
     z = E.randn(8000, dtype=E.complex64).numpy()
@@ -417,6 +471,21 @@ def test_python_operator_matches_torch(torch, name):
 def test_matmul_operator_on_matrices(torch):
     a, b = [[1.0, 2.0], [3.0, 4.0]], [[0.5, -1.0], [2.0, 1.0]]
     assert_same(E.tensor(a) @ E.tensor(b), torch.tensor(a) @ torch.tensor(b), exact=False)
+
+
+def test_unary_minus_on_a_bool_tensor_raises_runtime_error(torch):
+    with pytest.raises(RuntimeError, match="Negation"):
+        -torch.tensor([True, False])
+    with pytest.raises(RuntimeError, match="Negation"):
+        -E.tensor([True, False])
+
+
+def test_integer_to_a_negative_integer_power_raises_runtime_error(torch):
+    message = "Integers to negative integer powers are not allowed"
+    with pytest.raises(RuntimeError, match=message):
+        torch.tensor([2]) ** -1
+    with pytest.raises(RuntimeError, match=message):
+        E.tensor([2]) ** -1
 
 
 def test_inplace_operators_write_into_the_tensor_and_bump_the_version():

@@ -1,0 +1,117 @@
+"""``adcheck check``: validate a user's Function, function, or plugin OpInfos."""
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from cli.errors import InputError
+from cli.options import (check_options, parse_checks, report_options, require_engine,
+                         verbosity)
+
+EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
+
+
+def _inputs(specs: tuple, target) -> list[str]:
+    """The input specs, parsed once here so a bad one exits 2 before any work."""
+    from cli.spec import SpecError, parse
+    if not specs:
+        if target.arity is None:
+            raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
+                             f"with --inputs, e.g. --inputs \"{EXAMPLE}\"")
+        specs = ("; ".join(["randn(3)"] * max(target.arity, 1)),)
+    for text in specs:
+        try:
+            parsed = parse(text)
+        except SpecError as exc:
+            raise InputError(f"--inputs: {exc}") from None
+        if not any(s.requires_grad for s in parsed):
+            raise InputError(f"--inputs {text!r}: every input is nograd, so there is nothing "
+                             "to differentiate; drop 'nograd' from one of them")
+    return list(specs)
+
+
+def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level):
+    from cli.reporting import progress_bar, warn
+    from cli.results import RunReport
+    from cli.sweep import TargetTask, run_target, sweep
+    from cli.target import TargetError, resolve
+    try:
+        target = resolve(target_text, engine)
+    except TargetError as exc:
+        raise InputError(str(exc)) from None
+    require_engine(target.engine)
+    tasks = [TargetTask(i, target_text, text, engine, settings)
+             for i, text in enumerate(_inputs(specs, target))]
+    start = time.perf_counter()
+    with progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
+        results, status = sweep(tasks, run_target, jobs, fail_fast, advance, warn)
+    policy = settings.policy
+    recorded = {"engine": target.engine, "precise": policy.precise,
+                "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
+                "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
+                "family": None, "target": target_text, "kind": target.kind,
+                "inputs": list(t.inputs for t in tasks)}
+    return RunReport("check", recorded, results, interrupted=status == "interrupted",
+                     stopped_early=status == "stopped", seconds=time.perf_counter() - start)
+
+
+def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
+    import opinfo
+
+    from cli.commands.ops import plugin_ops, run_sweep
+    infos = [opinfo.get(name) for name in plugin_ops(opinfo, plugin)]
+    if not infos:
+        raise InputError(f"plugin {plugin!r} registered no OpInfo; call opinfo.register(...) "
+                         "in it, or define OPINFOS = [...]")
+    return run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="check",
+                     extra_settings={"patterns": [], "family": None, "target": plugin})
+
+
+@click.command("check")
+@click.argument("target", required=False, metavar="[MODULE:OBJECT]")
+@click.option("--inputs", "specs", multiple=True, metavar="SPEC",
+              help=f"Inputs of the object, parsed (never evaluated), e.g. \"{EXAMPLE}\". "
+                   "Constructors randn rand zeros ones full eye arange; '+ c', '* c'; a dtype "
+                   "word (float64 default); 'nograd'. Repeat for more input sets. Default: "
+                   "randn(3) per positional argument.")
+@click.option("--plugin", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Check the OpInfos defined in this Python file instead of MODULE:OBJECT.")
+@click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
+              help="With --plugin: dtypes to check (default float64, complex128).")
+@check_options("reverse,forward")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes; the results are the same for any number.")
+@report_options
+def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, jobs, fmt,
+          junit_xml, baseline, write_baseline, fail_fast, verbose, quiet):
+    """Validate your own derivative formulas.
+
+    MODULE:OBJECT names a refengine or torch autograd.Function subclass, or
+    a plain function of tensors ('mypkg.ops:MyExp' or 'path/to/ops.py:MyExp').
+    --engine picks the engine of a plain function; a Function is checked on
+    its own engine. Exit status as for 'adcheck ops': 0 passed, 1 failed,
+    2 usage or input error.
+    """
+    from cli.checkrun import Policy
+    from cli.options import parse_dtypes
+    from cli.reporting import finish, load_baseline
+    from cli.sweep import Settings
+    level = verbosity(verbose, quiet)
+    if (target is None) == (plugin is None):
+        raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "
+                         "'adcheck check --help'")
+    if plugin is not None and specs:
+        raise InputError("--inputs applies to MODULE:OBJECT; a plugin's OpInfos bring "
+                         "their own samples")
+    chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
+    require_engine(engine)
+    accepted = load_baseline(baseline)
+    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
+                        (str(plugin),) if plugin else ())
+    if plugin is not None:
+        report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
+    else:
+        report = _target_report(target, specs, engine, settings, jobs, fail_fast, level)
+    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)

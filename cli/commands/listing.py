@@ -1,0 +1,76 @@
+"""``adcheck list``: the registry and what each op supports."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from cli.options import verbosity
+
+MODES = ("reverse", "forward", "gradgrad", "fwgrad_bwgrad")
+HEADERS = {"reverse": "rev", "forward": "fwd", "gradgrad": "gg", "fwgrad_bwgrad": "fwbw"}
+SHORT_DTYPE = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
+
+
+def describe(info) -> dict:
+    """One op of the registry as data (the JSON rows of ``adcheck list``)."""
+    return {
+        "name": info.name, "family": info.family, "torch_name": info.torch_name,
+        "dtypes": [str(d).rsplit(".", 1)[-1] for d in info.dtypes],
+        "modes": {mode: info.supports(mode) for mode in MODES},
+        "complex_autograd": bool(info.supports_complex_autograd),
+        "numpy_ref": info.ref is not None, "mpmath_ref": info.mpmath_ref is not None,
+        "known_failures": [{"check": kf.check, "reason": kf.reason,
+                            "samples": None if kf.samples is None else list(kf.samples)}
+                           for kf in info.known_failures],
+    }
+
+
+def _table(rows: list, out, verbose: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(title=f"{len(rows)} ops", title_justify="left",
+                  caption="rev: reverse, fwd: forward, gg: gradgrad, fwbw: fwgrad_bwgrad "
+                          "(supported modes); mpmath: has an mpmath reference",
+                  caption_justify="left")
+    for column in ("op", "family", "torch", "dtypes", *(HEADERS[m] for m in MODES), "mpmath",
+                   "known failures"):
+        table.add_column(column, no_wrap=column != "known failures")
+    mark = {True: Text("yes", style="green"), False: Text("-", style="dim")}
+    for row in rows:
+        known = row["known_failures"]
+        known_text = ("; ".join(f"{k['check']}: {k['reason']}" for k in known) if verbose
+                      else str(len(known)) if known else "")
+        table.add_row(Text(row["name"], style="bold"), Text(row["family"]),
+                      Text(row["torch_name"] or "-"),
+                      Text(" ".join(SHORT_DTYPE.get(d, d) for d in row["dtypes"])),
+                      *(mark[row["modes"][m]] for m in MODES), mark[row["mpmath_ref"]],
+                      Text(known_text, style="yellow"))
+    console = Console(file=out, force_terminal=out.isatty(), no_color=not out.isatty(),
+                      width=None if out.isatty() else 140, highlight=False)
+    console.print(table)
+
+
+@click.command("list")
+@click.option("--family", "families", multiple=True, metavar="NAME",
+              help="Only ops of this family (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="A table for people, or JSON (schema adcheck-list v1).")
+@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
+              metavar="FILE", help="Also load the OpInfos defined in this Python file.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the reasons of known failures.")
+def list_ops(families, fmt, plugins, verbose):
+    """List the registry: each op's family, torch name, dtypes, the modes it
+    supports, whether it has an mpmath reference, and its known failures."""
+    from cli.commands.ops import load_registry, select
+    level = verbosity(verbose, False)
+    opinfo = load_registry(plugins)
+    rows = [describe(info) for info in select(opinfo, (), families, "refengine")]
+    if fmt == "json":
+        json.dump({"schema": "adcheck-list", "schema_version": 1, "ops": rows}, sys.stdout,
+                  indent=2)
+        sys.stdout.write("\n")
+    else:
+        _table(rows, sys.stdout, level > 0)

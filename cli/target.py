@@ -1,0 +1,119 @@
+"""``MODULE:OBJECT`` for ``adcheck check``: find the user's object and say what it is.
+
+The object may be a ``refengine.autograd.Function`` subclass, a
+``torch.autograd.Function`` subclass (checked on torch), or a plain
+function of tensors (checked on the ``--engine`` given). ``MODULE`` is a
+dotted module name importable from the current directory, or the path of a
+``.py`` file. Every mistake raises ``TargetError`` with one line saying
+what to do.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class TargetError(ValueError):
+    """The target cannot be imported or is not something we can check."""
+
+
+@dataclass
+class Target:
+    """A resolved target: ``func`` is what gradcheck calls."""
+
+    spec: str
+    name: str
+    func: object
+    kind: str            # "refengine Function", "torch Function" or "function"
+    engine: str          # "refengine" or "torch"
+    has_jvp: bool
+    arity: int | None    # positional inputs, when the signature tells
+
+
+def _import(module: str):
+    if module.endswith(".py") or os.sep in module or "/" in module:
+        path = Path(module)
+        if not path.is_file():
+            raise TargetError(f"no such file {module!r}; give MODULE:OBJECT with an importable "
+                              "module or a path to a .py file")
+        spec = importlib.util.spec_from_file_location(f"adcheck_target_{path.stem}", path)
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = loaded
+        spec.loader.exec_module(loaded)
+        return loaded
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(module)
+
+
+def load_object(text: str):
+    if text.count(":") != 1 or not all(text.split(":")):
+        raise TargetError(f"expected MODULE:OBJECT (for example mypkg.ops:MyExp or "
+                          f"ops.py:MyExp), got {text!r}")
+    module_name, attribute = text.split(":")
+    try:
+        module = _import(module_name)
+    except TargetError:
+        raise
+    except ImportError as exc:
+        raise TargetError(f"cannot import {module_name!r} ({type(exc).__name__}: {exc}); run "
+                          "adcheck from the directory that contains it, or pass a path "
+                          "such as path/to/ops.py:OBJECT") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+        raise TargetError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}; "
+                          "fix the module so that it imports") from None
+    obj = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(module) if not n.startswith("_")]
+            raise TargetError(f"{module_name!r} has no attribute {attribute!r}; it defines: "
+                              f"{', '.join(names[:12]) or 'nothing public'}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _function_base(obj):
+    """The autograd Function base class ``obj`` derives from, and its engine."""
+    import refengine.autograd
+    if issubclass(obj, refengine.autograd.Function):
+        return refengine.autograd.Function, "refengine"
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(obj, torch.autograd.Function):
+        return torch.autograd.Function, "torch"
+    return None, None
+
+
+def _arity(func, skip_ctx: bool) -> int | None:
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+    return len(positional) - (1 if skip_ctx else 0)
+
+
+def resolve(text: str, engine: str = "refengine") -> Target:
+    """Import ``MODULE:OBJECT`` and classify it."""
+    obj = load_object(text)
+    name = getattr(obj, "__name__", text.split(":")[1])
+    if isinstance(obj, type):
+        base, fn_engine = _function_base(obj)
+        if base is None:
+            raise TargetError(f"{text} is a class but not an autograd Function; give a "
+                              "refengine or torch autograd.Function subclass, or a function")
+        has_jvp = obj.jvp is not base.jvp
+        uses_ctx = obj.setup_context is base.setup_context
+        return Target(text, name, obj.apply, f"{fn_engine} Function", fn_engine, has_jvp,
+                      _arity(obj.forward, skip_ctx=uses_ctx))
+    if not callable(obj):
+        raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
+                          "Function; point MODULE:OBJECT at one")
+    return Target(text, name, obj, "function", engine, True, _arity(obj, skip_ctx=False))

@@ -1,0 +1,28 @@
+"""Numbers and arrays as strict JSON: complex as [re, im], non-finite as text."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def json_float(value):
+    """A float, or its text (``"nan"``, ``"inf"``) when not finite."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else str(value)
+
+
+def json_array(array):
+    """Nested lists of ``json_float``; a complex entry becomes ``[re, im]``."""
+    if array is None:
+        return None
+    array = np.asarray(array)
+    if np.iscomplexobj(array):
+        array = np.stack([array.real, array.imag], axis=-1)
+    return _nested(array.tolist())
+
+
+def _nested(value):
+    if isinstance(value, list):
+        return [_nested(v) for v in value]
+    return json_float(value)

@@ -1,0 +1,156 @@
+"""Convolution (conv1d, conv2d, any number of spatial dims) by im2col.
+
+``im2col`` gathers every kernel window into columns and ``col2im`` sums
+columns back into an image; both are linear and each is the other's
+adjoint, so each one's vjp is the other. The convolution is then a
+batched matrix product of the weight with the columns: its vjps are
+``col2im(W^H g)`` for the input and ``g cols^H`` for the weight, and its
+jvp is bilinear.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .dispatch import call
+from .opdef import OPS, defop, deflinear
+
+C = dict(method=None, function=False)
+
+
+def _out_size(size, k, dilation, pad, stride):
+    return (size + pad[0] + pad[1] - dilation * (k - 1) - 1) // stride + 1
+
+
+def _windows(spatial, kernel_size, dilation, padding, stride):
+    """For every kernel offset: the slices of the padded input it reads."""
+    outs = [_out_size(s, k, d, p, st) for s, k, d, p, st in
+            zip(spatial, kernel_size, dilation, padding, stride)]
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Calculated output size {outs} is too small for input {list(spatial)}")
+    for offset in itertools.product(*(range(k) for k in kernel_size)):
+        yield offset, tuple(slice(o * d, o * d + (n - 1) * st + 1, st) for o, d, n, st in
+                            zip(offset, dilation, outs, stride)), outs
+
+
+def _im2col(self, kernel_size, dilation, padding, stride):
+    lead = self.ndim - len(kernel_size)
+    x = np.pad(self, [(0, 0)] * lead + [tuple(p) for p in padding])
+    cols = None
+    for offset, window, outs in _windows(self.shape[lead:], kernel_size, dilation, padding, stride):
+        if cols is None:
+            cols = np.zeros(self.shape[:lead] + tuple(kernel_size) + tuple(outs), dtype=self.dtype)
+        cols[(Ellipsis,) + offset + (slice(None),) * len(outs)] = x[(Ellipsis,) + window]
+    return cols
+
+
+def _col2im(self, input_size, kernel_size, dilation, padding, stride):
+    nk = len(kernel_size)
+    lead = self.ndim - 2 * nk
+    padded = tuple(s + p[0] + p[1] for s, p in zip(input_size, padding))
+    x = np.zeros(self.shape[:lead] + padded, dtype=self.dtype)
+    for offset, window, _ in _windows(input_size, kernel_size, dilation, padding, stride):
+        x[(Ellipsis,) + window] += self[(Ellipsis,) + offset + (slice(None),) * nk]
+    crop = tuple(slice(p[0], p[0] + s) for s, p in zip(input_size, padding))
+    return x[(Ellipsis,) + crop]
+
+
+deflinear("im2col", _im2col,
+          vjp={"self": lambda grad, self_shape, kernel_size, dilation, padding, stride:
+               grad.col2im(tuple(self_shape[len(self_shape) - len(kernel_size):]), kernel_size,
+                           dilation, padding, stride)}, function=False)
+deflinear("col2im", _col2im,
+          vjp={"self": lambda grad, kernel_size, dilation, padding, stride:
+               grad.im2col(kernel_size, dilation, padding, stride)}, function=False)
+
+
+def _shapes(input, weight, groups):
+    N, Cin = input.shape[:2]
+    Cout, Cg = weight.shape[:2]
+    if Cin != Cg * groups or Cout % groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {Cg * groups} channels, but got "
+                           f"{Cin} channels instead")
+    return N, groups, Cout // groups, Cg * int(np.prod(weight.shape[2:]))
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, groups):
+    N, g, Fg, CK = _shapes(input, weight, groups)
+    cols = _im2col(input, weight.shape[2:], dilation, padding, stride)
+    outs = cols.shape[2 + weight.ndim - 2:]
+    cols = cols.reshape(N, g, CK, -1)
+    out = np.matmul(weight.reshape(g, Fg, CK), cols).reshape((N, g * Fg) + outs)
+    if bias is not None:
+        out = out + bias.reshape((1, -1) + (1,) * len(outs))
+    return out
+
+
+def _conv_grads(grad, input_shape, weight_shape, groups):
+    N, g, Fg, CK = _shapes_of(input_shape, weight_shape, groups)
+    return grad.reshape(N, g, Fg, -1), N, g, Fg, CK
+
+
+def _shapes_of(input_shape, weight_shape, groups):
+    Cout, Cg = weight_shape[:2]
+    return input_shape[0], groups, Cout // groups, Cg * int(np.prod(weight_shape[2:]))
+
+
+def _conv_vjp_input(grad, input_shape, weight, stride, padding, dilation, groups):
+    g_r, N, g, Fg, CK = _conv_grads(grad, input_shape, weight.shape, groups)
+    cols = weight.reshape(g, Fg, CK).mH.matmul(g_r)            # (N, g, CK, O)
+    K = tuple(weight.shape[2:])
+    cols = cols.reshape((N, input_shape[1]) + K + tuple(grad.shape[2:]))
+    return cols.col2im(tuple(input_shape[2:]), K, dilation, padding, stride)
+
+
+def _conv_vjp_weight(grad, input, weight_shape, stride, padding, dilation, groups):
+    g_r, N, g, Fg, CK = _conv_grads(grad, input.shape, weight_shape, groups)
+    cols = input.im2col(tuple(weight_shape[2:]), dilation, padding, stride).reshape(N, g, CK, -1)
+    return g_r.matmul(cols.mH).sum(0).reshape(weight_shape)
+
+
+def _conv_jvp(input_t, weight_t, bias_t, input, weight, stride, padding, dilation, groups):
+    op = OPS["convolution"]
+    out = (call(op, input_t, weight, None, stride, padding, dilation, groups)
+           + call(op, input, weight_t, None, stride, padding, dilation, groups))
+    if bias_t is not None:
+        out = out + bias_t.reshape((1, -1) + (1,) * (input.ndim - 2))
+    return out
+
+
+defop("convolution", _convolution, inputs=("input", "weight", "bias"),
+      promote=("input", "weight", "bias"),
+      vjp={"input": _conv_vjp_input, "weight": _conv_vjp_weight,
+           "bias": lambda grad: grad.sum([d for d in range(grad.ndim) if d != 1])},
+      jvp=_conv_jvp, **C)
+
+
+def _tuple(value, n, name):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values")
+    return value
+
+
+def conv_nd(n, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The n-d convolution (cross-correlation) of PyTorch's ``conv1d``/``conv2d``."""
+    if input.ndim != n + 2:
+        raise RuntimeError(f"Expected {n + 2}D (batched) input to conv{n}d, but got input of "
+                           f"size: {list(input.shape)}")
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    K = tuple(weight.shape[2:])
+    if padding == "valid":
+        pads = ((0, 0),) * n
+    elif padding == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        total = [d * (k - 1) for d, k in zip(dilation, K)]
+        pads = tuple((t // 2, t - t // 2) for t in total)
+    else:
+        pads = tuple((p, p) for p in _tuple(padding, n, "padding"))
+    return call(OPS["convolution"], input, weight, bias, stride, pads, dilation, groups)

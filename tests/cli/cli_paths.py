@@ -1,0 +1,7 @@
+"""Paths of the fixture files of the adcheck command tests."""
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures"
+WRONG_OPS = str(FIXTURES / "wrong_ops.py")
+UNRULY_OPS = str(FIXTURES / "unruly_ops.py")
+USER_FUNCTIONS = str(FIXTURES / "user_functions.py")

@@ -1,0 +1,71 @@
+"""The --inputs spec language: parsed by a tokenizer and a parser, never evaluated."""
+import numpy as np
+import pytest
+
+from cli.spec import SpecError, array_of, build, parse
+
+
+def test_the_example_of_the_issue_parses_into_three_inputs():
+    specs = parse("randn(3,4); rand(4)+0.1; randn(2) complex128")
+    assert [(s.ctor, s.args, s.dtype) for s in specs] == [
+        ("randn", (3, 4), "float64"), ("rand", (4,), "float64"), ("randn", (2,), "complex128")]
+    assert specs[1].affine == [("+", 0.1)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("ones(2) * 3 + 1", [4.0, 4.0]),
+    ("zeros(2) - 2", [-2.0, -2.0]),
+    ("full(2, 0.5)", [0.5, 0.5]),
+    ("arange(3)", [0.0, 1.0, 2.0]),
+    ("arange(1, 2, 0.5) / 2", [0.5, 0.75]),
+    ("eye(2)", [[1.0, 0.0], [0.0, 1.0]]),
+    ("ones() * -1.5e1", -15.0),
+])
+def test_constructors_and_affine_steps_give_these_values(text, expected):
+    array = array_of(parse(text)[0], np.random.default_rng(0))
+    np.testing.assert_array_equal(array, np.array(expected))
+
+
+def test_dtype_word_and_nograd_reach_the_tensors():
+    import refengine
+    x, y = build(parse("randn(2) complex128; ones(3) float32 nograd"), "refengine",
+                 np.random.default_rng(0))
+    assert x.dtype == refengine.complex128 and x.requires_grad
+    assert y.dtype == refengine.float32 and not y.requires_grad
+
+
+def test_the_same_generator_seed_gives_the_same_inputs():
+    specs = parse("randn(3); rand(2) complex128")
+    a = [t.detach().numpy() for t in build(specs, "refengine", np.random.default_rng(7))]
+    b = [t.detach().numpy() for t in build(specs, "refengine", np.random.default_rng(7))]
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("text, column, words", [
+    ("randn(3,4; rand(4)", 10, "expected ','"),
+    ("randn(3.5)", 7, "non-negative integer"),
+    ("foo(3)", 1, "expected a constructor"),
+    ("randn(3) float16", 10, "unknown word 'float16'"),
+    ("randn(3) rand(2)", 10, "expected ';'"),
+    ("randn(3) $", 10, "unexpected character '$'"),
+    ("rand(3) / 0", 11, "division by zero"),
+    ("", 1, "no input given"),
+    ("randn(3) * 1j", 14, "complex constant needs a complex dtype"),
+    ("eye(1, 2, 3)", 1, "eye takes n or n, m"),
+    ("full()", 1, "full needs a shape and a value"),
+    ("randn(100000, 100000)", 1, "at most"),
+])
+def test_a_bad_spec_names_the_column_and_the_problem(text, column, words):
+    with pytest.raises(SpecError) as caught:
+        parse(text)
+    assert caught.value.column == column
+    assert words in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('true')", "randn(3); exec(1)",
+                                  "randn(len('abc'))"])
+def test_python_code_is_rejected_not_run(text):
+    with pytest.raises(SpecError):
+        parse(text)
