@@ -1,6 +1,7 @@
 """Evaluations and wall time per check kind on a fixed op list.
 
 Run: python bench/gradcheck_bench.py [--engine torch|refengine] [--repeat N] [--json]
+     python bench/gradcheck_bench.py --escape [--trials N]
 
 For each op and each check kind (slow reverse, slow reverse+forward, fast,
 fast+forward, precise, gradgrad) it prints the function, vjp and jvp counts
@@ -100,12 +101,51 @@ def render(rows):
               f"{r['vjp']:5d} {r['jvp']:5d} {1e3 * r['seconds']:8.2f} {torch_ms}")
 
 
+def one_entry_bug(size: float):
+    """A torch Function: x * w elementwise over 36 entries, one vjp entry off by ``size``."""
+    import torch
+
+    class OneEntry(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            grad = 2 * g
+            return grad + torch.nn.functional.one_hot(torch.tensor(7), 36).double() * size * g[7]
+    return OneEntry.apply
+
+
+def escape_rates(trials: int):
+    """How often fast mode misses a single-entry error, ours (k probes) and torch's."""
+    import torch
+    x = torch.linspace(-1, 1, 36, dtype=torch.float64).requires_grad_()
+    print(f"{'error':>8} {'k=1':>6} {'k=2':>6} {'k=4':>6} {'torch fast':>10} {'slow':>5}")
+    for size in (1e-4, 1e-3, 1e-2, 1e-1):
+        f = one_entry_bug(size)
+        rates = [np.mean([check(f, (x,), fast_mode=True, probes=k).passed for _ in range(trials)])
+                 for k in (1, 2, 4)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = torch.autograd.gradcheck(f, (x,), fast_mode=True, raise_exception=False)
+        slow = check(f, (x,)).passed
+        print(f"{size:8.0e} {rates[0]:6.2f} {rates[1]:6.2f} {rates[2]:6.2f} "
+              f"{'missed' if theirs else 'caught':>10} {'missed' if slow else 'caught':>5}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default="torch", choices=["torch", "refengine"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--escape", action="store_true",
+                        help="fraction of fast-mode runs that miss a single-entry error")
+    parser.add_argument("--trials", type=int, default=200)
     args = parser.parse_args(argv)
+    if args.escape:
+        escape_rates(args.trials)
+        return
     rows = run(args.engine, args.repeat)
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -18,8 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import threading
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from typing import Callable, Iterable
 
 
 class TaskTimeout(BaseException):

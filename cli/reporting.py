@@ -34,8 +34,13 @@ def progress_bar(total: int, enabled: bool):
         yield None
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     console = Console(file=sys.stderr)
     columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("[red]{task.fields[failing]} failing"), TimeElapsedColumn())

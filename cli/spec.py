@@ -172,8 +172,8 @@ class _Parser:
                           f"({', '.join(DTYPES)}) or 'nograd'")
             self.pos += 1
         if any(isinstance(c, complex) for _, c in spec.affine) and "complex" not in spec.dtype:
-            self.fail(f"a complex constant needs a complex dtype (add 'complex128' to "
-                      f"the input ending here)")
+            self.fail("a complex constant needs a complex dtype (add 'complex128' to "
+                      "the input ending here)")
 
 
 def _check_args(name: Token, args: list, text: str) -> tuple:

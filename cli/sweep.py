@@ -24,7 +24,7 @@ class Settings:
     """What every task needs to know; picklable, sent to the workers."""
 
     checks: tuple = checkrun.DEFAULT_CHECKS
-    policy: checkrun.Policy = checkrun.Policy()
+    policy: checkrun.Policy = field(default_factory=checkrun.Policy)
     timeout: float | None = None
     plugins: tuple = ()
 

@@ -136,9 +136,12 @@ class Problem:
         try:
             grads = E.grad(outs, diff_inputs, gos)
         except Exception as exc:
+            others = len(self.diff_out) > len(keys)
+            hint = (" (the other outputs' gradients are undefined here: a Function that calls "
+                    "ctx.set_materialize_grads(False) receives None for them)") if others else ""
             raise GradcheckError(
-                f"{self.name}: the backward raised {type(exc).__name__} ({exc}) while {what}; "
-                "check the backward formula runs for these shapes and dtypes") from exc
+                f"{self.name}: the backward raised {type(exc).__name__} ({exc}) while {what}"
+                f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
         return {i: self._grad_array(i, g, "vjp") for i, g in zip(self.diff_in, grads)}
 
     def jvp(self, tangents: dict, what: str = "computing a jvp") -> dict:

@@ -48,11 +48,14 @@ def describe(result, name: str) -> str:
     if result.in_idx is not None:
         pair.append(f"input {result.in_idx}")
     where = " for " + ", ".join(pair) if pair else ""
-    evidence = f"max error {_fmt(result.max_error)}{_where(result)}"
-    if result.tolerance is not None:
-        evidence += f", tolerance {_fmt(result.tolerance)}"
+    parts = []
+    if result.where is not None:
+        parts.append(f"max error {_fmt(result.max_error)}{_where(result)}")
+        if result.tolerance is not None:
+            parts[-1] += f", tolerance {_fmt(result.tolerance)}"
     if result.diagnosis:
-        evidence += f"; {result.diagnosis}"
+        parts.append(result.diagnosis)
+    evidence = "; ".join(parts) or "no detail"
     text = f"{name}: {what}{where} ({evidence})"
     if result.detail:
         text += f"\n  {result.detail}"
@@ -127,6 +130,9 @@ class Report:
             text += ("  fast mode failed; the slow Jacobians above explain it "
                      f"(seed={self.seed} repeats the probes)\n")
         return text.rstrip("\n")
+
+    def __str__(self) -> str:
+        return self.message()
 
     def to_dict(self) -> dict:
         """A JSON-serializable dict of the whole report."""

@@ -7,6 +7,25 @@
 
 Importing ``opinfo`` registers the built-in definitions (``opinfo.definitions``)
 and the third-party ops of the ``adcheck.ops`` entry-point group.
+
+Adding an op (in ``opinfo/definitions/<family>.py``, the family of its
+refengine module)::
+
+    from opinfo import OpInfo, SampleInput, register
+    from opinfo.domains import POSITIVE
+    from opinfo.samples import make, spd, unary
+
+    register(OpInfo("log", E.log, family="elementwise", torch_name="log", ref=np.log,
+                    dtypes=FLOATING_AND_COMPLEX, sample_func=unary(POSITIVE)))
+
+    def _cholesky_samples(opinfo, dtype):          # specs, made into tensors later
+        yield SampleInput(spd(3), name="3x3")
+        yield SampleInput(spd(2, batch=(2,)), name="batched")
+
+A sample function yields ``SampleInput``s of ``TensorSpec``s (``make``,
+``index``, ``mask``, ``matrix``, ``spd`` ...); each sample is drawn with its
+own seed (``seed_for(name, index)``), so ``OpInfo.sample(i, dtype)`` rebuilds
+sample ``i`` alone.
 """
 from . import domains, samples
 from .core import (CHECKS, DEFAULT_TOLERANCES, FLOATING, FLOATING_AND_COMPLEX, KnownFailure,

@@ -7,8 +7,13 @@ import time
 import click
 
 from cli.errors import InputError
-from cli.options import (check_options, parse_checks, report_options, require_engine,
-                         verbosity)
+from cli.options import (
+    check_options,
+    parse_checks,
+    report_options,
+    require_engine,
+    verbosity,
+)
 
 EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
 
@@ -52,14 +57,13 @@ def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level)
                 "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
                 "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
                 "family": None, "target": target_text, "kind": target.kind,
-                "inputs": list(t.inputs for t in tasks)}
+                "inputs": [t.inputs for t in tasks]}
     return RunReport("check", recorded, results, interrupted=status == "interrupted",
                      stopped_early=status == "stopped", seconds=time.perf_counter() - start)
 
 
 def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
     import opinfo
-
     from cli.commands.ops import plugin_ops, run_sweep
     infos = [opinfo.get(name) for name in plugin_ops(opinfo, plugin)]
     if not infos:

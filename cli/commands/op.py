@@ -8,7 +8,13 @@ import click
 
 from cli.errors import InputError
 from cli.exit_codes import ExitCode
-from cli.options import check_options, parse_checks, parse_dtypes, require_engine, verbosity
+from cli.options import (
+    check_options,
+    parse_checks,
+    parse_dtypes,
+    require_engine,
+    verbosity,
+)
 
 
 def _samples(info, dtype, index: int | None) -> list:

@@ -7,9 +7,14 @@ import time
 import click
 
 from cli.errors import InputError
-from cli.options import (check_options, parse_checks, parse_dtypes, report_options,
-                         require_engine, verbosity)
-
+from cli.options import (
+    check_options,
+    parse_checks,
+    parse_dtypes,
+    report_options,
+    require_engine,
+    verbosity,
+)
 
 #: resolved plugin path -> names of the OpInfos it registered (a file loads once)
 _PLUGIN_OPS: dict = {}

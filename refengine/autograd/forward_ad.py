@@ -233,7 +233,9 @@ def push_tangents(op, env: dict, tensors: dict, outs: list, levels: tuple, inpla
         tenv = _tangent_env(op, env, tensors, outs, level)
         with excluding(level):
             tans = op.jvp(tenv)
-            tans = tans if len(op.outputs) > 1 else (tans,)
+            if not isinstance(tans, (tuple, list)):
+                # one tangent: for the op's (only) differentiable output
+                tans = tuple(tans if name in op.diff_outputs else None for name in op.outputs)
             for name, o, tan in zip(op.outputs, outs, tans):
                 if tan is None or name not in op.diff_outputs:
                     continue

@@ -1,7 +1,8 @@
 """refengine operations, one module per family; each op is defined once."""
 from . import (binary, complex_ops, elementwise, indexing, products,  # noqa: F401
                reduction, shape)
-from . import conv, linalg, linalg_decompositions, nn, norms  # noqa: F401
+from . import (arithmetic, conv, linalg, linalg_decompositions, nn, norms,  # noqa: F401
+               scans, special)
 from .namespace import build
 
 FUNCTIONS = build()

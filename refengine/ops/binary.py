@@ -26,7 +26,35 @@ deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1
 deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
           vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
           promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB)
-defelementwise("mul", lambda self, other: self * other,
+def _annex_g(x, y):
+    """Complex products where NumPy gives nan+nanj but an operand is infinite:
+    the C99 Annex G recovery PyTorch's complex arithmetic applies (inf * finite
+    is infinite)."""
+    a, b, c, d = x.real.copy(), x.imag.copy(), y.real.copy(), y.imag.copy()
+    for p, q, u, v in ((a, b, c, d), (c, d, a, b)):
+        big = np.isinf(p) | np.isinf(q)
+        p[big] = np.copysign(np.isinf(p[big]).astype(float), p[big])
+        q[big] = np.copysign(np.isinf(q[big]).astype(float), q[big])
+        u[big & np.isnan(u)] = np.copysign(0.0, u[big & np.isnan(u)])
+        v[big & np.isnan(v)] = np.copysign(0.0, v[big & np.isnan(v)])
+    out = np.empty(a.shape, complex)
+    out.real = np.inf * (a * c - b * d)   # set the parts: 1j * inf would make a nan
+    out.imag = np.inf * (a * d + b * c)
+    return out
+
+
+def _mul(self, other):
+    out = np.multiply(self, other)
+    if out.dtype.kind == "c":
+        lost = np.isnan(out.real) & np.isnan(out.imag)
+        if lost.any():
+            x, y = np.broadcast_arrays(np.asarray(self, out.dtype), np.asarray(other, out.dtype))
+            out = np.array(out, copy=True)
+            out[lost] = _annex_g(x[lost], y[lost]).astype(out.dtype)
+    return out
+
+
+defelementwise("mul", _mul,
                {"self": lambda other: other, "other": lambda self: self}, **B)
 defelementwise("div", lambda self, other: np.true_divide(self, other),
                {"self": lambda other: other.reciprocal(),

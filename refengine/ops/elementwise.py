@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from .. import dtypes
-from .opdef import defelementwise, defop, deflinear, no_bool
+from .dispatch import call
+from .opdef import OPS, defelementwise, defop, deflinear, no_bool, public
 
 F = dict(promote=("self",), to_float=True, inplace=True)   # float-valued ops on any input
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -93,3 +94,105 @@ defop("sgn", _sgn,
       promote=("self",), inplace=True)
 defop("sign", _real_only(np.sign), vjp={"self": lambda grad: grad * 0},
       jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True)
+
+# ----- more elementwise ops: squares, inverse hyperbolics, rounding, clamp, nan_to_num
+defelementwise("square", lambda self: self * self, lambda self: self * 2,
+               promote=("self",), inplace=True)
+defelementwise("asinh", lambda self: np.arcsinh(self), lambda self: (self * self + 1).rsqrt(), **F)
+# acosh' = 1/(sqrt(z-1) sqrt(z+1)): equal to (z^2-1)^(-1/2) on the reals, and
+# right on the whole principal branch for complex z (where the latter flips sign).
+defelementwise("acosh", lambda self: np.arccosh(self),
+               lambda self: ((self - 1).sqrt() * (self + 1).sqrt()).reciprocal(), **F)
+defelementwise("atanh", lambda self: np.arctanh(self), lambda self: (1 - self * self).reciprocal(),
+               **F)
+
+
+def _piecewise_constant(name, fn, **options):
+    """A real op that is constant between jumps: its derivative is 0 everywhere."""
+    defop(name, _real_only(fn), vjp={"self": lambda grad: grad * 0},
+          jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, **options)
+
+
+_piecewise_constant("floor", lambda self: np.floor(self) if self.dtype.kind == "f" else self.copy())
+_piecewise_constant("ceil", lambda self: np.ceil(self) if self.dtype.kind == "f" else self.copy())
+_piecewise_constant("trunc", lambda self: np.trunc(self) if self.dtype.kind == "f" else self.copy())
+
+
+def _round(self, decimals=0):
+    """Round half to even, to ``decimals`` decimal places."""
+    if np.iscomplexobj(self):
+        raise RuntimeError("round is not implemented for complex tensors")
+    return np.round(self, decimals) if self.dtype.kind == "f" else self.copy()
+
+
+defop("round", _round, vjp={"self": lambda grad: grad * 0}, jvp=lambda self_t: self_t * 0,
+      promote=("self",), inplace=True,
+      variant=lambda raw: "RoundBackward0" if not raw.get("decimals") else "RoundBackward1")
+# frac(x) = x - trunc(x): slope 1 between the jumps.
+defop("frac", _real_only(lambda self: self - np.trunc(self)), vjp={"self": lambda grad: grad},
+      jvp=lambda self_t: self_t, promote=("self",), inplace=True)
+
+
+def _nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
+
+
+# Replaced entries are constants: the gradient passes only where self is finite.
+defop("nan_to_num", _nan_to_num,
+      vjp={"self": lambda grad, self: grad * self.isfinite().to(grad.dtype)},
+      jvp=lambda self_t, self: self_t * self.isfinite().to(self_t.dtype),
+      promote=("self",), inplace=True)
+
+
+def _clamp(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    out = self if min is None else np.maximum(self, min)
+    return out if max is None else np.minimum(out, max)
+
+
+def _inside(self, min, max):
+    """Where the clamp passes self through: min <= self <= max (bounds included)."""
+    mask = self == self
+    if min is not None:
+        mask = mask & (self >= min)
+    if max is not None:
+        mask = mask & (self <= max)
+    return mask.to(self.dtype)
+
+
+def _clamp_jvp(self_t, min_t, max_t, self, min, max):
+    out = self_t * _inside(self, min, max)
+    if min is not None:
+        out = out + _clamp_min_grad(min_t, self, min, max)
+    return out + _clamp_max_grad(max_t, self, min, max) if max is not None else out
+
+
+def _clamp_min_grad(grad, self, min, max):
+    hit = self < min
+    return grad * (hit if max is None else hit & (min <= max)).to(grad.dtype)
+
+
+def _clamp_max_grad(grad, self, min, max):
+    hit = self > max
+    return grad * (hit if min is None else hit | (min > max)).to(grad.dtype)
+
+
+# clamp = min(max(self, min), max). At a bound the gradient goes to self
+# (PyTorch: min <= self <= max); where min > max the output is max.
+defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
+      vjp={"self": lambda grad, self, min, max: grad * _inside(self, min, max),
+           "min": _clamp_min_grad, "max": _clamp_max_grad},
+      jvp=_clamp_jvp, inplace=True)
+
+
+@public()
+def clip(input, min=None, max=None):
+    """Alias of ``clamp``."""
+    return call(OPS["clamp"], input, min, max)
+
+
+@public("clip_", function=False)
+def clip_(self, min=None, max=None):
+    """In-place ``clip``."""
+    return self.clamp_(min, max)

@@ -58,8 +58,14 @@ def _gather(self, dim, index):
     return np.take_along_axis(self, index, axis=dim)
 
 
+def _src_region(index_shape) -> tuple:
+    """The part of ``src`` that scatter reads: ``src[:i0, :i1, ...]`` for index shape (i0, i1, ...)."""
+    return tuple(slice(0, s) for s in index_shape)
+
+
 def _scatter(self, dim, index, src):
     out = self.copy()
+    src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src[_src_region(index.shape)]
     np.put_along_axis(out, index, src, axis=dim)
     return out
 
@@ -68,8 +74,17 @@ def _scatter_add(self, dim, index, src):
     out = self.copy()
     idx = list(np.indices(index.shape, sparse=True))
     idx[dim] = index
-    np.add.at(out, tuple(idx), src[tuple(slice(0, s) for s in index.shape)])
+    np.add.at(out, tuple(idx), src[_src_region(index.shape)])
     return out
+
+
+def _gather_into_src(grad, dim, index, src_shape, src_dtype):
+    """The gradient of scatter's ``src``: gathered where it was read, zero elsewhere."""
+    from .shape import embed
+    picked = grad.gather(dim, index)
+    if tuple(src_shape) == tuple(index.shape):
+        return picked
+    return embed(picked, tuple(src_shape), src_dtype, lambda z: z[_src_region(index.shape)])
 
 
 deflinear("gather", _gather,
@@ -78,12 +93,14 @@ deflinear("gather", _gather,
           inputs=("self", "index"), nondiff=("index",))
 deflinear("scatter", _scatter,
           vjp={"self": lambda grad, dim, index: grad.scatter(dim, index, 0.0),
-               "src": lambda grad, dim, index: grad.gather(dim, index)},
+               "src": lambda grad, dim, index, src_shape, src_dtype: _gather_into_src(
+                   grad, dim, index, src_shape, src_dtype)},
           inputs=("self", "index", "src"), nondiff=("index",), promote=("self", "src"),
           inplace=True)
 deflinear("scatter_add", _scatter_add,
           vjp={"self": lambda grad: grad,
-               "src": lambda grad, dim, index: grad.gather(dim, index)},
+               "src": lambda grad, dim, index, src_shape, src_dtype: _gather_into_src(
+                   grad, dim, index, src_shape, src_dtype)},
           inputs=("self", "index", "src"), nondiff=("index",), inplace=True)
 
 

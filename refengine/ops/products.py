@@ -98,3 +98,87 @@ def matmul(input, other):
     if b == 1:
         return matmul(input, other.unsqueeze(-1)).squeeze(-1)
     return call(OPS["matmul_nd"], input, other)
+
+
+# ----- einsum: multilinear. The vjp for operand k is an einsum of grad with the
+# conjugated other operands back to k's subscripts; a letter repeated in k
+# (a diagonal) is renamed and tied by an identity matrix, a letter summed
+# only in k is broadcast by a vector of ones.
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_parse(equation: str, shapes: list) -> tuple:
+    """(input subscripts, output subscripts) with ellipses expanded, output explicit."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(shapes):
+        raise RuntimeError(f"einsum(): {len(subs)} operands in the equation, {len(shapes)} given")
+    free = [c for c in _LETTERS if c not in eq]
+    width = max([len(s) - (len(sub) - 3) for sub, s in zip(subs, shapes) if "..." in sub] or [0])
+    ell = "".join(free[:width])
+    subs = [sub.replace("...", ell[width - (len(s) - (len(sub) - 3)):]) if "..." in sub else sub
+            for sub, s in zip(subs, shapes)]
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        letters = "".join(subs)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return subs, out
+
+
+def _einsum_grad(k, grad, operands, subs, out):
+    from .. import creation
+    target, others = subs[k], [j for j in range(len(subs)) if j != k]
+    spare = iter(c for c in _LETTERS if c not in "".join(subs) + out)
+    sizes = {c: n for s, o in zip(subs, operands) for c, n in zip(s, o.shape)}
+    args, terms, result = [grad], [out], ""
+    for j in others:
+        args.append(operands[j].conj())
+        terms.append(subs[j])
+    seen = set(out + "".join(subs[j] for j in others))
+    for c in target:
+        if c in result:                      # a repeated letter: tie it with eye
+            new = next(spare)
+            args.append(creation.eye(sizes[c], dtype=grad.dtype))
+            terms.append(c + new)
+            result += new
+            continue
+        if c not in seen:                    # summed only here: broadcast with ones
+            args.append(creation.ones(sizes[c], dtype=grad.dtype))
+            terms.append(c)
+        result += c
+    return call(OPS["einsum"], ",".join(terms) + "->" + result, args)
+
+
+def _einsum_forward(equation, operands):
+    return np.einsum(equation, *operands, optimize=len(operands) > 2)
+
+
+def _einsum_jvp(operands_t, equation, operands):
+    total = None
+    for k, t in enumerate(operands_t):
+        args = list(operands)
+        args[k] = t
+        term = call(OPS["einsum"], equation, args)
+        total = term if total is None else total + term
+    return total
+
+
+def _einsum_vjp(grad, equation, operands):
+    lhs, out = equation.split("->")
+    subs = lhs.split(",")
+    return [_einsum_grad(k, grad, operands, subs, out) for k in range(len(operands))]
+
+
+defop("einsum", _einsum_forward, inputs=("operands",), promote=("operands",),
+      vjp={"operands": _einsum_vjp}, jvp=_einsum_jvp, method=None, function=False)
+
+
+@public(method=False)
+def einsum(equation, *operands):
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)``; operands may also be one list."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    subs, out = _einsum_parse(equation, [tuple(o.shape) for o in operands])
+    return call(OPS["einsum"], ",".join(subs) + "->" + out, list(operands))

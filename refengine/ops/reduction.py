@@ -67,17 +67,22 @@ deflinear("mean", lambda self, dim=None, keepdim=False: np.mean(self, axis=_np_a
 
 
 def _prod_others(self, dim):
-    """For each element, the product of the others in its slice (zeros handled)."""
-    keep = dim is not None or self.ndim == 0
-    dims = dims_of(dim, self.ndim)
-    zero = self == 0
-    safe = self.masked_fill(zero, 1)
-    nonzero_prod = safe.prod(dims[0], keepdim=True) if keep else safe.reshape(-1).prod().reshape(
-        (1,) * self.ndim)
-    zeros = zero.to(self.dtype).sum(dim=dims, keepdim=True).real
-    full = nonzero_prod * (zeros == 0).to(self.dtype)
-    at_zero = nonzero_prod * (zeros == 1).to(self.dtype)
-    return (full / safe).masked_fill(zero, 0) + at_zero.expand(tuple(self.shape)).masked_fill(~zero, 0)
+    """For each element, the product of the others in its slice.
+
+    Computed as the product of ``n`` copies of the slice, copy ``i`` with
+    element ``i`` replaced by 1: exact at zeros (any number of them) and
+    differentiable again, unlike ``result / self``. O(n^2), fine here.
+    """
+    from .. import creation
+    if self.ndim == 0:
+        return creation.ones_like(self)
+    if dim is None:
+        return _prod_others(self.reshape(-1), 0).reshape(tuple(self.shape))
+    d = int(dim) % self.ndim
+    n = self.shape[d]
+    mask = np.eye(n, dtype=bool).reshape((n,) + (1,) * d + (n,) + (1,) * (self.ndim - d - 1))
+    others = self.unsqueeze(0).masked_fill(creation.tensor(mask), 1).prod(d + 1)
+    return others.movedim(0, d)
 
 
 def _prod_forward(self, dim=None, keepdim=False):

@@ -295,3 +295,81 @@ deflinear("tril", _tri(np.tril), vjp={"self": lambda grad, diagonal: grad.tril(d
           inplace=True)
 deflinear("triu", _tri(np.triu), vjp={"self": lambda grad, diagonal: grad.triu(diagonal)},
           inplace=True)
+
+
+def _dims_tuple(dims, ndim):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return tuple(_norm_dim(d, ndim) for d in dims)
+
+
+deflinear("flip", lambda self, dims: np.flip(self, _dims_tuple(dims, self.ndim)).copy(),
+          vjp={"self": lambda grad, dims: grad.flip(dims)})
+deflinear("roll", lambda self, shifts, dims=None: np.roll(self, shifts, dims),
+          vjp={"self": lambda grad, shifts, dims: grad.roll(
+              -shifts if isinstance(shifts, int) else tuple(-s for s in shifts), dims)})
+
+
+def _repeat(self, repeats):
+    if len(repeats) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    return np.tile(self.reshape((1,) * (len(repeats) - self.ndim) + self.shape), repeats)
+
+
+def _repeat_vjp(grad, self_shape, repeats):
+    padded = (1,) * (len(repeats) - len(self_shape)) + tuple(self_shape)
+    split = [n for r, s in zip(repeats, padded) for n in (r, s)]
+    return grad.reshape(split).sum(list(range(0, 2 * len(repeats), 2))).reshape(self_shape)
+
+
+deflinear("repeat", _repeat, vjp={"self": _repeat_vjp}, method=None, function=False)
+
+
+@public("repeat", function=False)
+def repeat(self, *sizes):
+    """The tensor tiled ``sizes`` times along each dim (leading dims added as needed)."""
+    return call(OPS["repeat"], self, _shape_arg(sizes))
+
+
+@public()
+def tile(input, dims):
+    """``repeat`` with ``dims`` padded with leading ones to the tensor's rank."""
+    dims = _shape_arg((dims,) if isinstance(dims, int) else tuple(dims))
+    return call(OPS["repeat"], input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+# split, chunk and unbind return several views; each is a narrow / select view.
+@public()
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along ``dim`` (of one size, or of the given sizes)."""
+    d = _norm_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        sizes = [min(step, n - s) for s in range(0, n, step)] if step > 0 else [n]
+        sizes = sizes or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes="
+                               f"{sizes}")
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(narrow(tensor, d, start, size))
+        start += size
+    return tuple(pieces)
+
+
+@public()
+def chunk(input, chunks, dim=0):
+    """At most ``chunks`` views of (nearly) equal size along ``dim``."""
+    n = input.shape[_norm_dim(dim, input.ndim)]
+    return split(input, max(-(-n // chunks), 1), dim)
+
+
+@public()
+def unbind(input, dim=0):
+    """The views ``input.select(dim, i)`` for every ``i``."""
+    d = _norm_dim(dim, input.ndim)
+    return tuple(input.select(d, i) for i in range(input.shape[d]))

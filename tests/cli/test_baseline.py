@@ -1,9 +1,10 @@
 """--baseline: CI fails only on new failures and reports the fixed ones."""
 import json
 
+from cli_paths import CLI_TEST_OPS
+
 from cli.baseline import compare
 from cli.results import CheckResult
-from cli_paths import WRONG_OPS
 
 
 def _result(op, status, sample=0):
@@ -22,12 +23,12 @@ def test_compare_splits_failures_into_new_and_accepted_and_finds_the_fixed():
 
 
 def _sweep(run_json, *extra):
-    return run_json("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse", *extra)
+    return run_json("ops", *CLI_TEST_OPS, "--check", "reverse", *extra)
 
 
 def test_a_written_baseline_turns_the_same_failures_into_exit_0(run, run_json, tmp_path):
     path = tmp_path / "baseline.json"
-    first = run("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse",
+    first = run("ops", *CLI_TEST_OPS, "--check", "reverse",
                 "--write-baseline", path)
     assert first.exit_code == 1
     assert "wrote 2 accepted failures" in first.stderr
@@ -55,7 +56,7 @@ def test_an_accepted_failure_that_now_passes_is_reported_fixed(run, tmp_path):
     path.write_text(json.dumps({"schema": "adcheck-baseline", "schema_version": 1, "accepted": [
         {"key": "cli_square|float64|0|reverse"}, {"key": "cli_doubled_sin|float64|0|reverse"},
         {"key": "cli_doubled_sin|float64|1|reverse"}]}))
-    result = run("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse",
+    result = run("ops", *CLI_TEST_OPS, "--check", "reverse",
                  "--baseline", path)
     assert result.exit_code == 0
     assert "0 new, 2 accepted, 1 fixed" in result.stdout

@@ -1,7 +1,7 @@
 """adcheck ops: exit status, the JSON schema, JUnit XML, and --jobs equivalence."""
 import xml.etree.ElementTree as ET
 
-from cli_paths import WRONG_OPS
+from cli_paths import CLI_TEST_OPS, WRONG_OPS
 
 TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "command": str,
              "settings": dict, "interrupted": bool, "stopped_early": bool,
@@ -56,7 +56,7 @@ def test_the_json_report_follows_schema_v1(run_json):
 
 
 def test_a_wrong_formula_exits_1_and_the_json_says_why(run_json):
-    result, doc = run_json("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse")
+    result, doc = run_json("ops", *CLI_TEST_OPS, "--check", "reverse")
     assert result.exit_code == 1
     assert_schema_v1(doc)
     failed = [r for r in doc["results"] if r["status"] == "failed"]
@@ -68,7 +68,7 @@ def test_a_wrong_formula_exits_1_and_the_json_says_why(run_json):
 
 def test_junit_xml_has_one_testcase_per_op_sample_and_check(run_json, tmp_path):
     path = tmp_path / "report.xml"
-    result, doc = run_json("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse,forward",
+    _, doc = run_json("ops", *CLI_TEST_OPS, "--check", "reverse,forward",
                            "--junit-xml", path)
     root = ET.parse(path).getroot()
     assert root.tag == "testsuites"
@@ -90,7 +90,8 @@ def _without_timing(doc):
 
 
 def test_jobs_2_gives_the_same_results_as_jobs_1(run_json):
-    args = ("ops", "sin", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse,fast",
+    args = ("ops", "sin", "cli_doubled_sin", "cli_square", "--plugin", WRONG_OPS,
+            "--check", "reverse,fast",
             "--dtype", "float64", "--seed", "5")
     serial, one = run_json(*args, "--jobs", "1")
     parallel, two = run_json(*args, "--jobs", "2")
@@ -113,7 +114,7 @@ def test_results_go_to_stdout_and_warnings_to_stderr(run):
 
 
 def test_quiet_prints_only_failures_and_totals(run):
-    result = run("ops", "cli_*", "--plugin", WRONG_OPS, "--check", "reverse", "-q")
+    result = run("ops", *CLI_TEST_OPS, "--check", "reverse", "-q")
     lines = result.stdout.strip().splitlines()
     assert result.exit_code == 1
     assert lines[-1].startswith("2 passed, 2 failed")

@@ -2,7 +2,6 @@
 import importlib.util
 
 import pytest
-
 from cli_paths import USER_FUNCTIONS, WRONG_OPS
 
 

@@ -335,8 +335,6 @@ KNOWN_ENGINE_BUGS = {
                                  "jvp for an input without a tangent (torch passes zeros)",
     ("refengine", "mul-correct"): "refengine passes None, not zeros, to a custom Function's "
                                   "jvp for an input without a tangent (torch passes zeros)",
-    ("refengine", "tanh-correct-real"): "refengine's forward AD of x ** 2 gives a NaN tangent "
-                                        "where x < 0 (torch: 2 * x * t)",
 }
 
 

@@ -128,3 +128,24 @@ def test_function_returning_no_tensor():
 def test_not_callable():
     with pytest.raises(GradcheckError, match="the function raised TypeError"):
         gradcheck(42, (x64(1.0),))
+
+
+class SinCosNoneGrads(torch.autograd.Function):
+    """Two outputs; the backward assumes both gradients are defined."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        return torch.sin(x), torch.cos(x)
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        x, = ctx.saved_tensors
+        return g0 * torch.cos(x) - g1 * torch.sin(x)
+
+
+def test_backward_that_cannot_take_undefined_grads_is_explained():
+    # torch.autograd.gradcheck lets the TypeError escape here; we name the cause
+    with pytest.raises(GradcheckError, match=r"the other outputs' gradients are undefined"):
+        gradcheck(SinCosNoneGrads.apply, (x64(0.3, 0.5),))

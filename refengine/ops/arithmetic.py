@@ -1,0 +1,69 @@
+"""More binary (and ternary) elementwise ops: fmod remainder hypot xlogy lerp polar.
+
+fmod and remainder are ``self - q * other`` with a piecewise-constant
+quotient ``q`` (truncated, floored), so their derivatives are 1 and ``-q``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .dispatch import call
+from .opdef import OPS, defelementwise, defop
+
+B = dict(promote=("self", "other"), inplace=True)
+
+
+def _real_binary(fn):
+    def forward(self, other):
+        if np.iscomplexobj(self) or np.iscomplexobj(other):
+            raise RuntimeError(f"{fn.__name__} is not implemented for complex tensors")
+        return fn(self, other)
+    forward.__name__ = fn.__name__
+    return forward
+
+
+def _one(self):
+    return self * 0 + 1
+
+
+defelementwise("fmod", _real_binary(np.fmod),
+               {"self": _one, "other": lambda self, other: -(self / other).trunc()}, **B)
+defelementwise("remainder", _real_binary(np.remainder),
+               {"self": _one, "other": lambda self, other: -(self / other).floor()}, **B)
+defelementwise("hypot", _real_binary(np.hypot),
+               {"self": lambda self, result: self / result,
+                "other": lambda other, result: other / result}, to_float=True, **B)
+
+
+def _xlogy(self, other):
+    with np.errstate(all="ignore"):
+        out = self * np.log(other)
+    return np.where((self == 0) & ~np.isnan(other), 0, out).astype(out.dtype)
+
+
+# d/dself = log(other), taken as 0 where self == 0 (as the value is); d/dother = self/other.
+defelementwise("xlogy", _real_binary(_xlogy),
+               {"self": lambda self, other: call(OPS["xlogy"], (self != 0).to(self.dtype), other),
+                "other": lambda self, other: self / other}, to_float=True, **B)
+defelementwise("lerp", lambda self, end, weight: self + weight * (end - self),
+               {"self": lambda weight: 1 - weight, "end": lambda weight: weight,
+                "weight": lambda self, end: end - self},
+               promote=("self", "end", "weight"), inplace=True)
+
+
+def _polar(abs, angle):
+    if np.iscomplexobj(abs) or np.iscomplexobj(angle):
+        raise RuntimeError("polar: expected abs and angle to be floating point tensors")
+    out = np.empty(np.broadcast_shapes(abs.shape, angle.shape),
+                   dtype=dtypes.to_complex(dtypes.from_numpy_dtype(np.result_type(abs, angle))).np)
+    out.real, out.imag = abs * np.cos(angle), abs * np.sin(angle)
+    return out
+
+
+# polar is not holomorphic (its inputs are real): d out = e^{i angle} d abs + i out d angle.
+defop("polar", _polar, inputs=("abs", "angle"), promote=("abs", "angle"),
+      vjp={"abs": lambda grad, angle: (grad * (angle * -1j).exp()).real,
+           "angle": lambda grad, result: (grad * result.conj() * -1j).real},
+      jvp=lambda abs_t, angle_t, angle, result: abs_t * (angle * 1j).exp() + angle_t * result * 1j,
+      result_dtype=dtypes.to_complex, method=None)

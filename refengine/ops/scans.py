@@ -1,0 +1,57 @@
+"""Cumulative ops along ``dim``: cumsum (linear) and cumprod.
+
+cumsum's vjp is the reversed cumulative sum. For cumprod, with
+``P[i, k] = prod_{j <= k, j != i} x_j`` for ``k >= i`` (and 0 for k < i),
+``d out_k = sum_i P[i, k] dx_i``: P is built as the cumulative product of
+``n`` copies of the slice with element ``i`` of copy ``i`` set to 1, which
+is exact at zeros and differentiable again (O(n^2), fine for a reference).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .opdef import defop, deflinear
+
+
+def _scan(fn):
+    def forward(self, dim, dtype=None):
+        x = self.astype(dtype.np) if dtype is not None else self
+        if x.dtype.kind in "bui":
+            x = x.astype(np.int64)
+        return fn(x, axis=int(dim) % max(x.ndim, 1)) if x.ndim else x.copy()
+    return forward
+
+
+_INT = dict(promote=("self",), inplace=True,
+            result_dtype=lambda d: dtypes.int64 if d._category < 2 else d)
+deflinear("cumsum", _scan(np.cumsum),
+          vjp={"self": lambda grad, dim: grad.flip(dim).cumsum(dim).flip(dim) if grad.ndim else grad},
+          **_INT)
+
+
+def _cumprod_partials(self, dim):
+    """P with the slice along ``dim`` moved last: shape (..., n_i, n_k)."""
+    from .. import creation
+    x = self.movedim(dim, -1)
+    n = x.shape[-1]
+    eye = creation.tensor(np.eye(n, dtype=bool))
+    P = x.unsqueeze(-2).expand(tuple(x.shape[:-1]) + (n, n)).masked_fill(eye, 1).cumprod(-1)
+    return P * creation.tensor(np.triu(np.ones((n, n)))).to(P.dtype)
+
+
+def _cumprod_vjp(grad, self, dim):
+    if self.ndim == 0:
+        return grad
+    P = _cumprod_partials(self, dim)
+    return (P.conj() * grad.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+
+
+def _cumprod_jvp(self_t, self, dim):
+    if self.ndim == 0:
+        return self_t
+    P = _cumprod_partials(self, dim)
+    return (P * self_t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+
+
+defop("cumprod", _scan(np.cumprod), vjp={"self": _cumprod_vjp}, jvp=_cumprod_jvp, **_INT)

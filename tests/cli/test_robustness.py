@@ -1,0 +1,87 @@
+"""An op that raises, returns NaN or hangs is an error for that op; Ctrl-C
+writes the partial report and exits 130."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cli_paths import CLI_TEST_OPS, UNRULY_OPS
+
+import cli.sweep
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _by_op(doc):
+    found = {}
+    for r in doc["results"]:
+        found.setdefault(r["op"], []).append(r)
+    return found
+
+
+def test_raising_nan_and_hanging_ops_are_errors_and_the_sweep_goes_on(run_json):
+    start = time.perf_counter()
+    result, doc = run_json("ops", "--plugin", UNRULY_OPS, "--family", "cli_unruly",
+                           "--check", "reverse", "--timeout", "0.5")
+    assert time.perf_counter() - start < 10
+    assert result.exit_code == 1
+    ops = _by_op(doc)
+    assert [r["status"] for r in ops["cli_raises"]] == ["error"]
+    assert "RuntimeError: this op is broken" in ops["cli_raises"][0]["message"]
+    assert [r["status"] for r in ops["cli_nan"]] == ["error"]
+    assert "NaN" in ops["cli_nan"][0]["message"]
+    assert [r["status"] for r in ops["cli_slow"]] == ["error"]
+    assert "timed out after 0.5s" in ops["cli_slow"][0]["message"]
+    assert [r["status"] for r in ops["cli_fine"]] == ["passed"]   # the op after them ran
+
+
+def test_ctrl_c_in_a_serial_sweep_writes_the_partial_report_and_exits_130(run, monkeypatch):
+    real = cli.sweep.run_task
+    calls = []
+
+    def interrupted_on_second_task(task):
+        calls.append(task)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(task)
+    monkeypatch.setattr(cli.sweep, "run_task", interrupted_on_second_task)
+    result = run("ops", *CLI_TEST_OPS, "--check", "reverse",
+                 "--format", "json")
+    assert result.exit_code == 130
+    doc = json.loads(result.stdout)
+    assert doc["interrupted"] is True and doc["exit_code"] == 130
+    assert {r["op"] for r in doc["results"]} == {"cli_doubled_sin"}   # the first task only
+    assert "partial" in result.stderr
+
+
+def test_sigint_to_a_parallel_sweep_terminates_the_workers_and_exits_130(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    junit = tmp_path / "partial.xml"
+    command = [sys.executable, "-c", "from cli.main import main; main()", "ops", "--plugin",
+               UNRULY_OPS, "cli_fine", "cli_slow", "--check", "reverse", "--jobs", "2",
+               "--timeout", "60", "--format", "json", "--junit-xml", str(junit)]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+        if time.time() > deadline - 25:    # give the workers time to start
+            process.send_signal(signal.SIGINT)
+            break
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True
+    assert "cli_slow" not in {r["op"] for r in doc["results"]}
+    assert junit.exists() and "interrupted" in junit.read_text()
+
+
+def test_fail_fast_stops_after_the_first_failing_op(run_json):
+    result, doc = run_json("ops", *CLI_TEST_OPS,
+                           "--check", "reverse", "--dtype", "float64", "--fail-fast")
+    assert result.exit_code == 1
+    assert doc["stopped_early"] is True
+    assert {r["op"] for r in doc["results"]} == {"cli_doubled_sin"}

@@ -1,0 +1,43 @@
+"""adcheck --help starts fast: no NumPy, rich or torch before a command runs."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("numpy", "rich", "torch", "refengine", "opinfo", "gradcheck", "mpmath")
+
+
+def _python(code, *args):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-c", code, *args], check=False, cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_help_imports_nothing_heavy():
+    code = ("import sys\nfrom cli.main import cli\n"
+            "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    result = _python(code)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def test_help_of_every_command_imports_nothing_heavy():
+    code = ("import sys\nfrom cli.main import cli, COMMANDS\n"
+            "for name in COMMANDS:\n"
+            "    try:\n        cli.main([name, '--help'], standalone_mode=False)\n"
+            "    except SystemExit:\n        pass\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    result = _python(code)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def test_help_starts_in_under_0_3_seconds():
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        result = _python("from cli.main import main; main()", "--help")
+        best = min(best, time.perf_counter() - start)
+    assert result.returncode == 0 and "Commands:" in result.stdout
+    assert best < 0.3, f"adcheck --help took {best:.2f}s"
