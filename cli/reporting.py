@@ -34,6 +34,7 @@ def progress_bar(total: int, enabled: bool):
         yield None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -52,7 +53,7 @@ def progress_bar(total: int, enabled: bool):
             nonlocal failing
             failing += sum(r.failing for r in outcome.results)
             bar.update(task_id, advance=1, failing=failing,
-                       description=f"{task.op} {task.dtype}"[:28])
+                       description=escape(f"{task.op} {task.dtype}"[:28]))
         yield advance
 
 

@@ -20,7 +20,8 @@ from refengine import dtypes as _dt
 from .samples import materialize
 
 #: the checks a known failure can name
-CHECKS = ("values", "reverse", "forward", "gradgrad", "fwgrad_bwgrad", "reference", "torch")
+CHECKS = ("values", "reverse", "forward", "gradgrad", "fwgrad_bwgrad", "reference",
+          "torch_values", "torch_reverse", "torch_forward")
 
 
 def identity(x):

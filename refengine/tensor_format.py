@@ -130,8 +130,8 @@ def format_tensor(t) -> str:
         body = "[]"
     else:
         body = _Printer(arr, arr.size > _THRESHOLD).render(arr, len(prefix))
-    if not _implicit_dtype(t.dtype) or (arr.size == 0 and t.dtype is not dtypes.get_default_dtype()
-                                        and t.dtype is not dtypes.int64):
+    # an empty tensor shows any dtype but the default float one
+    if not _implicit_dtype(t.dtype) or (arr.size == 0 and t.dtype is not dtypes.get_default_dtype()):
         suffixes.append(f"dtype={t.dtype!r}")
     fn = t.grad_fn
     if fn is not None:

@@ -56,6 +56,11 @@ def select(opinfo, patterns: tuple, families: tuple, engine: str) -> list:
                 _unknown_op(opinfo, pattern)
         infos = [i for i in infos if any(fnmatch.fnmatchcase(i.name, p) for p in patterns)]
     if engine == "torch":
+        without = [i.name for i in infos if i.torch_name is None]
+        if without:
+            from cli.reporting import warn
+            warn(f"{len(without)} selected ops name no torch op and are not checked on "
+                 f"torch: {', '.join(without)}")
         infos = [i for i in infos if i.torch_name is not None]
     return infos
 

@@ -37,7 +37,8 @@ def summary_table(report: RunReport) -> Table:
     """Rows: ops; columns: checks; cells: counts of samples by status."""
     checks = report.checks()
     families = {r.op: r.family for r in report.results}
-    table = Table(title=f"adcheck {report.command}: {_title(report)}", title_justify="left")
+    table = Table(title=Text(f"adcheck {report.command}: {_title(report)}"),
+                  title_justify="left")
     table.add_column("op", style="bold")
     table.add_column("kind" if report.settings.get("kind") else "family", style="dim")
     for check in checks:

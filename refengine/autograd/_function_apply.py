@@ -113,6 +113,10 @@ def _forward_tangents(cls, ctx, args, outputs) -> None:
                     for a in args]
         if all(t is None for t in tangents):
             continue
+        # like PyTorch, a tensor input without a tangent gets a zero tangent
+        tangents = [_zeros_like(a) if isinstance(a, Tensor) and t is None and
+                    (a.is_floating_point() or a.is_complex()) else t
+                    for a, t in zip(args, tangents)]
         ctx._in_jvp = True
         try:
             with forward_ad.excluding(level):
@@ -123,6 +127,11 @@ def _forward_tangents(cls, ctx, args, outputs) -> None:
         for o, tan in zip(outputs, result):
             if isinstance(o, Tensor) and tan is not None:
                 forward_ad.set_tangent(o, level, forward_ad.fit_tangent(tan, o))
+
+
+def _zeros_like(t):
+    from ..creation import zeros_like
+    return zeros_like(t)
 
 
 class DelayedError(Node):

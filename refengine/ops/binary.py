@@ -100,7 +100,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
 
 def _check_pow(tensors: dict) -> None:
     base, exp = tensors["self"], tensors["exponent"]
-    if base.dtype.name == "bool" and exp.dtype.name == "bool":
+    if base.dtype.name == "bool" and exp.dtype.name == "bool" and not exp._wrapped_number:
         raise RuntimeError('"pow" is not implemented for \'Bool\'')
     if base.dtype._category == 1 and exp.dtype._category == 1 and bool((exp._data < 0).any()):
         raise RuntimeError("Integers to negative integer powers are not allowed.")

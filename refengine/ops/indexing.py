@@ -55,7 +55,10 @@ def _zeros(shape, dtype):
 
 
 def _gather(self, dim, index):
-    return np.take_along_axis(self, index, axis=dim)
+    # torch reads only the index's extent in the other dims (NumPy would broadcast)
+    d = dim % self.ndim if self.ndim else 0
+    region = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
+    return np.take_along_axis(self[region], index, axis=d)
 
 
 def _src_region(index_shape) -> tuple:

@@ -328,14 +328,7 @@ def second_order_entries() -> list:
 
 #: (engine, entry name) -> the engine bug that makes a correct entry fail;
 #: each is a strict xfail, so the test fails again once the engine is fixed.
-KNOWN_ENGINE_BUGS = {
-    ("refengine", "mv-correct"): "refengine passes None, not zeros, to a custom Function's "
-                                 "jvp for an input without a tangent (torch passes zeros)",
-    ("refengine", "mm-correct"): "refengine passes None, not zeros, to a custom Function's "
-                                 "jvp for an input without a tangent (torch passes zeros)",
-    ("refengine", "mul-correct"): "refengine passes None, not zeros, to a custom Function's "
-                                  "jvp for an input without a tangent (torch passes zeros)",
-}
+KNOWN_ENGINE_BUGS: dict = {}
 
 
 def all_entries() -> list:

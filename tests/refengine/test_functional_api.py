@@ -261,9 +261,6 @@ def test_strict_accepts_a_function_of_every_input():
                                                              [(2, 2, 3), (2, 3)]]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug (refengine/autograd/saved.py): a saved output (exp's `result`) is unpacked "
-    "without its forward-AD tangent, so forward-over-reverse misses a term"))
 def test_hvp_through_an_op_that_saves_its_result():
     def f(t):
         return t.exp().sum()

@@ -70,12 +70,12 @@ def _dtype_name(t) -> str:
     return str(t.dtype).split(".")[-1]
 
 
-def _check_all(samples, what: str, one, info, dtype) -> None:
+def _check_all(samples, what: str, one, info, dtype, check: str) -> None:
     """Run ``one(sample)`` on every sample and fail once, listing every sample that failed
-    (a sample under a declared ``torch`` known failure must fail, or that is reported)."""
+    (a sample under a declared known failure of ``check`` must fail, or that is reported)."""
     problems = []
     for sample in samples:
-        known = info.known_failure("torch", dtype, sample)
+        known = info.known_failure(check, dtype, sample)
         try:
             one(sample)
             if known is not None:
@@ -111,8 +111,8 @@ def test_values_match_torch(info, dtype):
             assert tuple(a.shape) == tuple(b.shape), \
                 f"{where}: shape {tuple(a.shape)}, torch {tuple(b.shape)}"
             np.testing.assert_allclose(_to_numpy(a), _to_numpy(b), **VALUE_TOL, err_msg=where)
-    _check_all(_all_samples(info, dtype, requires_grad=False), f"{info.name} {dtype.name} values", one,
-               info, dtype)
+    _check_all(_all_samples(info, dtype, requires_grad=False),
+               f"{info.name} {dtype.name} values", one, info, dtype, "torch_values")
 
 
 def _float_outputs(results) -> list:
@@ -145,8 +145,8 @@ def test_gradients_match_torch(info, dtype):
             b = np.zeros(x.shape, x.dtype.np) if b is None else _to_numpy(b)
             np.testing.assert_allclose(a, b, **GRAD_TOL,
                                        err_msg=f"{info.name} {dtype.name} {sample!r}: vjp for in_idx {in_idx}")
-    _check_all(_all_samples(info, dtype, requires_grad=True), f"{info.name} {dtype.name} vjp", one,
-               info, dtype)
+    _check_all(_all_samples(info, dtype, requires_grad=True),
+               f"{info.name} {dtype.name} vjp", one, info, dtype, "torch_reverse")
 
 
 @pytest.mark.parametrize("info, dtype", _cases("forward"))
@@ -177,8 +177,8 @@ def test_jvps_match_torch(info, dtype):
             b = np.zeros(o.shape, o.dtype.np) if b is None else _to_numpy(b)
             np.testing.assert_allclose(a, b, **GRAD_TOL,
                                        err_msg=f"{info.name} {dtype.name} {sample!r}: jvp of out_idx {out_idx}")
-    _check_all(_all_samples(info, dtype, requires_grad=True), f"{info.name} {dtype.name} jvp", one,
-               info, dtype)
+    _check_all(_all_samples(info, dtype, requires_grad=True),
+               f"{info.name} {dtype.name} jvp", one, info, dtype, "torch_forward")
 
 
 def _swap_torch(value, table):
