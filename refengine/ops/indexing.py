@@ -54,10 +54,15 @@ def _zeros(shape, dtype):
     return creation.zeros(shape, dtype=dtype)
 
 
-def _gather(self, dim, index):
-    # torch reads only the index's extent in the other dims (NumPy would broadcast)
+def _index_region(self, dim, index):
+    """(dim, the part of ``self`` an index addresses): torch uses only the index's
+    extent in the other dims, where NumPy's *_along_axis would broadcast it."""
     d = dim % self.ndim if self.ndim else 0
-    region = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
+    return d, tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
+
+
+def _gather(self, dim, index):
+    d, region = _index_region(self, dim, index)
     return np.take_along_axis(self[region], index, axis=d)
 
 
@@ -69,7 +74,8 @@ def _src_region(index_shape) -> tuple:
 def _scatter(self, dim, index, src):
     out = self.copy()
     src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src[_src_region(index.shape)]
-    np.put_along_axis(out, index, src, axis=dim)
+    d, region = _index_region(out, dim, index)
+    np.put_along_axis(out[region], index, src, axis=d)   # out[region] is a view: writes land
     return out
 
 
