@@ -78,7 +78,8 @@ def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | N
             except OSError as exc:
                 raise InputError(f"cannot write {write_baseline!r}: {exc.strerror}; "
                                  "choose a writable path") from None
-            click.echo(f"wrote {count} accepted failures to {write_baseline}", err=True)
+            plural = "" if count == 1 else "s"
+            click.echo(f"wrote {count} accepted failure{plural} to {write_baseline}", err=True)
     if report.interrupted:
         click.echo("interrupted: the report above is partial", err=True)
     raise click.exceptions.Exit(int(report.exit_code()))

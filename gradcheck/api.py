@@ -52,7 +52,8 @@ def _slow(problem: Problem, report: Report, rng, opts: dict):
     if rev is not None and fwd is not None and opts["check_adjoint"]:
         probes = draw_probes(problem, rng, opts["probes"])
         rev_p, jtv, fwd_p, ju = slow_projections(probes, rev, fwd, problem.layout)
-        report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(problem))
+        report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(problem),
+                                          opts["nondet_tol"])
     report.results += checks.detached(problem, numerical, atol)
     if numerical.mode == "reference":
         _who_is_wrong(problem, report, opts)
@@ -93,7 +94,8 @@ def _fast(problem: Problem, report: Report, rng, opts: dict):
         report.results += compare_jacobians("fast-forward", numerical, ffwd, 0, 0, tols)
         report.jacobians["fast-forward"] = ffwd
     if frev is not None and ffwd is not None and opts["check_adjoint"]:
-        report.results += adjoint_results(probes, frev, jtv, ffwd, ju, _epsilon(problem))
+        report.results += adjoint_results(probes, frev, jtv, ffwd, ju, _epsilon(problem),
+                                          opts["nondet_tol"])
     report.results += checks.detached(problem, numerical, opts["atol"])
     _explain_fast(problem, report, opts)
 
@@ -127,7 +129,8 @@ def _explain_fast(problem: Problem, report: Report, opts: dict):
 def _extra_checks(problem: Problem, report: Report, rng, opts: dict):
     backward, forward = opts["check_backward_ad"], opts["check_forward_ad"]
     if opts["check_scaling"]:
-        report.results += checks.scaling(problem, rng, _epsilon(problem), backward, forward)
+        report.results += checks.scaling(problem, rng, _epsilon(problem), backward, forward,
+                                         opts["nondet_tol"])
     if backward and opts["check_undefined_grad"]:
         report.results += checks.undefined_grad(problem)
     if backward and opts["check_grad_dtypes"]:

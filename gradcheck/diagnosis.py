@@ -89,7 +89,7 @@ def _transposes(e, out_complex, in_complex) -> list:
     return found
 
 
-def _parts(e, a, tol, out_complex, in_complex, in_idx_word) -> str | None:
+def _parts(e, a, tol, out_complex, in_complex) -> str | None:
     wrong = np.abs(a - e) > tol
     if in_complex:
         if not wrong[:, 0::2].any():
@@ -159,7 +159,7 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
         if not _fits(candidate, e, tol_r) and _fits(candidate, a, tol_r):
             return (f"analytical is the transpose of numerical: the {_verb(mode)} multiplies "
                     "by J where it needs J^T (a missing .T/.mT or swapped matmul operands)")
-    return _parts(e, a, tol_r, out_complex, in_complex, "") or _subset(e, a, tol_r)
+    return _parts(e, a, tol_r, out_complex, in_complex) or _subset(e, a, tol_r)
 
 
 def _cplx(block, in_complex):

@@ -67,10 +67,14 @@ class Problem:
                     "only floating point and complex inputs can be differentiated: "
                     "convert it with .double() (or pass it without requires_grad)")
         if not self.diff_in:
+            integers = [f"input {i} has dtype {x.dtype}" for i, x in enumerate(self.inputs)
+                        if E.is_tensor(x) and not E.is_differentiable_dtype(x)]
+            hint = ("; " + ", ".join(integers) + ", and integer tensors cannot require grad: "
+                    "convert them with .double() first") if integers else ""
             raise ValueError(
                 f"{self.name}: no input requires grad, so there is nothing to check; "
                 "call .requires_grad_() on the inputs to differentiate (e.g. "
-                "tensor(x, dtype=float64, requires_grad=True))")
+                f"tensor(x, dtype=float64, requires_grad=True)){hint}")
         for i in self.diff_in:
             dtype = str(self.inputs[i].dtype)
             if not ("float64" in dtype or "complex128" in dtype):

@@ -27,6 +27,7 @@ import mpmath
 import numpy as np
 
 from gradcheck import coords
+from gradcheck.errors import GradcheckError
 from gradcheck.jacobian import Jacobian
 from gradcheck.problem import Problem
 
@@ -67,6 +68,11 @@ def _outputs_real(problem: Problem, result) -> dict:
         for v in array:
             parts = _real_mp(v)
             vals += (parts + [mpmath.mpf(0)] * (2 - len(parts))) if complex_ else parts[:1]
+        if len(vals) != problem.layout.out_size(o):
+            raise ValueError(
+                f"{problem.name}: the mpmath reference's output {o} has {array.size} elements, "
+                f"the function's has {int(np.prod(problem.layout.out_shapes[o]))}; return an "
+                "object array of the output's shape")
         real[o] = vals
     return real
 
@@ -75,7 +81,13 @@ def _call(problem, ref, overrides: dict) -> dict:
     args = list(problem.inputs)
     for i, array in problem.mp_arrays.items():
         args[i] = overrides.get(i, array)
-    return _outputs_real(problem, ref(*args))
+    try:
+        result = ref(*args)
+    except Exception as exc:  # the caller's reference: name it and the convention
+        raise GradcheckError(
+            f"{problem.name}: the mpmath reference raised {type(exc).__name__} ({exc}); it "
+            "receives NumPy object arrays of mpf/mpc (see gradcheck.reference)") from exc
+    return _outputs_real(problem, result)
 
 
 def _moved(array, coordinate, step, complex_):

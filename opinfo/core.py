@@ -35,7 +35,8 @@ class SampleInput:
 
     ``input`` is a tensor or a list of tensors (``cat``, ``stack``).
     ``output_process_fn_grad`` maps the op's output to what is differentiated
-    (for example the values of ``max(x, dim)``). ``name`` describes the
+    and compared (for example the values of ``max(x, dim)``); it is applied to
+    torch outputs too, so it uses tensor methods and operators only. ``name`` describes the
     sample; ``rule`` is set when the sample sits on a point where the op is
     not differentiable and a documented rule fixes the gradient (such
     samples come from ``OpInfo.special_inputs``, never ``sample_inputs``).
@@ -172,6 +173,13 @@ class OpInfo:
     - ``tolerances``: per-dtype overrides of ``DEFAULT_TOLERANCES``; each
       ``Tolerance`` must carry a reason.
     - ``known_failures``: ``KnownFailure`` entries, each with a reason.
+    - ``torch_fn``: when ``op`` is a composite around the refengine op (for example
+      symmetrising the input of ``cholesky``), the same composite written for torch,
+      called like ``op`` (import torch inside it); torch comparisons use it instead
+      of the op named by ``torch_name``.
+
+    A sample's ``output_process_fn_grad`` is applied to refengine and to torch
+    outputs alike, so it must use tensor methods and operators only.
     """
 
     name: str
@@ -191,6 +199,7 @@ class OpInfo:
     tolerances: dict = field(default_factory=dict)
     known_failures: tuple = ()
     description: str = ""
+    torch_fn: Callable | None = None
 
     def __post_init__(self):
         if not self.name or not callable(self.op):
@@ -245,7 +254,10 @@ class OpInfo:
         return self.op(sample.input, *sample.args, **sample.kwargs)
 
     def torch_op(self):
-        """The torch callable named by ``torch_name`` (imports torch), or ``None``."""
+        """The torch callable to compare with: ``torch_fn`` if given, else the op named by
+        ``torch_name`` (imports torch), else ``None``."""
+        if self.torch_fn is not None:
+            return self.torch_fn
         if self.torch_name is None:
             return None
         import torch

@@ -40,5 +40,6 @@ def baseline(report, output):
     except OSError as exc:
         raise InputError(f"cannot write {output!r}: {exc.strerror}") from None
     if output != "-":
-        click.echo(f"wrote {len(entries)} accepted failures to {output}", err=True)
+        plural = "" if len(entries) == 1 else "s"
+        click.echo(f"wrote {len(entries)} accepted failure{plural} to {output}", err=True)
     sys.stdout.flush()

@@ -162,7 +162,8 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     try:
         info = opinfo.get(name)
     except KeyError as exc:
-        raise InputError(f"{exc.args[0]}; run 'adcheck list' to see the registry") from None
+        raise InputError(f"{exc.args[0].rstrip('?')}; run 'adcheck list' to see the "
+                         "registry") from None
     if engine == "torch" and info.torch_name is None:
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")

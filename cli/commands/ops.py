@@ -31,8 +31,11 @@ def load_registry(plugins: tuple = ()):
 def plugin_ops(opinfo, path) -> list:
     """Load one plugin file (once per process); the names of its OpInfos."""
     from pathlib import Path
+
+    from cli.sweep import allow_sibling_imports
     key = str(Path(path).resolve())
     if key not in _PLUGIN_OPS:
+        allow_sibling_imports(path)
         try:
             _PLUGIN_OPS[key] = opinfo.load_plugin(path)
         except ValueError as exc:
@@ -72,7 +75,7 @@ def _unknown_op(opinfo, pattern: str):
         hint = exc.args[0]
     else:  # pragma: no cover - get() found what fnmatch did not
         hint = f"no op matches {pattern!r}"
-    raise InputError(f"{hint}; run 'adcheck list' to see the registry")
+    raise InputError(f"{hint.rstrip('?')}; run 'adcheck list' to see the registry")
 
 
 def run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops",

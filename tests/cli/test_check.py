@@ -85,3 +85,33 @@ def test_a_wrong_torch_function_is_checked_on_torch(run_json, tmp_path):
     assert result.exit_code == 1
     assert doc["settings"]["engine"] == "torch" and doc["settings"]["kind"] == "torch Function"
     assert "sign" in doc["results"][0]["diagnosis"]
+
+
+def test_a_plugin_may_import_modules_next_to_it(run_json, tmp_path):
+    (tmp_path / "helpers_for_cli_plugin.py").write_text(
+        "import refengine as E\n"
+        "def cube(x):\n"
+        "    return x * x * x\n")
+    (tmp_path / "sibling_plugin.py").write_text(
+        "import refengine as E\n"
+        "from opinfo import OpInfo\n"
+        "from opinfo.samples import unary\n"
+        "from helpers_for_cli_plugin import cube\n"
+        "OPINFOS = [OpInfo('cli_cube', cube, family='cli_sibling', dtypes=(E.float64,),\n"
+        "                  sample_func=unary(shapes=((3,),)))]\n")
+    result, doc = run_json("check", "--plugin", tmp_path / "sibling_plugin.py",
+                           "--check", "reverse,forward")
+    assert result.exit_code == 0, result.stderr
+    assert {(r["op"], r["status"]) for r in doc["results"]} == {("cli_cube", "passed")}
+
+
+def test_a_timeout_in_a_user_function_is_an_error_not_a_hang(run_json, tmp_path):
+    (tmp_path / "sleepy.py").write_text(
+        "import time\n"
+        "def f(x):\n"
+        "    time.sleep(30)\n"
+        "    return x\n")
+    result, doc = run_json("check", f"{tmp_path / 'sleepy.py'}:f", "--timeout", "0.5")
+    assert result.exit_code == 1
+    (error,) = doc["results"]
+    assert error["status"] == "error" and "timed out after 0.5s" in error["message"]

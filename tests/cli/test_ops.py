@@ -1,6 +1,9 @@
 """adcheck ops: exit status, the JSON schema, JUnit XML, and --jobs equivalence."""
+import importlib.util
+import json
 import xml.etree.ElementTree as ET
 
+import pytest
 from cli_paths import CLI_TEST_OPS, WRONG_OPS
 
 TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "command": str,
@@ -128,3 +131,14 @@ def test_torch_tolerances_use_the_fixed_atol_rtol(run_json):
     assert doc["settings"]["precise"] is False
     # atol + rtol * |numerical| with torch's float64 defaults 1e-5 and 1e-3
     assert 1e-5 <= failure["tolerance"] <= 1e-5 + 1e-3 * 1.0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_engine_torch_checks_torch_formulas_and_names_the_ops_it_cannot(run):
+    result = run("ops", "sin", "cli_square", "--plugin", WRONG_OPS, "--engine", "torch",
+                 "--check", "reverse", "--dtype", "float64", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0
+    assert doc["settings"]["engine"] == "torch"
+    assert {r["op"] for r in doc["results"]} == {"sin"}
+    assert "name no torch op" in result.stderr and "cli_square" in result.stderr

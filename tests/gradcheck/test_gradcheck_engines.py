@@ -61,3 +61,10 @@ def test_undefined_output_grads_reach_a_custom_backward_as_zeros_or_none(E):
     report = check(AddsConstant.apply, (leaf(E, [0.5, 1.5]),), check_scaling=False)
     failing = {r.check for r in report.failures}
     assert "undefined-grad" in failing
+
+
+def test_batched_forward_grad_is_refused_where_the_engine_has_no_vmap():
+    refengine = load_engine("refengine")
+    with pytest.raises(ValueError, match="check_batched_forward_grad=False"):
+        gradcheck(refengine.sin, (leaf(refengine, [0.5]),), check_forward_ad=True,
+                  check_batched_forward_grad=True)

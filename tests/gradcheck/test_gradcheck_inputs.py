@@ -149,3 +149,8 @@ def test_backward_that_cannot_take_undefined_grads_is_explained():
     # torch.autograd.gradcheck lets the TypeError escape here; we name the cause
     with pytest.raises(GradcheckError, match=r"the other outputs' gradients are undefined"):
         gradcheck(SinCosNoneGrads.apply, (x64(0.3, 0.5),))
+
+
+def test_integer_input_meant_to_be_checked_names_the_conversion():
+    with pytest.raises(ValueError, match=r"input 0 has dtype torch.int64.*\.double\(\)"):
+        gradcheck(lambda x: x * 2, (torch.tensor([1, 2]),))

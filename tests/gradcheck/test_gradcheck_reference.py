@@ -6,7 +6,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck import check
+from gradcheck import GradcheckError, check
 
 torch = pytest.importorskip("torch", reason="the functions under check are torch functions")
 
@@ -63,3 +63,19 @@ def test_failure_against_the_reference_says_the_formula_is_wrong():
             return -g * torch.cos(x)
     report = check(WrongSin.apply, (x,), reference=mp_map(mpmath.sin))
     assert "the reverse-mode formula is wrong" in report.failures[0].detail
+
+
+def test_reference_with_the_wrong_output_shape_is_named():
+    x = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+    ref = lambda x: mp_map(mpmath.sin)(x)[:2]
+    with pytest.raises(ValueError, match="reference's output 0 has 2 elements, the function's has 3"):
+        check(torch.sin, (x,), reference=ref)
+
+
+def test_reference_that_raises_is_named():
+    x = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+
+    def ref(x):
+        return np.sin(x)  # NumPy cannot take mpf object arrays
+    with pytest.raises(GradcheckError, match="the mpmath reference raised"):
+        check(torch.sin, (x,), reference=ref)
