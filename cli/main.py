@@ -23,6 +23,10 @@ COMMANDS = {
 }
 
 
+#: adcheck's own packages: failing to import one means a broken installation
+PACKAGES = ("refengine", "gradcheck", "opinfo", "conformance", "cli")
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use; Ctrl-C exits 130."""
 
@@ -41,6 +45,13 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in PACKAGES:
+                raise
+            from .errors import InputError
+            raise InputError(f"adcheck's package {exc.name!r} cannot be imported ({exc}); "
+                             "the installation is incomplete: reinstall adcheck with "
+                             "'python -m pip install .' (or -e . in a checkout)") from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

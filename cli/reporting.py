@@ -23,6 +23,18 @@ def load_baseline(path: str | None) -> set | None:
         raise InputError(str(exc)) from None
 
 
+def check_writable(*paths: str | None) -> None:
+    """Refuse, before any work, an output file whose folder does not exist."""
+    import os
+    for path in paths:
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise InputError(f"cannot write {path!r}: the folder {folder!r} does not exist or "
+                             "is not writable; choose another path")
+
+
 def warn(text: str) -> None:
     click.echo(f"warning: {text}", err=True)
 

@@ -100,9 +100,10 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     """
     from cli.checkrun import Policy
     from cli.options import parse_dtypes
-    from cli.reporting import finish, load_baseline
+    from cli.reporting import check_writable, finish, load_baseline
     from cli.sweep import Settings
     level = verbosity(verbose, quiet)
+    check_writable(junit_xml, write_baseline)
     if (target is None) == (plugin is None):
         raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "
                          "'adcheck check --help'")

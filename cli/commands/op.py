@@ -44,16 +44,21 @@ def run_op(info, dtypes, index, settings) -> list:
     rows = []
     for name in dtypes:
         dtype = dtype_named(name)
-        samples = _samples(info, dtype, index)
+        message = None
         try:
             with deadline(settings.timeout):
-                for sample in samples:
+                for sample in _samples(info, dtype, index):
                     for result, report in check_sample(info, sample, dtype, settings, True):
                         rows.append((name, sample, result, report))
+        except InputError:
+            raise
         except TaskTimeout as exc:
-            error = CheckResult(info.name, name, None, TASK_CHECK, "error",
-                                f"{exc} (--timeout)", family=info.family)
-            rows.append((name, None, error, None))
+            message = f"{exc} (--timeout)"
+        except Exception as exc:  # noqa: BLE001 - making the samples failed
+            message = f"could not make its samples: {type(exc).__name__}: {exc}"
+        if message is not None:
+            rows.append((name, None, CheckResult(info.name, name, None, TASK_CHECK, "error",
+                                                 message, family=info.family), None))
     return rows
 
 
@@ -118,7 +123,8 @@ def _render(info, rows, settings, level: int) -> None:
                                         limit=99 if level > 0 else 2))
         elif result.status in ("error", "known-failure") or (
                 level > 0 and result.status == "skipped"):
-            console.print(Text(f"{SHORT[result.status].upper()} {dtype}[{result.sample}] "
+            sample = "*" if result.sample is None else result.sample
+            console.print(Text(f"{SHORT[result.status].upper()} {dtype}[{sample}] "
                                f"{result.check}: {result.message}", style=STYLE[result.status]))
 
 

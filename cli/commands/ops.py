@@ -124,9 +124,10 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     check failed or errored, 2 a usage or input error, 130 interrupted.
     """
     from cli.checkrun import Policy
-    from cli.reporting import finish, load_baseline
+    from cli.reporting import check_writable, finish, load_baseline
     from cli.sweep import Settings
     level = verbosity(verbose, quiet)
+    check_writable(junit_xml, write_baseline)
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     accepted = load_baseline(baseline)

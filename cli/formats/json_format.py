@@ -12,8 +12,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
   "settings": {                          how the run was asked for
     "engine": "refengine" | "torch", "precise": bool, "checks": [str],
     "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
-    "seed": int, "timeout": float | null, "fail_fast": bool, "target": str | null
-  },
+    "seed": int, "timeout": float | null, "fail_fast": bool,
+    "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
+    "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
+  },                                     is, and the --inputs specs
   "interrupted": bool,                   Ctrl-C: the results are partial
   "stopped_early": bool,                 --fail-fast stopped at the first failure
   "seconds": float,                      wall time of the run
@@ -23,7 +25,8 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
   "results": [                           one per op, dtype, sample and check
     {
       "key": "sin|float64|0|reverse",   op|dtype|sample|check ("*": no sample)
-      "op": str, "family": str, "dtype": str,
+      "op": str, "family": str,          family; for 'check MODULE:OBJECT' the kind
+      "dtype": str,                      the inputs' dtypes joined by "+" for 'check'
       "sample": int | null,              index in the op's sample_inputs(dtype)
       "sample_name": str,
       "check": "reverse" | "forward" | "fast" | "gradgrad" | "fwgrad_bwgrad"

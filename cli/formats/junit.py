@@ -3,8 +3,9 @@
 One ``<testsuite name="adcheck">`` holding one ``<testcase>`` per op, dtype,
 sample and check: ``classname`` is ``adcheck.<command>.<op>`` and ``name`` is
 ``<dtype>[<sample>] <check>``. A failed check is a ``<failure>``, an error
-an ``<error>``, a skip or a known failure a ``<skipped>`` (its message says
-which). Written with ``xml.etree``, so text is escaped.
+an ``<error>`` (``type`` is ``<check>-<status>``, the text adds the
+diagnosis, sample and seed), a skip or a known failure a ``<skipped>`` (its
+message says which). Written with ``xml.etree``, so text is escaped.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _case(report: RunReport, r: CheckResult) -> ET.Element:
     message = r.message if r.status != "known-failure" else f"known failure: {r.message}"
     child = ET.SubElement(case, tag, message=message)
     if tag in ("failure", "error"):
-        child.set("type", r.status if r.diagnosis is None else "diagnosed")
+        child.set("type", f"{r.check}-{r.status}")
         lines = [r.message] + ([f"diagnosis: {r.diagnosis}"] if r.diagnosis else [])
         lines += [f"sample: {r.sample_name}"] if r.sample_name else []
         lines += [f"seed: {r.seed}"] if r.seed is not None else []

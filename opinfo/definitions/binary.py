@@ -19,7 +19,7 @@ FAMILY = "binary"
 def mp_binary(fn):
     """An mpmath reference applying ``fn`` entrywise with broadcasting."""
     vec = np.vectorize(fn, otypes=[object])
-    return lambda x, y, *args, **kwargs: vec(x, y)
+    return lambda x, y, *args, **kwargs: vec(x, y, **kwargs)
 
 
 def _arith_samples(domains=(D.REAL, D.REAL), extra=()):
@@ -34,13 +34,13 @@ def _arith_samples(domains=(D.REAL, D.REAL), extra=()):
 _ALPHA = (SampleInput(make((2, 3)), args=(make((2, 3)),), kwargs={"alpha": 2.5}, name="alpha"),)
 
 register(OpInfo("add", E.add, family=FAMILY, torch_name="add",
-                ref=lambda x, y, alpha=1: x + alpha * y, mpmath_ref=mp_binary(lambda x, y: x + y),
+                ref=lambda x, y, alpha=1: x + alpha * y, mpmath_ref=mp_binary(lambda x, y, alpha=1: x + alpha * y),
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_arith_samples(extra=_ALPHA)))
 register(OpInfo("sub", E.sub, family=FAMILY, torch_name="sub",
-                ref=lambda x, y, alpha=1: x - alpha * y, mpmath_ref=mp_binary(lambda x, y: x - y),
+                ref=lambda x, y, alpha=1: x - alpha * y, mpmath_ref=mp_binary(lambda x, y, alpha=1: x - alpha * y),
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_arith_samples(extra=_ALPHA)))
 register(OpInfo("rsub", E.rsub, family=FAMILY, torch_name="rsub",
-                ref=lambda x, y, alpha=1: y - alpha * x, mpmath_ref=mp_binary(lambda x, y: y - x),
+                ref=lambda x, y, alpha=1: y - alpha * x, mpmath_ref=mp_binary(lambda x, y, alpha=1: y - alpha * x),
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_arith_samples(extra=_ALPHA)))
 register(OpInfo("mul", E.mul, family=FAMILY, torch_name="mul", ref=np.multiply,
                 mpmath_ref=mp_binary(lambda x, y: x * y), dtypes=FLOATING_AND_COMPLEX,

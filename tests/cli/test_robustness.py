@@ -22,7 +22,7 @@ def _by_op(doc):
     return found
 
 
-def test_raising_nan_and_hanging_ops_are_errors_and_the_sweep_goes_on(run_json):
+def test_raising_nan_hanging_and_sampleless_ops_are_errors_and_the_sweep_goes_on(run_json):
     start = time.perf_counter()
     result, doc = run_json("ops", "--plugin", UNRULY_OPS, "--family", "cli_unruly",
                            "--check", "reverse", "--timeout", "0.5")
@@ -35,6 +35,8 @@ def test_raising_nan_and_hanging_ops_are_errors_and_the_sweep_goes_on(run_json):
     assert "NaN" in ops["cli_nan"][0]["message"]
     assert [r["status"] for r in ops["cli_slow"]] == ["error"]
     assert "timed out after 0.5s" in ops["cli_slow"][0]["message"]
+    assert [r["status"] for r in ops["cli_no_samples"]] == ["error"]
+    assert "the sample recipe is broken" in ops["cli_no_samples"][0]["message"]
     assert [r["status"] for r in ops["cli_fine"]] == ["passed"]   # the op after them ran
 
 

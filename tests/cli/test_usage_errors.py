@@ -24,6 +24,8 @@ def _one_line_error(result, *words):
     (["ops", "sin", "--dtype", "float16"], ["'float16'", "float64"]),
     (["ops", "sin", "-v", "-q"], ["-v and -q"]),
     (["ops", "sin", "--plugin", "/no/such/plugin.py"], ["no such file", "--plugin"]),
+    (["ops", "sin", "--junit-xml", "/no/such/dir/report.xml"], ["cannot write", "another path"]),
+    (["ops", "sin", "--write-baseline", "/no/such/dir/b.json"], ["cannot write"]),
     (["op", "sinn"], ["did you mean 'sin'"]),
     (["op", "sin", "--sample", "99"], ["--sample", "0 to"]),
     (["check"], ["MODULE:OBJECT or --plugin"]),
@@ -84,3 +86,9 @@ def test_click_usage_errors_also_exit_2(run):
     result = run("ops", "--jobs", "0")
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_a_broken_installation_is_one_line_not_a_traceback(run, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "opinfo", None)    # import opinfo now fails
+    _one_line_error(run("ops", "sin"), "'opinfo' cannot be imported", "reinstall")
