@@ -18,24 +18,27 @@ ADJOINT_ULPS = 4096
 
 
 def adjoint_tolerance(probes, jtv: dict, ju: dict, key, epsilon: float,
-                      nondet_tol: float = 0.0) -> np.ndarray:
-    """Per-probe tolerance ``ULPS * eps * (|v|.|J u| + |J^T v|.|u|)``, plus
+                      nondet_tol: float = 0.0, magnitude: float = 0.0) -> np.ndarray:
+    """Per-probe tolerance ``ULPS * eps * (|v|.|J u| + |J^T v|.|u| + ||J||_F)``
+    (the last for results that cancel to almost zero), plus
     ``nondet_tol * (|u|_1 + |v|_1)`` for nondeterminism the caller allows."""
     out_idx, in_idx = key
     v, u = np.abs(probes.v[out_idx]), np.abs(probes.u[in_idx])
     scale = np.sum(v * np.abs(ju[key]), axis=1) + np.sum(np.abs(jtv[key]) * u, axis=1)
     allowed = nondet_tol * (np.sum(u, axis=1) + np.sum(v, axis=1))
-    return (ADJOINT_ULPS * epsilon * scale + allowed + np.finfo(np.float64).tiny)[:, None]
+    rounding = ADJOINT_ULPS * epsilon * (scale + magnitude)
+    return (rounding + allowed + np.finfo(np.float64).tiny)[:, None]
 
 
 def adjoint_results(probes, reverse: Jacobian, jtv: dict, forward: Jacobian, ju: dict,
-                    epsilon: float, nondet_tol: float = 0.0) -> list:
+                    epsilon: float, nondet_tol: float = 0.0, magnitudes=None) -> list:
     """Compare the reverse and forward projections pair by pair."""
     results = []
     for key in sorted(reverse.blocks):
         if key not in forward:
             continue
-        tol = adjoint_tolerance(probes, jtv, ju, key, epsilon, nondet_tol)
+        magnitude = (magnitudes or {}).get(key, 0.0)
+        tol = adjoint_tolerance(probes, jtv, ju, key, epsilon, nondet_tol, magnitude)
         result = compare_pair("adjoint", reverse, forward, *key, 0.0, 0.0, tol)
         if not result.passed:
             rel = result.max_error / max(float(np.max(np.abs(result.expected))), 1e-300)

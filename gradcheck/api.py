@@ -25,6 +25,23 @@ def _epsilon(problem: Problem) -> float:
     return max(rounding_unit(d) for d in dtypes)
 
 
+def _magnitudes(numerical, scale=None, layout=None) -> dict:
+    """The floor of rounding tolerances, per block: the largest Frobenius norm
+    of any numerical block (rounding in one block's AD result scales with the
+    terms it shares with the others, even where that block is zero).
+
+    In fast mode only ``||v * J u||`` is known; times ``sqrt(m n)`` it is of
+    the order of ``||J||_F``.
+    """
+    if scale is None:
+        norms = {key: float(np.linalg.norm(numerical[key])) for key in numerical.blocks}
+    else:
+        norms = {(o, i): float(np.max(s) * np.sqrt(layout.out_size(o) * layout.in_size(i)))
+                 for (o, i), s in scale.items()}
+    largest = max(norms.values(), default=0.0)
+    return dict.fromkeys(norms, largest)
+
+
 def _numerical(problem: Problem, opts: dict):
     if opts["reference"] is not None:
         from gradcheck.reference import reference_blocks
@@ -38,6 +55,7 @@ def _numerical(problem: Problem, opts: dict):
 def _slow(problem: Problem, report: Report, rng, opts: dict):
     numerical = _numerical(problem, opts)
     report.jacobians[numerical.mode] = numerical
+    report.magnitudes = _magnitudes(numerical)
     tols = precise_tolerances(numerical, _epsilon(problem)) if opts["precise"] else None
     atol, rtol = opts["atol"], opts["rtol"]
     rev = fwd = None
@@ -53,7 +71,7 @@ def _slow(problem: Problem, report: Report, rng, opts: dict):
         probes = draw_probes(problem, rng, opts["probes"])
         rev_p, jtv, fwd_p, ju = slow_projections(probes, rev, fwd, problem.layout)
         report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(problem),
-                                          opts["nondet_tol"])
+                                          opts["nondet_tol"], report.magnitudes)
     report.results += checks.detached(problem, numerical, atol)
     if numerical.mode == "reference":
         _who_is_wrong(problem, report, opts)
@@ -81,6 +99,7 @@ def _fast(problem: Problem, report: Report, rng, opts: dict):
     probes = draw_probes(problem, rng, opts["probes"])
     numerical, scale = fast_numerical(problem, probes, opts["eps"])
     report.jacobians["numerical"] = numerical
+    report.magnitudes = _magnitudes(numerical, scale, problem.layout)
     tols = {key: opts["atol"] + opts["rtol"] * s for key, s in scale.items()}
     frev = ffwd = None
     if opts["check_backward_ad"]:
@@ -95,7 +114,7 @@ def _fast(problem: Problem, report: Report, rng, opts: dict):
         report.jacobians["fast-forward"] = ffwd
     if frev is not None and ffwd is not None and opts["check_adjoint"]:
         report.results += adjoint_results(probes, frev, jtv, ffwd, ju, _epsilon(problem),
-                                          opts["nondet_tol"])
+                                          opts["nondet_tol"], report.magnitudes)
     report.results += checks.detached(problem, numerical, opts["atol"])
     _explain_fast(problem, report, opts)
 
@@ -130,7 +149,7 @@ def _extra_checks(problem: Problem, report: Report, rng, opts: dict):
     backward, forward = opts["check_backward_ad"], opts["check_forward_ad"]
     if opts["check_scaling"]:
         report.results += checks.scaling(problem, rng, _epsilon(problem), backward, forward,
-                                         opts["nondet_tol"])
+                                         opts["nondet_tol"], report.magnitudes)
     if backward and opts["check_undefined_grad"]:
         report.results += checks.undefined_grad(problem)
     if backward and opts["check_grad_dtypes"]:

@@ -35,10 +35,10 @@ def _verb(mode):
     return "jvp" if "forward" in mode else "vjp"
 
 
-def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon, nondet_tol) -> Result:
+def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon, nondet_tol, floor) -> Result:
     expected = SCALE * base
     scale = np.abs(expected) + np.abs(scaled)
-    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0)) + 1e-300
+    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0) + floor) + 1e-300
     tol = tol + (1 + abs(SCALE)) * nondet_tol
     err = entry_errors(expected, scaled)
     passed = bool(np.all(err <= tol))
@@ -54,12 +54,15 @@ def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon, nondet_tol) -> 
 
 
 def scaling(problem: Problem, rng, epsilon: float, backward: bool, forward: bool,
-            nondet_tol: float = 0.0) -> list:
+            nondet_tol: float = 0.0, magnitudes=None) -> list:
     """The vjp is linear in grad_output, the jvp in the tangent (real scale).
 
-    The tolerance is rounding (``ADJOINT_ULPS``) plus the nondeterminism the
-    caller allows (``nondet_tol`` per evaluation).
+    The tolerance is rounding (``ADJOINT_ULPS`` units of the results and of
+    ``|v| * ||J||_F``, with ``magnitudes`` the blocks' Frobenius norms, for
+    results that cancel to almost zero) plus the nondeterminism the caller
+    allows (``nondet_tol`` per evaluation).
     """
+    magnitudes = magnitudes or {}
     results = []
     if backward:
         for out_idx in problem.diff_out:
@@ -68,8 +71,9 @@ def scaling(problem: Problem, rng, epsilon: float, backward: bool, forward: bool
                                  base.shape, base.dtype)
             g1 = grads_to_real(problem, problem.vjp({out_idx: v}, "checking scaling"))
             g2 = grads_to_real(problem, problem.vjp({out_idx: SCALE * v}, "checking scaling"))
-            results += [_scaled_result("reverse", out_idx, i, g1[i], g2[i], epsilon, nondet_tol)
-                        for i in g1]
+            norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(v))
+            results += [_scaled_result("reverse", out_idx, i, g1[i], g2[i], epsilon, nondet_tol,
+                                       norm * magnitudes.get((out_idx, i), 0.0)) for i in g1]
     if forward:
         for in_idx in problem.diff_in:
             base = problem.arrays[in_idx]
@@ -77,7 +81,9 @@ def scaling(problem: Problem, rng, epsilon: float, backward: bool, forward: bool
                                  base.shape, base.dtype)
             t1 = tangents_to_real(problem, problem.jvp({in_idx: u}, "checking scaling"))
             t2 = tangents_to_real(problem, problem.jvp({in_idx: SCALE * u}, "checking scaling"))
-            results += [_scaled_result("forward", o, in_idx, t1[o], t2[o], epsilon, nondet_tol)
+            norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(u))
+            results += [_scaled_result("forward", o, in_idx, t1[o], t2[o], epsilon, nondet_tol,
+                                       norm * magnitudes.get((o, in_idx), 0.0))
                         for o in problem.diff_out]
     return results
 

@@ -92,6 +92,8 @@ class Report:
     seconds: float = 0.0
     seed: int | None = None
     settings: dict = field(default_factory=dict)
+    #: the scale of rounding tolerances, by (out_idx, in_idx) (see api._magnitudes)
+    magnitudes: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

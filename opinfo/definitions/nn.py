@@ -167,12 +167,12 @@ _CONV_OPTIONS = ({}, {"stride": 2}, {"padding": 1}, {"dilation": 2}, {"padding":
 
 def _conv_samples(n):
     def sample_func(opinfo, dtype):
-        spatial, kernel = ((7,), (3,)) if n == 1 else ((5, 4), (3, 2))
+        spatial, kernel = ((6,), (3,)) if n == 1 else ((4, 3), (2, 2))
         for kw in _CONV_OPTIONS:
-            yield SampleInput(make((2, 4) + spatial), args=(make((3, 4) + kernel), make((3,))),
+            yield SampleInput(make((1, 2) + spatial), args=(make((2, 2) + kernel), make((2,))),
                               kwargs=kw, name=f"{kw}")
-        yield SampleInput(make((1, 4) + spatial), args=(make((6, 2) + kernel),),
-                          kwargs={"groups": 2}, name="groups=2, no bias")
+        yield SampleInput(make((2, 4) + spatial), args=(make((2, 2) + kernel),),
+                          kwargs={"groups": 2}, name="batch 2, groups=2, no bias")
     return sample_func
 
 

@@ -83,7 +83,7 @@ def _promoted_arrays(op: OpDef, tensors: dict):
     dt = dtypes.result_type(*members)
     if op.to_float and not (dt.is_floating_point or dt.is_complex):
         dt = dtypes.get_default_dtype()
-    if members and all(t._wrapped_number for t in members):
+    if _numbers_only(tensors):
         # numbers only (say 1/n inside a rule): compute at full precision, as
         # Python (and PyTorch's Scalar arithmetic) would
         dt = _FULL_PRECISION[dt._category]
@@ -98,9 +98,10 @@ def _promoted_arrays(op: OpDef, tensors: dict):
 _FULL_PRECISION = {0: dtypes.bool_, 1: dtypes.int64, 2: dtypes.float64, 3: dtypes.complex128}
 
 
-def _all_numbers(op: OpDef, tensors: dict) -> bool:
-    items = [t for t in tensors.values() if not isinstance(t, list)]
-    return bool(items) and op.promote is not None and all(t._wrapped_number for t in items)
+def _numbers_only(tensors: dict) -> bool:
+    """Whether every tensor input is a wrapped Python number."""
+    items = list(tensors.values())
+    return bool(items) and all(not isinstance(t, list) and t._wrapped_number for t in items)
 
 
 def _forward(op: OpDef, env: dict, tensors: dict) -> tuple[list, object]:
@@ -171,10 +172,9 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         outs = [out]
     else:
         outs = _wrap_outputs(op, results, tensors)
-        if _all_numbers(op, tensors):
+        if op.promote is not None and _numbers_only(tensors):
             for t in outs:   # still a number: it promotes like one
-                t._wrapped_number = dtypes.scalar_dtype(t._data.reshape(-1)[0].item()) \
-                    if t._data.size == 1 else None
+                t._wrapped_number = dtypes.scalar_dtype(t._data.item())
     if op.view and out is None:
         _record_view_fn(op, env, tensors, outs)
     if record:

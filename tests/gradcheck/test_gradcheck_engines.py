@@ -68,3 +68,11 @@ def test_batched_forward_grad_is_refused_where_the_engine_has_no_vmap():
     with pytest.raises(ValueError, match="check_batched_forward_grad=False"):
         gradcheck(refengine.sin, (leaf(refengine, [0.5]),), check_forward_ad=True,
                   check_batched_forward_grad=True)
+
+
+def test_zero_second_derivative_with_rounding_noise_is_not_a_scaling_failure(E):
+    # std of two elements is piecewise linear: its first derivative's Jacobian in x is
+    # zero, and the vjp there is pure rounding noise, which need not scale exactly
+    x = leaf(E, [[-0.38, -1.21], [-1.64, 0.32], [-0.81, 0.69]])
+    assert gradgradcheck(lambda x: x.std(-1), (x,), check_fwd_over_rev=True)
+    assert check(lambda x: x.std(-1), (x,), order=2, precise=True, seed=0).passed
