@@ -190,8 +190,9 @@ def check(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, nondet_tol=0.0,
 
     - ``precise`` (False): Richardson-extrapolated numerical Jacobian with a
       per-entry error estimate, and a tolerance derived from it (see
-      ``gradcheck.precise``) instead of ``atol``/``rtol``. Slow mode only.
-      Catches relative formula errors of 1e-6 in float64 and complex128.
+      ``gradcheck.precise``) instead of ``atol``/``rtol``. Slow mode only;
+      16 to 28 function calls per input coordinate instead of 2. Catches
+      relative formula errors of 1e-6 in float64 and complex128.
     - ``reference``: an mpmath reference (convention: ``gradcheck.reference``)
       used instead of finite differences; with ``precise=True`` the
       tolerance is then the AD rounding allowance alone.
@@ -228,7 +229,7 @@ def _run(func, inputs, opts: dict) -> Report:
         from gradcheck.secondorder import first_derivative
         func, inputs, opts["name"] = first_derivative(func, inputs, opts["grad_outputs"], rng,
                                                       opts["name"])
-    problem = Problem(func, inputs, opts["name"])
+    problem = Problem(func, inputs, opts["name"], differentiates_inside=opts["order"] == 2)
     report = Report(problem.name, problem.engine.name, seed=seed,
                     settings={k: v for k, v in opts.items() if k != "reference"})
     if not problem.diff_out:

@@ -34,8 +34,12 @@ def as_tuple(value) -> tuple:
 class Problem:
     """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
 
-    def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None):
+    def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
+                 differentiates_inside: bool = False):
         self.func = func
+        #: the function calls autograd itself (a first derivative): evaluate it on
+        #: leaves that require grad, with grad enabled; otherwise under no_grad
+        self.differentiates_inside = differentiates_inside
         self.inputs = as_tuple(inputs)
         self.name = name or function_name(func)
         self.engine = engine or engine_for(self.inputs)
@@ -111,7 +115,7 @@ class Problem:
     def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
         """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
         E = self.engine
-        with E.enable_grad():  # a first-derivative function differentiates inside
+        with E.enable_grad() if self.differentiates_inside else E.no_grad():
             args = self.fresh_inputs(overrides)
             outs = self.call(args, what)
         return {o: E.to_numpy(outs[o]) for o in self.float_out}
@@ -120,8 +124,9 @@ class Problem:
         """New leaf tensors for the tensor inputs (``overrides`` by index)."""
         args = list(self.inputs)
         for i in self.arrays:
+            grad = self.differentiates_inside and i in self.diff_in
             args[i] = self.engine.from_numpy(overrides.get(i, self.arrays[i]),
-                                             requires_grad=i in self.diff_in)
+                                             requires_grad=grad)
         return args
 
     def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:

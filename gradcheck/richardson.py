@@ -1,8 +1,9 @@
 """Richardson-extrapolated central differences with per-entry error estimates.
 
 For each input coordinate the central difference ``D(h)`` is taken at steps
-``h_k = h_0 * 2**-k``, ``k < 14`` (``h_0`` a 32nd of the coordinate's
-magnitude, at least ``2**-11``) and extrapolated in a tableau,
+``h_k = h_0 * 2**-k``, ``k < 8``, and ``k < 14`` unless every estimate
+has converged by then (``h_0`` a 32nd of the coordinate's magnitude, at
+least ``2**-11``) and extrapolated in a tableau,
 ``R[k][j] = (4**j R[k][j-1] - R[k-1][j-1]) / (4**j - 1)``, which cancels the
 ``h**2``, ``h**4``, ... terms of the error. Each extrapolated entry gets an
 error estimate: its largest distance to its lower-order parent and to its
@@ -23,7 +24,9 @@ from gradcheck.jacobian import Jacobian
 from gradcheck.numerical import perturbed
 from gradcheck.problem import Problem
 
-LEVELS = 14         # number of step sizes
+LEVELS = 14         # number of step sizes at most
+FIRST_LEVELS = 8    # steps tried before deciding whether smaller ones are needed
+CONVERGED = 1e-3    # "converged": error below this fraction of the relative allowance
 ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
@@ -84,6 +87,27 @@ def extrapolate(diffs: list, noises: list) -> tuple:
     return best, best_err
 
 
+def _column(problem: Problem, in_idx: int, c: int, h0: float) -> dict:
+    """(value, error) per output for one input coordinate.
+
+    The first ``FIRST_LEVELS`` steps are tried; if every estimate is already
+    ``CONVERGED`` times below the precise tolerance's relative allowance, the
+    smaller steps are skipped, else all ``LEVELS`` are used.
+    """
+    outs = problem.float_out
+    steps = [h0 * 2.0 ** -k for k in range(LEVELS)]
+    diffs, noises = _differences(problem, in_idx, c, steps[:FIRST_LEVELS], outs)
+    result = {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises]) for o in outs}
+    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in outs)
+    target = CONVERGED * np.sqrt(eps) / 2
+    scale = max(float(np.max(np.abs(best), initial=0.0)) for best, _ in result.values())
+    if all(np.all(err <= target * (np.abs(best) + scale)) for best, err in result.values()):
+        return result
+    more, more_noise = _differences(problem, in_idx, c, steps[FIRST_LEVELS:], outs)
+    diffs, noises = diffs + more, noises + more_noise
+    return {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises]) for o in outs}
+
+
 def richardson_blocks(problem: Problem) -> Jacobian:
     """The numerical Jacobian by extrapolation, with ``errors`` filled."""
     start, before = time.perf_counter(), problem.counts["function"]
@@ -94,11 +118,8 @@ def richardson_blocks(problem: Problem) -> Jacobian:
         values = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
         errors = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
         for c in range(x.size):
-            h0 = max(abs(x[c]), 2.0 ** -6) / 32.0
-            steps = [h0 * 2.0 ** -k for k in range(LEVELS)]
-            diffs, noises = _differences(problem, in_idx, c, steps, outs)
-            for o in outs:
-                best, err = extrapolate([d[o] for d in diffs], [n[o] for n in noises])
+            column = _column(problem, in_idx, c, max(abs(x[c]), 2.0 ** -6) / 32.0)
+            for o, (best, err) in column.items():
                 values[o][:, c], errors[o][:, c] = best, err
         for o in outs:
             jac.blocks[o, in_idx], jac.errors[o, in_idx] = values[o], errors[o]

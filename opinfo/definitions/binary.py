@@ -52,8 +52,21 @@ register(OpInfo("div", E.div, family=FAMILY, torch_name="div", ref=np.true_divid
 register(OpInfo("atan2", E.atan2, family=FAMILY, torch_name="atan2", ref=np.arctan2,
                 mpmath_ref=mp_binary(mpmath.atan2), dtypes=FLOATING,
                 sample_func=binary((D.NONZERO, D.Domain(0.2, 2.0, name="positive_x")))))
+def _pow_at_zero(opinfo, dtype):
+    if dtype.is_complex:
+        return   # torch 2.13's complex pow gives nan at 0**0 with a tensor exponent (NumPy 1)
+    rule = ("0**0 = 1 has gradient 0 for the base and the exponent (PyTorch masks exponent "
+            "== 0 for the base, and base == 0 with exponent >= 0 for the exponent)")
+    yield SampleInput(make((3,), values=(0.0, 0.0, 2.0)),
+                      args=(make((3,), values=(0.0, 2.0, 0.0)),),
+                      name="0**0, tensor exponent", rule=rule)
+    yield SampleInput(make((2,), values=(0.0, 1.5)), args=(0,), name="0**0, number exponent",
+                      rule=rule)
+
+
 register(OpInfo("pow", E.pow, family=FAMILY, torch_name="pow", ref=np.power,
                 mpmath_ref=mp_binary(mpmath.power), dtypes=FLOATING_AND_COMPLEX,
+                special_func=_pow_at_zero,
                 sample_func=_arith_samples((D.POSITIVE, D.REAL), extra=(
                     SampleInput(make((2, 3), D.POSITIVE), args=(2.5,), name="number exponent"),
                     SampleInput(make((4,)), args=(2,), name="integer exponent, any base"),

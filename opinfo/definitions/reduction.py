@@ -75,10 +75,17 @@ def _prod_samples(opinfo, dtype):
     yield SampleInput(make((4,), values=(1.5, 0.0, 2.0, -0.5)), name="one zero")
 
 
+def _prod_zeros(opinfo, dtype):
+    rule = "the gradient of an entry is the product of the others, zeros included"
+    yield SampleInput(make((4,), values=(1.5, 0.0, 2.0, -0.5)), name="one zero", rule=rule)
+    yield SampleInput(make((2, 3), values=((1.5, 0.0, 2.0), (0.0, 0.0, -1.0))),
+                      kwargs={"dim": 1}, name="one and two zeros in a slice", rule=rule)
+
+
 register(OpInfo("prod", E.prod, family=FAMILY, torch_name="prod",
                 ref=lambda x, dim=None, keepdim=False: np.prod(x, axis=dim, keepdims=keepdim),
                 mpmath_ref=mp_reduce(mpmath.fprod), dtypes=FLOATING_AND_COMPLEX,
-                sample_func=_prod_samples))
+                sample_func=_prod_samples, special_func=_prod_zeros))
 
 
 def _tie_samples(with_dim: bool):
@@ -113,18 +120,26 @@ def _max_samples(opinfo, dtype):
                           output_process_fn_grad=_values, name=f"dim={dim} keepdim={keepdim}")
 
 
-def _max_ties(opinfo, dtype):
-    yield SampleInput(make((4,), values=(1.0, 3.0, 3.0, 2.0)), name="ties, all dims",
-                      rule="max() over all dims shares the gradient evenly among ties")
-    yield SampleInput(make((4,), values=(-1.0, -2.0, -1.0, 2.0)), args=(0,), name="dim, ties",
-                      rule="min(dim) sends the gradient to the index it returns",
-                      output_process_fn_grad=_values)
+def _extremum_ties(name: str):
+    """Ties for ``max``/``min``: over all dims (shared evenly) and along a dim (to the
+    returned index). The dim sample has a tie in its first row, which the
+    former one ([-1, -2, -1, 2] along dim 0, labelled min for max) did not."""
+    sign = 1.0 if name == "max" else -1.0
+
+    def sample_func(opinfo, dtype):
+        yield SampleInput(make((4,), values=tuple(sign * v for v in (1.0, 3.0, 3.0, 2.0))),
+                          name="ties, all dims",
+                          rule=f"{name}() over all dims shares the gradient evenly among ties")
+        rows = ((3.0, -2.0, 3.0, 2.0), (1.0, 1.0, 0.0, -1.0))
+        yield SampleInput(make((2, 4), values=tuple(tuple(sign * v for v in r) for r in rows)),
+                          args=(1,), name="dim, ties", output_process_fn_grad=_values,
+                          rule=f"{name}(dim) sends the gradient to the index it returns")
+    return sample_func
 
 
 for _name in ("max", "min"):
     register(OpInfo(_name, getattr(E, _name), family=FAMILY, torch_name=_name,
-                    dtypes=FLOATING, sample_func=_max_samples,
-                    special_func=_max_ties if _name == "max" else _tie_samples(False)))
+                    dtypes=FLOATING, sample_func=_max_samples, special_func=_extremum_ties(_name)))
 
 
 def _np_logsumexp(x, dim, keepdim=False):
@@ -136,7 +151,8 @@ def _np_logsumexp(x, dim, keepdim=False):
 register(OpInfo("logsumexp", E.logsumexp, family=FAMILY, torch_name="logsumexp",
                 ref=_np_logsumexp,
                 mpmath_ref=mp_reduce(lambda v: mpmath.log(mpmath.fsum(mpmath.exp(a) for a in v))),
-                dtypes=FLOATING, sample_func=_reduce_samples(dims=(1, (0, 2), -1), scalar=False)))
+                dtypes=FLOATING_AND_COMPLEX,   # torch differentiates complex logsumexp too
+                sample_func=_reduce_samples(dims=(1, (0, 2), -1), scalar=False)))
 register(OpInfo("var", E.var, family=FAMILY, torch_name="var",
                 ref=lambda x, dim=None, correction=1, keepdim=False:
                 np.var(x, axis=dim, ddof=correction, keepdims=keepdim),

@@ -57,7 +57,7 @@ def _mul(self, other):
 defelementwise("mul", _mul,
                {"self": lambda other: other, "other": lambda self: self}, **B)
 defelementwise("div", lambda self, other: np.true_divide(self, other),
-               {"self": lambda other: other.reciprocal(),
+               {"self": lambda other, result: other.to(result.dtype).reciprocal(),  # int other: no float32
                 "other": lambda self, other: -self / (other * other)},
                to_float=True, **B)
 defelementwise("atan2", lambda self, other: np.arctan2(self, other),

@@ -338,7 +338,16 @@ def tile(input, dims):
     return call(OPS["repeat"], input, (1,) * (input.ndim - len(dims)) + dims)
 
 
-# split, chunk and unbind return several views; each is a narrow / select view.
+# split, chunk and unbind return several views; each is a narrow / select view
+# (its grad_fn is SliceBackward0 / SelectBackward0), marked as one of several
+# views so that an in-place write to it is refused, as PyTorch refuses it.
+def _multi_view(pieces: tuple, node: str) -> tuple:
+    for p in pieces:
+        if p._base is not None:
+            p._view_meta = ("multi", node)
+    return pieces
+
+
 @public()
 def split(tensor, split_size_or_sections, dim=0):
     """Views of consecutive pieces along ``dim`` (of one size, or of the given sizes)."""
@@ -358,7 +367,8 @@ def split(tensor, split_size_or_sections, dim=0):
     for size in sizes:
         pieces.append(narrow(tensor, d, start, size))
         start += size
-    return tuple(pieces)
+    return _multi_view(tuple(pieces), "SplitWithSizesBackward0" if not isinstance(
+        split_size_or_sections, int) else "SplitBackward0")
 
 
 @public()
@@ -372,4 +382,5 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``."""
     d = _norm_dim(dim, input.ndim)
-    return tuple(input.select(d, i) for i in range(input.shape[d]))
+    return _multi_view(tuple(input.select(d, i) for i in range(input.shape[d])),
+                       "UnbindBackward0")
