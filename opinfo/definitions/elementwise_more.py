@@ -9,7 +9,7 @@ import numpy as np
 import refengine as E
 
 from .. import domains as D
-from ..core import FLOATING, FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput
+from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
 from ..registry import register
 from ..samples import make, unary
 from .elementwise import mp_elementwise
@@ -71,14 +71,10 @@ def _nan_to_num_special(opinfo, dtype):
                       rule="replaced entries get gradient 0")
 
 
-_TORCH_COMPLEX = ("torch refuses autograd for nan_to_num with complex outputs; refengine "
-                  "differentiates it (gradient 1 where finite, 0 where replaced)")
 register(OpInfo("nan_to_num", E.nan_to_num, family=FAMILY, torch_name="nan_to_num",
-                ref=np.nan_to_num, dtypes=FLOATING_AND_COMPLEX, sample_func=unary(D.REAL),
+                ref=np.nan_to_num, dtypes=FLOATING, sample_func=unary(D.REAL),
                 special_func=_nan_to_num_special,
-                known_failures=tuple(KnownFailure(c, _TORCH_COMPLEX,
-                                                  dtypes=(E.complex64, E.complex128))
-                                     for c in ("torch_reverse", "torch_forward"))))
+                description="complex input is refused when differentiated, as in PyTorch"))
 
 _AWAY = D.Domain(-2.0, 2.0, away_from=(-0.5, 0.7), margin=0.1, name="off_bounds")
 

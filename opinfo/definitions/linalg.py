@@ -27,13 +27,15 @@ from ..samples import distinct_eigenvalues, full_rank, make, matrix, spd, well_c
 FAMILY = "linalg"
 FC = FLOATING_AND_COMPLEX
 _HERMITIAN = ("the op symmetrises its input ((A + A^H)/2) so that finite differences stay "
-              "Hermitian; torch.linalg.{0} applied to the raw sample reads one triangle only, "
-              "so its (Hermitian) gradient differs from finite differences off the diagonal")
+              "Hermitian (the decomposition reads one triangle only); torch_fn does the same")
 
 
-def _torch_hermitian(name):
-    return tuple(KnownFailure(check, _HERMITIAN.format(name))
-                 for check in ("torch_reverse", "torch_forward"))
+def _torch_on_hermitian(name):
+    """torch.linalg.<name> applied to (A + A^H)/2, like the refengine op."""
+    def fn(A, *args, **kwargs):
+        import torch
+        return getattr(torch.linalg, name)((A + A.mH) * 0.5, *args, **kwargs)
+    return fn
 
 
 def _batched(fn):
@@ -82,9 +84,23 @@ def _square_samples(spec, batches=((), (2,))):
 _ROUNDOFF = ("for a 1x1 complex matrix the second derivative is exactly 0 and the computed "
              "one is roundoff (conj(a) * conj(1/a) - 1 ~ 1e-16), which the linearity probe's "
              "relative tolerance (~1e-28 here) cannot absorb")
+_SINGULAR = (("rank 1 of 2", ((1.0, 2.0), (2.0, 4.0))),
+             ("rank 2 of 3", ((1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (7.0, 8.0, 9.0))),
+             ("rank 1 of 3", ((1.0, 2.0, 3.0), (2.0, 4.0, 6.0), (-1.0, -2.0, -3.0))))
+
+
+def _det_singular(opinfo, dtype):
+    for name, values in _SINGULAR:
+        n = len(values)
+        yield SampleInput(make((n, n), values=values), name=name,
+                          rule="det is a polynomial: its gradient is the cofactor matrix "
+                               "(conjugated for complex input), singular matrices included")
+
+
 register(OpInfo("linalg.det", E.linalg.det, family=FAMILY, torch_name="linalg.det",
                 ref=np.linalg.det, mpmath_ref=_batched(lambda a: mpmath.det(_mp_matrix(a))),
                 dtypes=FC, sample_func=_square_samples(well_conditioned),
+                special_func=_det_singular,
                 known_failures=(KnownFailure("gradgrad", _ROUNDOFF, samples=("1x1",),
                                              dtypes=(E.complex64, E.complex128)),)))
 register(OpInfo("linalg.slogdet", E.linalg.slogdet, family=FAMILY, torch_name="linalg.slogdet",
@@ -127,8 +143,8 @@ def _cholesky_samples(opinfo, dtype):
 register(OpInfo("linalg.cholesky", _cholesky, family=FAMILY, torch_name="linalg.cholesky",
                 ref=lambda a, upper=False: np.linalg.cholesky(a) if not upper else
                 np.conj(np.swapaxes(np.linalg.cholesky(a), -1, -2)),
-                dtypes=FC, sample_func=_cholesky_samples, description=_HERMITIAN.format("cholesky"),
-                known_failures=_torch_hermitian("cholesky")))
+                torch_fn=_torch_on_hermitian("cholesky"), dtypes=FC,
+                sample_func=_cholesky_samples, description=_HERMITIAN))
 
 
 def _qr_samples(opinfo, dtype):
@@ -160,8 +176,8 @@ def _eigh_samples(opinfo, dtype):
 
 
 register(OpInfo("linalg.eigh", _eigh, family=FAMILY, torch_name="linalg.eigh",
-                dtypes=FC, sample_func=_eigh_samples, description=_HERMITIAN.format("eigh"),
-                known_failures=_torch_hermitian("eigh")))
+                torch_fn=_torch_on_hermitian("eigh"), dtypes=FC, sample_func=_eigh_samples,
+                description=_HERMITIAN))
 
 
 def _svd_gauge(result):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
+import refengine as E
 import refengine.nn.functional as F
 
 from .. import domains as D
@@ -97,9 +98,10 @@ def _softmax_samples(opinfo, dtype):
 
 
 for _name in ("softmax", "log_softmax"):
-    register(OpInfo(f"nn.functional.{_name}", getattr(F, _name), family=FAMILY,
-                    torch_name=f"nn.functional.{_name}", mpmath_ref=_mp_softmax(_name != "softmax"),
-                    dtypes=FLOATING, sample_func=_softmax_samples))
+    for _label, _op in ((_name, getattr(E, _name)), (f"nn.functional.{_name}", getattr(F, _name))):
+        register(OpInfo(_label, _op, family=FAMILY, torch_name=_label,
+                        mpmath_ref=_mp_softmax(_name != "softmax"), dtypes=FLOATING,
+                        sample_func=_softmax_samples))
 
 
 def _mse_samples(opinfo, dtype):

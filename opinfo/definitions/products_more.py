@@ -1,5 +1,5 @@
 """OpInfos for ``einsum`` (added to ``refengine/ops/products.py``; to merge into
-``products.py``). The op is called as ``op(operands, equation)``."""
+``products.py``): ``einsum(equation, *operands)``, the sample's input is the equation."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,10 +24,10 @@ _CASES = (
 
 def _einsum_samples(opinfo, dtype):
     for equation, shapes in _CASES:
-        yield SampleInput([make(s) for s in shapes], args=(equation,), name=equation)
+        yield SampleInput(equation, args=tuple(make(s) for s in shapes), name=equation)
 
 
-register(OpInfo("einsum", lambda operands, equation: E.einsum(equation, operands),
-                family=FAMILY, ref=lambda operands, equation: np.einsum(equation, *operands),
-                mpmath_ref=lambda operands, equation: np.einsum(equation, *operands),
+register(OpInfo("einsum", E.einsum, family=FAMILY, torch_name="einsum",
+                ref=lambda equation, *operands: np.einsum(equation, *operands),
+                mpmath_ref=lambda equation, *operands: np.einsum(equation, *operands),
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_einsum_samples))

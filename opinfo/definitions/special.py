@@ -35,11 +35,11 @@ register(OpInfo("digamma", E.digamma, family=FAMILY, torch_name="digamma",
 
 def _polygamma_samples(opinfo, dtype):
     for n in (1, 2, 3):
-        yield SampleInput(make((2, 3), D.POSITIVE), args=(n,), name=f"n={n}")
-    yield SampleInput(make((4,), GAMMA), args=(1,), name="n=1, negative arguments")
+        yield SampleInput(n, args=(make((2, 3), D.POSITIVE),), name=f"n={n}")
+    yield SampleInput(1, args=(make((4,), GAMMA),), name="n=1, negative arguments")
 
 
-register(OpInfo("polygamma", lambda x, n: E.polygamma(n, x), family=FAMILY,
-                mpmath_ref=lambda x, n: mp_elementwise(lambda v: mpmath.polygamma(n, v))(x),
+register(OpInfo("polygamma", E.polygamma, family=FAMILY, torch_name="polygamma",
+                mpmath_ref=lambda n, x: mp_elementwise(lambda v: mpmath.polygamma(n, v))(x),
                 dtypes=FLOATING, sample_func=_polygamma_samples,
-                description="polygamma(n, x), called here as op(x, n)"))
+                description="polygamma(n, x): the sample's input is n"))

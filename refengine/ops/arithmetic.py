@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .dispatch import call
-from .opdef import OPS, defelementwise, defop
+from .opdef import defelementwise, defop
 
 B = dict(promote=("self", "other"), inplace=True)
 
@@ -42,10 +41,24 @@ def _xlogy(self, other):
     return np.where((self == 0) & ~np.isnan(other), 0, out).astype(out.dtype)
 
 
-# d/dself = log(other), taken as 0 where self == 0 (as the value is); d/dother = self/other.
+def _xlogy_self(self, other):
+    # log(other), except 0 where self == 0 and other <= 0 (PyTorch's derivatives.yaml)
+    hole = (self == 0) & (other <= 0)
+    return other.masked_fill(hole, 1).log().masked_fill(hole, 0)
+
+
+def _number(x) -> bool:
+    return not hasattr(x, "_data") or x._wrapped_number is not None
+
+
+def _xlogy_variant(raw: dict) -> str:
+    return ("XlogyBackward1" if _number(raw["self"]) else
+            "XlogyBackward2" if _number(raw["other"]) else "XlogyBackward0")
+
+
 defelementwise("xlogy", _real_binary(_xlogy),
-               {"self": lambda self, other: call(OPS["xlogy"], (self != 0).to(self.dtype), other),
-                "other": lambda self, other: self / other}, to_float=True, **B)
+               {"self": _xlogy_self, "other": lambda self, other: self / other},
+               to_float=True, variant=_xlogy_variant, **B)
 defelementwise("lerp", lambda self, end, weight: self + weight * (end - self),
                {"self": lambda weight: 1 - weight, "end": lambda weight: weight,
                 "weight": lambda self, end: end - self},

@@ -97,7 +97,7 @@ defop("sign", _real_only(np.sign), vjp={"self": lambda grad: grad * 0},
 
 # ----- more elementwise ops: squares, inverse hyperbolics, rounding, clamp, nan_to_num
 defelementwise("square", lambda self: self * self, lambda self: self * 2,
-               promote=("self",), inplace=True)
+               promote=("self",), inplace=True, node="PowBackward0")
 defelementwise("asinh", lambda self: np.arcsinh(self), lambda self: (self * self + 1).rsqrt(), **F)
 # acosh' = 1/(sqrt(z-1) sqrt(z+1)): equal to (z^2-1)^(-1/2) on the reals, and
 # right on the whole principal branch for complex z (where the latter flips sign).
@@ -137,10 +137,18 @@ def _nan_to_num(self, nan=0.0, posinf=None, neginf=None):
     return np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
 
 
+def _finite(self):
+    if self.is_complex():
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs "
+                           "with complex dtype.")
+    return self.isfinite().to(self.dtype)
+
+
 # Replaced entries are constants: the gradient passes only where self is finite.
+# (Complex input is refused when differentiated, as PyTorch refuses it.)
 defop("nan_to_num", _nan_to_num,
-      vjp={"self": lambda grad, self: grad * self.isfinite().to(grad.dtype)},
-      jvp=lambda self_t, self: self_t * self.isfinite().to(self_t.dtype),
+      vjp={"self": lambda grad, self: grad * _finite(self)},
+      jvp=lambda self_t, self: self_t * _finite(self),
       promote=("self",), inplace=True)
 
 
@@ -183,7 +191,9 @@ def _clamp_max_grad(grad, self, min, max):
 defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
       vjp={"self": lambda grad, self, min, max: grad * _inside(self, min, max),
            "min": _clamp_min_grad, "max": _clamp_max_grad},
-      jvp=_clamp_jvp, inplace=True)
+      jvp=_clamp_jvp, inplace=True,
+      variant=lambda raw: "ClampBackward0" if any(hasattr(raw.get(k), "_data")
+                                                 for k in ("min", "max")) else "ClampBackward1")
 
 
 @public()

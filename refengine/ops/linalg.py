@@ -56,15 +56,49 @@ def _mat(s):
     return s.unsqueeze(-1).unsqueeze(-1)
 
 
-# ----- det: d det = det tr(A^{-1} dA); vjp grad conj(det) A^{-H} -------------------
+# ----- det: d det = tr(adj(A) dA), so the vjp is grad adj(A)^H (the cofactors,
+# conjugated). adj(A) = det(A) A^{-1} where A is well conditioned; otherwise
+# (singular A included) adj(A) = c V diag(p) U^H from A = U diag(S) Vh, with
+# c = det(U) det(Vh) and p_i the product of the other singular values.
 def _det(A):
     _square("det", A)
     return np.linalg.det(A)
 
 
-defop("linalg_det", _det, inputs=("A",),
-      vjp={"A": lambda grad, A, result: _mat(grad * result.conj()) * inv(A).mH},
-      jvp=lambda A_t, A, result: result * trace(solve(A, A_t)), **L)
+def _ill_conditioned(A) -> bool:
+    with np.errstate(all="ignore"):
+        return A.shape[-1] > 0 and bool(np.any(~(np.linalg.cond(A._data) < 1e8)))
+
+
+def _others_product(S):
+    from .. import creation
+    n = S.shape[-1]
+    eye = creation.tensor(np.eye(n, dtype=bool))
+    return S.unsqueeze(-2).expand(tuple(S.shape[:-1]) + (n, n)).masked_fill(eye, 1).prod(-1)
+
+
+def _adjugate_svd(A):
+    """(c, U, p, Vh) with adj(A) = c Vh^H diag(p) U^H: valid for every A."""
+    from .linalg_decompositions import svd
+    U, S, Vh = svd(A, full_matrices=False)
+    return det(U) * det(Vh), U, _others_product(S).to(A.dtype), Vh
+
+
+def _det_vjp(grad, A, result):
+    if not _ill_conditioned(A):
+        return _mat(grad * result.conj()) * inv(A).mH
+    c, U, p, Vh = _adjugate_svd(A)
+    return (U * (grad * c.conj()).unsqueeze(-1).unsqueeze(-1) * p.unsqueeze(-2)).matmul(Vh)
+
+
+def _det_jvp(A_t, A, result):
+    if not _ill_conditioned(A):
+        return result * trace(solve(A, A_t))
+    c, U, p, Vh = _adjugate_svd(A)
+    return c * (p * U.mH.matmul(A_t).matmul(Vh.mH).diagonal(0, -2, -1)).sum(-1)
+
+
+defop("linalg_det", _det, inputs=("A",), vjp={"A": _det_vjp}, jvp=_det_jvp, **L)
 
 
 # ----- slogdet: t = tr(A^{-1} dA); d logabsdet = Re t, d sign = i sign Im t ------

@@ -139,6 +139,8 @@ defop("mse_loss", _mse, inputs=("self", "target"), promote=("self", "target"),
 
 def _nll_prepare(self, target, weight, ignore_index):
     """(input as (N, C, ...), safe target, per-element weights): NumPy arrays."""
+    if np.iscomplexobj(self):
+        raise RuntimeError("nll_loss is not implemented for complex input")
     x, t = (self[None], target[None]) if self.ndim == 1 else (self, target)
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {t.dtype}")

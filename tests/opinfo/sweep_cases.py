@@ -2,9 +2,9 @@
 
 The default run (CI) is a deterministic, representative part of the
 registry: every OpInfo in float64 and, where it lists it, complex128, on
-one representative sample. ``ADCHECK_EXHAUSTIVE=1`` turns the same tests
-into the exhaustive sweep: every sample the OpInfo has, in both dtypes. The
-parameters change, never the assertions::
+its first two representative samples. ``ADCHECK_EXHAUSTIVE=1`` turns the
+same tests into the exhaustive sweep: every sample the OpInfo has, in both
+dtypes. The parameters change, never the assertions::
 
     ADCHECK_EXHAUSTIVE=1 python -m pytest tests/opinfo
 
@@ -59,14 +59,18 @@ def _representative(spec_sample) -> bool:
     return bool(specs) and all(len(s.shape) >= 1 and math.prod(s.shape) > 0 for s in specs)
 
 
+#: representative samples per (op, dtype) in the default run
+DEFAULT_SAMPLES = 2
+
+
 def sample_indices(info, dtype) -> list:
     """The indices of the samples to run: all of them (exhaustive), or the first
-    representative one (the first sample when none is)."""
+    ``DEFAULT_SAMPLES`` representative ones (the first sample when none is)."""
     specs = list(info.sample_func(info, dtype))
     if EXHAUSTIVE:
         return list(range(len(specs)))
     chosen = [i for i, s in enumerate(specs) if _representative(s)]
-    return chosen[:1] or [0][:len(specs)]
+    return chosen[:DEFAULT_SAMPLES] or [0][:len(specs)]
 
 
 def sample_cases(mode: str | None = None) -> list:

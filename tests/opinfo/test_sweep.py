@@ -11,8 +11,8 @@ the mpmath reference; complex autograd is the complex128 case of each.
 A claimed check must pass (or be a declared known failure that still
 fails); an unclaimed one must be skipped, never silently run. Which
 checks are unclaimed, and that they really are missing, is
-test_capabilities.py's subject. The default run takes one representative
-sample per (op, dtype); ``ADCHECK_EXHAUSTIVE=1`` takes all (sweep_cases).
+test_capabilities.py's subject. The default run takes two representative
+samples per (op, dtype); ``ADCHECK_EXHAUSTIVE=1`` takes all (sweep_cases).
 """
 from __future__ import annotations
 
