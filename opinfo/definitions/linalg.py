@@ -22,7 +22,14 @@ import refengine as E
 from .. import domains as D
 from ..core import FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput
 from ..registry import register
-from ..samples import distinct_eigenvalues, full_rank, make, matrix, spd, well_conditioned
+from ..samples import (
+    distinct_eigenvalues,
+    full_rank,
+    make,
+    matrix,
+    spd,
+    well_conditioned,
+)
 
 FAMILY = "linalg"
 FC = FLOATING_AND_COMPLEX
@@ -73,17 +80,21 @@ def _mp_solve(a, b):
     return _to_object(x, b.shape)
 
 
-def _square_samples(spec, batches=((), (2,))):
+def _square_samples(spec, batches=((), (2,)), one=True):
     def sample_func(opinfo, dtype):
         for batch in batches:
             yield SampleInput(spec(3, batch), name=f"batch {batch}")
-        yield SampleInput(spec(1), name="1x1")
+        if one:
+            yield SampleInput(spec(1), name="1x1")
+        else:
+            yield SampleInput(spec(2, (3,)), name="batch of 2x2")
     return sample_func
 
 
-_ROUNDOFF = ("for a 1x1 complex matrix the second derivative is exactly 0 and the computed "
-             "one is roundoff (conj(a) * conj(1/a) - 1 ~ 1e-16), which the linearity probe's "
-             "relative tolerance (~1e-28 here) cannot absorb")
+_TORCH_SINGULAR = ("torch 2.13 returns zeros for the gradient of det at an exactly singular "
+                   "matrix (and inaccurate cofactors at a numerically singular one); the "
+                   "cofactor matrix is the derivative of the polynomial det (where the "
+                   "cofactors are all 0, rank 1 of 3, torch agrees)")
 _SINGULAR = (("rank 1 of 2", ((1.0, 2.0), (2.0, 4.0))),
              ("rank 2 of 3", ((1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (7.0, 8.0, 9.0))),
              ("rank 1 of 3", ((1.0, 2.0, 3.0), (2.0, 4.0, 6.0), (-1.0, -2.0, -3.0))))
@@ -99,10 +110,13 @@ def _det_singular(opinfo, dtype):
 
 register(OpInfo("linalg.det", E.linalg.det, family=FAMILY, torch_name="linalg.det",
                 ref=np.linalg.det, mpmath_ref=_batched(lambda a: mpmath.det(_mp_matrix(a))),
-                dtypes=FC, sample_func=_square_samples(well_conditioned),
+                dtypes=FC, sample_func=_square_samples(well_conditioned, one=False),
                 special_func=_det_singular,
-                known_failures=(KnownFailure("gradgrad", _ROUNDOFF, samples=("1x1",),
-                                             dtypes=(E.complex64, E.complex128)),)))
+                known_failures=tuple(
+                    KnownFailure(check, _TORCH_SINGULAR, samples=names, dtypes=dts)
+                    for check in ("torch_reverse", "torch_forward")
+                    for names, dts in ((("rank 1 of 2", "rank 2 of 3"), (E.float32, E.float64)),
+                                       (("rank 1 of 2",), (E.complex64, E.complex128))))))
 register(OpInfo("linalg.slogdet", E.linalg.slogdet, family=FAMILY, torch_name="linalg.slogdet",
                 ref=lambda a: tuple(np.linalg.slogdet(a)), dtypes=FC,
                 sample_func=_square_samples(well_conditioned)))

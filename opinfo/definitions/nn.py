@@ -7,7 +7,6 @@ samples with PyTorch's rule. dropout is checked where it is deterministic
 """
 from __future__ import annotations
 
-
 import mpmath
 import numpy as np
 

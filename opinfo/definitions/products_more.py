@@ -29,5 +29,4 @@ def _einsum_samples(opinfo, dtype):
 
 register(OpInfo("einsum", E.einsum, family=FAMILY, torch_name="einsum",
                 ref=lambda equation, *operands: np.einsum(equation, *operands),
-                mpmath_ref=lambda equation, *operands: np.einsum(equation, *operands),
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_einsum_samples))

@@ -12,9 +12,26 @@ from ..ops.conv import conv_nd
 from ..ops.dispatch import call
 from ..ops.opdef import OPS
 
-__all__ = ["relu", "gelu", "silu", "softplus", "elu", "leaky_relu", "hardtanh", "softmax",
-           "log_softmax", "mse_loss", "cross_entropy", "nll_loss", "linear", "conv1d", "conv2d",
-           "layer_norm", "dropout", "pad"]
+__all__ = [
+    "conv1d",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "gelu",
+    "hardtanh",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "nll_loss",
+    "pad",
+    "relu",
+    "silu",
+    "softmax",
+    "softplus",
+]
 
 
 def _elementwise(name, input, inplace, *args):

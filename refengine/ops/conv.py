@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from .dispatch import call
-from .opdef import OPS, defop, deflinear
+from .opdef import OPS, deflinear, defop
 
 C = dict(method=None, function=False)
 
@@ -105,7 +105,7 @@ def _conv_vjp_input(grad, input_shape, weight, stride, padding, dilation, groups
 
 
 def _conv_vjp_weight(grad, input, weight_shape, stride, padding, dilation, groups):
-    g_r, N, g, Fg, CK = _conv_grads(grad, input.shape, weight_shape, groups)
+    g_r, N, g, _, CK = _conv_grads(grad, input.shape, weight_shape, groups)
     cols = input.im2col(tuple(weight_shape[2:]), dilation, padding, stride).reshape(N, g, CK, -1)
     return g_r.matmul(cols.mH).sum(0).reshape(weight_shape)
 

@@ -13,7 +13,7 @@ from ..autograd import forward_ad
 from ..autograd.node import OpNode
 from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ..tensor import Tensor
-from .opdef import OpDef
+from .opdef import OPS, OpDef
 
 
 def wrap_number(value) -> Tensor:
@@ -168,6 +168,8 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     if out is not None and (record or levels) and _needs_original_self(op):
         tensors["self"] = env["self"] = _original(out)
     if out is not None:
+        if out.is_complex() and results[0].dtype.kind != "c" and op.result_dtype is dtypes.to_real:
+            raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
         _write_inplace(out, results[0])
         outs = [out]
     else:
@@ -202,8 +204,12 @@ def _original(t: Tensor) -> Tensor:
     orig._requires_grad = t._requires_grad
     if t.grad_fn is None and t._requires_grad:
         orig._grad_accumulator = t._get_grad_accumulator()
-    orig._fw_grads = {lvl: forward_ad.get_tangent(t, lvl) for lvl in forward_ad.active_levels()
-                      if forward_ad.get_tangent(t, lvl) is not None}
+    for level in forward_ad.active_levels():
+        tangent = forward_ad.get_tangent(t, level)
+        if tangent is not None:
+            # a copy: the in-place jvp will overwrite t's tangent object
+            with forward_ad.excluding(level):
+                orig._fw_grads[level] = call(OPS["clone"], tangent)
     return orig
 
 

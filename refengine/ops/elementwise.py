@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from .dispatch import call
-from .opdef import OPS, defelementwise, defop, deflinear, no_bool, public
+from .opdef import OPS, defelementwise, deflinear, defop, no_bool, public
 
 F = dict(promote=("self",), to_float=True, inplace=True)   # float-valued ops on any input
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -161,11 +161,11 @@ def _clamp(self, min=None, max=None):
 
 def _inside(self, min, max):
     """Where the clamp passes self through: min <= self <= max (bounds included)."""
-    mask = self == self
-    if min is not None:
-        mask = mask & (self >= min)
-    if max is not None:
-        mask = mask & (self <= max)
+    mask = None
+    for bound in ((self >= min) if min is not None else None,
+                  (self <= max) if max is not None else None):
+        if bound is not None:
+            mask = bound if mask is None else mask & bound
     return mask.to(self.dtype)
 
 

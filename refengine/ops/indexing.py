@@ -7,7 +7,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .dispatch import call, call_inplace
-from .opdef import OPS, defop, deflinear, public
+from .opdef import OPS, deflinear, defop, public
 
 
 def _np_index(index):
@@ -231,7 +231,7 @@ deflinear("index_add", _index_add,
 
 def _masked_select(self, mask):
     if mask.dtype != np.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     s, m = np.broadcast_arrays(self, mask)
     return s[m]
 

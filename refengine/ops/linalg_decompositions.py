@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from .dispatch import call
-from .linalg import L, _eye, _square, diag_embed, solve
+from .linalg import L, _square, diag_embed, solve
 from .opdef import OPS, defop
 
 QRResult = namedtuple("qr", ["Q", "R"])
@@ -150,7 +150,7 @@ defop("linalg_eigh", _eigh, inputs=("A",), outputs=("eigenvalues", "eigenvectors
 # dV = V (F o (S P + P^H S)) + (I - V V^H) dA^H U S^{-1}, F_ij = 1/(s_j^2 - s_i^2).
 def _svd(A, full_matrices=True):
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     return tuple(np.linalg.svd(A, full_matrices=full_matrices))
 
 
@@ -166,7 +166,6 @@ def _svd_vjp(grads, A, U, S, Vh, full_matrices):
     gU, gS, gVh = grads
     U, V = _svd_reduced(A, U, Vh, full_matrices)
     gV = gVh.mH
-    m, n = A.shape[-2:]
     F = _gap_inverse(S, True)
     Sc = S.to(U.dtype)
     J, K = U.mH.matmul(gU), V.mH.matmul(gV)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .elementwise import _np_erf
-from .opdef import defelementwise, defop, deflinear
+from .opdef import defelementwise, deflinear, defop
 
 N = dict(promote=("self",), method=None, function=False, inplace=True)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -41,7 +41,7 @@ def _gelu(self, approximate="none"):
     if approximate == "tanh":
         return 0.5 * self * (1 + np.tanh(_K * (self + 0.044715 * self ** 3)))
     if approximate != "none":
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return 0.5 * self * (1 + _np_erf(self / math.sqrt(2)))
 
 

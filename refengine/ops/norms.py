@@ -77,8 +77,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if dtype is not None:
         A = A.to(dtype)
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
-                           f"dimensions.")
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)

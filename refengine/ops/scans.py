@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .opdef import defop, deflinear
+from .opdef import deflinear, defop
 
 
 def _scan(fn):
