@@ -1,6 +1,8 @@
 """``adcheck ops``: sweep the operator registry."""
 from __future__ import annotations
 
+import os
+
 import fnmatch
 import time
 
@@ -110,7 +112,8 @@ def run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops",
               help="Dtypes to check, comma-separated or repeated (float32, float64, "
                    "complex64, complex128). Default: float64 and complex128.")
 @check_options("reverse,forward,gradgrad,reference")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=lambda: os.cpu_count() or 1,
+              show_default="the number of CPUs",
               help="Worker processes; the results are the same for any number.")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")

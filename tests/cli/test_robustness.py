@@ -50,7 +50,7 @@ def test_ctrl_c_in_a_serial_sweep_writes_the_partial_report_and_exits_130(run, m
             raise KeyboardInterrupt
         return real(task)
     monkeypatch.setattr(cli.sweep, "run_task", interrupted_on_second_task)
-    result = run("ops", *CLI_TEST_OPS, "--check", "reverse",
+    result = run("ops", *CLI_TEST_OPS, "--check", "reverse", "--jobs", "1",
                  "--format", "json")
     assert result.exit_code == 130
     doc = json.loads(result.stdout)
