@@ -31,8 +31,8 @@ from . import domains, samples
 from .core import (CHECKS, DEFAULT_TOLERANCES, FLOATING, FLOATING_AND_COMPLEX, KnownFailure,
                    OpInfo, SampleInput, Tolerance, identity, map_tensors, seed_for)
 from .plugins import load_plugin
-from .registry import (ENTRY_POINT_GROUP, PluginWarning, families, get, load_entry_points,
-                       names, op_db, register)
+from .registry import (ENTRY_POINT_GROUP, PluginWarning, builtin_ops, families, get,
+                       load_entry_points, names, op_db, register)
 from .definitions import load_all as _load_definitions
 
 _load_definitions()
@@ -40,5 +40,5 @@ load_entry_points()
 
 __all__ = ["OpInfo", "SampleInput", "Tolerance", "KnownFailure", "CHECKS", "DEFAULT_TOLERANCES",
            "FLOATING", "FLOATING_AND_COMPLEX", "identity", "map_tensors", "seed_for", "op_db",
-           "get", "register", "names", "families", "load_entry_points", "load_plugin",
+           "get", "register", "names", "families", "builtin_ops", "load_entry_points", "load_plugin",
            "ENTRY_POINT_GROUP", "PluginWarning", "domains", "samples"]

@@ -43,6 +43,20 @@ def get(name: str) -> OpInfo:
         raise KeyError(f"no OpInfo named {name!r}{hint}") from None
 
 
+_builtin_count = 0
+
+
+def builtin_ops() -> list:
+    """The OpInfos that ship with adcheck (registered before any plugin)."""
+    return op_db[:_builtin_count]
+
+
+def seal_builtin() -> None:
+    """Mark everything registered so far as built in (called once definitions load)."""
+    global _builtin_count
+    _builtin_count = len(op_db)
+
+
 def names() -> list:
     """The registered names, in registration order."""
     return [o.name for o in op_db]

@@ -16,6 +16,8 @@ def load_all() -> list:
             importlib.import_module(f"{__name__}.{info.name}")
             loaded.append(info.name)
     _register_inplace_variants()
+    from ..registry import seal_builtin
+    seal_builtin()
     return loaded
 
 

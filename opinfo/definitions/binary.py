@@ -159,3 +159,30 @@ for _name, _np in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isf
     register(OpInfo(_name, getattr(E, _name), family=FAMILY, torch_name=_name, ref=_np,
                     dtypes=FLOATING_AND_COMPLEX, sample_func=_nonfinite_samples,
                     supports_autograd=False))
+
+
+def _whole_tensor_samples(opinfo, dtype):
+    yield SampleInput(make((2, 3)), args=(make((2, 3)),), name="different")
+    same = make((3,), values=(1.0, 2.0, 3.0))
+    yield SampleInput(same, args=(make((3,), values=(1.0, 2.0, 3.0)),), name="equal")
+    yield SampleInput(same, args=(make((3,), values=(1.0, 2.0, 3.0 + 1e-9)),), name="close")
+    yield SampleInput(same, args=(make((1, 3), values=((1.0, 2.0, 3.0),)),), name="other shape")
+
+
+# equal and allclose answer with a Python bool about the whole tensors; the
+# OpInfo wraps it in a tensor (on torch too) so the value checks can compare it.
+def _as_tensor_of(fn, module):
+    def call(x, y):
+        mod = __import__(module)
+        return mod.tensor(getattr(mod, fn)(x, y))
+    call.__name__ = fn
+    return call
+
+
+for _name, _ref in (("equal", lambda x, y: x.shape == y.shape and bool(np.array_equal(x, y))),
+                    ("allclose", lambda x, y: bool(np.allclose(x, y)))):
+    register(OpInfo(_name, _as_tensor_of(_name, "refengine"), family=FAMILY,
+                    torch_fn=_as_tensor_of(_name, "torch"),
+                    ref=lambda x, y, _ref=_ref: np.asarray(_ref(x, y)),
+                    dtypes=FLOATING_AND_COMPLEX, sample_func=_whole_tensor_samples,
+                    supports_autograd=False))

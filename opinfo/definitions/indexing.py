@@ -2,6 +2,8 @@
 boolean-mask indices), gather, scatter, scatter_add and index_put."""
 from __future__ import annotations
 
+import numpy as np
+
 import refengine as E
 
 from ..core import FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput
@@ -78,3 +80,35 @@ register(OpInfo("scatter_add", E.scatter_add, family=FAMILY, torch_name="scatter
                 known_failures=(_TORCH_SRC_LARGER,)))
 register(OpInfo("index_put", E.index_put, family=FAMILY, torch_name="index_put",
                 dtypes=FLOATING_AND_COMPLEX, sample_func=_index_put_samples))
+
+
+def _on_a_copy(method):
+    """``x.clone().METHOD(...)``: the write goes to a copy of the leaf input, so it is
+    differentiable (and the same composite runs on torch tensors)."""
+    def call(x, *args):
+        return getattr(x.clone(), method)(*args)
+    call.__name__ = method
+    return call
+
+
+def _fill_samples(opinfo, dtype):
+    yield SampleInput(make((2, 3)), args=(0.5,), name="number")
+    yield SampleInput(make((2, 3)), args=(make(()),), name="tensor value")
+
+
+def _copy_samples(opinfo, dtype):
+    yield SampleInput(make((2, 3)), args=(make((2, 3)),), name="same shape")
+    yield SampleInput(make((2, 3)), args=(make((3,)),), name="broadcast src")
+
+
+# The overwritten tensor's gradient is zero; the written value's is passed through.
+# zero_ and fill_ (with a number) have constant gradients: no second order to check.
+for _method_name, _samples, _ref, _second in (
+        ("zero_", lambda o, d: iter((SampleInput(make((2, 3)), name="2x3"),)),
+         lambda x: np.zeros_like(x), False),
+        ("fill_", _fill_samples, lambda x, v: np.full_like(x, v), False),
+        ("copy_", _copy_samples, lambda x, s: np.broadcast_to(s, x.shape).copy(), True)):
+    _op = _on_a_copy(_method_name)
+    register(OpInfo(_method_name, _op, family=FAMILY, torch_fn=_op, ref=_ref,
+                    dtypes=FLOATING_AND_COMPLEX, sample_func=_samples,
+                    supports_gradgrad=_second, supports_fwgrad_bwgrad=_second))

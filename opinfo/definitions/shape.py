@@ -93,3 +93,21 @@ _def("tril", E.tril, (((3, 3), (), {}), ((3, 4), (1,), {}), ((2, 3, 2), (-1,), {
      ref=lambda x, diagonal=0: np.tril(x, diagonal))
 _def("triu", E.triu, (((3, 3), (), {}), ((3, 4), (1,), {}), ((2, 3, 2), (-1,), {}), ((0, 2), (), {})),
      ref=lambda x, diagonal=0: np.triu(x, diagonal))
+
+
+def _as_samples(pairs):
+    """``view_as``/``expand_as`` samples: the other tensor only lends its shape."""
+    def sample_func(opinfo, dtype):
+        for shape, other in pairs:
+            yield SampleInput(make(shape), args=(make(other, requires_grad=False),),
+                              name=f"{shape} as {other}")
+    return sample_func
+
+
+register(OpInfo("view_as", _method("view_as"), family=FAMILY, torch_name="Tensor.view_as",
+                ref=lambda x, other: x.reshape(other.shape), dtypes=FLOATING_AND_COMPLEX,
+                sample_func=_as_samples((((2, 3), (3, 2)), ((6,), (2, 3)), ((), (1, 1))))))
+register(OpInfo("expand_as", _method("expand_as"), family=FAMILY, torch_name="Tensor.expand_as",
+                ref=lambda x, other: np.broadcast_to(x, other.shape).copy(),
+                dtypes=FLOATING_AND_COMPLEX,
+                sample_func=_as_samples((((3, 1), (3, 4)), ((3,), (2, 3)), ((), (2, 2))))))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .dispatch import call
-from .opdef import OPS, defop, deflinear, public
+from .opdef import OPS, defop, deflinear, no_complex, public
 
 
 def dims_of(dim, ndim: int) -> tuple:
@@ -118,16 +118,15 @@ def _amax(fn):
     return forward
 
 
+# Max-like reductions order their input: complex numbers are refused, as in PyTorch.
 for _name, _fn in (("amax", np.max), ("amin", np.min)):
-    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp)
-defop("max_all", lambda self: np.max(self), vjp={"self": lambda grad, self, result:
-                                                 _evenly(grad, self, result, None, False)},
-      jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
-      node="MaxBackward1", method=None, function=False)
-defop("min_all", lambda self: np.min(self), vjp={"self": lambda grad, self, result:
-                                                 _evenly(grad, self, result, None, False)},
-      jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
-      node="MinBackward1", method=None, function=False)
+    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name))
+for _name, _fn in (("max", np.max), ("min", np.min)):
+    defop(f"{_name}_all", lambda self, _fn=_fn: _fn(self),
+          vjp={"self": lambda grad, self, result: _evenly(grad, self, result, None, False)},
+          jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
+          node=f"{_name.capitalize()}Backward1", method=None, function=False,
+          refuse=no_complex(_name))
 
 
 def _select_by_index(grad, self, indices, dim, keepdim):
@@ -138,7 +137,7 @@ def _select_by_index(grad, self, indices, dim, keepdim):
     return creation.zeros_like(self).scatter(dim, idx, g)
 
 
-def _max_dim_fn(arg, reduce):
+def _max_dim_fn(arg):
     def forward(self, dim, keepdim=False):
         idx = arg(self, axis=int(dim), keepdims=True)
         values = np.take_along_axis(self, idx, axis=int(dim))
@@ -149,14 +148,15 @@ def _max_dim_fn(arg, reduce):
 
 
 for _name, _arg in (("max_dim", np.argmax), ("min_dim", np.argmin)):
-    defop(_name, _max_dim_fn(_arg, None),
+    defop(_name, _max_dim_fn(_arg),
           vjp={"self": lambda grad, self, indices, dim, keepdim:
                _select_by_index(grad, self, indices, dim, keepdim)},
           jvp=lambda self_t, indices, dim, keepdim: self_t.gather(
               dim, indices if keepdim else indices.unsqueeze(dim)).squeeze(dim)
           if not keepdim else self_t.gather(dim, indices),
           outputs=("values", "indices"), diff_outputs=("values",),
-          node=f"{_name[:3].capitalize()}Backward0", method=None, function=False)
+          node=f"{_name[:3].capitalize()}Backward0", method=None, function=False,
+          refuse=no_complex(_name[:3]))
 
 
 class return_types:

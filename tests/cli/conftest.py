@@ -27,3 +27,4 @@ def run_json(run):
         result = run(*args, "--format", "json")
         return result, json.loads(result.stdout)
     return invoke
+
