@@ -18,7 +18,13 @@ import numpy as np
 
 
 class Engine:
-    """The adapter interface. Subclasses fill every method."""
+    """The adapter interface.
+
+    Both engines expose PyTorch's API (refengine mirrors it on purpose), so
+    the autograd calls are written once here against ``module``; an adapter
+    supplies what differs: ``is_tensor``, ``to_numpy`` and the optional
+    batched forward mode.
+    """
 
     name = "engine"
     module: Any = None
@@ -35,7 +41,7 @@ class Engine:
 
     def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
         """A new leaf tensor holding a copy of ``array`` (same dtype)."""
-        raise NotImplementedError
+        return self.module.from_numpy(np.array(array, copy=True)).requires_grad_(requires_grad)
 
     def requires_grad(self, tensor) -> bool:
         return bool(tensor.requires_grad)
@@ -44,29 +50,31 @@ class Engine:
         return bool(tensor.is_floating_point() or tensor.is_complex())
 
     def no_grad(self) -> AbstractContextManager:
-        raise NotImplementedError
+        return self.module.no_grad()
 
     def enable_grad(self) -> AbstractContextManager:
-        raise NotImplementedError
+        return self.module.enable_grad()
 
     def grad(self, outputs: Sequence, inputs: Sequence, grad_outputs: Sequence,
              create_graph: bool = False) -> tuple:
         """``autograd.grad`` with ``retain_graph=True, allow_unused=True``."""
-        raise NotImplementedError
+        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                         create_graph=create_graph, allow_unused=True)
 
     def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
         """``grad`` with ``is_grads_batched=True``."""
-        raise NotImplementedError
+        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                         allow_unused=True, is_grads_batched=True)
 
     def dual_level(self) -> AbstractContextManager:
-        raise NotImplementedError
+        return self.module.autograd.forward_ad.dual_level()
 
     def make_dual(self, tensor, tangent):
-        raise NotImplementedError
+        return self.module.autograd.forward_ad.make_dual(tensor, tangent)
 
     def tangent(self, tensor):
         """The tangent of a dual tensor at the current level, or ``None``."""
-        raise NotImplementedError
+        return self.module.autograd.forward_ad.unpack_dual(tensor).tangent
 
     def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
         """Output tangents for a batch of tangents of input ``in_idx``."""

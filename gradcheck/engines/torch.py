@@ -23,33 +23,6 @@ class TorchEngine(Engine):
         tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
         return np.array(tensor.numpy(), copy=True)
 
-    def from_numpy(self, array, requires_grad=False):
-        tensor = torch.from_numpy(np.array(array, copy=True))
-        return tensor.requires_grad_(requires_grad)
-
-    def no_grad(self):
-        return torch.no_grad()
-
-    def enable_grad(self):
-        return torch.enable_grad()
-
-    def grad(self, outputs, inputs, grad_outputs, create_graph=False):
-        return torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                   create_graph=create_graph, allow_unused=True)
-
-    def batched_grad(self, outputs, inputs, grad_outputs):
-        return torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                   allow_unused=True, is_grads_batched=True)
-
-    def dual_level(self):
-        return forward_ad.dual_level()
-
-    def make_dual(self, tensor, tangent):
-        return forward_ad.make_dual(tensor, tangent)
-
-    def tangent(self, tensor):
-        return forward_ad.unpack_dual(tensor).tangent
-
     def batched_jvp(self, func, primals, in_idx, tangents):
         def one(tangent):
             with forward_ad.dual_level():
