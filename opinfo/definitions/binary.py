@@ -11,7 +11,7 @@ import refengine as E
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
 from ..registry import register
-from ..samples import BROADCAST_PAIRS, binary, index, make, mask
+from ..samples import binary, index, make, mask
 
 FAMILY = "binary"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatch import call
-from .opdef import OPS, defop, deflinear, public
+from .opdef import OPS, deflinear, public
 
 V = dict(view=True)
 
