@@ -70,12 +70,28 @@ def _run_serial(tasks: list, work: Callable, on_done: Callable) -> str:
     return "done"
 
 
+def _hold_sigint():
+    """Block SIGINT (it stays pending); returns what to give ``_release_sigint``."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _release_sigint(previous) -> None:
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _run_pool(tasks: list, work: Callable, jobs: int, on_done: Callable, initializer,
               initargs: tuple, stall_seconds: float | None) -> str:
     context = multiprocessing.get_context("spawn")
+    # A Ctrl-C while the workers start or stop would escape the handler below
+    # and leave the pool's threads hanging the exit: hold it until the loop.
+    held = _hold_sigint()
     pool = context.Pool(jobs, initializer=_worker_init, initargs=(initializer, initargs))
     status = "done"
     try:
+        _release_sigint(held)   # a Ctrl-C held during start-up is raised here
         outcomes = pool.imap_unordered(work, tasks, chunksize=1)
         for _ in range(len(tasks)):
             try:
@@ -89,11 +105,15 @@ def _run_pool(tasks: list, work: Callable, jobs: int, on_done: Callable, initial
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
-        if status == "done":
-            pool.close()
-        else:
-            pool.terminate()
-        pool.join()
+        held = _hold_sigint()
+        try:
+            if status == "done":
+                pool.close()
+            else:
+                pool.terminate()
+            pool.join()
+        finally:
+            _release_sigint(held)
     return status
 
 
