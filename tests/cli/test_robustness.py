@@ -65,8 +65,11 @@ def test_sigint_to_a_parallel_sweep_terminates_the_workers_and_exits_130(tmp_pat
     command = [sys.executable, "-c", "from cli.main import main; main()", "ops", "--plugin",
                UNRULY_OPS, "cli_fine", "cli_slow", "--check", "reverse", "--jobs", "2",
                "--timeout", "60", "--format", "json", "--junit-xml", str(junit)]
+    # A runner started in the background (bash's `cmd &`) ignores SIGINT and its
+    # children inherit that; the sweep under test must see Ctrl-C as a user would.
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 30
     while time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
