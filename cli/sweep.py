@@ -97,20 +97,10 @@ def check_sample(info, sample, dtype, settings: Settings, keep_reports: bool = F
     return out
 
 
-def allow_sibling_imports(path) -> None:
-    """Put a plugin's directory on ``sys.path``, so it can import its neighbours."""
-    import sys
-    from pathlib import Path
-    folder = str(Path(path).resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-
-
 def load_plugins(paths: tuple) -> None:
     """Worker initializer: register the plugin files' OpInfos."""
     import opinfo
     for path in paths:
-        allow_sibling_imports(path)
         opinfo.load_plugin(path)
 
 

@@ -18,6 +18,8 @@ from . import registry
 def load_plugin(path) -> list:
     """Import the plugin file at ``path``; returns the names of the OpInfos it added.
 
+    The file's folder goes on ``sys.path``, so it can import its neighbours.
+
     A ``ValueError`` says what is wrong with a missing, unreadable or broken
     file (the original exception is chained).
     """
@@ -31,6 +33,9 @@ def load_plugin(path) -> list:
     except OSError as exc:
         raise ValueError(f"plugin {str(path)!r}: cannot read it ({exc.strerror})") from exc
     resolved = p.resolve()
+    # a plugin may import the modules beside it (its own ops, say)
+    if str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))
     tag = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
     module_name = f"adcheck_plugin_{p.stem}_{tag}"
     if module_name in sys.modules:

@@ -34,10 +34,8 @@ def plugin_ops(opinfo, path) -> list:
     """Load one plugin file (once per process); the names of its OpInfos."""
     from pathlib import Path
 
-    from cli.sweep import allow_sibling_imports
     key = str(Path(path).resolve())
     if key not in _PLUGIN_OPS:
-        allow_sibling_imports(path)
         try:
             _PLUGIN_OPS[key] = opinfo.load_plugin(path)
         except ValueError as exc:

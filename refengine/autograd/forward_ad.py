@@ -194,19 +194,22 @@ def levels_with_tangents(tensors: dict, op) -> tuple:
     return tuple(found)
 
 
-def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
+def _tangent_or_zeros(t, level: int):
     from .. import creation
+    tangent = get_tangent(t, level)
+    return tangent if tangent is not None else creation.zeros_like(t)
+
+
+def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
     tenv = dict(env)
     for n in op.diff_inputs:
         t = tensors.get(n)
         if t is None:
             tenv[f"{n}_t"] = None
         elif isinstance(t, list):
-            tenv[f"{n}_t"] = [get_tangent(x, level) if get_tangent(x, level) is not None
-                              else creation.zeros_like(x) for x in t]
+            tenv[f"{n}_t"] = [_tangent_or_zeros(x, level) for x in t]
         else:
-            tan = get_tangent(t, level)
-            tenv[f"{n}_t"] = tan if tan is not None else creation.zeros_like(t)
+            tenv[f"{n}_t"] = _tangent_or_zeros(t, level)
     for name, o in zip(op.outputs, outs):
         tenv[name] = o
     from .node import input_meta

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 from .engine import current_task
-from .hooks import RemovableHandle, disable_saved_tensors_hooks, saved_tensors_hooks
+from .hooks import disable_saved_tensors_hooks, saved_tensors_hooks
 from .node import Node
 
 __all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks",
@@ -47,13 +47,14 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
                     entry[0] -= 1
                     fire = entry[0] == 0
             if fire:
-                fn(grad) if mode == "any" else fn(tuple(state[id(task)][1]))
+                if mode == "any":
+                    fn(grad)
+                else:
+                    fn(tuple(state[id(task)][1]))
             return None
         return hook
 
-    handles = [t.register_hook(hook_for(i)) for i, t in enumerate(tensors) if t.requires_grad]
-    return RemovableHandle([d for h in handles for d in h._dicts],
-                           handles[0].id if handles else -1) if len(handles) == 1 else _Multi(handles)
+    return _Multi([t.register_hook(hook_for(i)) for i, t in enumerate(tensors) if t.requires_grad])
 
 
 class _Multi:
