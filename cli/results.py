@@ -7,8 +7,9 @@ checks anything.
 """
 from __future__ import annotations
 
+import copy
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from cli.exit_codes import ExitCode
 
@@ -18,6 +19,10 @@ STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
 FAILING = ("failed", "error")
 #: the check name of an outcome that concerns a whole task (setup, timeout)
 TASK_CHECK = "setup"
+#: how many failing pairs of a check keep their Jacobians (the HTML report draws them)
+JACOBIAN_PAIRS = 4
+#: fields that stay in memory only: never in ``to_dict()``, so never in JSON
+_IN_MEMORY = {"compare": False, "repr": False, "metadata": {"json": False}}
 
 
 @dataclass
@@ -26,7 +31,12 @@ class CheckResult:
 
     ``message`` is one line: why it failed, was skipped, or errored.
     ``failures`` holds gradcheck's per-pair results (``Result.to_dict()``
-    without the matrices) for a failed check.
+    without the matrices) for a failed check. For the HTML report a failed
+    check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
+    NumPy blocks of its first ``JACOBIAN_PAIRS`` failing pairs (``None`` for
+    a pair with no matrix), and ``check_kwargs``: the ``gradcheck.check``
+    keywords it ran with (``reference=True`` standing for the reference
+    function), from which a reproducer is written.
     """
 
     op: str
@@ -41,6 +51,8 @@ class CheckResult:
     family: str = ""
     sample_name: str = ""
     failures: list = field(default_factory=list)
+    jacobians: list = field(default_factory=list, **_IN_MEMORY)
+    check_kwargs: dict | None = field(default=None, **_IN_MEMORY)
 
     @property
     def key(self) -> str:
@@ -53,7 +65,8 @@ class CheckResult:
         return self.status in FAILING
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.metadata.get("json", True)}
         data["key"] = self.key
         return data
 

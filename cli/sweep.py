@@ -14,9 +14,11 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from cli import checkrun
 from cli.pool import TaskTimeout, deadline, run_tasks
-from cli.results import TASK_CHECK, CheckResult
+from cli.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,20 @@ def check_sample(info, sample, dtype, settings: Settings, keep_reports: bool = F
         known = checkrun.known_failure(info, check, dtype, sample, policy.engine)
         result, report = checkrun.run(call.func, call.inputs, info.name, check, kwargs, seed,
                                       base, known)
+        keep_evidence(result, report, kwargs)
         out.append((result, report if keep_reports else None))
     return out
+
+
+def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
+    """Give a failed ``result`` what the HTML report draws: the Jacobians of
+    its first failing pairs and the keywords that reproduce it (small and
+    picklable: the reference function itself stays behind)."""
+    if report is None or not result.failures:
+        return
+    result.jacobians = [(f.expected, f.actual) if np.ndim(f.expected) == np.ndim(f.actual) == 2
+                        else None for f in report.failures[:JACOBIAN_PAIRS]]
+    result.check_kwargs = {k: True if k == "reference" else v for k, v in kwargs.items()}
 
 
 def load_plugins(paths: tuple) -> None:

@@ -1,1 +1,41 @@
-"""adcheck's pytest plugin (registered through the ``pytest11`` entry point)."""
+"""adcheck's pytest plugin, loaded through the ``pytest11`` entry point.
+
+Installing adcheck is enough; no ``-p`` flag or conftest is needed.
+
+- ``assert_gradients(func, inputs, **check_keywords)``: a gradient check as
+  an assertion; on failure the ``AssertionError`` carries adcheck's report
+  (each failing pair, the worst entry, the diagnosis, both Jacobians).
+  Import it, or take the fixture of the same name.
+- ``@pytest.mark.adcheck_ops(*patterns, family=None, dtypes=None,
+  checks=None)``: one test per OpInfo, dtype and sample of the registry,
+  with ids such as ``test_x[sin-float64-sample3]``; the test takes an
+  ``adcheck_case`` argument (an ``OpCase``) and calls
+  ``adcheck_case.assert_passes()``. Runs under pytest-xdist (``-n auto``).
+- ``--adcheck-plugin FILE`` (or the ini option ``adcheck_plugins``) adds the
+  OpInfos of a plugin file; ``--adcheck-seed N`` sets the base seed.
+
+Example::
+
+    import pytest
+    import refengine as E
+    from pytest_adcheck import assert_gradients
+
+    def test_my_sin():
+        assert_gradients(MySin.apply, E.randn(3, dtype=E.float64, requires_grad=True))
+
+    @pytest.mark.adcheck_ops("sin", "exp*", dtypes="float64")
+    def test_registry(adcheck_case):
+        adcheck_case.assert_passes()
+
+Importing this package imports neither refengine, gradcheck nor NumPy.
+"""
+from pytest_adcheck.assertion import assert_gradients
+from pytest_adcheck.plugin import (
+    adcheck_case_fixture,
+    assert_gradients_fixture,
+    pytest_addoption,
+    pytest_configure,
+    pytest_generate_tests,
+)
+
+__all__ = ["assert_gradients"]

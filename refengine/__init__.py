@@ -25,3 +25,4 @@ cfloat, cdouble, double, long = complex64, complex128, float64, int64
 float, int = float32, int32  # noqa: A001  (PyTorch's aliases: torch.float, torch.int)
 from . import linalg  # noqa: E402
 from . import nn  # noqa: E402  (after the ops: nn builds on them)
+from .batching import vmap  # noqa: E402

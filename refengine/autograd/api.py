@@ -141,30 +141,39 @@ def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool) -
 
 
 def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize):
-    """``is_grads_batched``: the first dimension of each grad_output is a batch."""
-    from ..ops import FUNCTIONS
-    stack = FUNCTIONS["stack"]
+    """``is_grads_batched``: the first dimension of each grad_output is a batch.
+
+    One backward pass with batched grad_outputs (vmap over the backward): each
+    rule runs once on the whole batch through its op's batching rule.
+    """
+    from ..batching.api import unwrap
+    from ..batching.batched import BatchedTensor, exit_level, new_level
     batched = _make_grads(outs, grads, is_grads_batched=True)
-    sizes = {g.shape[0] for g in batched}
+    sizes = {g.shape[0] for g in batched if g is not None}
     if len(sizes) != 1:
         raise RuntimeError("is_grads_batched=True needs grad_outputs with the same batch size")
-    rows = []
     n = sizes.pop()
-    for b in range(n):
-        keep = retain_graph or b < n - 1
-        rows.append(grad(outs, ins, tuple(g[b] for g in batched), retain_graph=keep,
-                         create_graph=create_graph, allow_unused=True))
+    edges = _root_edges(outs)
+    targets = [_input_edge(t, i) for i, t in enumerate(ins)]
+    level = new_level()
+    try:
+        wrapped = [None if g is None else BatchedTensor(g, level) for g in batched]
+        task = GraphTask(edges, wrapped, keep_graph=retain_graph, create_graph=create_graph,
+                         accumulate=False, targets=targets)
+        task.run()
+        captured = [None if g is None else unwrap(g, level, n) for g in task.captured]
+    finally:
+        exit_level()
     result = []
-    for j, t in enumerate(ins):
-        column = [r[j] for r in rows]
-        if all(c is None for c in column):
+    for g, t in zip(captured, ins):
+        if g is None:
             if not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been "
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
-            result.append(stack([_zeros(t)] * n) if materialize else None)
-            continue
-        result.append(stack([c if c is not None else _zeros(t) for c in column]))
+            if materialize:
+                g = _zeros(t).unsqueeze(0).expand(n, *t.shape).clone()
+        result.append(g)
     return tuple(result)
 
 

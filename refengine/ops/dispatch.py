@@ -13,6 +13,7 @@ from ..autograd import forward_ad
 from ..autograd.node import OpNode
 from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ..tensor import Tensor
+from ..batching.batched import ACTIVE as _VMAP_ACTIVE, BatchedTensor, top_level
 from .opdef import OPS, OpDef
 
 
@@ -155,6 +156,9 @@ def _write_inplace(out: Tensor, result: np.ndarray) -> None:
 
 
 def _run(op: OpDef, env: dict, out: Tensor | None):
+    if _VMAP_ACTIVE[0] and (top_level(env.values()) or isinstance(out, BatchedTensor)):
+        from ..batching.runtime import run as run_batched
+        return run_batched(op, env, out)
     raw = dict(env)
     tensors = _tensor_inputs(op, env)
     if op.refuse is not None:

@@ -62,6 +62,7 @@ class OpDef:
     function: bool = True              # also define refengine.NAME
     variant: Callable | None = None    # bound args -> node name, when it varies
     refuse: Callable | None = None     # input tensors -> raise for inputs PyTorch rejects
+    batch: Callable | None = None      # vmap batching rule (refengine/batching); None: a loop
     signature: inspect.Signature = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -159,6 +160,8 @@ def defelementwise(name: str, forward: Callable, derivatives: dict | Callable, *
             term = d(env) * t
             total = term if total is None else total + term
         return total
+    from ..batching.rules import elementwise
+    options.setdefault("batch", elementwise)
     return defop(name, forward, vjp={k: vjp_rule(d) for k, d in derivatives.items()},
                  jvp=Rule(jvp, params), inputs=tuple(derivatives), **options)
 

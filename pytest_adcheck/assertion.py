@@ -1,0 +1,46 @@
+"""``assert_gradients``: one gradient check as a pytest assertion.
+
+The check is ``gradcheck.check``; the failure message is the ``Report``'s
+own text (``Report.message()``), followed by the seed that repeats the run.
+gradcheck is imported on the first call, not when pytest loads the plugin.
+"""
+from __future__ import annotations
+
+
+def failure_text(report) -> str:
+    """The message of a failed check: the report's text and its seed."""
+    return (f"{report.message()}\n"
+            f"  (pass seed={report.seed} to repeat this run's random probes)")
+
+
+def assert_gradients(func, inputs, **options):
+    """Assert that the derivatives of ``func`` at ``inputs`` are right.
+
+    ``func`` and ``inputs`` are what ``gradcheck.check`` takes: a
+    ``Function.apply`` (refengine or torch) or a plain function of tensors,
+    and a tensor or a tuple of tensors, those to check requiring grad.
+    ``options`` are ``check``'s keywords, with the same meaning and defaults
+    (``check_forward_ad=True``, ``precise=True``, ``atol``, ``rtol``,
+    ``fast_mode=True``, ``order=2``, ``seed``, ``name`` ...).
+
+    Returns the ``Report`` when every check passes. Otherwise raises
+    ``AssertionError`` whose message is the report's text: each failing
+    (output, input) pair with its largest error, where it is and the
+    diagnosis, then both Jacobians of the first failing pair, then the seed
+    that repeats the run. A call that cannot be checked raises gradcheck's
+    ``ValueError``, and an exception raised by ``func`` or its derivative
+    formulas surfaces as ``GradcheckError``, as from ``gradcheck.check``.
+
+    Example::
+
+        from pytest_adcheck import assert_gradients
+
+        def test_my_sin():
+            assert_gradients(MySin.apply, E.randn(3, dtype=E.float64, requires_grad=True))
+    """
+    __tracebackhide__ = True
+    import gradcheck
+    report = gradcheck.check(func, inputs, **options)
+    if not report.passed:
+        raise AssertionError(failure_text(report))
+    return report

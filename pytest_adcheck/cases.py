@@ -1,0 +1,172 @@
+"""The registry as test parameters: one ``OpCase`` per OpInfo, dtype and sample.
+
+``plan_cases`` reads the ``adcheck_ops`` marker's selection (name patterns,
+families, dtypes, checks) and returns the cases in registry order, then
+dtype, then sample index, so every pytest-xdist worker collects the same
+ids in the same order. The selection is ``adcheck ops``'s (``select`` and
+``plan``), and a case runs its checks as the sweep does (``check_sample``),
+with the same per-check seeds: a case fails here exactly when
+``adcheck ops`` reports it.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+
+class SelectionError(Exception):
+    """The marker selects nothing, or names an unknown op, family, dtype or check."""
+
+
+def _names(value, what: str) -> tuple:
+    """A marker keyword given as one string or an iterable of them (or of dtypes)."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) or not hasattr(value, "__iter__") else value
+    names = tuple(str(v).rsplit(".", 1)[-1] for v in items)
+    if not all(names):
+        raise SelectionError(f"{what}: empty name in {value!r}")
+    return names
+
+
+def _checked(names: tuple, allowed: tuple, what: str) -> tuple:
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise SelectionError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from "
+                             f"{', '.join(allowed)}")
+    return names
+
+
+def settings_for(checks: tuple, seed: int):
+    """The sweep's ``Settings`` for these checks (all: the CLI's defaults)."""
+    from cli.checkrun import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from cli.sweep import Settings
+    chosen = _checked(checks, CHECK_NAMES, "check") if checks else DEFAULT_CHECKS
+    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed))
+
+
+def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0) -> list:
+    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=)``
+    selects; ``SelectionError`` when it selects nothing or names something unknown."""
+    import opinfo
+    from cli.commands.ops import select
+    from cli.errors import InputError
+    from cli.options import DTYPE_NAMES
+    from cli.sweep import dtype_named, plan
+    dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
+    settings = settings_for(_names(checks, "checks"), seed)
+    try:
+        infos = select(opinfo, tuple(patterns), _names(family, "family"), "refengine")
+    except InputError as exc:
+        raise SelectionError(exc.message) from None
+    cases = []
+    for task in plan(infos, list(dtype_names) or None, settings):
+        info = opinfo.get(task.op)
+        specs = info.sample_func(info, dtype_named(task.dtype))
+        cases += [OpCase(task.op, task.dtype, i, spec.name, settings)
+                  for i, spec in enumerate(specs)]
+    if not cases:
+        raise SelectionError("selects no (op, dtype, sample): no selected op supports the "
+                             "selected dtypes; widen the patterns or dtypes")
+    return cases
+
+
+class OpCase:
+    """One sample of one OpInfo in one dtype: what an ``adcheck_case`` test receives.
+
+    ``id`` is ``"<op>-<dtype>-sample<index>"``; ``op`` is the ``OpInfo``,
+    ``dtype`` the refengine dtype, ``sample`` the ``SampleInput`` (made on
+    first use, with its inputs requiring grad) and ``call`` the sample as a
+    function of its differentiable tensors (``call.func``, ``call.inputs``),
+    to check it your own way: ``assert_gradients(case.call.func,
+    case.call.inputs, check_forward_ad=True)``.
+
+    ``run()`` runs the checks; ``assert_passes()`` asserts on them.
+    """
+
+    def __init__(self, op_name: str, dtype_name: str, index: int, sample_name: str,
+                 settings):
+        self.op_name, self.dtype_name, self.index = op_name, dtype_name, index
+        self.sample_name = sample_name
+        self.settings = settings
+        self._sample = None
+
+    @property
+    def id(self) -> str:
+        """The test id: ``sin-float64-sample3``."""
+        return f"{self.op_name}-{self.dtype_name}-sample{self.index}"
+
+    @property
+    def checks(self) -> tuple:
+        """The check names ``run()`` runs by default (see ``cli.checkrun``)."""
+        return self.settings.checks
+
+    @property
+    def op(self):
+        """The ``OpInfo``."""
+        import opinfo
+        return opinfo.get(self.op_name)
+
+    @property
+    def dtype(self):
+        """The refengine dtype."""
+        from cli.sweep import dtype_named
+        return dtype_named(self.dtype_name)
+
+    @property
+    def sample(self):
+        """The ``SampleInput``, rebuilt from its own seed, inputs requiring grad."""
+        if self._sample is None:
+            self._sample = self.op.sample(self.index, self.dtype, requires_grad=True)
+        return self._sample
+
+    @property
+    def call(self):
+        """The sample as ``call.func(*call.inputs)`` (a ``cli.samplecall.SampleCall``)."""
+        from cli.samplecall import SampleCall
+        return SampleCall(self.op, self.sample, self.settings.policy.engine)
+
+    def run(self, checks=None) -> list:
+        """Run the checks (default ``self.checks``) as ``adcheck ops`` does; returns
+        ``[(CheckResult, Report or None)]``, one per check (or one "setup" error
+        when the op cannot be run on the sample)."""
+        from cli.sweep import check_sample
+        settings = self.settings
+        if checks is not None:
+            settings = replace(settings, checks=settings_for(_names(checks, "checks"),
+                                                             settings.policy.seed).checks)
+        return check_sample(self.op, self.sample, self.dtype, settings, keep_reports=True)
+
+    def assert_passes(self, checks=None) -> list:
+        """Run the checks and assert that none fails; returns the ``CheckResult``s.
+
+        A failing or erroring check raises ``AssertionError`` with each
+        failure's report (diagnosis, worst entry, both Jacobians) and seed.
+        Otherwise a check declared a known failure on the OpInfo makes the
+        test xfail with its reason, and a case whose every check was skipped
+        skips with the reasons.
+        """
+        __tracebackhide__ = True
+        outcomes = self.run(checks)
+        results = [result for result, _ in outcomes]
+        failing = [(r, report) for r, report in outcomes if r.failing]
+        if failing:
+            raise AssertionError("\n".join(_failure(r, report) for r, report in failing))
+        known = [r for r in results if r.status == "known-failure"]
+        if known:
+            pytest.xfail("; ".join(f"{r.check}: {r.message}" for r in known))
+        if all(r.status == "skipped" for r in results):
+            pytest.skip("; ".join(f"{r.check}: {r.message}" for r in results))
+        return results
+
+    def __repr__(self) -> str:
+        return f"OpCase({self.id!r}, checks={','.join(self.checks)})"
+
+
+def _failure(result, report) -> str:
+    from pytest_adcheck.assertion import failure_text
+    head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
+    if report is None or report.passed:
+        return f"{head}: {result.message}"
+    return f"{head}\n{failure_text(report)}"

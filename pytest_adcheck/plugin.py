@@ -1,0 +1,87 @@
+"""The pytest hooks and fixtures of adcheck's plugin.
+
+This module loads in every pytest run of every project that installs
+adcheck, so it imports only pytest and the standard library; the registry,
+refengine and gradcheck are imported when a test asks for them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_adcheck.assertion import assert_gradients as _assert_gradients
+
+MARKER = "adcheck_ops"
+CASE_ARG = "adcheck_case"
+_MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None): one test per "
+                "OpInfo, dtype and sample of adcheck's registry (name patterns are globs "
+                "such as 'log*'); the test takes an `adcheck_case` argument and usually calls "
+                "adcheck_case.assert_passes().")
+
+
+def pytest_addoption(parser):
+    """``--adcheck-plugin FILE`` and ``--adcheck-seed N`` (and ini ``adcheck_plugins``)."""
+    group = parser.getgroup("adcheck", "adcheck gradient checks")
+    group.addoption("--adcheck-plugin", action="append", default=[], metavar="FILE",
+                    dest="adcheck_plugins",
+                    help="Load the OpInfos of this Python file into adcheck's registry "
+                         "before collection (repeatable); see opinfo.load_plugin.")
+    group.addoption("--adcheck-seed", type=int, default=0, metavar="N", dest="adcheck_seed",
+                    help="Base seed of the random probes of @pytest.mark.adcheck_ops tests, "
+                         "as 'adcheck ops --seed' (default: 0).")
+    parser.addini("adcheck_plugins", type="paths", default=[],
+                  help="OpInfo plugin files to load (paths relative to the ini file).")
+
+
+def pytest_configure(config):
+    """Register the marker (for ``--strict-markers``) and load the plugin files."""
+    config.addinivalue_line("markers", _MARKER_HELP)
+    base = config.invocation_params.dir
+    paths = [base / p for p in config.getoption("adcheck_plugins")]
+    paths += [Path(p) for p in config.getini("adcheck_plugins")]
+    if paths:
+        _load_plugin_files(paths)
+
+
+def _load_plugin_files(paths: list) -> None:
+    import opinfo
+    for path in paths:
+        try:
+            opinfo.load_plugin(path)
+        except ValueError as exc:
+            raise pytest.UsageError(f"adcheck: {exc}") from None
+
+
+def pytest_generate_tests(metafunc):
+    """Turn a test marked ``adcheck_ops`` into one test per op, dtype and sample."""
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    if CASE_ARG not in metafunc.fixturenames:
+        pytest.fail(f"{metafunc.definition.nodeid}: a test marked {MARKER} must take an "
+                    f"argument named {CASE_ARG!r}", pytrace=False)
+    from pytest_adcheck.cases import SelectionError, plan_cases
+    unknown = set(marker.kwargs) - {"family", "dtypes", "checks"}
+    if unknown:
+        pytest.fail(f"{metafunc.definition.nodeid}: {MARKER} takes the keywords family, "
+                    f"dtypes and checks, not {', '.join(sorted(unknown))}", pytrace=False)
+    try:
+        cases = plan_cases(marker.args, seed=metafunc.config.getoption("adcheck_seed"),
+                           **marker.kwargs)
+    except SelectionError as exc:
+        pytest.fail(f"{metafunc.definition.nodeid}: {MARKER}: {exc}", pytrace=False)
+    metafunc.parametrize(CASE_ARG, cases, ids=[case.id for case in cases])
+
+
+@pytest.fixture(name="assert_gradients")
+def assert_gradients_fixture():
+    """``pytest_adcheck.assert_gradients``, for tests that would rather not import it."""
+    return _assert_gradients
+
+
+@pytest.fixture(name=CASE_ARG)
+def adcheck_case_fixture(request):
+    """One OpInfo, dtype and sample (an ``OpCase``); given by ``@pytest.mark.adcheck_ops``."""
+    pytest.fail(f"{request.node.nodeid}: the {CASE_ARG!r} argument comes from the {MARKER} "
+                f"marker; add @pytest.mark.{MARKER}('sin', ...) to the test", pytrace=False)

@@ -1,0 +1,157 @@
+"""Running an op on batched tensors: unwrap one level, apply the op's
+batching rule, wrap the physical result again.
+
+A batching rule (``OpDef.batch``) receives a ``BatchCall``: the op, its
+arguments with the batched ones replaced by their physical tensors (batch
+at dimension 0), which of them are batched, and the batch size. It returns
+the physical result(s), batch at dimension 0, usually by calling the op (or
+another op) once on reshaped arguments. Ops without a rule, and rules that
+meet a case they do not handle (they raise ``NotBatchable``), run once per
+batch element: slower, and always right.
+"""
+from __future__ import annotations
+
+import threading
+
+from .batched import BatchedTensor, NotBatchable, top_level
+
+_fallbacks = threading.local()
+
+
+class BatchCall:
+    """One op call at one vmap level, in physical terms."""
+
+    __slots__ = ("op", "env", "batched", "items", "size", "inplace", "level")
+
+    def __init__(self, op, env: dict, level: int, inplace: bool):
+        self.op, self.level, self.inplace = op, level, inplace
+        self.env = dict(env)
+        self.batched: set = set()       # tensor arguments batched at this level
+        self.items: dict = {}           # list argument -> which items are batched
+        sizes = set()
+        for name in op.inputs:
+            value = env.get(name)
+            if isinstance(value, (list, tuple)):
+                flags = [isinstance(v, BatchedTensor) and v._level == level for v in value]
+                if any(flags):
+                    self.items[name] = flags
+                    self.env[name] = [v._value if f else v for v, f in zip(value, flags)]
+                    sizes.update(v._value.shape[0] for v, f in zip(value, flags) if f)
+            elif isinstance(value, BatchedTensor) and value._level == level:
+                self.batched.add(name)
+                self.env[name] = value._value
+                sizes.add(value._value.shape[0])
+        if len(sizes) > 1:
+            raise ValueError(f"vmap: the batched inputs of {op.name} have different batch sizes "
+                             f"{sorted(sizes)}; every batched input must have the same size")
+        self.size = sizes.pop()
+
+    def rank(self, name: str) -> int:
+        """The logical (per-example) number of dimensions of argument ``name``."""
+        value = self.env[name]
+        return value.ndim - 1 if name in self.batched else value.ndim
+
+    def is_batched(self, name: str) -> bool:
+        return name in self.batched or name in self.items
+
+    def run(self, op=None, **changes):
+        """Call ``op`` (default: this op) on the physical arguments, with ``changes``."""
+        from ..ops.dispatch import call, call_inplace
+        op = op or self.op
+        env = {**self.env, **changes}
+        args = {k: v for k, v in env.items() if k in op.signature.parameters}
+        if self.inplace:
+            self_ = args.pop("self")
+            return call_inplace(op, self_, **args)
+        return call(op, **args)
+
+    def materialize(self, name: str):
+        """Argument ``name`` with a batch dimension, expanded if it had none."""
+        value = self.env[name]
+        if name in self.batched:
+            return value
+        return value.unsqueeze(0).expand(self.size, *value.shape)
+
+
+def run(op, env: dict, out) -> object:
+    """The dispatcher's entry for a call with a batched argument."""
+    values = list(env.values())
+    if out is not None:
+        values.append(out)
+    level = top_level(values)
+    if out is not None:
+        env = {**env, "self": out}
+    call = BatchCall(op, env, level, inplace=out is not None)
+    if out is not None and "self" not in call.batched:
+        raise RuntimeError(
+            f"vmap: {op.name}_() writes into an unbatched tensor a batched result; an in-place "
+            "op needs its self to be batched too: use the out-of-place op instead")
+    rule = op.batch
+    result = None
+    if rule is not None:
+        try:
+            result = rule(call)
+        except NotBatchable:
+            result = None
+    if result is None:
+        result = loop(call)
+    if out is not None:
+        return out
+    if isinstance(result, tuple):
+        return tuple(BatchedTensor(r, level) for r in result)
+    return BatchedTensor(result, level)
+
+
+def loop(call: BatchCall):
+    """The op once per batch element, results stacked: the rule of last resort."""
+    from ..ops.dispatch import call as run_op, call_inplace
+    from ..ops.opdef import OPS
+    op = call.op
+    _count_fallback(op.name)
+    select, stack = OPS["select"], OPS["stack"]
+    outputs = []
+    for b in range(call.size):
+        args = {}
+        for k, v in call.env.items():
+            if k in call.batched:
+                v = run_op(select, v, 0, b)
+            elif k in call.items:
+                v = [run_op(select, x, 0, b) if f else x for x, f in zip(v, call.items[k])]
+            args[k] = v
+        if call.inplace:
+            self_ = args.pop("self")
+            call_inplace(op, self_, **args)
+            continue
+        outputs.append(run_op(op, **args))
+    if call.inplace:
+        return call.env["self"]
+    if isinstance(outputs[0], tuple):
+        return tuple(run_op(stack, [o[i] for o in outputs], 0) for i in range(len(outputs[0])))
+    return run_op(stack, outputs, 0)
+
+
+def _count_fallback(name: str) -> None:
+    counts = getattr(_fallbacks, "counts", None)
+    if counts is not None:
+        counts[name] = counts.get(name, 0) + 1
+
+
+class record_fallbacks:
+    """Context manager: which ops ran the loop fallback, and how often.
+
+    >>> with record_fallbacks() as seen:
+    ...     refengine.vmap(f)(x)
+    >>> seen        # {} when every op had a batching rule
+    """
+
+    def __enter__(self) -> dict:
+        self._previous = getattr(_fallbacks, "counts", None)
+        _fallbacks.counts = {}
+        return _fallbacks.counts
+
+    def __exit__(self, *exc) -> None:
+        seen = _fallbacks.counts
+        _fallbacks.counts = self._previous
+        if self._previous is not None:
+            for k, v in seen.items():
+                self._previous[k] = self._previous.get(k, 0) + v

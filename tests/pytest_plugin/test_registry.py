@@ -1,0 +1,194 @@
+"""@pytest.mark.adcheck_ops: one test per OpInfo, dtype and sample, with readable
+ids, passing and failing as ``adcheck ops`` does, also under pytest-xdist.
+
+Each run is a separate ``python -m pytest`` without ``-p``: the marker and the
+``adcheck_case`` argument come from the entry point. The runs are kept to two
+or three ops and the ``reverse`` check, so that each takes a second or two.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+import opinfo
+import refengine
+
+pytest_plugins = ["pytester"]
+
+REGISTRY_TEST = '''
+import pytest
+
+@pytest.mark.adcheck_ops("sin", "exp", dtypes="float64", checks="reverse")
+def test_ops(adcheck_case):
+    adcheck_case.assert_passes()
+'''
+
+PROJECT_TEST = '''
+import pytest
+
+@pytest.mark.adcheck_ops("proj_*", checks=["reverse"])
+def test_proj(adcheck_case):
+    adcheck_case.assert_passes()
+'''
+
+HAS_XDIST = importlib.util.find_spec("xdist") is not None
+needs_xdist = pytest.mark.skipif(not HAS_XDIST,
+                                 reason="pytest-xdist is not installed (pip install "
+                                        "adcheck[xdist]); the -n 2 runs need it")
+
+
+def expected_ids(names: tuple, dtype) -> list:
+    """The ids the marker should give: registry order, then sample index."""
+    ids = []
+    for info in opinfo.op_db:
+        if info.name in names:
+            count = sum(1 for _ in info.sample_func(info, dtype))
+            ids += [f"{info.name}-float64-sample{i}" for i in range(count)]
+    return ids
+
+
+def collected_ids(result) -> list:
+    lines = [line for line in result.stdout.lines if "::" in line]
+    return [line.split("[", 1)[1].rstrip("]") for line in lines]
+
+
+def test_collects_one_test_per_op_dtype_and_sample(pytester):
+    pytester.makepyfile(test_reg=REGISTRY_TEST)
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "--strict-markers")
+    assert result.ret == 0, result.stdout.str()
+    ids = collected_ids(result)
+    assert ids == expected_ids(("sin", "exp"), refengine.float64)
+    assert "sin-float64-sample0" in ids and "exp-float64-sample3" in ids
+    result.stdout.fnmatch_lines(["test_reg.py::test_ops[[]sin-float64-sample0[]]"])
+
+
+def test_registry_cases_pass(pytester):
+    pytester.makepyfile(test_reg=REGISTRY_TEST)
+    result = pytester.runpytest_subprocess("-v", "--strict-markers")
+    n = len(expected_ids(("sin", "exp"), refengine.float64))
+    result.assert_outcomes(passed=n)
+    result.stdout.fnmatch_lines(["*test_ops[[]sin-float64-sample1[]] PASSED*"])
+
+
+def test_default_dtypes_are_the_double_precision_ones(pytester):
+    pytester.makepyfile(test_reg='''
+        import pytest
+
+        @pytest.mark.adcheck_ops("sin")
+        def test_ops(adcheck_case):
+            pass
+    ''')
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    dtypes = {case_id.split("-")[1] for case_id in collected_ids(result)}
+    assert dtypes == {"float64", "complex128"}
+
+
+def test_plugin_file_ops_fail_xfail_and_pass(project):
+    project.makepyfile(test_proj=PROJECT_TEST)
+    result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py", "-rx")
+    result.assert_outcomes(passed=1, failed=1, xfailed=1)
+    result.stdout.fnmatch_lines([
+        "E * proj_doubled_sin float64[[]0[]] reverse: failed",
+        "E * proj_doubled_sin: reverse-mode Jacobian differs from numerical for output 0, "
+        "input 0 (max error * at [[]*[]], tolerance *; analytical is 2 times numerical*",
+        "*XFAIL test_proj.py::test_proj[[]proj_known_sin-float64-sample0[]]*"
+        "tracked as issue 7 of the project*",
+    ])
+
+
+def test_plugin_files_from_the_ini_option(project):
+    project.makepyfile(test_proj=PROJECT_TEST)
+    project.makeini("[pytest]\nadcheck_plugins = proj_opinfos.py\n")
+    result = project.runpytest_subprocess("--collect-only", "-q")
+    assert collected_ids(result) == ["proj_good_sin-float64-sample0",
+                                     "proj_doubled_sin-float64-sample0",
+                                     "proj_known_sin-float64-sample0"]
+
+
+def test_all_checks_skipped_skips_with_the_reason(project):
+    project.makepyfile(test_ref='''
+        import pytest
+
+        @pytest.mark.adcheck_ops("proj_good_sin", checks="reference")
+        def test_ref(adcheck_case):
+            adcheck_case.assert_passes()
+    ''')
+    result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED*reference: the op has no mpmath reference*"])
+
+
+def test_case_offers_the_sample_as_a_function(pytester):
+    pytester.makepyfile(test_case='''
+        import pytest
+        from pytest_adcheck import assert_gradients
+
+        @pytest.mark.adcheck_ops("sin", dtypes=["float64"])
+        def test_own_check(adcheck_case):
+            assert adcheck_case.op.name == "sin" and adcheck_case.dtype_name == "float64"
+            call = adcheck_case.call
+            assert_gradients(call.func, call.inputs, check_forward_ad=True)
+    ''')
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=len(expected_ids(("sin",), refengine.float64)))
+
+
+@pytest.mark.parametrize("marker, message", [
+    ('"sinn"', "no OpInfo named 'sinn'; did you mean 'sin'*"),
+    ('"sin", family="nope"', "unknown family 'nope'*"),
+    ('"sin", dtypes="float16"', "unknown dtype 'float16'; choose from float32, float64*"),
+    ('"sin", checks="backward"', "unknown check 'backward'; choose from reverse*"),
+    ('"sin", dtype="float64"', "adcheck_ops takes the keywords family, dtypes and checks, "
+                               "not dtype"),
+])
+def test_a_bad_selection_is_a_collection_error(pytester, marker, message):
+    pytester.makepyfile(test_bad=f'''
+        import pytest
+
+        @pytest.mark.adcheck_ops({marker})
+        def test_ops(adcheck_case):
+            pass
+    ''')
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*test_bad.py::test_ops: adcheck_ops: {message}"
+                                 if "takes the keywords" not in message else f"*{message}"])
+
+
+def test_marker_without_the_argument_and_argument_without_marker(pytester):
+    pytester.makepyfile(test_missing='''
+        import pytest
+
+        @pytest.mark.adcheck_ops("sin")
+        def test_no_argument():
+            pass
+    ''', test_unmarked='''
+        def test_no_marker(adcheck_case):
+            pass
+    ''')
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        ["*a test marked adcheck_ops must take an argument named 'adcheck_case'*"])
+    result.stdout.fnmatch_lines(
+        ["*the 'adcheck_case' argument comes from the adcheck_ops marker; add "
+         "@pytest.mark.adcheck_ops('sin', ...) to the test*"])
+
+
+@needs_xdist
+def test_registry_under_xdist(pytester):
+    pytester.makepyfile(test_reg=REGISTRY_TEST)
+    result = pytester.runpytest_subprocess("-n", "2", "-v", "--strict-markers")
+    n = len(expected_ids(("sin", "exp"), refengine.float64))
+    result.assert_outcomes(passed=n)
+    result.stdout.fnmatch_lines(["created: 2/2 workers",
+                                 "*[[]gw?[]]*PASSED test_reg.py::test_ops[[]sin-float64-*"])
+
+
+@needs_xdist
+def test_plugin_file_ops_under_xdist(project):
+    project.makepyfile(test_proj=PROJECT_TEST)
+    result = project.runpytest_subprocess("-n", "2", "--adcheck-plugin", "proj_opinfos.py")
+    result.assert_outcomes(passed=1, failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["E * analytical is 2 times numerical*"])
