@@ -145,10 +145,10 @@ def _explain_fast(problem: Problem, report: Report, opts: dict):
             result.detail = f"{scalars}\n  slow check: " + describe(full, problem.name)
 
 
-def _extra_checks(problem: Problem, report: Report, rng, opts: dict):
+def _extra_checks(problem: Problem, report: Report, rng, opts: dict, scaling: dict):
     backward, forward = opts["check_backward_ad"], opts["check_forward_ad"]
-    if opts["check_scaling"]:
-        report.results += checks.scaling(problem, rng, _epsilon(problem), backward, forward,
+    if scaling:
+        report.results += checks.scaling(problem, scaling, _epsilon(problem),
                                          opts["nondet_tol"], report.magnitudes)
     if backward and opts["check_undefined_grad"]:
         report.results += checks.undefined_grad(problem)
@@ -234,13 +234,21 @@ def _run(func, inputs, opts: dict) -> Report:
                     settings={k: v for k, v in opts.items() if k != "reference"})
     if not problem.diff_out:
         _no_differentiable_output(problem, report, opts)
-    elif opts["fast_mode"] and not opts["precise"] and opts["reference"] is None:
+        report.counts = dict(problem.counts)
+        report.seconds = time.perf_counter() - start
+        return report
+    backward, forward = opts["check_backward_ad"], opts["check_forward_ad"]
+    scaling = checks.scaling_probes(problem, rng, backward, forward) if opts["check_scaling"] \
+        else {}
+    if backward and opts["check_undefined_grad"]:
+        checks.request_undefined_grad(problem)
+    if opts["fast_mode"] and not opts["precise"] and opts["reference"] is None:
         _fast(problem, report, rng, opts)
-        _extra_checks(problem, report, rng, opts)
     else:
         _slow(problem, report, rng, opts)
-        _extra_checks(problem, report, rng, opts)
+    _extra_checks(problem, report, rng, opts, scaling)
     report.counts = dict(problem.counts)
+    report.batching = dict(problem.batching)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -53,44 +53,95 @@ def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon, nondet_tol, flo
     return result
 
 
-def scaling(problem: Problem, rng, epsilon: float, backward: bool, forward: bool,
-            nondet_tol: float = 0.0, magnitudes=None) -> list:
-    """The vjp is linear in grad_output, the jvp in the tangent (real scale).
+def scaling_probes(problem: Problem, rng, backward: bool, forward: bool) -> dict:
+    """Draw the random vectors of the scaling check, by (mode, index).
 
-    The tolerance is rounding (``ADJOINT_ULPS`` units of the results and of
-    ``|v| * ||J||_F``, with ``magnitudes`` the blocks' Frobenius norms, for
-    results that cancel to almost zero) plus the nondeterminism the caller
-    allows (``nondet_tol`` per evaluation).
+    They are drawn before the Jacobians are built and handed to the problem,
+    so the batched Jacobian builders compute their vjps and jvps too.
     """
-    magnitudes = magnitudes or {}
-    results = []
+    probes = {}
     if backward:
         for out_idx in problem.diff_out:
             base = problem.out_arrays[out_idx]
             v = coords.from_real(rng.standard_normal(problem.layout.out_size(out_idx)),
                                  base.shape, base.dtype)
-            g1 = grads_to_real(problem, problem.vjp({out_idx: v}, "checking scaling"))
-            g2 = grads_to_real(problem, problem.vjp({out_idx: SCALE * v}, "checking scaling"))
-            norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(v))
-            results += [_scaled_result("reverse", out_idx, i, g1[i], g2[i], epsilon, nondet_tol,
-                                       norm * magnitudes.get((out_idx, i), 0.0)) for i in g1]
+            probes["reverse", out_idx] = v
+            problem.also("vjp", out_idx, ("scaling", out_idx), [v, SCALE * v])
     if forward:
         for in_idx in problem.diff_in:
             base = problem.arrays[in_idx]
             u = coords.from_real(rng.standard_normal(problem.layout.in_size(in_idx)),
                                  base.shape, base.dtype)
-            t1 = tangents_to_real(problem, problem.jvp({in_idx: u}, "checking scaling"))
-            t2 = tangents_to_real(problem, problem.jvp({in_idx: SCALE * u}, "checking scaling"))
-            norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(u))
-            results += [_scaled_result("forward", o, in_idx, t1[o], t2[o], epsilon, nondet_tol,
-                                       norm * magnitudes.get((o, in_idx), 0.0))
+            probes["forward", in_idx] = u
+            problem.also("jvp", in_idx, ("scaling", "forward", in_idx), [u, SCALE * u])
+    return probes
+
+
+def scaling(problem: Problem, probes: dict, epsilon: float, nondet_tol: float = 0.0,
+            magnitudes=None) -> list:
+    """The vjp is linear in grad_output, the jvp in the tangent (real scale).
+
+    ``probes`` come from ``scaling_probes``. The tolerance is rounding
+    (``ADJOINT_ULPS`` units of the results and of ``|v| * ||J||_F``, with
+    ``magnitudes`` the blocks' Frobenius norms, for results that cancel to
+    almost zero) plus the nondeterminism the caller allows (``nondet_tol``
+    per evaluation).
+    """
+    magnitudes = magnitudes or {}
+    results = []
+    for (mode, idx), vector in probes.items():
+        norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(vector))
+        if mode == "reverse":
+            g1, g2 = _vjp_pair(problem, idx, vector)
+            results += [_scaled_result("reverse", idx, i, g1[i], g2[i], epsilon, nondet_tol,
+                                       norm * magnitudes.get((idx, i), 0.0)) for i in g1]
+        else:
+            t1, t2 = _jvp_pair(problem, idx, vector)
+            results += [_scaled_result("forward", o, idx, t1[o], t2[o], epsilon, nondet_tol,
+                                       norm * magnitudes.get((o, idx), 0.0))
                         for o in problem.diff_out]
     return results
+
+
+def _vjp_pair(problem: Problem, out_idx: int, v) -> tuple:
+    """The vjps of ``v`` and ``SCALE * v``, in one batched backward if possible."""
+    what = "checking scaling"
+    done = problem.extra_results.pop(("scaling", out_idx), None)
+    if done is not None:
+        return tuple(grads_to_real(problem, grads) for grads in done)
+    batch = problem.vjp_batch(out_idx, np.stack([v, SCALE * v]), what)
+    if batch is None:
+        return tuple(grads_to_real(problem, problem.vjp({out_idx: w}, what)) for w in (v, SCALE * v))
+    return tuple(grads_to_real(problem, {i: None if g is None else g[k] for i, g in batch.items()})
+                 for k in (0, 1))
+
+
+def _jvp_pair(problem: Problem, in_idx: int, u) -> tuple:
+    """The jvps of ``u`` and ``SCALE * u``, in one batched forward pass if possible."""
+    what = "checking scaling"
+    done = problem.extra_results.pop(("scaling", "forward", in_idx), None)
+    if done is not None:
+        return tuple(tangents_to_real(problem, tangents) for tangents in done)
+    batch = problem.jvp_batch(in_idx, np.stack([u, SCALE * u]), what)
+    if batch is None:
+        return tuple(tangents_to_real(problem, problem.jvp({in_idx: w}, what)) for w in (u, SCALE * u))
+    return tuple(tangents_to_real(problem, {o: t[k] for o, t in batch.items()}) for k in (0, 1))
+
+
+def request_undefined_grad(problem: Problem) -> None:
+    """Where undefined gradients are zeros (refengine) and there is one output,
+    the undefined-grad check is the vjp of zeros: the reverse batch computes it."""
+    if not problem.engine.supports_undefined_grad and len(problem.diff_out) == 1:
+        out_idx = problem.diff_out[0]
+        problem.also("vjp", out_idx, ("undefined",), [np.zeros_like(problem.out_arrays[out_idx])])
 
 
 def undefined_grad(problem: Problem) -> list:
     """With every output gradient undefined (or zero), input gradients are zero."""
     E = problem.engine
+    done = problem.extra_results.pop(("undefined",), None)
+    if done is not None:
+        return _undefined_results(problem, [done[0].get(i) for i in problem.diff_in])
     outs = [problem.outputs[o] for o in problem.diff_out]
     undefined = [E.undefined_grad(o) for o in outs]
     if any(u is None for u in undefined):
@@ -104,9 +155,12 @@ def undefined_grad(problem: Problem) -> list:
         return [Result("undefined-grad", "reverse", "zero", None, None, False,
                        diagnosis=f"the backward raised {type(exc).__name__} ({exc}) when its "
                        "output gradients were undefined; it must accept None/zero grads")]
+    return _undefined_results(problem, [None if g is None else E.to_numpy(g) for g in grads])
+
+
+def _undefined_results(problem: Problem, arrays: list) -> list:
     results = []
-    for in_idx, g in zip(problem.diff_in, grads):
-        array = None if g is None else E.to_numpy(g)
+    for in_idx, array in zip(problem.diff_in, arrays):
         bad = array is not None and bool(np.any(array != 0))
         result = Result("undefined-grad", "reverse", "zero", None, in_idx, not bad)
         if bad:
@@ -173,7 +227,7 @@ def batched_forward_grad(problem: Problem, rng, atol: float, rtol: float, batch:
         tangents = [coords.from_real(rng.standard_normal(problem.layout.in_size(in_idx)),
                                      base.shape, base.dtype) for _ in range(batch)]
         singles = [tangents_to_real(problem, problem.jvp({in_idx: t})) for t in tangents]
-        primals = list(problem.inputs)
+        primals = problem.fresh_inputs({})
         problem.counts["jvp"] += 1
         try:
             outs = E.batched_jvp(problem.func, primals, in_idx, E.from_numpy(np.stack(tangents)))

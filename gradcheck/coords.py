@@ -30,6 +30,21 @@ def to_real(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float64).ravel()
 
 
+def to_real_rows(arrays: np.ndarray) -> np.ndarray:
+    """``to_real`` of each ``arrays[k]``, as the rows of a float64 matrix."""
+    arrays = np.asarray(arrays)
+    flat = arrays.reshape(arrays.shape[0], -1)
+    if is_complex(flat):
+        flat = np.stack([flat.real, flat.imag], axis=-1).reshape(flat.shape[0], -1)
+    return flat.astype(np.float64)
+
+
+def from_real_rows(vectors: np.ndarray, shape, dtype) -> np.ndarray:
+    """``from_real`` of each row of ``vectors``, stacked: shape ``(rows, *shape)``."""
+    vectors = np.asarray(vectors)
+    return from_real(vectors.ravel(), (vectors.shape[0], *shape), dtype)
+
+
 def from_real(vector: np.ndarray, shape, dtype) -> np.ndarray:
     """Build an array of ``shape`` and ``dtype`` from its real coordinates."""
     vector = np.asarray(vector, dtype=np.float64)

@@ -43,7 +43,16 @@ class Problem:
         self.inputs = as_tuple(inputs)
         self.name = name or function_name(func)
         self.engine = engine or engine_for(self.inputs)
+        self.func = self.engine.wrap_function(func)
         self.counts = {"function": 0, "vjp": 0, "jvp": 0}
+        #: how the Jacobians were built: batched calls made, the reason the
+        #: loop was used instead (if it was), ops that looped inside vmap
+        self.batching = {"batched_calls": 0, "fallback": None, "looped_ops": {}}
+        #: vectors other checks want a vjp (by out_idx) or jvp (by in_idx) of:
+        #: the Jacobian builders add them to their batch, so they cost no
+        #: call of their own; results land in ``extra_results`` by key
+        self.extra = {"vjp": {}, "jvp": {}}
+        self.extra_results: dict = {}
         self._validate_inputs()
         self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
                        if self.engine.is_tensor(x)}
@@ -119,6 +128,119 @@ class Problem:
             args = self.fresh_inputs(overrides)
             outs = self.call(args, what)
         return {o: E.to_numpy(outs[o]) for o in self.float_out}
+
+    def also(self, kind: str, idx: int, key, vectors: list) -> None:
+        """Ask for the ``kind`` ("vjp" or "jvp") of ``vectors`` on output or input
+        ``idx`` in the next batch of that kind; the results go to
+        ``extra_results[key]`` (a list, one entry per vector)."""
+        self.extra[kind].setdefault(idx, []).append((key, vectors))
+
+    def take_extra(self, kind: str, idx: int) -> tuple:
+        """The pending extra vectors of ``kind`` on ``idx``: (keys and counts, vectors)."""
+        pending = self.extra[kind].pop(idx, [])
+        return [(key, len(vs)) for key, vs in pending], [v for _, vs in pending for v in vs]
+
+    def store_extra(self, keys: list, rows: list) -> None:
+        """File the results of ``take_extra``'s vectors under their keys."""
+        start = 0
+        for key, count in keys:
+            self.extra_results[key] = rows[start:start + count]
+            start += count
+
+    # ----- batched evaluations: ``None`` means "use the loop" ---------------
+    def _batches(self) -> bool:
+        from gradcheck.batching import batching_enabled
+        return batching_enabled() and self.batching["fallback"] is None
+
+    def _batched(self, what: str, compute):
+        """Run ``compute()`` (a batched evaluation); on any exception remember
+        why and return ``None``, so the caller runs its loop instead, which
+        reports the failure exactly as it would without batching."""
+        if not self._batches():
+            return None
+        try:
+            with self.engine.looped_ops() as looped:
+                result = compute()
+        except Exception as exc:  # the loop reproduces and reports it per vector
+            self.batching["fallback"] = (f"{what} under vmap raised {type(exc).__name__} "
+                                         f"({str(exc)[:200]}); built one vector at a time")
+            return None
+        if result is None:
+            return None
+        self.batching["batched_calls"] += 1
+        for name, count in looped.items():
+            self.batching["looped_ops"][name] = self.batching["looped_ops"].get(name, 0) + count
+        return result
+
+    def evaluate_batch(self, in_idx: int, arrays: np.ndarray, what: str) -> dict | None:
+        """Outputs for each ``arrays[k]`` in place of input ``in_idx``, in one
+        vmapped call: by ``out_idx``, stacked along a new first dimension."""
+        E = self.engine
+
+        def compute():
+            grad = self.differentiates_inside
+            with E.enable_grad() if grad else E.no_grad():
+                args = self.fresh_inputs({})
+                dims = [None] * len(args)
+                args[in_idx] = E.from_numpy(arrays, requires_grad=grad and in_idx in self.diff_in)
+                dims[in_idx] = 0
+                if grad:
+                    # the function differentiates inside: each example needs its
+                    # own copy of every input, or their gradients would be summed
+                    for i, a in self.arrays.items():
+                        if i != in_idx:
+                            copies = np.broadcast_to(a, (len(arrays), *a.shape))
+                            args[i] = E.from_numpy(copies, requires_grad=i in self.diff_in)
+                            dims[i] = 0
+                mapped = E.vmap(self.func, tuple(dims))
+                if mapped is None:
+                    return None
+                outs = as_tuple(mapped(*args))
+                return {o: E.to_numpy(outs[o]) for o in self.float_out}
+        result = self._batched(what, compute)
+        if result is not None:
+            self.counts["function"] += len(arrays)
+        return result
+
+    def vjp_batch(self, out_idx: int, grad_outputs: np.ndarray, what: str) -> dict | None:
+        """Gradients for each ``grad_outputs[k]`` on output ``out_idx``, in one
+        batched backward: by ``in_idx``, stacked (``None``: no gradient)."""
+        E = self.engine
+        if not E.supports_batched_grad:
+            return None
+
+        def compute():
+            gos = E.from_numpy(np.asarray(grad_outputs, dtype=self.out_arrays[out_idx].dtype))
+            grads = E.batched_grad([self.outputs[out_idx]], [self.inputs[i] for i in self.diff_in],
+                                   [gos])
+            return {i: None if g is None else E.to_numpy(g) for i, g in zip(self.diff_in, grads)}
+        result = self._batched(what, compute)
+        if result is not None:
+            self.counts["vjp"] += len(grad_outputs)
+            for i, g in result.items():
+                if g is not None:
+                    self._check_shape(g[0], self.arrays[i].shape, f"input {i}", "vjp")
+        return result
+
+    def jvp_batch(self, in_idx: int, tangents: np.ndarray, what: str) -> dict | None:
+        """Output tangents for each ``tangents[k]`` on input ``in_idx``, in one
+        vmapped forward pass: by ``out_idx``, stacked."""
+        E = self.engine
+        if not E.supports_batched_forward_grad:
+            return None
+
+        def compute():
+            args = self.fresh_inputs({})
+            ts = E.from_numpy(np.asarray(tangents, dtype=self.arrays[in_idx].dtype))
+            outs = as_tuple(E.batched_jvp(self.func, args, in_idx, ts))
+            return {o: E.to_numpy(outs[o]) for o in self.float_out}
+        result = self._batched(what, compute)
+        if result is not None:
+            self.counts["jvp"] += len(tangents)
+            self.counts["function"] += len(tangents)
+            for o, t in result.items():
+                self._check_shape(t[0], self.out_arrays[o].shape, f"output {o}", "jvp")
+        return result
 
     def fresh_inputs(self, overrides: dict) -> list:
         """New leaf tensors for the tensor inputs (``overrides`` by index)."""

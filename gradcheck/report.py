@@ -94,6 +94,10 @@ class Report:
     settings: dict = field(default_factory=dict)
     #: the scale of rounding tolerances, by (out_idx, in_idx) (see api._magnitudes)
     magnitudes: dict = field(default_factory=dict)
+    #: how the Jacobians were built: ``batched_calls``; ``fallback``, why the
+    #: loop was used instead (or None); ``looped_ops``, ops without a batching
+    #: rule that ran once per example inside vmap
+    batching: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -145,6 +149,7 @@ class Report:
             "results": [r.to_dict() for r in self.results],
             "jacobians": {mode: jac.to_dict() for mode, jac in self.jacobians.items()},
             "counts": dict(self.counts), "seconds": self.seconds, "seed": self.seed,
+            "batching": dict(self.batching),
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }

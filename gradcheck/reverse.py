@@ -33,6 +33,33 @@ def grads_to_real(problem: Problem, grads: dict) -> dict:
     return result
 
 
+def _all_rows(problem: Problem, out_idx: int) -> dict | None:
+    """Every row of output ``out_idx``'s blocks from one batched backward."""
+    base = problem.out_arrays[out_idx]
+    size = problem.layout.out_size(out_idx)
+    units = coords.from_real_rows(np.eye(size), base.shape, base.dtype)
+    keys, extra = problem.take_extra("vjp", out_idx)
+    if extra:
+        units = np.concatenate([units, np.stack(extra).astype(units.dtype)])
+    grads = problem.vjp_batch(out_idx, units, f"computing the rows for output {out_idx}")
+    if grads is None:
+        return None
+    if extra:
+        problem.store_extra(keys, [{i: None if g is None else g[k] for i, g in grads.items()}
+                                   for k in range(size, len(units))])
+        grads = {i: None if g is None else g[:size] for i, g in grads.items()}
+    blocks = {}
+    for in_idx in problem.diff_in:
+        g = grads.get(in_idx)
+        if g is None:
+            blocks[in_idx] = np.zeros((size, problem.layout.in_size(in_idx)))
+        elif problem.layout.in_complex[in_idx]:
+            blocks[in_idx] = coords.to_real_rows(g.astype(np.complex128))
+        else:
+            blocks[in_idx] = coords.to_real_rows(np.real(g))
+    return blocks
+
+
 def reverse_blocks(problem: Problem, mode: str = "reverse") -> Jacobian:
     """One vjp per output coordinate; row ``r`` of block (o, i) is that vjp.
 
@@ -42,6 +69,11 @@ def reverse_blocks(problem: Problem, mode: str = "reverse") -> Jacobian:
     start, before = time.perf_counter(), problem.counts["vjp"]
     jac = Jacobian(mode, problem.layout)
     for out_idx in problem.diff_out:
+        batch = _all_rows(problem, out_idx)
+        if batch is not None:
+            for in_idx, block in batch.items():
+                jac.blocks[out_idx, in_idx] = block
+            continue
         rows = {i: np.zeros((problem.layout.out_size(out_idx), problem.layout.in_size(i)))
                 for i in problem.diff_in}
         for row in range(problem.layout.out_size(out_idx)):

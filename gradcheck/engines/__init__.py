@@ -5,13 +5,13 @@ grad, computes vector-Jacobian products (``grad``) and Jacobian-vector
 products (through dual tensors). gradcheck works with NumPy arrays and calls
 these methods; it never imports an engine itself. ``engine_for(inputs)``
 picks the adapter from the inputs' tensor type; torch is imported only when
-torch tensors are given.
+torch tensors are given, jax only when JAX arrays are.
 """
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ class Engine:
     #: whether ``batched_grad`` and ``batched_jvp`` are available
     supports_batched_grad = False
     supports_batched_forward_grad = False
+    #: whether ``undefined_grad`` can express an undefined gradient (else zeros)
+    supports_undefined_grad = False
 
     def is_tensor(self, value) -> bool:
         raise NotImplementedError
@@ -38,6 +40,11 @@ class Engine:
     def to_numpy(self, tensor) -> np.ndarray:
         """A detached NumPy copy of ``tensor``."""
         raise NotImplementedError
+
+    def wrap_function(self, func):
+        """The function under check as the checks call it: ``func`` itself on an
+        engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
+        return func
 
     def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
         """A new leaf tensor holding a copy of ``array`` (same dtype)."""
@@ -76,9 +83,37 @@ class Engine:
         """The tangent of a dual tensor at the current level, or ``None``."""
         return self.module.autograd.forward_ad.unpack_dual(tensor).tangent
 
+    def vmap(self, func, in_dims):
+        """``func`` vectorized over ``in_dims`` (PyTorch's ``vmap`` signature), or
+        ``None`` when the engine cannot: gradcheck then makes one call per vector."""
+        return None
+
+    def looped_ops(self) -> AbstractContextManager:
+        """A context manager giving a dict of the ops that ran once per batch
+        element inside ``vmap`` (no batching rule), by name."""
+        return nullcontext({})
+
+    def jvp_outputs(self, func, primals, in_idx: int, tangent) -> tuple:
+        """Output tangents of ``func`` with ``tangent`` on input ``in_idx``
+        (zeros for outputs without one)."""
+        with self.dual_level():
+            args = list(primals)
+            args[in_idx] = self.make_dual(args[in_idx], tangent)
+            outs = func(*args)
+            outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+            result = []
+            for out in outs:
+                t = self.tangent(out) if self.is_tensor(out) else None
+                result.append(self.module.zeros_like(out) if t is None else t)
+            return tuple(result)
+
     def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
-        """Output tangents for a batch of tangents of input ``in_idx``."""
-        raise NotImplementedError
+        """Output tangents for a batch of tangents of input ``in_idx``, in one
+        vmapped forward pass."""
+        mapped = self.vmap(lambda t: self.jvp_outputs(func, primals, in_idx, t), 0)
+        if mapped is None:
+            raise NotImplementedError(f"{self.name} has no vmap for batched forward AD")
+        return mapped(tangents)
 
     def undefined_grad(self, tensor):
         """``tensor`` passed through a node whose gradient is undefined, or
@@ -96,8 +131,16 @@ def _refengine_engine():
     return RefEngine()
 
 
+def _jax_engine():
+    from gradcheck.engines.jax import JaxEngine
+    return JaxEngine()
+
+
 def _engine_of(value):
     """The adapter for one value, or ``None`` if it is not a tensor we know."""
+    if type(value).__module__.partition(".")[0] in ("jax", "jaxlib"):
+        jax = sys.modules.get("jax")
+        return _jax_engine if jax is not None and isinstance(value, jax.Array) else None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return _torch_engine
@@ -116,10 +159,12 @@ def engine_for(inputs: Sequence) -> Engine:
     if not makers:
         kinds = ", ".join(type(v).__name__ for v in inputs) or "nothing"
         raise ValueError(
-            f"gradcheck: the inputs contain no refengine or torch tensor (got {kinds}); "
+            f"gradcheck: the inputs contain no refengine or torch tensor or JAX array "
+            f"(got {kinds}); "
             "pass the inputs as tensors, e.g. refengine.tensor(x, dtype=refengine.float64, "
             "requires_grad=True)")
     if len(makers) > 1:
-        raise ValueError("gradcheck: the inputs mix refengine and torch tensors; "
+        names = sorted(maker.__name__.strip("_").removesuffix("_engine") for maker in makers)
+        raise ValueError(f"gradcheck: the inputs mix {' and '.join(names)} tensors; "
                          "use tensors of one engine")
     return makers.pop()()

@@ -14,10 +14,17 @@ class RefEngine(Engine):
     name = "refengine"
     module = refengine
     supports_batched_grad = True
-    supports_batched_forward_grad = False    # refengine has no vmap
+    supports_batched_forward_grad = True
 
     def is_tensor(self, value) -> bool:
         return isinstance(value, refengine.Tensor)
 
     def to_numpy(self, tensor) -> np.ndarray:
         return np.array(tensor.detach().numpy(), copy=True)
+
+    def vmap(self, func, in_dims):
+        return refengine.vmap(func, in_dims)
+
+    def looped_ops(self):
+        from refengine.batching import record_fallbacks
+        return record_fallbacks()

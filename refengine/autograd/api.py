@@ -1,6 +1,7 @@
 """``autograd.backward`` and ``autograd.grad``."""
 from __future__ import annotations
 
+from ..batching.batched import ACTIVE as _VMAP_ACTIVE, top_level
 from ..tensor import Tensor
 from .engine import GraphTask
 
@@ -113,6 +114,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _as_tuple(grad_outputs) or (None,) * len(outs)
     if retain_graph is None:
         retain_graph = create_graph
+    if _VMAP_ACTIVE[0] and top_level(outs + ins + grads):
+        return _grad_in_vmap(outs, ins, grads, retain_graph=retain_graph,
+                             create_graph=create_graph, allow_unused=allow_unused,
+                             is_grads_batched=is_grads_batched,
+                             materialize_grads=materialize_grads)
     if is_grads_batched:
         return _batched_grad(outs, ins, grads, retain_graph, create_graph,
                              allow_unused, materialize_grads)
@@ -138,6 +144,50 @@ def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool) -
                 g = creation.zeros_like(t)
         result.append(g)
     return tuple(result)
+
+
+def _grad_in_vmap(outs, ins, grads, **options) -> tuple:
+    """``grad`` called inside ``vmap`` on batched tensors: per-example gradients.
+
+    The examples of a batch are independent in the physical graph (every op
+    maps example k to example k), so the gradient of the physical outputs
+    with respect to the physical inputs, with the physical grad_outputs, holds
+    each example's gradient in its own row. That needs every input batched at
+    the level: the gradient with respect to a tensor shared by the batch
+    would sum the examples.
+    """
+    from ..batching.batched import BatchedTensor, NotBatchable
+    level = top_level(outs + ins + grads)
+
+    def physical(t, what):
+        if isinstance(t, BatchedTensor) and t._level == level:
+            return t._value
+        raise NotBatchable(f"vmap: autograd.grad inside vmap needs every {what} batched (one "
+                           "per example); pass the tensor through vmap's inputs")
+    size = next(t._value.shape[0] for t in outs + ins + grads
+                if isinstance(t, BatchedTensor) and t._level == level)
+    p_outs = tuple(physical(o, "output") for o in outs)
+    p_ins = tuple(physical(i, "input") for i in ins)
+    p_grads = []
+    for o, g in zip(outs, grads):
+        if g is None:
+            p_grads.append(None if o.numel() != 1 else _ones_batch(o, size))
+        elif isinstance(g, BatchedTensor) and g._level == level:
+            p_grads.append(g._value)
+        elif isinstance(g, Tensor):
+            p_grads.append(g.unsqueeze(0).expand(size, *g.shape))
+        else:
+            p_grads.append(g)
+    result = grad(p_outs, p_ins, tuple(p_grads), **options)
+    return tuple(None if r is None else BatchedTensor(r, level) for r in result)
+
+
+def _ones_batch(out, size: int):
+    from .. import creation
+    if out.is_complex():
+        raise RuntimeError("grad can be implicitly created only for real scalar outputs but "
+                           f"got {out.dtype}")
+    return creation.ones((size, *out.shape), dtype=out.dtype)
 
 
 def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, materialize):

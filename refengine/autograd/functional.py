@@ -349,25 +349,27 @@ def _jacobian_forward(func, inputs, strict: bool, vectorize: bool):
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian is only implemented for `vectorize=True`.")
     basis = _basis(inputs)
-    columns, outputs_tuple, primals = [], False, ()
-    for n in range(basis[0].shape[0] if basis else 0):
+    seen = {}
+
+    def columns(*tangents):
+        # one forward pass for all the columns: the tangents carry the batch
         with forward_ad.dual_level():
-            duals = tuple(forward_ad.make_dual(x, b[n].reshape(tuple(x.shape)))
-                          for x, b in zip(inputs, basis))
-            outputs_tuple, outs = _as_tuple(func(*duals), "outputs of the user-provided function",
-                                            "jacobian")
+            duals = tuple(forward_ad.make_dual(x, t) for x, t in zip(inputs, tangents))
+            seen["tuple"], outs = _as_tuple(func(*duals), "outputs of the user-provided "
+                                            "function", "jacobian")
             unpacked = [forward_ad.unpack_dual(o) for o in outs]
-            primals = tuple(u.primal for u in unpacked)
-            columns.append([u.tangent if u.tangent is not None else creation.zeros_like(u.primal)
-                            for u in unpacked])
-    from ..ops import FUNCTIONS
+            seen["primals"] = tuple(u.primal for u in unpacked)
+            return tuple(u.tangent if u.tangent is not None else creation.zeros_like(u.primal)
+                         for u in unpacked)
+    from ..batching import vmap
+    tangents = tuple(b.reshape((b.shape[0],) + tuple(x.shape)) for b, x in zip(basis, inputs))
+    stacked_all = vmap(columns)(*tangents)                         # each (N, *out.shape)
     result = []
-    for k, out in enumerate(primals):
-        stacked = FUNCTIONS["stack"]([c[k] for c in columns], dim=0)     # (N, *out.shape)
+    for stacked, out in zip(stacked_all, seen["primals"]):
         blocks = _split_rows(stacked, inputs, tuple(out.shape))         # (*x.shape, *out.shape)
         result.append([b.movedim(tuple(range(x.ndim)), tuple(range(out.ndim, out.ndim + x.ndim)))
                        for b, x in zip(blocks, inputs)])
-    return _unpack(result, (outputs_tuple, inputs_tuple))
+    return _unpack(result, (seen["tuple"], inputs_tuple))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,

@@ -102,3 +102,42 @@ def trailing(call):
 def materialize_all(call, names) -> dict:
     """Every argument in ``names`` with a batch dimension (expanded if unbatched)."""
     return {n: call.materialize(n) for n in names if call.env.get(n) is not None}
+
+
+def matrices(call):
+    """``trailing`` for ops on matrices (``det``, ``inv``, ``qr``, ``tril``).
+
+    A batched argument with fewer than two dims per example would have its
+    batch dim taken for a matrix dim; it goes to the loop, which raises the
+    op's own error.
+    """
+    if any(call.rank(n) < 2 for n in call.batched):
+        raise NotBatchable("an argument is not a matrix")
+    return trailing(call)
+
+
+def pad_to(value, rank: int):
+    """A physical ``value`` (batch at dim 0) with size-1 dims after the batch
+    dim, up to ``rank`` logical dims."""
+    missing = rank - (value.ndim - 1)
+    if missing <= 0:
+        return value
+    return value.reshape(value.shape[0], *([1] * missing), *value.shape[1:])
+
+
+def expand_batch(value, size: int):
+    """An unbatched ``value`` with a batch dim of ``size`` (a broadcast view)."""
+    return value.unsqueeze(0).expand(size, *value.shape)
+
+
+def materialize_items(call, name: str) -> list:
+    """List argument ``name`` (``cat``'s tensors) with every item batched."""
+    flags = call.items.get(name, [False] * len(call.env[name]))
+    return [v if f else expand_batch(v, call.size) for v, f in zip(call.env[name], flags)]
+
+
+def item_rank(call, name: str, i: int = 0) -> int:
+    """The logical number of dims of item ``i`` of list argument ``name``."""
+    value = call.env[name][i]
+    batched = call.items.get(name, [False] * len(call.env[name]))[i]
+    return value.ndim - 1 if batched else value.ndim

@@ -54,13 +54,14 @@ class BatchCall:
     def is_batched(self, name: str) -> bool:
         return name in self.batched or name in self.items
 
-    def run(self, op=None, **changes):
-        """Call ``op`` (default: this op) on the physical arguments, with ``changes``."""
+    def run(this, op=None, /, **changes):
+        """Call ``op`` (default: this op) on the physical arguments, with ``changes``
+        (``this`` rather than ``self``: ops have an argument named ``self``)."""
         from ..ops.dispatch import call, call_inplace
-        op = op or self.op
-        env = {**self.env, **changes}
+        op = op or this.op
+        env = {**this.env, **changes}
         args = {k: v for k, v in env.items() if k in op.signature.parameters}
-        if self.inplace:
+        if this.inplace:
             self_ = args.pop("self")
             return call_inplace(op, self_, **args)
         return call(op, **args)

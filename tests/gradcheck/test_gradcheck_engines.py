@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from gradcheck_support import load_engine
 
-from gradcheck import check, gradcheck, gradgradcheck
+from gradcheck import GradcheckError, check, gradcheck, gradgradcheck
 from gradcheck.engines import engine_for
 
 
@@ -63,11 +63,31 @@ def test_undefined_output_grads_reach_a_custom_backward_as_zeros_or_none(E):
     assert "undefined-grad" in failing
 
 
-def test_batched_forward_grad_is_refused_where_the_engine_has_no_vmap():
+def test_batched_forward_grad_runs_on_refengine_and_names_a_jvp_that_cannot_batch():
     refengine = load_engine("refengine")
-    with pytest.raises(ValueError, match="check_batched_forward_grad=False"):
-        gradcheck(refengine.sin, (leaf(refengine, [0.5]),), check_forward_ad=True,
+    x = leaf(refengine, [0.5, -0.3])
+    assert gradcheck(refengine.sin, (x,), check_forward_ad=True, check_batched_forward_grad=True)
+
+    class ReadsItsTangent(refengine.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2 if float(t.sum()) == float(t.sum()) else t   # reads a value
+    with pytest.raises(GradcheckError, match="check_batched_forward_grad=False"):
+        gradcheck(ReadsItsTangent.apply, (x,), check_forward_ad=True,
                   check_batched_forward_grad=True)
+    # without the batched check, the same Function passes: the Jacobian
+    # builders fall back to one tangent at a time, and the report says why
+    report = check(ReadsItsTangent.apply, (x,), check_forward_ad=True)
+    assert report.passed
+    assert "vmap raised" in report.batching["fallback"]
 
 
 def test_zero_second_derivative_with_rounding_noise_is_not_a_scaling_failure(E):

@@ -1,0 +1,286 @@
+"""The JAX adapter. Imported only when the inputs are JAX arrays.
+
+JAX has no tape: a derivative is taken of a function, not of an output. So
+the adapter sees the function (``wrap_function``) and turns each of its
+calls into what the checks expect of a tape-based engine:
+
+- called under ``enable_grad()`` (``Problem`` does so once, at the given
+  inputs), the function runs through ``jax.vjp``; the pullback is kept with
+  the outputs, and ``grad(outputs, ...)`` applies it;
+- called on inputs that ``make_dual`` gave a tangent, it runs through
+  ``jax.jvp``, and ``tangent(output)`` reads the output tangents;
+- otherwise (finite differences) it simply runs.
+
+What requires grad: every floating point or complex JAX array input, except
+one marked with ``nograd(x)``; integer inputs never. Outputs of a floating
+point or complex dtype count as differentiable.
+
+Precision: gradcheck needs float64. JAX makes float32 arrays unless its
+64-bit mode is on, so a floating point input while ``jax_enable_x64`` is off
+is refused with a ``ValueError`` saying how to turn it on. With 64-bit mode
+on, float32 inputs are accepted with the same warning as on other engines.
+
+Complex numbers. Both engines push tangents forward the same way (the
+R-linear derivative: ``f_z t + f_zbar conj(t)``), so jvps are compared as
+they are. The pullbacks differ. adcheck (PyTorch's convention) returns, for
+a grad_output ``v``, the ``g`` with ``Re(conj(g) t) = Re(conj(v) J t)`` for
+every ``t``: ``g = v conj(f_z) + conj(v) f_zbar``, which is ``2 dL/dzbar`` for
+``L = Re(conj(v) f)``. JAX's ``vjp`` transposes under ``Re(a b)`` instead:
+``vjp(c) = c f_z + conj(c) conj(f_zbar)``, which is ``2 dL/dz`` for
+``L = Re(c f)``. Hence ``g(v) = conj(vjp(conj(v)))``, which ``grad`` applies;
+for real arrays both conjugations do nothing. A ``jax.custom_vjp`` rule is
+therefore written in JAX's convention (``ct * cos(x)`` for ``sin``, no
+``conj``), and adcheck judges it after this conversion.
+
+Second order (``gradgradcheck``, ``order=2``): the first derivative calls
+``grad(..., create_graph=True)`` on outputs it computed itself; the adapter
+then takes a fresh ``jax.vjp`` of the wrapped function at the inputs given,
+which JAX can differentiate again.
+"""
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradcheck.engines import Engine
+
+#: float inputs held fixed (``nograd``), by id, alive only while the array is
+_HELD = weakref.WeakValueDictionary()
+
+X64_HINT = ("enable JAX's 64-bit mode at startup, before creating arrays: "
+            "jax.config.update('jax_enable_x64', True) (or set JAX_ENABLE_X64=1), then "
+            "make the inputs float64 or complex128")
+
+
+def nograd(array):
+    """Mark a floating point JAX array as an input gradcheck must not differentiate.
+
+    JAX arrays have no ``requires_grad``: every float input is checked unless
+    marked here (the counterpart of ``requires_grad=False``). Returns
+    ``array`` itself.
+    """
+    _HELD[id(array)] = array
+    return array
+
+
+def _as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _inexact(value) -> bool:
+    return jnp.issubdtype(value.dtype, jnp.inexact)
+
+
+def _zero_cotangent(output):
+    """The cotangent that selects nothing from ``output``."""
+    if isinstance(output, jax.Array) and _inexact(output):
+        return jnp.zeros_like(output)
+    return np.zeros(np.shape(output), dtype=jax.dtypes.float0)
+
+
+class _Dual:
+    """An input with a tangent (what ``make_dual`` returns); only the wrapped
+    function sees it, and unpacks it into ``jax.jvp``."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, primal, tangent):
+        self.primal, self.tangent = primal, tangent
+
+
+class _Pullback:
+    """One recorded call: its arguments, the positions differentiated, its
+    outputs, and ``jax.vjp``'s pullback."""
+
+    def __init__(self, args: list, positions: list, outputs: tuple, pullback):
+        self.args, self.positions = args, positions
+        self.inputs = [args[i] for i in positions]
+        self.outputs, self.pullback = outputs, pullback
+
+    def owns(self, outputs) -> bool:
+        return all(any(o is mine for mine in self.outputs) for o in outputs)
+
+
+def _partial(func, args: list, positions: list):
+    """``func`` as a function of the arguments at ``positions`` only."""
+    def call(*values):
+        full = list(args)
+        for position, value in zip(positions, values):
+            full[position] = value
+        return _as_tuple(func(*full))
+    return call
+
+
+class _Wrapped:
+    """The user's function as the checks call it (see the module docstring)."""
+
+    def __init__(self, engine: JaxEngine, func):
+        self.engine, self.func = engine, func
+
+    def __call__(self, *args):
+        if any(isinstance(a, _Dual) for a in args):
+            return self._jvp(args)
+        if self.engine.grad_enabled:
+            return self._vjp(args)
+        return self.func(*args)
+
+    def _vjp(self, args):
+        positions = [i for i, a in enumerate(args)
+                     if self.engine.is_tensor(a) and self.engine.requires_grad(a)]
+        if not positions:
+            return self.func(*args)
+        record = self.engine.record(self.func, list(args), positions)
+        return record.outputs
+
+    def _jvp(self, args):
+        positions = [i for i, a in enumerate(args) if isinstance(a, _Dual)]
+        primals = [a.primal if isinstance(a, _Dual) else a for a in args]
+        outputs, tangents = jax.jvp(_partial(self.func, primals, positions),
+                                    tuple(args[i].primal for i in positions),
+                                    tuple(args[i].tangent for i in positions))
+        self.engine.tangents.extend(zip(outputs, tangents))
+        return outputs
+
+
+class JaxEngine(Engine):
+    """Adapter for JAX arrays (``jax.Array``), on whatever device JAX uses."""
+
+    name = "jax"
+    module = jax
+    supports_batched_grad = True
+    supports_batched_forward_grad = True
+
+    def __init__(self):
+        self.grad_enabled = False
+        self.wrapped: _Wrapped | None = None
+        #: the calls recorded under enable_grad(), and the tangents of the current dual level
+        self.pullbacks: list[_Pullback] = []
+        self.tangents: list = []
+
+    def wrap_function(self, func):
+        self.wrapped = _Wrapped(self, func)
+        return self.wrapped
+
+    def record(self, func, args: list, positions: list) -> _Pullback:
+        """Run ``func`` through ``jax.vjp`` in the arguments at ``positions``."""
+        inputs = [args[i] for i in positions]
+        outputs, pullback = jax.vjp(_partial(func, args, positions), *inputs)
+        record = _Pullback(args, positions, outputs, pullback)
+        self.pullbacks.append(record)
+        return record
+
+    def is_tensor(self, value) -> bool:
+        return isinstance(value, jax.Array)
+
+    def to_numpy(self, tensor) -> np.ndarray:
+        return np.array(tensor, copy=True)
+
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
+        return jnp.asarray(np.array(array, copy=True))
+
+    def requires_grad(self, tensor) -> bool:
+        if not _inexact(tensor) or _HELD.get(id(tensor)) is tensor:
+            return False
+        if not jax.config.jax_enable_x64:
+            raise ValueError(
+                f"gradcheck needs double precision, but JAX runs in 32-bit mode "
+                f"(jax_enable_x64 is off), so this {tensor.dtype} input cannot be checked "
+                f"reliably; {X64_HINT}")
+        return True
+
+    def is_differentiable_dtype(self, tensor) -> bool:
+        return bool(_inexact(tensor))
+
+    def no_grad(self):
+        return self._grad_mode(False)
+
+    def enable_grad(self):
+        return self._grad_mode(True)
+
+    @contextmanager
+    def _grad_mode(self, enabled: bool):
+        previous, self.grad_enabled = self.grad_enabled, enabled
+        try:
+            yield
+        finally:
+            self.grad_enabled = previous
+
+    def grad(self, outputs, inputs, grad_outputs, create_graph: bool = False) -> tuple:
+        """adcheck's vjp (see the module docstring) from the recorded pullback."""
+        if create_graph:
+            return self._differentiable_grad(outputs, inputs, grad_outputs)
+        record = self._pullback_of(outputs)
+        return self._pull(record, outputs, grad_outputs, inputs)
+
+    def _differentiable_grad(self, outputs, inputs, grad_outputs) -> tuple:
+        """``grad`` inside a first derivative: ``outputs`` are the float outputs of
+        the wrapped function at ``inputs`` (its differentiated arguments, the
+        others as in the first recorded call); a new ``jax.vjp`` there is
+        traceable, so JAX can differentiate the result again."""
+        first = self.pullbacks[0]
+        args = list(first.args)
+        for position, value in zip(first.positions, inputs):
+            args[position] = value
+        record = _Pullback(args, first.positions, *jax.vjp(
+            _partial(self.wrapped.func, args, first.positions), *inputs))
+        floats = [o for o in record.outputs if isinstance(o, jax.Array) and _inexact(o)]
+        if len(floats) != len(outputs):
+            raise RuntimeError(f"expected the {len(floats)} float outputs of the function, "
+                               f"got {len(outputs)}")
+        return self._pull(record, floats, grad_outputs, record.inputs)
+
+    def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
+        """``grad`` for a leading batch dimension of ``grad_outputs`` (``jax.vmap``)."""
+        record = self._pullback_of(outputs)
+        return jax.vmap(lambda *gos: self._pull(record, outputs, gos, inputs))(*grad_outputs)
+
+    def _pullback_of(self, outputs) -> _Pullback:
+        for record in reversed(self.pullbacks):
+            if record.owns(outputs):
+                return record
+        raise RuntimeError("these outputs were not computed by a recorded call of the "
+                           "function under check (JAX differentiates functions, not outputs)")
+
+    @staticmethod
+    def _pull(record: _Pullback, outputs, grad_outputs, inputs) -> tuple:
+        cotangents = [_zero_cotangent(o) for o in record.outputs]
+        for output, go in zip(outputs, grad_outputs):
+            k = next(k for k, mine in enumerate(record.outputs) if mine is output)
+            cotangents[k] = jnp.conj(go)
+        pulled = record.pullback(tuple(cotangents))
+        grads = []
+        for x in inputs:
+            k = next((k for k, mine in enumerate(record.inputs) if mine is x), None)
+            grads.append(None if k is None else jnp.conj(pulled[k]))
+        return tuple(grads)
+
+    @contextmanager
+    def dual_level(self):
+        self.tangents = []
+        try:
+            yield
+        finally:
+            self.tangents = []
+
+    def make_dual(self, tensor, tangent):
+        return _Dual(tensor, tangent)
+
+    def tangent(self, tensor):
+        for output, tangent in self.tangents:
+            if output is tensor:
+                return None if tangent.dtype == jax.dtypes.float0 else tangent
+        return None
+
+    def vmap(self, func, in_dims):
+        if self.grad_enabled:  # a call that records its pullback cannot run under vmap
+            return None
+        return jax.vmap(func, in_axes=in_dims)
+
+    def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
+        func = func.func if isinstance(func, _Wrapped) else func
+        call = _partial(func, list(primals), [in_idx])
+        return jax.vmap(lambda t: jax.jvp(call, (primals[in_idx],), (t,))[1])(tangents)
