@@ -33,9 +33,9 @@ def to_real(array: np.ndarray) -> np.ndarray:
 def to_real_rows(arrays: np.ndarray) -> np.ndarray:
     """``to_real`` of each ``arrays[k]``, as the rows of a float64 matrix."""
     arrays = np.asarray(arrays)
-    flat = arrays.reshape(arrays.shape[0], -1)
+    flat = arrays.reshape(arrays.shape[0], int(np.prod(arrays.shape[1:], dtype=np.int64)))
     if is_complex(flat):
-        flat = np.stack([flat.real, flat.imag], axis=-1).reshape(flat.shape[0], -1)
+        flat = np.stack([flat.real, flat.imag], axis=-1).reshape(flat.shape[0], 2 * flat.shape[1])
     return flat.astype(np.float64)
 
 

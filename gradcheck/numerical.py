@@ -38,6 +38,8 @@ def perturbed_batch(problem: Problem, in_idx: int, steps: np.ndarray, what: str)
     base = problem.arrays[in_idx]
     vector = coords.to_real(base)
     n = vector.size
+    if n == 0:
+        return None     # nothing to perturb: the loop handles empty inputs
     moved = np.broadcast_to(vector, (len(steps), n, n)).copy()
     diagonal = np.arange(n)
     moved[:, diagonal, diagonal] += steps
@@ -45,7 +47,8 @@ def perturbed_batch(problem: Problem, in_idx: int, steps: np.ndarray, what: str)
     outs = problem.evaluate_batch(in_idx, arrays, what)
     if outs is None:
         return None
-    return {o: coords.to_real_rows(v).reshape(len(steps), n, -1) for o, v in outs.items()}
+    return {o: coords.to_real_rows(v).reshape(len(steps), n, problem.layout.out_size(o))
+            for o, v in outs.items()}
 
 
 def central_blocks(problem: Problem, eps: float) -> Jacobian:

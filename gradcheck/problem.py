@@ -152,11 +152,11 @@ class Problem:
         from gradcheck.batching import batching_enabled
         return batching_enabled() and self.batching["fallback"] is None
 
-    def _batched(self, what: str, compute):
+    def _batched(self, what: str, size: int, compute):
         """Run ``compute()`` (a batched evaluation); on any exception remember
         why and return ``None``, so the caller runs its loop instead, which
         reports the failure exactly as it would without batching."""
-        if not self._batches():
+        if not self._batches() or size == 0:
             return None
         try:
             with self.engine.looped_ops() as looped:
@@ -197,7 +197,7 @@ class Problem:
                     return None
                 outs = as_tuple(mapped(*args))
                 return {o: E.to_numpy(outs[o]) for o in self.float_out}
-        result = self._batched(what, compute)
+        result = self._batched(what, len(arrays), compute)
         if result is not None:
             self.counts["function"] += len(arrays)
         return result
@@ -214,7 +214,7 @@ class Problem:
             grads = E.batched_grad([self.outputs[out_idx]], [self.inputs[i] for i in self.diff_in],
                                    [gos])
             return {i: None if g is None else E.to_numpy(g) for i, g in zip(self.diff_in, grads)}
-        result = self._batched(what, compute)
+        result = self._batched(what, len(grad_outputs), compute)
         if result is not None:
             self.counts["vjp"] += len(grad_outputs)
             for i, g in result.items():
@@ -234,7 +234,7 @@ class Problem:
             ts = E.from_numpy(np.asarray(tangents, dtype=self.arrays[in_idx].dtype))
             outs = as_tuple(E.batched_jvp(self.func, args, in_idx, ts))
             return {o: E.to_numpy(outs[o]) for o in self.float_out}
-        result = self._batched(what, compute)
+        result = self._batched(what, len(tangents), compute)
         if result is not None:
             self.counts["jvp"] += len(tangents)
             self.counts["function"] += len(tangents)

@@ -31,19 +31,74 @@ ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
-def _differences(problem, in_idx, c, steps, out_idx_list):
-    """Central differences and their rounding noise at each step."""
+def _differences(problem, in_idx, c, steps, out_idx_list, evaluated=None):
+    """Central differences and their rounding noise at each step.
+
+    ``evaluated`` (from ``_evaluate_batch``) holds the outputs at each
+    ``+h``/``-h`` already; without it they are computed one call at a time.
+    """
     eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in out_idx_list)
     diffs, noises = [], []
-    for h in steps:
-        try:
-            plus = perturbed(problem, in_idx, c, h)
-            minus = perturbed(problem, in_idx, c, -h)
-        except GradcheckError:
-            plus = minus = {o: np.full(problem.layout.out_size(o), np.nan) for o in out_idx_list}
+    for k, h in enumerate(steps):
+        if evaluated is not None:
+            plus, minus = evaluated[k]
+        else:
+            try:
+                plus = perturbed(problem, in_idx, c, h)
+                minus = perturbed(problem, in_idx, c, -h)
+            except GradcheckError:
+                plus = minus = {o: np.full(problem.layout.out_size(o), np.nan)
+                                for o in out_idx_list}
         diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in out_idx_list})
         noises.append({o: NOISE_ULPS * eps * (np.abs(plus[o]) + np.abs(minus[o])) / (2 * h)
                        for o in out_idx_list})
+    return diffs, noises
+
+
+def _evaluate_batch(problem, in_idx, steps, columns) -> dict | None:
+    """The outputs at ``+steps[k, j]`` and ``-steps[k, j]`` on coordinate
+    ``columns[j]``, for every level ``k``, in one batched evaluation: by output,
+    ``(plus, minus)`` arrays of shape (levels, columns, output real size).
+    ``None``: the function does not batch."""
+    base = problem.arrays[in_idx]
+    vector = coords.to_real(base)
+    n, levels = vector.size, len(steps)
+    if n == 0:
+        return None     # nothing to perturb: the loop handles empty inputs
+    columns = np.asarray(columns, dtype=np.intp)
+    moved = np.broadcast_to(vector, (2, levels, len(columns), n)).copy()
+    picked = np.arange(len(columns))
+    moved[0, :, picked, columns] += steps.T
+    moved[1, :, picked, columns] -= steps.T
+    arrays = coords.from_real_rows(moved.reshape(-1, n), base.shape, base.dtype)
+    outs = problem.evaluate_batch(in_idx, arrays, f"extrapolating finite differences for "
+                                  f"input {in_idx}")
+    if outs is None:
+        return None
+    real = {o: coords.to_real_rows(v).reshape(2, levels, len(columns), problem.layout.out_size(o))
+            for o, v in outs.items()}
+    return {o: (r[0], r[1]) for o, r in real.items()}
+
+
+def _stacked_differences(problem, in_idx, steps, columns) -> tuple:
+    """``_differences`` for several coordinates at once: per level, by output,
+    a (columns, output size) matrix; batched when the function allows."""
+    outs = problem.float_out
+    batch = _evaluate_batch(problem, in_idx, steps, columns)
+    if batch is None:
+        per_column = [_differences(problem, in_idx, c, steps[:, j], outs)
+                      for j, c in enumerate(columns)]
+        return ([{o: np.stack([col[0][k][o] for col in per_column]) for o in outs}
+                 for k in range(len(steps))],
+                [{o: np.stack([col[1][k][o] for col in per_column]) for o in outs}
+                 for k in range(len(steps))])
+    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in outs)
+    diffs, noises = [], []
+    for k in range(len(steps)):
+        h = steps[k][:, None]
+        diffs.append({o: (batch[o][0][k] - batch[o][1][k]) / (2 * h) for o in outs})
+        noises.append({o: NOISE_ULPS * eps * (np.abs(batch[o][0][k]) + np.abs(batch[o][1][k]))
+                       / (2 * h) for o in outs})
     return diffs, noises
 
 
@@ -87,25 +142,54 @@ def extrapolate(diffs: list, noises: list) -> tuple:
     return best, best_err
 
 
-def _column(problem: Problem, in_idx: int, c: int, h0: float) -> dict:
-    """(value, error) per output for one input coordinate.
-
-    The first ``FIRST_LEVELS`` steps are tried; if every estimate is already
-    ``CONVERGED`` times below the precise tolerance's relative allowance, the
-    smaller steps are skipped, else all ``LEVELS`` are used.
-    """
-    outs = problem.float_out
-    steps = [h0 * 2.0 ** -k for k in range(LEVELS)]
-    diffs, noises = _differences(problem, in_idx, c, steps[:FIRST_LEVELS], outs)
-    result = {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises]) for o in outs}
-    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in outs)
+def _converged(problem: Problem, result: dict) -> np.ndarray:
+    """Per coordinate (row), whether every estimate is ``CONVERGED`` times
+    below the precise tolerance's relative allowance (then the smaller steps
+    are skipped)."""
+    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
     target = CONVERGED * np.sqrt(eps) / 2
-    scale = max(float(np.max(np.abs(best), initial=0.0)) for best, _ in result.values())
-    if all(np.all(err <= target * (np.abs(best) + scale)) for best, err in result.values()):
-        return result
-    more, more_noise = _differences(problem, in_idx, c, steps[FIRST_LEVELS:], outs)
-    diffs, noises = diffs + more, noises + more_noise
-    return {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises]) for o in outs}
+    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0) for best, _ in result.values()],
+                   axis=0)
+    return np.all([np.all(err <= target * (np.abs(best) + scale[:, None]), axis=1)
+                   for best, err in result.values()], axis=0)
+
+
+def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
+    return {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises])
+            for o in problem.float_out}
+
+
+def _steps(x: np.ndarray) -> np.ndarray:
+    """Steps ``h_k`` by level (rows) and coordinate (columns)."""
+    h0 = np.maximum(np.abs(x), 2.0 ** -6) / 32.0
+    return h0[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
+
+
+def _columns(problem: Problem, in_idx: int, steps: np.ndarray) -> dict:
+    """(value, error) per output, each (coordinates, output size), for every
+    coordinate of input ``in_idx``.
+
+    The first ``FIRST_LEVELS`` steps are tried; coordinates whose estimates
+    have not converged get all ``LEVELS``. Each phase is one batched
+    evaluation when the function batches, else one call per step. The
+    extrapolation is elementwise, so doing all coordinates at once gives
+    what doing one at a time gives.
+    """
+    n = steps.shape[1]
+    if n == 0:
+        return {o: (np.zeros((0, problem.layout.out_size(o))),) * 2 for o in problem.float_out}
+    diffs, noises = _stacked_differences(problem, in_idx, steps[:FIRST_LEVELS], list(range(n)))
+    result = _extrapolated(problem, diffs, noises)
+    pending = np.flatnonzero(~_converged(problem, result))
+    if pending.size:
+        extra, extra_noise = _stacked_differences(problem, in_idx,
+                                                  steps[FIRST_LEVELS:][:, pending], list(pending))
+        diffs = [{o: d[o][pending] for o in d} for d in diffs] + extra
+        noises = [{o: v[o][pending] for o in v} for v in noises] + extra_noise
+        redone = _extrapolated(problem, diffs, noises)
+        for o, (best, err) in redone.items():
+            result[o][0][pending], result[o][1][pending] = best, err
+    return result
 
 
 def richardson_blocks(problem: Problem) -> Jacobian:
@@ -115,14 +199,8 @@ def richardson_blocks(problem: Problem) -> Jacobian:
     outs = problem.float_out
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
-        values = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
-        errors = {o: np.zeros((problem.layout.out_size(o), x.size)) for o in outs}
-        for c in range(x.size):
-            column = _column(problem, in_idx, c, max(abs(x[c]), 2.0 ** -6) / 32.0)
-            for o, (best, err) in column.items():
-                values[o][:, c], errors[o][:, c] = best, err
-        for o in outs:
-            jac.blocks[o, in_idx], jac.errors[o, in_idx] = values[o], errors[o]
+        for o, (best, err) in _columns(problem, in_idx, _steps(x)).items():
+            jac.blocks[o, in_idx], jac.errors[o, in_idx] = best.T.copy(), err.T.copy()
     jac.counts = {"function": problem.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac
