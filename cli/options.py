@@ -74,6 +74,17 @@ def report_options(func):
     ])(func)
 
 
+def html_option(func):
+    """--html PATH (``ops`` and ``op``): the self-contained HTML report."""
+    return click.option(
+        "--html", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
+        help="Also write an HTML report to PATH: the summary table and, for each failure, "
+             "its diagnosis, the numerical and analytical Jacobians as heatmaps with the "
+             "differing entries outlined, and a snippet that reproduces it. One "
+             "self-contained file: viewing it needs no network. Written even when the run "
+             "is interrupted (then partial).")(func)
+
+
 def parse_checks(text: str) -> tuple:
     from cli.checkrun import CHECK_NAMES
     names = [part.strip() for part in text.split(",") if part.strip()]

@@ -14,8 +14,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from cli import checkrun
 from cli.pool import TaskTimeout, deadline, run_tasks
 from cli.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
@@ -106,6 +104,7 @@ def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
     picklable: the reference function itself stays behind)."""
     if report is None or not result.failures:
         return
+    import numpy as np
     result.jacobians = [(f.expected, f.actual) if np.ndim(f.expected) == np.ndim(f.actual) == 2
                         else None for f in report.failures[:JACOBIAN_PAIRS]]
     result.check_kwargs = {k: True if k == "reference" else v for k, v in kwargs.items()}

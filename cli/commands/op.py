@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import click
 
@@ -10,6 +11,7 @@ from cli.errors import InputError
 from cli.exit_codes import ExitCode
 from cli.options import (
     check_options,
+    html_option,
     parse_checks,
     parse_dtypes,
     require_engine,
@@ -36,12 +38,13 @@ def _describe_sample(sample) -> str:
     return shapes + (f"; {', '.join(others)}" if others else "")
 
 
-def run_op(info, dtypes, index, settings) -> list:
-    """``[(dtype name, sample, CheckResult, Report or None)]`` for every check."""
+def run_op(info, dtypes, index, settings, rows: list | None = None) -> list:
+    """``[(dtype name, sample, CheckResult, Report or None)]`` for every check,
+    appended to ``rows`` as they come (so a Ctrl-C keeps what was done)."""
     from cli.pool import TaskTimeout, deadline
     from cli.results import TASK_CHECK, CheckResult
     from cli.sweep import check_sample, dtype_named
-    rows = []
+    rows = [] if rows is None else rows
     for name in dtypes:
         dtype = dtype_named(name)
         message = None
@@ -142,6 +145,17 @@ def _json(info, rows) -> None:
     sys.stdout.write("\n")
 
 
+def _html(path, info, rows, settings, dtypes, seconds, interrupted=False) -> None:
+    from cli.formats.html import write_report
+    from cli.results import RunReport
+    policy = settings.policy
+    recorded = {"op": info.name, "engine": policy.engine, "precise": policy.precise,
+                "checks": list(settings.checks), "dtypes": dtypes, "seed": policy.seed,
+                "timeout": settings.timeout}
+    write_report(path, RunReport("op", recorded, [result for _, _, result, _ in rows],
+                                 interrupted=interrupted, seconds=seconds))
+
+
 @click.command("op")
 @click.argument("name")
 @click.option("--sample", "index", type=int, metavar="K",
@@ -155,13 +169,17 @@ def _json(info, rows) -> None:
               show_default=True, help="The detailed view, or JSON with the full gradcheck "
                                       "reports, Jacobians included (schema adcheck-op v1).")
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")
-def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt, verbose):
+@html_option
+def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt, verbose,
+       html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from cli.checkrun import Policy
     from cli.commands.ops import load_registry
+    from cli.reporting import check_writable
     from cli.sweep import Settings
     level = verbosity(verbose, False)
+    check_writable(html)
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     opinfo = load_registry(plugins)
@@ -178,10 +196,20 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     if not wanted:
         raise InputError(f"{name} supports {', '.join(own)}; pick --dtype among them")
     settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout)
-    rows = run_op(info, wanted, index, settings)
+    rows: list = []
+    start = time.perf_counter()
+    try:
+        run_op(info, wanted, index, settings, rows)
+    except KeyboardInterrupt:
+        if html is not None:
+            _html(html, info, rows, settings, wanted, time.perf_counter() - start, True)
+            click.echo(f"interrupted: {html} holds the checks done so far", err=True)
+        raise
     if fmt == "json":
         _json(info, rows)
     else:
         _render(info, rows, settings, level)
+    if html is not None:
+        _html(html, info, rows, settings, wanted, time.perf_counter() - start)
     failing = any(result.failing for _, _, result, _ in rows)
     raise click.exceptions.Exit(int(ExitCode.FAILED if failing else ExitCode.OK))

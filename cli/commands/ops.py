@@ -11,6 +11,7 @@ import click
 from cli.errors import InputError
 from cli.options import (
     check_options,
+    html_option,
     parse_checks,
     parse_dtypes,
     report_options,
@@ -116,8 +117,9 @@ def run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops",
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
 @report_options
+@html_option
 def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs, plugins,
-        fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet):
+        fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -128,7 +130,7 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     from cli.reporting import check_writable, finish, load_baseline
     from cli.sweep import Settings
     level = verbosity(verbose, quiet)
-    check_writable(junit_xml, write_baseline)
+    check_writable(junit_xml, write_baseline, html)
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     accepted = load_baseline(baseline)
@@ -142,4 +144,9 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     report = run_sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level,
                        extra_settings={"patterns": list(patterns),
                                        "family": list(families) or None, "target": None})
-    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)
+    try:
+        finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)
+    finally:    # finish() always exits; the page follows, with the baseline comparison
+        if html is not None:
+            from cli.formats.html import write_report
+            write_report(html, report)
