@@ -254,11 +254,23 @@ def array_of(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
 
 
 def build(specs: list[InputSpec], engine: str, rng: np.random.Generator) -> tuple:
-    """Tensors of ``engine`` ("refengine" or "torch") for the parsed specs."""
+    """Tensors of ``engine`` ("refengine", "torch" or "jax") for the parsed specs.
+
+    For JAX this turns on 64-bit mode (``jax_enable_x64``), without which JAX
+    would make float32 arrays of float64 specs; a ``nograd`` input is marked
+    with ``gradcheck.engines.jax.nograd``, JAX arrays having no requires_grad.
+    """
     arrays = [(array_of(s, rng), s.requires_grad) for s in specs]
     if engine == "torch":
         import torch
         return tuple(torch.from_numpy(a).requires_grad_(g) for a, g in arrays)
+    if engine == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        from gradcheck.engines.jax import nograd
+        jax.config.update("jax_enable_x64", True)
+        return tuple(jnp.asarray(a) if g else nograd(jnp.asarray(a)) for a, g in arrays)
     import refengine
     return tuple(refengine.tensor(a, dtype=getattr(refengine, str(a.dtype)), requires_grad=g)
                  for a, g in arrays)

@@ -1,8 +1,10 @@
 """``MODULE:OBJECT`` for ``adcheck check``: find the user's object and say what it is.
 
 The object may be a ``refengine.autograd.Function`` subclass, a
-``torch.autograd.Function`` subclass (checked on torch), or a plain
-function of tensors (checked on the ``--engine`` given). ``MODULE`` is a
+``torch.autograd.Function`` subclass (checked on torch), a JAX function
+object (``jax.custom_vjp``, ``jax.custom_jvp`` or ``jax.jit``; checked on
+JAX), or a plain function of tensors (checked on the ``--engine`` given,
+``"jax"`` for a plain function of JAX arrays). ``MODULE`` is a
 dotted module name importable from the current directory, or the path of a
 ``.py`` file. Every mistake raises ``TargetError`` with one line saying
 what to do.
@@ -29,8 +31,9 @@ class Target:
     spec: str
     name: str
     func: object
-    kind: str            # "refengine Function", "torch Function" or "function"
-    engine: str          # "refengine" or "torch"
+    kind: str            # "refengine Function", "torch Function", "jax custom_vjp",
+    #                      "jax custom_jvp", "jax function" or "function"
+    engine: str          # "refengine", "torch" or "jax"
     has_jvp: bool
     arity: int | None    # positional inputs, when the signature tells
 
@@ -88,6 +91,19 @@ def _function_base(obj):
     return None, None
 
 
+def _jax_kind(obj) -> tuple[str, bool] | None:
+    """``(kind, has_jvp)`` for a JAX function object, else ``None`` (jax is not
+    imported for that: such an object's type comes from a loaded jax module)."""
+    if type(obj).__module__.partition(".")[0] not in ("jax", "jaxlib") or not callable(obj):
+        return None
+    jax = sys.modules["jax"]
+    if isinstance(obj, jax.custom_vjp):
+        return "jax custom_vjp", False     # JAX cannot take a jvp through a custom_vjp
+    if isinstance(obj, jax.custom_jvp):
+        return "jax custom_jvp", True
+    return "jax function", True
+
+
 def _arity(func, skip_ctx: bool) -> int | None:
     try:
         params = list(inspect.signature(func).parameters.values())
@@ -101,7 +117,8 @@ def _arity(func, skip_ctx: bool) -> int | None:
 
 
 def resolve(text: str, engine: str = "refengine") -> Target:
-    """Import ``MODULE:OBJECT`` and classify it."""
+    """Import ``MODULE:OBJECT`` and classify it; ``engine`` is that of a plain
+    function ("refengine", "torch" or "jax")."""
     obj = load_object(text)
     name = getattr(obj, "__name__", text.split(":")[1])
     if isinstance(obj, type):
@@ -113,6 +130,10 @@ def resolve(text: str, engine: str = "refengine") -> Target:
         uses_ctx = obj.setup_context is base.setup_context
         return Target(text, name, obj.apply, f"{fn_engine} Function", fn_engine, has_jvp,
                       _arity(obj.forward, skip_ctx=uses_ctx))
+    jax_kind = _jax_kind(obj)
+    if jax_kind is not None:
+        kind, has_jvp = jax_kind
+        return Target(text, name, obj, kind, "jax", has_jvp, _arity(obj, skip_ctx=False))
     if not callable(obj):
         raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
                           "Function; point MODULE:OBJECT at one")

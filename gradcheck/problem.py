@@ -48,6 +48,7 @@ class Problem:
         #: how the Jacobians were built: batched calls made, the reason the
         #: loop was used instead (if it was), ops that looped inside vmap
         self.batching = {"batched_calls": 0, "fallback": None, "looped_ops": {}}
+        self._unbatchable: set = set()
         #: vectors other checks want a vjp (by out_idx) or jvp (by in_idx) of:
         #: the Jacobian builders add them to their batch, so they cost no
         #: call of their own; results land in ``extra_results`` by key
@@ -148,22 +149,23 @@ class Problem:
             start += count
 
     # ----- batched evaluations: ``None`` means "use the loop" ---------------
-    def _batches(self) -> bool:
+    def _batched(self, kind: str, what: str, size: int, compute):
+        """Run ``compute()``, a batched evaluation of ``kind`` ("function",
+        "vjp", "jvp"); on any exception remember why, stop batching that kind,
+        and return ``None``, so the caller runs its loop instead, which reports
+        a failure exactly as it would without batching."""
         from gradcheck.batching import batching_enabled
-        return batching_enabled() and self.batching["fallback"] is None
-
-    def _batched(self, what: str, size: int, compute):
-        """Run ``compute()`` (a batched evaluation); on any exception remember
-        why and return ``None``, so the caller runs its loop instead, which
-        reports the failure exactly as it would without batching."""
-        if not self._batches() or size == 0:
+        if not batching_enabled() or size == 0 or kind in self._unbatchable:
             return None
         try:
             with self.engine.looped_ops() as looped:
                 result = compute()
         except Exception as exc:  # the loop reproduces and reports it per vector
-            self.batching["fallback"] = (f"{what} under vmap raised {type(exc).__name__} "
-                                         f"({str(exc)[:200]}); built one vector at a time")
+            self._unbatchable.add(kind)
+            if self.batching["fallback"] is None:
+                self.batching["fallback"] = (
+                    f"{what} under vmap raised {type(exc).__name__} ({str(exc)[:200]}); "
+                    f"every {kind} evaluation ran one vector at a time")
             return None
         if result is None:
             return None
@@ -197,7 +199,7 @@ class Problem:
                     return None
                 outs = as_tuple(mapped(*args))
                 return {o: E.to_numpy(outs[o]) for o in self.float_out}
-        result = self._batched(what, len(arrays), compute)
+        result = self._batched("function", what, len(arrays), compute)
         if result is not None:
             self.counts["function"] += len(arrays)
         return result
@@ -214,7 +216,7 @@ class Problem:
             grads = E.batched_grad([self.outputs[out_idx]], [self.inputs[i] for i in self.diff_in],
                                    [gos])
             return {i: None if g is None else E.to_numpy(g) for i, g in zip(self.diff_in, grads)}
-        result = self._batched(what, len(grad_outputs), compute)
+        result = self._batched("vjp", what, len(grad_outputs), compute)
         if result is not None:
             self.counts["vjp"] += len(grad_outputs)
             for i, g in result.items():
@@ -234,7 +236,7 @@ class Problem:
             ts = E.from_numpy(np.asarray(tangents, dtype=self.arrays[in_idx].dtype))
             outs = as_tuple(E.batched_jvp(self.func, args, in_idx, ts))
             return {o: E.to_numpy(outs[o]) for o in self.float_out}
-        result = self._batched(what, len(tangents), compute)
+        result = self._batched("jvp", what, len(tangents), compute)
         if result is not None:
             self.counts["jvp"] += len(tangents)
             self.counts["function"] += len(tangents)

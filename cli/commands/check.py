@@ -92,11 +92,12 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
           junit_xml, baseline, write_baseline, fail_fast, verbose, quiet):
     """Validate your own derivative formulas.
 
-    MODULE:OBJECT names a refengine or torch autograd.Function subclass, or
-    a plain function of tensors ('mypkg.ops:MyExp' or 'path/to/ops.py:MyExp').
-    --engine picks the engine of a plain function; a Function is checked on
-    its own engine. Exit status as for 'adcheck ops': 0 passed, 1 failed,
-    2 usage or input error.
+    MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
+    JAX function (jax.custom_vjp, jax.custom_jvp or jax.jit, checked on JAX
+    in 64-bit mode), or a plain function of tensors ('mypkg.ops:MyExp' or
+    'path/to/ops.py:MyExp'). --engine picks the engine of a plain function;
+    a Function is checked on its own engine. Exit status as for 'adcheck
+    ops': 0 passed, 1 failed, 2 usage or input error.
     """
     from cli.checkrun import Policy
     from cli.options import parse_dtypes
