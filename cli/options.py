@@ -24,7 +24,7 @@ def _apply(options):
     return decorate
 
 
-def check_options(default_checks: str):
+def check_options(default_checks: str, engines: tuple = ENGINES):
     """--check, --engine, --precise/--torch-tolerances, --seed, --timeout."""
     return _apply([
         click.option("--check", "checks", default=default_checks, show_default=True,
@@ -33,10 +33,13 @@ def check_options(default_checks: str):
                           "differences), forward (jvp), fast (one random projection each "
                           "way), gradgrad (reverse over reverse), fwgrad_bwgrad (forward "
                           "over reverse), reference (against the mpmath reference)."),
-        click.option("--engine", type=click.Choice(ENGINES), default="refengine",
+        click.option("--engine", type=click.Choice(engines), default="refengine",
                      show_default=True,
                      help="Whose formulas to check: refengine's, or torch's own for every "
-                          "op that names a torch op (needs PyTorch)."),
+                          "op that names a torch op (needs PyTorch)." if "jax" not in engines
+                     else "The engine of a plain function: refengine, torch or jax (needs "
+                          "PyTorch or JAX). Functions, custom_vjp/custom_jvp and jit objects "
+                          "say their own engine."),
         click.option("--precise/--torch-tolerances", default=True, show_default=True,
                      help="Precise: tolerances from an error estimate of the numerical "
                           "Jacobian (Richardson extrapolation). Torch tolerances: the "
@@ -109,6 +112,9 @@ def require_engine(engine: str) -> None:
     if engine == "torch" and importlib.util.find_spec("torch") is None:
         raise InputError("--engine torch needs PyTorch, which is not installed; install it "
                          "with 'pip install torch' (or 'pip install adcheck[torch]')")
+    if engine == "jax" and importlib.util.find_spec("jax") is None:
+        raise InputError("--engine jax needs JAX, which is not installed; install it with "
+                         "'pip install adcheck[jax]'")
 
 
 def verbosity(verbose: bool, quiet: bool) -> int:

@@ -16,10 +16,12 @@ Example::
         print(report.message())      # which pair, largest error, where, diagnosis
         report.to_dict()             # JSON-serializable
 
-Inputs may be ``refengine`` or ``torch`` tensors; the engine is taken from
-them (see ``gradcheck.engines``).
+Inputs may be ``refengine`` or ``torch`` tensors, or JAX arrays; the engine
+is taken from them (see ``gradcheck.engines``). Jacobians are built in
+batches through the engine's vmap (see ``gradcheck.batching``).
 """
 from gradcheck.api import check, gradcheck, gradgradcheck
+from gradcheck.batching import batching_enabled, set_batching
 from gradcheck.errors import GradcheckError
 from gradcheck.forward import forward_jacobian
 from gradcheck.jacobian import Jacobian
@@ -30,6 +32,8 @@ from gradcheck.reverse import reverse_jacobian
 
 __all__ = [
            "GradcheckError",
+           "batching_enabled",
+           "set_batching",
            "Jacobian",
            "Report",
            "check",

@@ -73,7 +73,7 @@ class Problem:
             if isinstance(x, np.ndarray):
                 raise ValueError(
                     f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
-                    f"convert it with {E.name}.from_numpy(x).requires_grad_() to check it")
+                    f"convert it with {E.convert_hint} to check it")
         for i in self.diff_in:
             if not E.is_differentiable_dtype(self.inputs[i]):
                 raise ValueError(
@@ -87,8 +87,7 @@ class Problem:
                     "convert them with .double() first") if integers else ""
             raise ValueError(
                 f"{self.name}: no input requires grad, so there is nothing to check; "
-                "call .requires_grad_() on the inputs to differentiate (e.g. "
-                f"tensor(x, dtype=float64, requires_grad=True)){hint}")
+                f"{E.requires_grad_hint}{hint}")
         for i in self.diff_in:
             dtype = str(self.inputs[i].dtype)
             if not ("float64" in dtype or "complex128" in dtype):

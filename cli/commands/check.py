@@ -8,6 +8,7 @@ import click
 
 from cli.errors import InputError
 from cli.options import (
+    ENGINES,
     check_options,
     parse_checks,
     report_options,
@@ -84,7 +85,7 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
               help="Check the OpInfos defined in this Python file instead of MODULE:OBJECT.")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
               help="With --plugin: dtypes to check (default float64, complex128).")
-@check_options("reverse,forward")
+@check_options("reverse,forward", engines=ENGINES + ("jax",))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the results are the same for any number.")
 @report_options

@@ -34,6 +34,15 @@ class Engine:
     #: whether ``undefined_grad`` can express an undefined gradient (else zeros)
     supports_undefined_grad = False
 
+    @property
+    def convert_hint(self) -> str:
+        """How a user turns a NumPy array ``x`` into an input to check."""
+        return f"{self.name}.from_numpy(x).requires_grad_()"
+
+    #: what to do when no input requires grad
+    requires_grad_hint = ("call .requires_grad_() on the inputs to differentiate (e.g. "
+                          "tensor(x, dtype=float64, requires_grad=True))")
+
     def is_tensor(self, value) -> bool:
         raise NotImplementedError
 

@@ -153,6 +153,10 @@ class JaxEngine(Engine):
     module = jax
     supports_batched_grad = True
     supports_batched_forward_grad = True
+    convert_hint = "jnp.asarray(x)"
+    requires_grad_hint = ("every float or complex JAX array input is differentiated unless "
+                          "marked with gradcheck.engines.jax.nograd(x); pass at least one "
+                          "float64 or complex128 array that is not marked")
 
     def __init__(self):
         self.grad_enabled = False

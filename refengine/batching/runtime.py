@@ -29,8 +29,9 @@ class BatchCall:
         self.batched: set = set()       # tensor arguments batched at this level
         self.items: dict = {}           # list argument -> which items are batched
         sizes = set()
-        for name in op.inputs:
-            value = env.get(name)
+        # every argument, not only op.inputs: a tensor may also come as a
+        # scalar parameter (clamp's min, a fill value)
+        for name, value in env.items():
             if isinstance(value, (list, tuple)):
                 flags = [isinstance(v, BatchedTensor) and v._level == level for v in value]
                 if any(flags):

@@ -39,6 +39,10 @@ conjugated_square = _custom_vjp(lambda z: z * z, lambda z, ct: ct * 2 * jnp.conj
 doubled_sin_jvp = _custom_jvp(jnp.sin, lambda x, t: 2 * t * jnp.cos(x))
 
 
+def plain_cube(x):
+    return x * x * x
+
+
 @jax.jit
 def scaled(x, y):
     return x * jax.lax.stop_gradient(y)
@@ -113,6 +117,14 @@ def test_nograd_holds_an_input_of_a_jitted_function_fixed(run_json, jax_fns):
     free, doc = run_json("check", f"{jax_fns}:scaled", "--inputs", "randn(3); rand(3)",
                          "--check", "reverse")
     assert free.exit_code == 1 and "analytical is zero" in doc["results"][0]["diagnosis"]
+
+
+def test_engine_jax_checks_a_plain_function_of_jax_arrays(run_json, jax_fns):
+    result, doc = run_json("check", f"{jax_fns}:plain_cube", "--engine", "jax")
+    assert result.exit_code == 0, result.output
+    assert doc["settings"]["engine"] == "jax" and doc["settings"]["kind"] == "function"
+    assert [(r["check"], r["status"]) for r in doc["results"]] == [
+        ("reverse", "passed"), ("forward", "passed")]
 
 
 def test_second_order_checks_run_on_jax(run_json):
