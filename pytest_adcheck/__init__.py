@@ -30,12 +30,14 @@ Example::
 Importing this package imports neither refengine, gradcheck nor NumPy.
 """
 from pytest_adcheck.assertion import assert_gradients
+
+# pytest finds hooks and fixtures as attributes of the entry point's module
 from pytest_adcheck.plugin import (
-    adcheck_case_fixture,
-    assert_gradients_fixture,
-    pytest_addoption,
-    pytest_configure,
-    pytest_generate_tests,
+    adcheck_case_fixture,  # noqa: F401
+    assert_gradients_fixture,  # noqa: F401
+    pytest_addoption,  # noqa: F401
+    pytest_configure,  # noqa: F401
+    pytest_generate_tests,  # noqa: F401
 )
 
 __all__ = ["assert_gradients"]

@@ -60,6 +60,9 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
         infos = select(opinfo, tuple(patterns), _names(family, "family"), "refengine")
     except InputError as exc:
         raise SelectionError(exc.message) from None
+    if not infos:
+        raise SelectionError("selects no op: no op matches both the name patterns and the "
+                             "families")
     cases = []
     for task in plan(infos, list(dtype_names) or None, settings):
         info = opinfo.get(task.op)
@@ -67,8 +70,8 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
         cases += [OpCase(task.op, task.dtype, i, spec.name, settings)
                   for i, spec in enumerate(specs)]
     if not cases:
-        raise SelectionError("selects no (op, dtype, sample): no selected op supports the "
-                             "selected dtypes; widen the patterns or dtypes")
+        raise SelectionError("selects no sample: no selected op supports the selected "
+                             "dtypes; widen the patterns or dtypes")
     return cases
 
 

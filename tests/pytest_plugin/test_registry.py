@@ -40,11 +40,11 @@ needs_xdist = pytest.mark.skipif(not HAS_XDIST,
 
 def expected_ids(names: tuple, dtype) -> list:
     """The ids the marker should give: registry order, then sample index."""
-    ids = []
+    ids, dtype_name = [], str(dtype).rsplit(".", 1)[-1]
     for info in opinfo.op_db:
         if info.name in names:
             count = sum(1 for _ in info.sample_func(info, dtype))
-            ids += [f"{info.name}-float64-sample{i}" for i in range(count)]
+            ids += [f"{info.name}-{dtype_name}-sample{i}" for i in range(count)]
     return ids
 
 
@@ -71,29 +71,16 @@ def test_registry_cases_pass(pytester):
     result.stdout.fnmatch_lines(["*test_ops[[]sin-float64-sample1[]] PASSED*"])
 
 
-def test_default_dtypes_are_the_double_precision_ones(pytester):
-    pytester.makepyfile(test_reg='''
-        import pytest
-
-        @pytest.mark.adcheck_ops("sin")
-        def test_ops(adcheck_case):
-            pass
-    ''')
-    result = pytester.runpytest_subprocess("--collect-only", "-q")
-    dtypes = {case_id.split("-")[1] for case_id in collected_ids(result)}
-    assert dtypes == {"float64", "complex128"}
-
-
 def test_plugin_file_ops_fail_xfail_and_pass(project):
     project.makepyfile(test_proj=PROJECT_TEST)
     result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py", "-rx")
     result.assert_outcomes(passed=1, failed=1, xfailed=1)
     result.stdout.fnmatch_lines([
         "E * proj_doubled_sin float64[[]0[]] reverse: failed",
-        "E * proj_doubled_sin: reverse-mode Jacobian differs from numerical for output 0, "
-        "input 0 (max error * at [[]*[]], tolerance *; analytical is 2 times numerical*",
-        "*XFAIL test_proj.py::test_proj[[]proj_known_sin-float64-sample0[]]*"
-        "tracked as issue 7 of the project*",
+        ("E * proj_doubled_sin: reverse-mode Jacobian differs from numerical for output 0, "
+         "input 0 (max error * at [[]*[]], tolerance *; analytical is 2 times numerical*"),
+        ("*XFAIL test_proj.py::test_proj[[]proj_known_sin-float64-sample0[]]*"
+         "tracked as issue 7 of the project*"),
     ])
 
 
@@ -104,6 +91,13 @@ def test_plugin_files_from_the_ini_option(project):
     assert collected_ids(result) == ["proj_good_sin-float64-sample0",
                                      "proj_doubled_sin-float64-sample0",
                                      "proj_known_sin-float64-sample0"]
+
+
+def test_a_missing_plugin_file_is_a_usage_error(pytester):
+    pytester.makepyfile(test_reg=REGISTRY_TEST)
+    result = pytester.runpytest_subprocess("--adcheck-plugin", "missing_opinfos.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: adcheck: plugin '*missing_opinfos.py': no such file"])
 
 
 def test_all_checks_skipped_skips_with_the_reason(project):
@@ -134,26 +128,30 @@ def test_case_offers_the_sample_as_a_function(pytester):
     result.assert_outcomes(passed=len(expected_ids(("sin",), refengine.float64)))
 
 
-@pytest.mark.parametrize("marker, message", [
-    ('"sinn"', "no OpInfo named 'sinn'; did you mean 'sin'*"),
-    ('"sin", family="nope"', "unknown family 'nope'*"),
-    ('"sin", dtypes="float16"', "unknown dtype 'float16'; choose from float32, float64*"),
-    ('"sin", checks="backward"', "unknown check 'backward'; choose from reverse*"),
-    ('"sin", dtype="float64"', "adcheck_ops takes the keywords family, dtypes and checks, "
-                               "not dtype"),
-])
-def test_a_bad_selection_is_a_collection_error(pytester, marker, message):
-    pytester.makepyfile(test_bad=f'''
-        import pytest
+BAD_MARKERS = {
+    "test_bad_name": ('"sinn"', "no OpInfo named 'sinn'; did you mean 'sin'*"),
+    "test_bad_family": ('"sin", family="nope"', "unknown family 'nope'; known families: *"),
+    "test_bad_dtype": ('"sin", dtypes="float16"',
+                       "unknown dtype 'float16'; choose from float32, float64*"),
+    "test_bad_check": ('"sin", checks="backward"', "unknown check 'backward'; choose from *"),
+    "test_bad_keyword": ('"sin", dtype="float64"',
+                         "takes the keywords family, dtypes and checks, not dtype"),
+}
 
-        @pytest.mark.adcheck_ops({marker})
-        def test_ops(adcheck_case):
-            pass
-    ''')
+
+def test_a_bad_selection_is_a_collection_error_that_says_why(pytester):
+    for module, (marker, _) in BAD_MARKERS.items():
+        pytester.makepyfile(**{module: f'''
+            import pytest
+
+            @pytest.mark.adcheck_ops({marker})
+            def test_ops(adcheck_case):
+                pass
+        '''})
     result = pytester.runpytest_subprocess()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*test_bad.py::test_ops: adcheck_ops: {message}"
-                                 if "takes the keywords" not in message else f"*{message}"])
+    result.assert_outcomes(errors=len(BAD_MARKERS))
+    for module, (_, message) in BAD_MARKERS.items():
+        result.stdout.fnmatch_lines([f"{module}.py::test_ops: adcheck_ops: {message}"])
 
 
 def test_marker_without_the_argument_and_argument_without_marker(pytester):
@@ -167,28 +165,23 @@ def test_marker_without_the_argument_and_argument_without_marker(pytester):
         def test_no_marker(adcheck_case):
             pass
     ''')
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_subprocess("--continue-on-collection-errors")
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines(
-        ["*a test marked adcheck_ops must take an argument named 'adcheck_case'*"])
-    result.stdout.fnmatch_lines(
-        ["*the 'adcheck_case' argument comes from the adcheck_ops marker; add "
-         "@pytest.mark.adcheck_ops('sin', ...) to the test*"])
+    result.stdout.fnmatch_lines([
+        ("test_missing.py::test_no_argument: a test marked adcheck_ops must take an argument "
+         "named 'adcheck_case'"),
+        ("*test_unmarked.py::test_no_marker: the 'adcheck_case' argument comes from the "
+         "adcheck_ops marker; add @pytest.mark.adcheck_ops('sin', ...) to the test"),
+    ])
 
 
 @needs_xdist
-def test_registry_under_xdist(pytester):
-    pytester.makepyfile(test_reg=REGISTRY_TEST)
-    result = pytester.runpytest_subprocess("-n", "2", "-v", "--strict-markers")
+def test_registry_and_plugin_ops_under_xdist(project):
+    project.makepyfile(test_reg=REGISTRY_TEST, test_proj=PROJECT_TEST)
+    result = project.runpytest_subprocess("-n", "2", "-v", "--strict-markers",
+                                          "--adcheck-plugin", "proj_opinfos.py")
     n = len(expected_ids(("sin", "exp"), refengine.float64))
-    result.assert_outcomes(passed=n)
+    result.assert_outcomes(passed=n + 1, failed=1, xfailed=1)
     result.stdout.fnmatch_lines(["created: 2/2 workers",
                                  "*[[]gw?[]]*PASSED test_reg.py::test_ops[[]sin-float64-*"])
-
-
-@needs_xdist
-def test_plugin_file_ops_under_xdist(project):
-    project.makepyfile(test_proj=PROJECT_TEST)
-    result = project.runpytest_subprocess("-n", "2", "--adcheck-plugin", "proj_opinfos.py")
-    result.assert_outcomes(passed=1, failed=1, xfailed=1)
     result.stdout.fnmatch_lines(["E * analytical is 2 times numerical*"])
