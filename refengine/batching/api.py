@@ -91,7 +91,10 @@ def _wrap(value, dim, level):
 def _unwrap_tree(result, out_dims, level, size):
     if isinstance(result, (tuple, list)):
         dims = _per_argument(out_dims, result, "out_dims")
-        return type(result)(_unwrap_tree(r, d, level, size) for r, d in zip(result, dims))
+        items = [_unwrap_tree(r, d, level, size) for r, d in zip(result, dims)]
+        if hasattr(result, "_fields"):     # a named tuple (max's values, indices)
+            return type(result)(*items)
+        return type(result)(items)
     if not isinstance(result, Tensor):
         raise ValueError(f"vmap: the function must return tensors (or tuples of them), "
                          f"got {type(result).__name__}")

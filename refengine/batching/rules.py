@@ -17,6 +17,8 @@ runs once per batch element.
 """
 from __future__ import annotations
 
+import math
+
 from .batched import NotBatchable
 
 
@@ -43,7 +45,37 @@ def elementwise(call):
     """Broadcasting ops (``exp``, ``add``, ``where``, ``clamp``...)."""
     if call.items:
         raise NotBatchable("list arguments are not elementwise")
-    return call.run(**pad_batched(call))
+    changes = pad_batched(call)
+    for name, dtype in _example_promotion(call).items():
+        changes[name] = changes.get(name, call.env[name]).to(dtype)
+    return call.run(**changes)
+
+
+class _Operand:
+    """What type promotion reads of a tensor: its dtype, rank and number-ness."""
+
+    def __init__(self, value, ndim):
+        self.dtype, self.ndim, self._wrapped_number = value.dtype, ndim, value._wrapped_number
+
+
+def _example_promotion(call) -> dict:
+    """Casts that keep each example's result dtype.
+
+    A 0-d example promotes more weakly than a dimensioned tensor (float32
+    tensor * float64 0-d tensor is float32), but its batch is dimensioned:
+    a batched 0-d argument is cast to the example's result dtype first.
+    """
+    from .. import dtypes
+    names = [n for n in (call.op.promote or ()) if n in call.env and call.env[n] is not None
+             and not isinstance(call.env[n], list)]
+    zero_d = [n for n in names if n in call.batched and call.rank(n) == 0]
+    if not zero_d or len(names) < 2:
+        return {}
+    example = dtypes.result_type(*(_Operand(call.env[n], call.rank(n)) for n in names))
+    batch = dtypes.result_type(*(call.env[n] for n in names))
+    if example is batch:
+        return {}
+    return {n: example for n in zero_d if call.env[n].dtype is not example}
 
 
 def shift_dim(d: int, rank: int) -> int:
@@ -141,3 +173,64 @@ def item_rank(call, name: str, i: int = 0) -> int:
     value = call.env[name][i]
     batched = call.items.get(name, [False] * len(call.env[name]))[i]
     return value.ndim - 1 if batched else value.ndim
+
+
+def _one_dim(dims) -> bool:
+    """Whether a dim argument names a single dim (an int) rather than a list."""
+    return hasattr(dims, "__index__")
+
+
+def _only_self(call) -> None:
+    if call.batched != {"self"} or call.items:
+        raise NotBatchable("arguments other than self are batched")
+
+
+def reduction(dim: str = "dim", int_dim: bool = False):
+    """A rule for a reduction of ``self`` over its ``dim`` argument, with
+    ``keepdim`` (``sum``, ``amax``, ``var``, ``vector_norm``...), when ``self``
+    is its only batched argument.
+
+    ``None`` and an empty list mean every dim, as in the forwards. A 0-d
+    example reduces a size-1 dim put after the batch dim (its result is 0-d,
+    ``keepdim`` or not). ``int_dim``: the op takes one int dim (``prod``), so
+    "every dim" reduces the example flattened to one dim.
+    """
+    def rule(call):
+        _only_self(call)
+        x, rank, dims = call.env["self"], call.rank("self"), call.env[dim]
+        every = dims is None or (not _one_dim(dims) and len(dims) == 0)
+        no_keepdim = {"keepdim": False} if "keepdim" in call.env else {}
+        if rank == 0:
+            if not every and any(d not in (-1, 0) for d in ((dims,) if _one_dim(dims) else dims)):
+                # what a 0-d tensor does with such a dim is the op's own business
+                raise NotBatchable("a dim beyond the dims of a 0-d tensor")
+            one = 1 if int_dim or _one_dim(dims) else (1,)
+            return call.run(self=x.unsqueeze(1), **{dim: one}, **no_keepdim)
+        if every and int_dim:
+            flat = x.reshape(call.size, math.prod(x.shape[1:]))
+            out = call.run(self=flat, **{dim: 1}, **no_keepdim)
+            return out.reshape(call.size, *[1] * rank) if call.env.get("keepdim") else out
+        return call.run(**{dim: shift_dims(tuple(range(rank)) if every else dims, rank)})
+    return rule
+
+
+def along_dim(dim: str = "dim"):
+    """A rule for an op mapping each slice of ``self`` along one dim to a slice
+    of the same shape (``cumsum``, ``softmax``), when ``self`` is its only
+    batched argument. A 0-d example is a slice of one element."""
+    def rule(call):
+        _only_self(call)
+        x, rank, d = call.env["self"], call.rank("self"), call.env[dim]
+        if rank == 0:
+            if d not in (-1, 0):
+                raise NotBatchable("a dim beyond the dims of a 0-d tensor")
+            # in place, this writes through the unsqueezed view into x
+            return call.run(self=x.unsqueeze(1), **{dim: 1}).squeeze(1)
+        return call.run(**{dim: shift_dim(d, rank)})
+    return rule
+
+
+def logical_shape(call, name: str) -> tuple:
+    """The per-example shape of tensor argument ``name``."""
+    shape = tuple(call.env[name].shape)
+    return shape[1:] if name in call.batched else shape

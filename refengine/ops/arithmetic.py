@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..batching.rules import elementwise
 from .opdef import defelementwise, defop
 
 B = dict(promote=("self", "other"), inplace=True)
@@ -79,4 +80,4 @@ defop("polar", _polar, inputs=("abs", "angle"), promote=("abs", "angle"),
       vjp={"abs": lambda grad, angle: (grad * (angle * -1j).exp()).real,
            "angle": lambda grad, result: (grad * result.conj() * -1j).real},
       jvp=lambda abs_t, angle_t, angle, result: abs_t * (angle * 1j).exp() + angle_t * result * 1j,
-      result_dtype=dtypes.to_complex, method=None)
+      result_dtype=dtypes.to_complex, method=None, batch=elementwise)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .opdef import defelementwise, defop, deflinear, no_bool, no_complex
+from ..batching.rules import elementwise, pad_batched
+from .dispatch import call
+from .opdef import OPS, defelementwise, defop, deflinear, no_bool, no_complex
 
 B = dict(promote=("self", "other"), inplace=True)
 
@@ -15,17 +17,19 @@ def _conj(x):
 
 
 deflinear("add", lambda self, other, alpha=1: self + alpha * other if alpha != 1 else self + other,
-          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: grad * _conj(alpha)}, **B)
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: grad * _conj(alpha)},
+          batch=elementwise, **B)
 _NO_BOOL_SUB = no_bool("Subtraction, the `-` operator, with a bool tensor is not supported. If "
                        "you are trying to invert a mask, use the `~` or `logical_not()` "
                        "operator instead.")
 deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1 else self - other,
           vjp={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * _conj(alpha)},
-          refuse=_NO_BOOL_SUB, **B)
+          refuse=_NO_BOOL_SUB, batch=elementwise, **B)
 # ``2 - x``: the number is ``other`` here, as in PyTorch's rsub.
 deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
           vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
-          promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB)
+          promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB,
+          batch=elementwise)
 def _annex_g(x, y):
     """Complex products where NumPy gives nan+nanj but an operand is infinite:
     the C99 Annex G recovery PyTorch's complex arithmetic applies (inf * finite
@@ -109,7 +113,7 @@ def _check_pow(tensors: dict) -> None:
 defop("pow", lambda self, exponent: np.power(self, exponent),
       vjp={"self": _pow_self, "exponent": _pow_exponent}, jvp=_pow_jvp,
       inputs=("self", "exponent"), promote=("self", "exponent"), variant=_pow_variant,
-      refuse=_check_pow, inplace=True)
+      refuse=_check_pow, inplace=True, batch=elementwise)
 
 
 def _tie_share(self, other):
@@ -121,26 +125,42 @@ defop("maximum", lambda self, other: np.maximum(self, other),
       vjp={"self": lambda grad, self, other: grad * _tie_share(self, other),
            "other": lambda grad, self, other: grad * _tie_share(other, self)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(self, other) * (self_t - other_t),
-      promote=("self", "other"), refuse=no_complex("maximum"))
+      promote=("self", "other"), refuse=no_complex("maximum"), batch=elementwise)
 defop("minimum", lambda self, other: np.minimum(self, other),
       vjp={"self": lambda grad, self, other: grad * _tie_share(other, self),
            "other": lambda grad, self, other: grad * _tie_share(self, other)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(other, self) * (self_t - other_t),
-      promote=("self", "other"), refuse=no_complex("minimum"))
+      promote=("self", "other"), refuse=no_complex("minimum"), batch=elementwise)
 deflinear("where", lambda condition, self, other: np.where(condition, self, other),
           vjp={"self": lambda grad, condition: grad.masked_fill(~condition, 0),
                "other": lambda grad, condition: grad.masked_fill(condition, 0)},
           inputs=("condition", "self", "other"), nondiff=("condition",),
-          promote=("self", "other"), method="where")
+          promote=("self", "other"), method="where", batch=elementwise)
+
+
+def _masked_fill_batch(c):
+    # value's vjp sums over everything, as value is 0-d: with one value per
+    # example the physical call would add up all the examples' gradients, so
+    # a batched value goes through where(), whose vjp keeps them apart
+    if "value" not in c.batched:
+        return elementwise(c)
+    args = {**c.env, **pad_batched(c)}
+    filled = call(OPS["where"], args["mask"], args["value"], args["self"])
+    if filled.dtype != args["self"].dtype:
+        filled = filled.to(args["self"].dtype)
+    return c.run(OPS["copy"], src=filled) if c.inplace else filled
+
+
 deflinear("masked_fill", lambda self, mask, value: np.where(mask, value, self).astype(self.dtype),
           vjp={"self": lambda grad, mask: grad.masked_fill(mask, 0),
                "value": lambda grad, mask: grad.masked_fill(~mask, 0).sum()},
-          inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True)
+          inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True,
+          batch=_masked_fill_batch)
 
 
 def _compare(name, fn, ordered=True):
     defop(name, fn, vjp=None, promote=("self", "other"), result_dtype=lambda d: dtypes.bool_,
-          refuse=no_complex(name) if ordered else None)
+          refuse=no_complex(name) if ordered else None, batch=elementwise)
 
 
 _compare("eq", lambda self, other: np.equal(self, other), ordered=False)
@@ -149,14 +169,14 @@ _compare("lt", lambda self, other: np.less(self, other))
 _compare("le", lambda self, other: np.less_equal(self, other))
 _compare("gt", lambda self, other: np.greater(self, other))
 _compare("ge", lambda self, other: np.greater_equal(self, other))
-defop("logical_and", lambda self, other: np.logical_and(self, other), vjp=None)
-defop("logical_or", lambda self, other: np.logical_or(self, other), vjp=None)
-defop("logical_not", lambda self: np.logical_not(self), vjp=None)
+defop("logical_and", lambda self, other: np.logical_and(self, other), vjp=None, batch=elementwise)
+defop("logical_or", lambda self, other: np.logical_or(self, other), vjp=None, batch=elementwise)
+defop("logical_not", lambda self: np.logical_not(self), vjp=None, batch=elementwise)
 defop("bitwise_and", lambda self, other: np.bitwise_and(self, other), vjp=None,
-      promote=("self", "other"))
+      promote=("self", "other"), batch=elementwise)
 defop("bitwise_or", lambda self, other: np.bitwise_or(self, other), vjp=None,
-      promote=("self", "other"))
-defop("bitwise_not", lambda self: np.invert(self), vjp=None)
-defop("isnan", lambda self: np.isnan(self), vjp=None)
-defop("isinf", lambda self: np.isinf(self), vjp=None)
-defop("isfinite", lambda self: np.isfinite(self), vjp=None)
+      promote=("self", "other"), batch=elementwise)
+defop("bitwise_not", lambda self: np.invert(self), vjp=None, batch=elementwise)
+defop("isnan", lambda self: np.isnan(self), vjp=None, batch=elementwise)
+defop("isinf", lambda self: np.isinf(self), vjp=None, batch=elementwise)
+defop("isfinite", lambda self: np.isfinite(self), vjp=None, batch=elementwise)

@@ -5,22 +5,34 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..batching.batched import NotBatchable
+from ..batching.rules import elementwise, trailing
 from .dispatch import call
 from .opdef import OPS, defop, deflinear, public
 
+
+
+def _last_dim(c):
+    # a 0-d example has no last dim of size 2: the batch dim must not pass for one
+    if c.rank("self") == 0:
+        raise NotBatchable("view_as_complex of a 0-d tensor")
+    return trailing(c)
+
+
 # conj is linear over the reals; on a real tensor it returns the tensor itself.
 deflinear("conj_op", lambda self: np.conj(self), vjp={"self": lambda grad: grad.conj()},
-          node="ConjBackward0", method=None, function=False)
+          node="ConjBackward0", method=None, function=False, batch=elementwise)
 deflinear("conj_physical", lambda self: np.conj(self), vjp={"self": lambda grad: grad.conj()},
-          inplace=True)
+          inplace=True, batch=elementwise)
 deflinear("real_op", lambda self: self.real, vjp={"self": lambda grad: grad},
-          view=True, node="RealBackward0", method=None, function=False)
+          view=True, node="RealBackward0", method=None, function=False, batch=elementwise)
 deflinear("imag_op", lambda self: self.imag, vjp={"self": lambda grad: grad * 1j},
-          view=True, node="ImagBackward0", method=None, function=False)
+          view=True, node="ImagBackward0", method=None, function=False, batch=elementwise)
+# the pair of parts is a new (or a removed) trailing dim: leading dims pass through
 deflinear("view_as_real", lambda self: _as_real(self), vjp={"self": lambda grad: grad.view_as_complex()},
-          view=True, node="ViewAsRealBackward0")
+          view=True, node="ViewAsRealBackward0", batch=trailing)
 deflinear("view_as_complex", lambda self: _as_complex(self), vjp={"self": lambda grad: grad.view_as_real()},
-          view=True, node="ViewAsComplexBackward0")
+          view=True, node="ViewAsComplexBackward0", batch=_last_dim)
 
 
 def _as_real(self):
@@ -45,7 +57,7 @@ defop("angle", lambda self: np.angle(self) if np.iscomplexobj(self)
           self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else grad * 0},
       jvp=lambda self_t, self: ((self_t * self.conj()).imag / (self * self.conj()).real.masked_fill(
           self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else self_t * 0,
-      promote=("self",), result_dtype=dtypes.to_real)
+      promote=("self",), result_dtype=dtypes.to_real, batch=elementwise)
 
 
 @public()

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..batching.rules import elementwise
 from .dispatch import call
 from .opdef import OPS, defelementwise, deflinear, defop, no_bool, public
 
@@ -63,7 +64,7 @@ defelementwise("erfc", _real_only(_np_erfc),
 defelementwise("relu", _real_only(lambda self: np.maximum(self, 0)),
                lambda result: (result > 0).to(result.dtype), promote=("self",), inplace=True)
 deflinear("neg", lambda self: -self, vjp={"self": lambda grad: -grad},
-          promote=("self",), inplace=True,
+          promote=("self",), inplace=True, batch=elementwise,
           refuse=no_bool("Negation, the `-` operator, on a bool tensor is not supported. If you "
                          "are trying to invert a mask, use the `~` or `logical_not()` operator "
                          "instead."))
@@ -81,7 +82,7 @@ defop("abs", lambda self: np.abs(self),
       vjp={"self": lambda grad, self: grad * self.sgn()},
       jvp=lambda self_t, self: (self_t * self.sgn().conj()).real if self.is_complex()
       else self_t * self.sgn(),
-      promote=("self",), result_dtype=dtypes.to_real, inplace=True)
+      promote=("self",), result_dtype=dtypes.to_real, inplace=True, batch=elementwise)
 # sgn(z) = z/|z| is not holomorphic; its derivative is zero on the reals
 # and (dz - sgn(z) Re(conj(sgn z) dz)) / |z| on the complex plane.
 defop("sgn", _sgn,
@@ -91,9 +92,9 @@ defop("sgn", _sgn,
       jvp=lambda self_t, self, result: (
           ((self_t - result * (self_t * result.conj()).real) / self.abs()).masked_fill(self == 0, 0)
           if self.is_complex() else self_t * 0),
-      promote=("self",), inplace=True)
+      promote=("self",), inplace=True, batch=elementwise)
 defop("sign", _real_only(np.sign), vjp={"self": lambda grad: grad * 0},
-      jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True)
+      jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, batch=elementwise)
 
 # ----- more elementwise ops: squares, inverse hyperbolics, rounding, clamp, nan_to_num
 defelementwise("square", lambda self: self * self, lambda self: self * 2,
@@ -110,7 +111,8 @@ defelementwise("atanh", lambda self: np.arctanh(self), lambda self: (1 - self * 
 def _piecewise_constant(name, fn, **options):
     """A real op that is constant between jumps: its derivative is 0 everywhere."""
     defop(name, _real_only(fn), vjp={"self": lambda grad: grad * 0},
-          jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, **options)
+          jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, batch=elementwise,
+          **options)
 
 
 _piecewise_constant("floor", lambda self: np.floor(self) if self.dtype.kind == "f" else self.copy())
@@ -126,11 +128,11 @@ def _round(self, decimals=0):
 
 
 defop("round", _round, vjp={"self": lambda grad: grad * 0}, jvp=lambda self_t: self_t * 0,
-      promote=("self",), inplace=True,
+      promote=("self",), inplace=True, batch=elementwise,
       variant=lambda raw: "RoundBackward0" if not raw.get("decimals") else "RoundBackward1")
 # frac(x) = x - trunc(x): slope 1 between the jumps.
 defop("frac", _real_only(lambda self: self - np.trunc(self)), vjp={"self": lambda grad: grad},
-      jvp=lambda self_t: self_t, promote=("self",), inplace=True)
+      jvp=lambda self_t: self_t, promote=("self",), inplace=True, batch=elementwise)
 
 
 def _nan_to_num(self, nan=0.0, posinf=None, neginf=None):
@@ -149,7 +151,7 @@ def _finite(self):
 defop("nan_to_num", _nan_to_num,
       vjp={"self": lambda grad, self: grad * _finite(self)},
       jvp=lambda self_t, self: self_t * _finite(self),
-      promote=("self",), inplace=True)
+      promote=("self",), inplace=True, batch=elementwise)
 
 
 def _clamp(self, min=None, max=None):
@@ -191,7 +193,7 @@ def _clamp_max_grad(grad, self, min, max):
 defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
       vjp={"self": lambda grad, self, min, max: grad * _inside(self, min, max),
            "min": _clamp_min_grad, "max": _clamp_max_grad},
-      jvp=_clamp_jvp, inplace=True,
+      jvp=_clamp_jvp, inplace=True, batch=elementwise,
       variant=lambda raw: "ClampBackward0" if any(hasattr(raw.get(k), "_data")
                                                  for k in ("min", "max")) else "ClampBackward1")
 

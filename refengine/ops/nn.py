@@ -15,8 +15,12 @@ import math
 
 import numpy as np
 
+from .. import creation
+from ..batching.batched import NotBatchable
+from ..batching.rules import along_dim, pad_batched
+from .dispatch import call
 from .elementwise import _np_erf
-from .opdef import defelementwise, deflinear, defop
+from .opdef import OPS, defelementwise, deflinear, defop
 
 N = dict(promote=("self",), method=None, function=False, inplace=True)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -91,7 +95,7 @@ def _log_softmax(self, dim, dtype=None):
     return x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))
 
 
-S = dict(promote=("self",), to_float=True)
+S = dict(promote=("self",), to_float=True, batch=along_dim())
 defop("softmax", _softmax,
       vjp={"self": lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True))},
       jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)),
@@ -129,12 +133,25 @@ def _mse_grad(grad, self, target, reduction):
     return _unreduce(grad, tuple(diff.shape), reduction) * diff * 2
 
 
+def _mse_batch(c):
+    """mse_loss batched: the elementwise losses (reduction='none') of the
+    physical arguments, reduced over each example's dims, not the batch's."""
+    reduction = c.env["reduction"]
+    if reduction not in _REDUCTIONS:
+        raise NotBatchable("an unknown reduction: the loop raises the op's error")
+    losses = c.run(reduction="none", **pad_batched(c, ("self", "target")))
+    if reduction == "none" or losses.ndim == 1:
+        return losses
+    dims = tuple(range(1, losses.ndim))
+    return losses.mean(dim=dims) if reduction == "mean" else losses.sum(dim=dims)
+
+
 defop("mse_loss", _mse, inputs=("self", "target"), promote=("self", "target"),
       vjp={"self": _mse_grad,
            "target": lambda grad, self, target, reduction: -_mse_grad(grad, self, target, reduction)},
       jvp=lambda self_t, target_t, self, target, reduction:
       _reduce((self - target) * (self_t - target_t) * 2, reduction),
-      method=None, function=False)
+      method=None, function=False, batch=_mse_batch)
 
 
 def _nll_prepare(self, target, weight, ignore_index):
@@ -176,8 +193,34 @@ def _nll_vjp(grad, self_shape, self_dtype, target, weight, ignore_index, reducti
     return out.reshape(self_shape)
 
 
+def _nll_batch(c):
+    """nll_loss batched: the examples' rows (N of them, or 1 for a 1-d input)
+    become one (B*N, C, ...) input, whose 'none' losses split per example."""
+    if "weight" in c.batched or c.env["reduction"] not in _REDUCTIONS:
+        raise NotBatchable("a batched weight, or an unknown reduction")
+    x, t = c.materialize("self"), c.materialize("target")
+    rows = tuple(x.shape[1:2]) + tuple(x.shape[3:]) if x.ndim > 2 else ()
+    if x.ndim < 2 or tuple(t.shape[1:]) != rows:
+        raise NotBatchable("shapes nll_loss refuses: the loop raises its error")
+    if x.ndim > 2:
+        n = x.shape[0] * x.shape[1]
+        x, t = x.reshape(n, *x.shape[2:]), t.reshape(n, *t.shape[2:])
+    args = dict(weight=c.env["weight"], ignore_index=c.env["ignore_index"], reduction="none")
+    losses = call(OPS["nll_loss"], x, t, **args).reshape(c.size, *rows)
+    if c.env["reduction"] == "none":
+        return losses
+    dims = tuple(range(1, losses.ndim))
+    total = losses.sum(dim=dims) if dims else losses
+    if c.env["reduction"] == "sum":
+        return total
+    # 'mean' divides by the example's total weight: the 'none' loss of inputs of -1
+    weights = call(OPS["nll_loss"], creation.full(tuple(x.shape), -1.0, dtype=x.dtype), t,
+                   **args).reshape(c.size, *rows)
+    return total / (weights.sum(dim=dims) if dims else weights)
+
+
 deflinear("nll_loss", _nll, inputs=("self", "target", "weight"), nondiff=("target", "weight"),
-          vjp={"self": _nll_vjp}, method=None, function=False)
+          vjp={"self": _nll_vjp}, method=None, function=False, batch=_nll_batch)
 
 
 # ----- layer_norm: xhat = (x - mean) rstd over the last dims; y = xhat w + b -------
@@ -224,13 +267,24 @@ def _ln_jvp(self_t, weight_t, bias_t, self, weight, normalized_shape, eps):
     return out + bias_t if bias_t is not None else out
 
 
+def _layer_norm_batch(c):
+    """layer_norm batched: it normalizes trailing dims, so the batch dim is one
+    more leading dim of self. A batched weight or bias gets size-1 dims up to
+    self's rank (the engine sums its gradient back per example); an unbatched
+    self is expanded, since its vjp counts the normalized dims from self's rank."""
+    rank = c.rank("self")
+    if rank < len(tuple(c.env["normalized_shape"])):
+        raise NotBatchable("normalized_shape longer than self's shape: the loop raises the error")
+    return c.run(self=c.materialize("self"), **pad_batched(c, ("weight", "bias"), rank))
+
+
 defop("layer_norm", _layer_norm, inputs=("self", "weight", "bias"),
       promote=("self", "weight", "bias"), node="NativeLayerNormBackward0",
       vjp={"self": _ln_vjp_self,
            "weight": lambda grad, self, normalized_shape, eps:
            grad * _ln_stats(self, normalized_shape, eps)[1],
            "bias": lambda grad: grad},
-      jvp=_ln_jvp, method=None, function=False)
+      jvp=_ln_jvp, method=None, function=False, batch=_layer_norm_batch)
 
 
 # ----- constant padding: affine; its adjoint is the crop, padding by -pad --------
@@ -252,6 +306,15 @@ def _constant_pad(self, pad, value=0.0):
     return np.ascontiguousarray(out[crop])
 
 
+def _pad_batch(c):
+    # pad names trailing dims only; with more pairs than the example has dims
+    # the physical call would pad the batch dim instead of failing
+    if len(c.env["pad"]) // 2 > c.rank("self"):
+        raise NotBatchable("more padding than dims: the loop raises the op's error")
+    return c.run()
+
+
 defop("constant_pad_nd", _constant_pad, promote=("self",),
       vjp={"self": lambda grad, pad: grad.constant_pad_nd([-p for p in pad], 0.0)},
-      jvp=lambda self_t, pad: self_t.constant_pad_nd(pad, 0.0), function=False)
+      jvp=lambda self_t, pad: self_t.constant_pad_nd(pad, 0.0), function=False,
+      batch=_pad_batch)

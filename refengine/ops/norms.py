@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..batching.rules import reduction
 from .dispatch import call
 from .linalg import L
 from .opdef import OPS, defop, public
@@ -59,7 +60,7 @@ defop("linalg_vector_norm", _vector_norm, promote=("self",), to_float=True,
            expand_reduced(grad, self, dim, keepdim) * _norm_direction(self, result, ord, dim, keepdim)},
       jvp=lambda self_t, self, result, ord, dim, keepdim:
       (self_t * _norm_direction(self, result, ord, dim, keepdim).conj()).real.sum(dim=dim, keepdim=keepdim),
-      **L)
+      batch=reduction(), **L)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

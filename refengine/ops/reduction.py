@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..batching.batched import NotBatchable
+from ..batching.rules import over_dims, reduction
 from .dispatch import call
 from .opdef import OPS, defop, deflinear, no_complex, public
 
@@ -58,12 +60,12 @@ deflinear("sum", lambda self, dim=None, keepdim=False: np.sum(self, axis=_np_axi
                                                              keepdims=keepdim),
           vjp={"self": lambda grad, self_shape, dim, keepdim: expand_reduced(grad, self_shape, dim, keepdim)},
           promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
-          variant=_variant("Sum", "0", "1"))
+          variant=_variant("Sum", "0", "1"), batch=reduction())
 deflinear("mean", lambda self, dim=None, keepdim=False: np.mean(self, axis=_np_axis(dim, self.ndim),
                                                                keepdims=keepdim),
           vjp={"self": lambda grad, self_shape, dim, keepdim:
                expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim)},
-          promote=("self",), variant=_variant("Mean", "0", "1"))
+          promote=("self",), variant=_variant("Mean", "0", "1"), batch=reduction())
 
 
 def _prod_others(self, dim):
@@ -95,7 +97,7 @@ defop("prod", _prod_forward,
       jvp=lambda self_t, self, dim, keepdim: (self_t * _prod_others(self, dim)).sum(
           dim=dim, keepdim=keepdim),
       promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
-      variant=_variant("Prod", "0", "1"))
+      variant=_variant("Prod", "0", "1"), batch=reduction(int_dim=True))
 
 
 def _evenly(grad, self, result, dim, keepdim):
@@ -120,13 +122,29 @@ def _amax(fn):
 
 # Max-like reductions order their input: complex numbers are refused, as in PyTorch.
 for _name, _fn in (("amax", np.max), ("amin", np.min)):
-    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name))
+    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name),
+          batch=reduction())
+
+
+def _all_dims_batch(amax: str):
+    """max() over every dim, batched: ``amax`` over each example's dims, which
+    shares the gradient among ties evenly too (max(dim) would pick one)."""
+    def rule(c):
+        x, rank = c.env["self"], c.rank("self")
+        if x.is_complex():
+            raise NotBatchable("complex input: the loop raises max's own error")
+        if rank == 0:
+            x = x.unsqueeze(1)      # a 0-d example: its one element, in a size-1 dim
+        return c.run(OPS[amax], self=x, dim=tuple(range(1, max(rank, 1) + 1)))
+    return rule
+
+
 for _name, _fn in (("max", np.max), ("min", np.min)):
     defop(f"{_name}_all", lambda self, _fn=_fn: _fn(self),
           vjp={"self": lambda grad, self, result: _evenly(grad, self, result, None, False)},
           jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
           node=f"{_name.capitalize()}Backward1", method=None, function=False,
-          refuse=no_complex(_name))
+          refuse=no_complex(_name), batch=_all_dims_batch(f"a{_name}"))
 
 
 def _select_by_index(grad, self, indices, dim, keepdim):
@@ -156,7 +174,7 @@ for _name, _arg in (("max_dim", np.argmax), ("min_dim", np.argmin)):
           if not keepdim else self_t.gather(dim, indices),
           outputs=("values", "indices"), diff_outputs=("values",),
           node=f"{_name[:3].capitalize()}Backward0", method=None, function=False,
-          refuse=no_complex(_name[:3]))
+          refuse=no_complex(_name[:3]), batch=over_dims("dim"))
 
 
 class return_types:
@@ -200,7 +218,7 @@ defop("logsumexp", _logsumexp,
            (self - expand_reduced(result, self, dim, keepdim)).exp().conj()},
       jvp=lambda self_t, self, result, dim, keepdim:
       (self_t * (self - expand_reduced(result, self, dim, keepdim)).exp()).sum(dim=dim, keepdim=keepdim),
-      promote=("self",), to_float=True)
+      promote=("self",), to_float=True, batch=reduction())
 
 
 def _var_forward(self, dim=None, correction=1, keepdim=False):
@@ -218,7 +236,7 @@ defop("var", _var_forward,
       jvp=lambda self_t, self, dim, correction, keepdim:
       (self_t * _centered(self, dim).conj()).real.sum(dim=dim, keepdim=keepdim) *
       (2.0 / (_count(self, dim) - correction)),
-      promote=("self",), to_float=True, result_dtype=dtypes.to_real)
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
 
 
 def _std_forward(self, dim=None, correction=1, keepdim=False):
@@ -238,4 +256,4 @@ defop("std", _std_forward,
       jvp=lambda self_t, self, result, dim, correction, keepdim:
       (self_t * _centered(self, dim).conj() * _std_scale(result, self, dim, keepdim)).real.sum(
           dim=dim, keepdim=keepdim) * (1.0 / (_count(self, dim) - correction)),
-      promote=("self",), to_float=True, result_dtype=dtypes.to_real)
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ..batching.rules import along_dim
 from .opdef import deflinear, defop
 
 
@@ -23,7 +24,7 @@ def _scan(fn):
     return forward
 
 
-_INT = dict(promote=("self",), inplace=True,
+_INT = dict(promote=("self",), inplace=True, batch=along_dim(),
             result_dtype=lambda d: dtypes.int64 if d._category < 2 else d)
 deflinear("cumsum", _scan(np.cumsum),
           vjp={"self": lambda grad, dim: grad.flip(dim).cumsum(dim).flip(dim) if grad.ndim else grad},

@@ -133,3 +133,20 @@ def test_vmap_agrees_with_torch_vmap(torch, name, func, in_dims):
     ours = E.vmap(func, in_dims=in_dims)(t(a), t(b_mapped))
     theirs = torch.vmap(func, in_dims=in_dims)(torch.from_numpy(a), torch.from_numpy(b_mapped))
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
+def test_a_batch_of_0d_examples_promotes_like_one_0d_tensor():
+    # float32 tensor * float64 0-d tensor is float32; a batch of such 0-d
+    # tensors is dimensioned, yet each example must still give float32
+    weights = E.from_numpy(np.ones(3, dtype=np.float32))
+    scales = t(np.arange(4.0))
+    got = E.vmap(lambda s: weights * s)(scales)
+    assert got.dtype == (weights * E.tensor(2.0, dtype=E.float64)).dtype == E.float32
+    np.testing.assert_allclose(got.numpy(), np.outer(np.arange(4.0), np.ones(3)))
+
+
+def test_named_tuple_results_keep_their_type():
+    x = arr(2, 3, 4)
+    got = E.vmap(lambda v: E.max(v, 1))(t(x))
+    np.testing.assert_array_equal(got.values.numpy(), x.max(-1))
+    np.testing.assert_array_equal(got.indices.numpy(), x.argmax(-1))

@@ -16,9 +16,14 @@ DTYPES = (E.float64, E.complex128)
 #: exist (PyTorch's vmap refuses them too); they run the loop fallback
 DATA_DEPENDENT = {"masked_select"}
 
+#: not ops but comparisons returning one Python bool (PyTorch's vmap refuses
+#: torch.equal too): there is no per-example result to batch
+BOOL_VALUED = {"equal", "allclose"}
+
 CASES = [pytest.param(info, dtype, id=f"{info.name}-{dtype.name}")
          for info in opinfo.op_db for dtype in DTYPES
-         if dtype in info.dtypes and (dtype is E.float64 or info.supports_complex_autograd)]
+         if dtype in info.dtypes and (dtype is E.float64 or info.supports_complex_autograd)
+         and info.name not in BOOL_VALUED]
 
 
 @functools.lru_cache(maxsize=None)
