@@ -66,8 +66,8 @@ def _example_promotion(call) -> dict:
     a batched 0-d argument is cast to the example's result dtype first.
     """
     from .. import dtypes
-    names = [n for n in (call.op.promote or ()) if n in call.env and call.env[n] is not None
-             and not isinstance(call.env[n], list)]
+    from ..tensor import Tensor
+    names = [n for n in (call.op.promote or ()) if isinstance(call.env.get(n), Tensor)]
     zero_d = [n for n in names if n in call.batched and call.rank(n) == 0]
     if not zero_d or len(names) < 2:
         return {}
