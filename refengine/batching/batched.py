@@ -127,6 +127,10 @@ class BatchedTensor(Tensor):
     def grad_fn(self):
         return self._value.grad_fn
 
+    def detach(self):
+        """The batched tensor without history (the physical tensor detached)."""
+        return BatchedTensor(self._value.detach(), self._level)
+
     def _grad_edge(self):
         raise NotBatchable("vmap: autograd.grad and backward on batched tensors are not "
                            "supported inside vmap; differentiate the vmapped function instead "

@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 
+from ..batching.batched import NotBatchable
 from .dispatch import call
 from .opdef import OPS, deflinear, defop
 
@@ -56,13 +57,24 @@ def _col2im(self, input_size, kernel_size, dilation, padding, stride):
     return x[(Ellipsis,) + crop]
 
 
+def _leading_rule(dims_per_kernel_dim: int):
+    """im2col and col2im act on the trailing dims and keep any leading ones,
+    the batch dim among them."""
+    def rule(c):
+        if c.rank("self") < dims_per_kernel_dim * len(c.env["kernel_size"]):
+            raise NotBatchable("too few dims: the loop raises the op's error")
+        return c.run()
+    return rule
+
+
 deflinear("im2col", _im2col,
           vjp={"self": lambda grad, self_shape, kernel_size, dilation, padding, stride:
                grad.col2im(tuple(self_shape[len(self_shape) - len(kernel_size):]), kernel_size,
-                           dilation, padding, stride)}, function=False)
+                           dilation, padding, stride)}, function=False, batch=_leading_rule(1))
 deflinear("col2im", _col2im,
           vjp={"self": lambda grad, kernel_size, dilation, padding, stride:
-               grad.im2col(kernel_size, dilation, padding, stride)}, function=False)
+               grad.im2col(kernel_size, dilation, padding, stride)}, function=False,
+          batch=_leading_rule(2))
 
 
 def _shapes(input, weight, groups):
@@ -119,11 +131,53 @@ def _conv_jvp(input_t, weight_t, bias_t, input, weight, stride, padding, dilatio
     return out
 
 
+# ----- batching. An unbatched weight: the batch folds into N (B*N images).
+# A batched weight (forward-mode tangents and finite differences perturb it):
+# the batch folds into the groups, B*g groups of one convolution, with the
+# example's channels side by side; an unbatched input is shared by all of them.
+# The bias is added after, so a batched one lines up with the batch.
+def _conv_folded_n(c, x, w):
+    B, N = c.size, x.shape[1]
+    out = c.run(input=x.reshape(B * N, *x.shape[2:]), weight=w, bias=None)
+    return out.reshape(B, N, *out.shape[1:])
+
+
+def _conv_folded_groups(c, x, w):
+    B, g, spatial = c.size, c.env["groups"], w.ndim - 3
+    Cout = w.shape[1]
+    if "input" in c.batched:    # (B, N, C, ...) -> (N, B*C, ...); groups b*g + j
+        x = x.movedim(0, 1).reshape(x.shape[1], -1, *x.shape[3:])
+        out = c.run(input=x, weight=w.reshape(B * Cout, *w.shape[2:]), bias=None, groups=B * g)
+        return out.reshape(out.shape[0], B, Cout, *out.shape[2:]).movedim(1, 0)
+    # a shared input keeps its g groups; each group gets the B examples' filters
+    w = w.reshape(B, g, Cout // g, *w.shape[2:]).movedim(0, 1).reshape(B * Cout, *w.shape[2:])
+    out = c.run(weight=w, bias=None)
+    N, O = out.shape[0], tuple(out.shape[2:])
+    out = out.reshape(N, g, B, Cout // g, *O).permute(2, 0, 1, 3, *range(4, 4 + spatial))
+    return out.reshape(B, N, Cout, *O)
+
+
+def _conv_rule(c):
+    x, w, b = c.env["input"], c.env["weight"], c.env["bias"]
+    if "weight" in c.batched:
+        out = _conv_folded_groups(c, x, w)
+    elif "input" in c.batched:
+        out = _conv_folded_n(c, x, w)
+    else:       # only the bias is batched: adding it broadcasts the result
+        out = c.run(bias=None)
+    if b is None:
+        return out
+    spatial = c.rank("weight") - 2
+    if "bias" in c.batched:
+        return out + b.reshape(c.size, 1, -1, *(1,) * spatial)
+    return out + b.reshape(-1, *(1,) * spatial)
+
+
 defop("convolution", _convolution, inputs=("input", "weight", "bias"),
       promote=("input", "weight", "bias"),
       vjp={"input": _conv_vjp_input, "weight": _conv_vjp_weight,
            "bias": lambda grad: grad.sum([d for d in range(grad.ndim) if d != 1])},
-      jvp=_conv_jvp, **C)
+      jvp=_conv_jvp, batch=_conv_rule, **C)
 
 
 def _tuple(value, n, name):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..batching.batched import BatchedTensor, NotBatchable
+from ..batching.rules import elementwise, pad_to, shift_dim
 from ..tensor import Tensor
 from .dispatch import call, call_inplace
 from .opdef import OPS, deflinear, defop, public
@@ -37,16 +39,111 @@ def _index_put_forward(self, indices, values, accumulate=False):
     return out
 
 
+# ----- batching index / index_put. The physical index is the example's index
+# with the batch dim in front: a full slice, or, when index tensors are batched
+# themselves, an arange that pairs example b with its own index. NumPy places
+# the dims of advanced indices (ints count as such among them) where they stand
+# when they are consecutive, and first otherwise; the batch dim must end up
+# first, so the result may need a permutation.
+def _items(indices) -> tuple:
+    items = indices if isinstance(indices, tuple) else (indices,)
+    return tuple(np.asarray(i) if isinstance(i, list) else i for i in items)
+
+
+def _batched_items(c) -> tuple:
+    """The index items (physical where batched) and which are batched."""
+    if "indices" in c.batched:     # one tensor
+        return (c.env["indices"],), [True]
+    if "indices" in c.items:       # a tuple with batched tensors (the runtime made it a list)
+        return _items(tuple(c.env["indices"])), c.items["indices"]
+    items = _items(c.env["indices"])
+    return items, [False] * len(items)
+
+
+def _is_advanced(i) -> bool:
+    return isinstance(i, (Tensor, np.ndarray, int, np.integer))
+
+
+def _is_mask(i) -> bool:
+    return isinstance(i, (Tensor, np.ndarray)) and str(i.dtype).endswith("bool")
+
+
+def _layout(items, batched, ndim: int) -> tuple:
+    """(k, p, rest) for ``x[items]`` on an ``ndim``-dim ``x``: the advanced indices
+    broadcast to ``k`` dims, which follow ``p`` result dims when the advanced
+    indices are consecutive (``p`` is None when they are not: they go first);
+    ``rest`` result dims come from slices, None, the Ellipsis and the dims
+    not indexed."""
+    adv = [n for n, i in enumerate(items) if _is_advanced(i)]
+    k = max((1 if _is_mask(i) else i.ndim - b for i, b in zip(items, batched)
+             if isinstance(i, (Tensor, np.ndarray))), default=0)
+    used = sum(i.ndim - b if _is_mask(i) else 1 for i, b in zip(items, batched)
+               if i is not None and i is not Ellipsis)
+    dims = [0 if _is_advanced(i) else ndim - used if i is Ellipsis else 1 for i in items]
+    rest = sum(dims) + (0 if any(i is Ellipsis for i in items) else ndim - used)
+    if not adv:
+        return 0, 0, rest
+    consecutive = adv == list(range(adv[0], adv[-1] + 1))
+    return k, sum(dims[:adv[0]]) if consecutive else None, rest
+
+
+def _physical_index(c) -> tuple:
+    """(the physical index, the permutation that puts the batch dim of its result
+    first, the rank of the example's result)."""
+    items, batched = _batched_items(c)
+    if any(isinstance(i, (bool, np.bool_)) for i in items):
+        raise NotBatchable("a bool scalar index")
+    k, p, rest = _layout(items, batched, c.rank("self"))
+    R = 1 + k + rest
+    if not any(batched):
+        # a leading full slice: the batch dim stays in front, unless NumPy moves
+        # the (non-consecutive) advanced dims before it
+        perm = None if p is not None else (k,) + tuple(range(k)) + tuple(range(k + 1, R))
+        return (slice(None),) + items, perm, R - 1
+    if any(b and _is_mask(i) for i, b in zip(items, batched)):
+        raise RuntimeError("vmap: indexing with a batched boolean mask gives each example a "
+                           "result of its own size, which cannot be batched; index with the "
+                           "mask outside vmap or use refengine.where")
+    from .. import creation
+    batch = creation.tensor(np.arange(c.size).reshape((c.size,) + (1,) * k))
+    items = tuple(pad_to(i, k) if b else i for i, b in zip(items, batched))
+    perm = None
+    if p:   # consecutive after p dims in the example; the arange made them go first
+        perm = ((0,) + tuple(range(k + 1, k + 1 + p)) + tuple(range(1, k + 1))
+                + tuple(range(k + 1 + p, R)))
+    return (batch,) + items, perm, R - 1
+
+
+def _index_rule(c):
+    indices, perm, _ = _physical_index(c)
+    out = c.run(self=c.materialize("self"), indices=indices)
+    return out if perm is None else out.permute(perm)
+
+
+def _index_put_rule(c):
+    indices, perm, rank = _physical_index(c)
+    values = c.env["values"]
+    if "values" in c.batched:
+        values = pad_to(values, rank)
+    elif perm is not None:
+        values = values.reshape((1,) * (rank + 1 - values.ndim) + tuple(values.shape))
+    if perm is not None:    # the values in the layout of the physical indexed region
+        from .shape import _perm_inverse
+        values = values.permute(_perm_inverse(perm))
+    # in place, self is batched already (the runtime refuses an unbatched one)
+    return c.run(self=c.materialize("self"), indices=indices, values=values)
+
+
 deflinear("index", lambda self, indices: np.asarray(self[_np_index(indices)]),
           vjp={"self": lambda grad, self_shape, self_dtype, indices:
                _zeros(self_shape, grad.dtype if grad.is_complex() else self_dtype).index_put(
                    indices, grad, accumulate=True)},
-          method=None, function=False)
+          method=None, function=False, batch=_index_rule)
 deflinear("index_put", _index_put_forward,
           vjp={"self": lambda grad, indices, accumulate:
                grad if accumulate else grad.index_put(indices, grad.new_zeros(()), False),
                "values": lambda grad, indices: grad[indices]},
-          inputs=("self", "values"), promote=None, inplace=True)
+          inputs=("self", "values"), promote=None, inplace=True, batch=_index_put_rule)
 
 
 def _zeros(shape, dtype):
@@ -96,32 +193,56 @@ def _gather_into_src(grad, dim, index, src_shape, src_dtype):
     return embed(picked, tuple(src_shape), src_dtype, lambda z: z[_src_region(index.shape)])
 
 
+# gather and scatter read the index's extent in every dim, the batch dim
+# included: self, index and src all get the batch (unbatched ones expanded).
+def _gather_rule(c):
+    rank = c.rank("self")
+    return c.run(self=c.materialize("self"), index=c.materialize("index"),
+                 dim=shift_dim(c.env["dim"], rank))
+
+
+def _scatter_rule(c):
+    rank = c.rank("self")
+    index, src = c.materialize("index"), c.env["src"]
+    if isinstance(src, Tensor) and c.rank("src") > 0:
+        src = c.materialize("src")
+    elif "src" in c.batched:    # one value per example, spread over its index
+        src = pad_to(src, rank).expand(index.shape)
+    # an unbatched number (or 0-d src) is broadcast to the index by the op itself
+    return c.run(self=c.materialize("self"), index=index, src=src,
+                 dim=shift_dim(c.env["dim"], rank))
+
+
 deflinear("gather", _gather,
           vjp={"self": lambda grad, self_shape, self_dtype, dim, index:
                _zeros(self_shape, self_dtype).scatter_add(dim, index, grad)},
-          inputs=("self", "index"), nondiff=("index",))
+          inputs=("self", "index"), nondiff=("index",), batch=_gather_rule)
 deflinear("scatter", _scatter,
           vjp={"self": lambda grad, dim, index: grad.scatter(dim, index, 0.0),
                "src": lambda grad, dim, index, src_shape, src_dtype: _gather_into_src(
                    grad, dim, index, src_shape, src_dtype)},
           inputs=("self", "index", "src"), nondiff=("index",), promote=("self", "src"),
-          inplace=True)
+          inplace=True, batch=_scatter_rule)
 deflinear("scatter_add", _scatter_add,
           vjp={"self": lambda grad: grad,
                "src": lambda grad, dim, index, src_shape, src_dtype: _gather_into_src(
                    grad, dim, index, src_shape, src_dtype)},
-          inputs=("self", "index", "src"), nondiff=("index",), inplace=True)
+          inputs=("self", "index", "src"), nondiff=("index",), inplace=True, batch=_scatter_rule)
 
 
 # In-place writes. The overwritten input gets no gradient (None).
+# copy and fill broadcast their value into self, as elementwise ops broadcast.
+# Their value's gradient is grad, which the engine sums down to the value's
+# shape (fill's number: all of grad; under vmap: each example's part).
 defop("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
       vjp={"self": None, "src": lambda grad: grad},
       jvp=lambda src_t, self_shape, self_dtype: src_t.expand(self_shape).to(self_dtype),
-      inputs=("self", "src"), node="CopyBackwards", method=None, function=False)
+      inputs=("self", "src"), node="CopyBackwards", method=None, function=False,
+      batch=elementwise)
 defop("fill", lambda self, value: np.full_like(self, value),
-      vjp={"self": None, "value": lambda grad: grad.sum()},
+      vjp={"self": None, "value": lambda grad: grad},
       jvp=lambda self_t, value_t: self_t * 0 + value_t,
-      inputs=("self", "value"), method=None, function=False)
+      inputs=("self", "value"), method=None, function=False, batch=elementwise)
 
 
 @public(function=False)
@@ -146,7 +267,9 @@ def zero_(self):
 @public("__getitem__", function=False)
 def getitem(self, index):
     """Basic indices (ints, slices, None, ...) give views; others copy."""
-    if isinstance(index, Tensor) and index.dtype.name in ("int64", "int32") and index.ndim == 0:
+    # a 0-d int tensor is an int, unless batched (under vmap): one int per example
+    if (isinstance(index, Tensor) and not isinstance(index, BatchedTensor)
+            and index.dtype.name in ("int64", "int32") and index.ndim == 0):
         index = int(index)
     if not _is_basic(index):
         return call(OPS["index"], self, index)
@@ -192,7 +315,12 @@ def index_put_(self, indices, values, accumulate=False):
 
 @public(function=False)
 def new_zeros(self, *size, dtype=None):
+    """Zeros of ``size``; under vmap, as in PyTorch, batched when ``self`` is."""
     from .. import creation
+    if isinstance(self, BatchedTensor):
+        from .shape import _shape_arg
+        inner = new_zeros(self._value, (self.batch_size,) + _shape_arg(size), dtype=dtype)
+        return BatchedTensor(inner, self._level)
     return creation.zeros(*size, dtype=dtype or self.dtype)
 
 
@@ -217,16 +345,53 @@ def _conj(x):
     return x.conjugate() if isinstance(x, complex) else x
 
 
+# A batched index (one per example) turns index_select into a gather and
+# index_add into a scatter_add, with the index spread along the other dims.
+def _spread(c, dim: int, like):
+    """The batched 1-d ``index`` as a gather/scatter index shaped like ``like``,
+    its entries along ``dim`` (a 0-d index is one entry, as in the op)."""
+    if c.rank("index") > 1:
+        raise NotBatchable("an index of more than one dim: the loop raises the op's error")
+    index = c.env["index"].reshape(c.size, -1)
+    view = [c.size] + [1] * (like.ndim - 1)
+    view[dim] = index.shape[1]
+    shape = list(like.shape)
+    shape[dim] = index.shape[1]
+    return index.reshape(view).expand(shape)
+
+
+def _index_select_rule(c):
+    rank = c.rank("self")
+    dim = shift_dim(c.env["dim"], rank)
+    if "index" not in c.batched:
+        return c.run(dim=dim)
+    self_ = c.materialize("self")
+    return c.run(OPS["gather"], self=self_, dim=dim, index=_spread(c, dim, self_))
+
+
+def _index_add_rule(c):
+    rank = c.rank("self")
+    dim = shift_dim(c.env["dim"], rank)
+    self_, source = c.materialize("self"), c.materialize("source")
+    if "index" not in c.batched:
+        return c.run(self=self_, source=source, dim=dim)
+    alpha = c.env["alpha"]
+    if alpha != 1:
+        source = source * alpha
+    return c.run(OPS["scatter_add"], self=self_, dim=dim, index=_spread(c, dim, source),
+                 src=source)
+
+
 deflinear("index_select", _index_select,
           vjp={"self": lambda grad, self_shape, self_dtype, dim, index:
                _zeros(self_shape, grad.dtype if grad.is_complex() else self_dtype).index_add(
                    dim, index, grad)},
-          inputs=("self", "index"), nondiff=("index",))
+          inputs=("self", "index"), nondiff=("index",), batch=_index_select_rule)
 deflinear("index_add", _index_add,
           vjp={"self": lambda grad: grad,
                "source": lambda grad, dim, index, alpha: grad.index_select(dim, index) * _conj(alpha)},
           inputs=("self", "index", "source"), nondiff=("index",), promote=("self", "source"),
-          inplace=True)
+          inplace=True, batch=_index_add_rule)
 
 
 def _masked_select(self, mask):
@@ -242,5 +407,8 @@ def _masked_select_vjp(grad, self_shape, self_dtype, mask):
     return zeros.index_put((mask.expand(shape),), grad, False)
 
 
+# No batching rule: the result's size is the number of selected entries, which
+# differs between examples (PyTorch's vmap refuses masked_select too). It runs
+# once per example; its backward (an index_put) batches.
 deflinear("masked_select", _masked_select, vjp={"self": _masked_select_vjp},
           inputs=("self", "mask"), nondiff=("mask",))

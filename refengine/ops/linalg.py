@@ -14,6 +14,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..batching.batched import BatchedTensor, NotBatchable
+from ..batching.rules import matrices, pad_to
 from .dispatch import call
 from .opdef import OPS, defop
 
@@ -66,6 +68,10 @@ def _det(A):
 
 
 def _ill_conditioned(A) -> bool:
+    if isinstance(A, BatchedTensor):
+        # under vmap each example would need its own branch; the SVD formula
+        # holds for every A, so the batch takes it
+        return True
     with np.errstate(all="ignore"):
         return A.shape[-1] > 0 and bool(np.any(~(np.linalg.cond(A._data) < 1e8)))
 
@@ -98,7 +104,7 @@ def _det_jvp(A_t, A, result):
     return c * (p * U.mH.matmul(A_t).matmul(Vh.mH).diagonal(0, -2, -1)).sum(-1)
 
 
-defop("linalg_det", _det, inputs=("A",), vjp={"A": _det_vjp}, jvp=_det_jvp, **L)
+defop("linalg_det", _det, inputs=("A",), vjp={"A": _det_vjp}, jvp=_det_jvp, batch=matrices, **L)
 
 
 # ----- slogdet: t = tr(A^{-1} dA); d logabsdet = Re t, d sign = i sign Im t ------
@@ -123,7 +129,7 @@ def _slogdet_jvp(A_t, A, sign):
 
 
 defop("linalg_slogdet", _slogdet, inputs=("A",), outputs=("sign", "logabsdet"),
-      vjp={"A": _slogdet_vjp}, jvp=_slogdet_jvp, **L)
+      vjp={"A": _slogdet_vjp}, jvp=_slogdet_jvp, batch=matrices, **L)
 
 
 # ----- inv: d(A^{-1}) = -A^{-1} dA A^{-1} -----------------------------------------
@@ -134,7 +140,7 @@ def _inv(A):
 
 defop("linalg_inv", _inv, inputs=("A",), node="LinalgInvExBackward0",
       vjp={"A": lambda grad, result: -result.mH.matmul(grad).matmul(result.mH)},
-      jvp=lambda A_t, result: -result.matmul(A_t).matmul(result), **L)
+      jvp=lambda A_t, result: -result.matmul(A_t).matmul(result), batch=matrices, **L)
 
 
 # ----- solve: X = A^{-1} B; gB = A^{-H} grad, gA = -gB X^H ------------------------
@@ -143,10 +149,28 @@ def _solve(A, B):
     return _lapack("solve", np.linalg.solve, A, B)
 
 
+def _solve_rule(c):
+    # A (..., n, n) and B (..., n, k) broadcast their leading dims: the batched
+    # ones are padded to one rank. NumPy takes only a 1-d B for a vector; a
+    # batched one (2-d physically) would pass for a matrix, so it is solved
+    # as one column.
+    if c.rank("A") < 2 or c.rank("B") < 1:
+        raise NotBatchable("A is not a matrix: the loop raises solve's error")
+    A, B = c.env["A"], c.env["B"]
+    vector = c.rank("B") == 1 and "B" in c.batched
+    if vector:
+        B = B.unsqueeze(-1)
+    rank = max(c.rank("A"), 2 if vector else c.rank("B"))
+    A = pad_to(A, rank) if "A" in c.batched else A
+    B = pad_to(B, rank) if "B" in c.batched else B
+    out = c.run(A=A, B=B)
+    return out.squeeze(-1) if vector else out
+
+
 defop("linalg_solve", _solve, inputs=("A", "B"), promote=("A", "B"), node="LinalgSolveExBackward0",
       vjp={"A": lambda grad, A, result: -solve(A.mH, grad).matmul(result.mH),
            "B": lambda grad, A: solve(A.mH, grad)},
-      jvp=lambda A_t, B_t, A, result: solve(A, B_t - A_t.matmul(result)), **L)
+      jvp=lambda A_t, B_t, A, result: solve(A, B_t - A_t.matmul(result)), batch=_solve_rule, **L)
 
 
 # ----- cholesky: A = L L^H. With X = L^{-1} dA L^{-H}, dL = L phi(X) where
@@ -183,7 +207,7 @@ def _cholesky_jvp(A_t, result, upper):
 
 
 defop("linalg_cholesky", _cholesky, inputs=("A",), node="LinalgCholeskyExBackward0",
-      vjp={"A": _cholesky_vjp}, jvp=_cholesky_jvp, **L)
+      vjp={"A": _cholesky_vjp}, jvp=_cholesky_jvp, batch=matrices, **L)
 
 
 # ----- pinv (full rank): dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
@@ -191,7 +215,7 @@ def _pinv(A, atol=None, rtol=None, hermitian=False):
     m, n = A.shape[-2:]
     if atol is None and rtol is None:
         rtol = np.finfo(A.dtype).eps * max(m, n)
-    if atol:
+    if atol is not None and np.any(atol):
         raise NotImplementedError("linalg.pinv: atol is not supported; use rtol")
     return np.linalg.pinv(A, rcond=rtol, hermitian=hermitian)
 
@@ -219,7 +243,18 @@ def _pinv_jvp(A_t, A, result):
             + right.matmul(A_t.mH).matmul(P.mH).matmul(P))
 
 
-defop("linalg_pinv", _pinv, inputs=("A",), vjp={"A": _pinv_vjp}, jvp=_pinv_jvp, **L)
+def _pinv_rule(c):
+    # atol and rtol (numbers or tensors) broadcast against A's leading dims;
+    # batched ones need A batched and size-1 dims to line up with its dims
+    if c.rank("A") < 2:
+        raise NotBatchable("A is not a matrix: the loop raises pinv's error")
+    changes = {n: pad_to(c.env[n], c.rank("A") - 2) for n in ("atol", "rtol") if n in c.batched}
+    return c.run(A=c.materialize("A") if changes else c.env["A"], **changes)
+
+
+# atol and rtol are inputs (not differentiated) so that tensor tolerances may be batched
+defop("linalg_pinv", _pinv, inputs=("A", "atol", "rtol"), nondiff=("atol", "rtol"),
+      vjp={"A": _pinv_vjp}, jvp=_pinv_jvp, batch=_pinv_rule, **L)
 
 
 # ----- the public functions (refengine.linalg re-exports them) -------------------

@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..batching.rules import matrices
 from .dispatch import call
 from .linalg import L, _square, diag_embed, solve
 from .opdef import OPS, defop
@@ -102,7 +103,15 @@ def _qr_jvp(A_t, A, Q, R, mode):
     return dQ, call(OPS["cat"], [dU, dV], -1)
 
 
-defop("linalg_qr", _qr, inputs=("A",), outputs=("Q", "R"), vjp={"A": _qr_vjp}, jvp=_qr_jvp, **L)
+def _qr_rule(c):
+    Q, R = matrices(c)
+    if c.env["mode"] == "r":    # Q is an empty placeholder: one (empty) per example
+        Q = Q.expand(c.size, 0)
+    return Q, R
+
+
+defop("linalg_qr", _qr, inputs=("A",), outputs=("Q", "R"), vjp={"A": _qr_vjp}, jvp=_qr_jvp,
+      batch=_qr_rule, **L)
 
 
 # ----- eigh: with X = V^H dA V, dL = Re diag X and dV = V (F o X),
@@ -142,7 +151,7 @@ def _eigh_jvp(A_t, eigenvalues, eigenvectors):
 
 
 defop("linalg_eigh", _eigh, inputs=("A",), outputs=("eigenvalues", "eigenvectors"),
-      vjp={"A": _eigh_vjp}, jvp=_eigh_jvp, **L)
+      vjp={"A": _eigh_vjp}, jvp=_eigh_jvp, batch=matrices, **L)
 
 
 # ----- svd (reduced): with P = U^H dA V, dS = Re diag P,
@@ -197,7 +206,7 @@ def _svd_jvp(A_t, A, U, S, Vh, full_matrices):
 
 
 defop("linalg_svd", _svd, inputs=("A",), outputs=("U", "S", "Vh"),
-      vjp={"A": _svd_vjp}, jvp=_svd_jvp, **L)
+      vjp={"A": _svd_vjp}, jvp=_svd_jvp, batch=matrices, **L)
 
 
 # ----- the public functions -------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..batching.batched import NotBatchable
+from ..batching.rules import logical_shape, matrices
 from .dispatch import call
 from .opdef import OPS, defop, public
 
@@ -52,32 +54,77 @@ def _dot(self, other):
     return np.dot(self, other)
 
 
+# ----- batching: every product is one broadcasting matmul_nd of the physical
+# operands (an unbatched operand broadcasts over the batch dim, and matmul_nd's
+# vjp sums its gradient over it); vectors become 1-row / 1-column matrices.
+def _fits(c, want_self: int, want_other: int, contract: bool = True) -> None:
+    """Unless the examples have the ranks (and matching contracted and bmm batch
+    sizes) the op accepts, NotBatchable: the loop then raises the op's error,
+    where broadcasting over the batch might have passed."""
+    a, b = logical_shape(c, "self"), logical_shape(c, "other")
+    ok = (len(a), len(b)) == (want_self, want_other)
+    if ok and contract:
+        ok = a[-1] == b[0 if want_other == 1 else -2] and (want_self != 3 or a[0] == b[0])
+    if not ok:
+        raise NotBatchable("operands the op refuses")
+
+
+def _matmul_rule(want_self: int, want_other: int):
+    def rule(c):
+        _fits(c, want_self, want_other)
+        return c.run(OPS["matmul_nd"])
+    return rule
+
+
+def _mv_rule(c):
+    _fits(c, 2, 1)
+    return c.run(OPS["matmul_nd"], other=c.env["other"].unsqueeze(-1)).squeeze(-1)
+
+
+def _dot_rule(conj_self: bool):
+    """dot and vdot (``conj_self``): a (1, n) @ (n, 1) product per example."""
+    def rule(c):
+        _fits(c, 1, 1)
+        a = c.env["self"].conj() if conj_self else c.env["self"]
+        out = c.run(OPS["matmul_nd"], self=a.unsqueeze(-2), other=c.env["other"].unsqueeze(-1))
+        return out.squeeze(-1).squeeze(-1)
+    return rule
+
+
+def _outer_rule(c):
+    _fits(c, 1, 1, contract=False)
+    return c.env["self"].unsqueeze(-1) * c.env["other"].unsqueeze(-2)
+
+
 defop("mm", _mm, vjp={"self": lambda grad, other: grad.mm(other.mH),
                       "other": lambda grad, self: self.mH.mm(grad)},
-      jvp=_bilinear_jvp("mm"), **P)
+      jvp=_bilinear_jvp("mm"), batch=_matmul_rule(2, 2), **P)
 defop("bmm", _bmm, vjp={"self": lambda grad, other: grad.bmm(other.mH),
                         "other": lambda grad, self: self.mH.bmm(grad)},
-      jvp=_bilinear_jvp("bmm"), **P)
+      jvp=_bilinear_jvp("bmm"), batch=_matmul_rule(3, 3), **P)
 defop("mv", _mv, vjp={"self": lambda grad, other: grad.unsqueeze(1) * other.conj().unsqueeze(0),
                       "other": lambda grad, self: self.mH.mv(grad)},
-      jvp=_bilinear_jvp("mv"), **P)
+      jvp=_bilinear_jvp("mv"), batch=_mv_rule, **P)
 defop("dot", _dot, vjp={"self": lambda grad, other: grad * other.conj(),
                         "other": lambda grad, self: grad * self.conj()},
-      jvp=_bilinear_jvp("dot"), **P)
+      jvp=_bilinear_jvp("dot"), batch=_dot_rule(False), **P)
 defop("vdot", lambda self, other: np.vdot(self, other),
       vjp={"self": lambda grad, other: grad.conj() * other,
            "other": lambda grad, self: grad * self},
-      jvp=_bilinear_jvp("vdot"), **P)
+      jvp=_bilinear_jvp("vdot"), batch=_dot_rule(True), **P)
 defop("outer", lambda self, other: np.outer(self, other),
       vjp={"self": lambda grad, other: grad.mv(other.conj()),
            "other": lambda grad, self: grad.mT.mv(self.conj())},
-      jvp=_bilinear_jvp("outer"), node="MulBackward0", **P)  # torch computes outer as a mul
+      jvp=_bilinear_jvp("outer"), batch=_outer_rule,
+      node="MulBackward0", **P)  # torch computes outer as a mul
 # Batched, broadcasting matmul of >= 2-D operands; the engine sums the
-# gradient over broadcast batch dimensions.
+# gradient over broadcast batch dimensions. Under vmap the batch dim is one
+# more such dimension.
 defop("matmul_nd", lambda self, other: np.matmul(self, other),
       vjp={"self": lambda grad, other: grad.matmul(other.mH),
            "other": lambda grad, self: self.mH.matmul(grad)},
-      jvp=_bilinear_jvp("matmul_nd"), node="UnsafeViewBackward0", method=None, function=False, **P)
+      jvp=_bilinear_jvp("matmul_nd"), node="UnsafeViewBackward0", method=None, function=False,
+      batch=matrices, **P)
 
 
 @public()
@@ -171,8 +218,22 @@ def _einsum_vjp(grad, equation, operands):
     return [_einsum_grad(k, grad, operands, subs, out) for k in range(len(operands))]
 
 
+def _einsum_rule(c):
+    # the batched operands and the output get a fresh subscript for the batch dim
+    flags = c.items["operands"]
+    shapes = [tuple(o.shape)[1 if f else 0:] for o, f in zip(c.env["operands"], flags)]
+    subs, out = _einsum_parse(c.env["equation"], shapes)
+    used = "".join(subs) + out
+    z = next((letter for letter in _LETTERS if letter not in used), None)
+    if z is None:
+        raise NotBatchable("every subscript letter is taken")
+    lhs = ",".join(z + s if f else s for s, f in zip(subs, flags))
+    return c.run(equation=f"{lhs}->{z}{out}")
+
+
 defop("einsum", _einsum_forward, inputs=("operands",), promote=("operands",),
-      vjp={"operands": _einsum_vjp}, jvp=_einsum_jvp, method=None, function=False)
+      vjp={"operands": _einsum_vjp}, jvp=_einsum_jvp, method=None, function=False,
+      batch=_einsum_rule)
 
 
 @public(method=False)

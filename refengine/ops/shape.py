@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..batching.batched import NotBatchable
+from ..batching.rules import (elementwise, item_rank, materialize_items, matrices, over_dims,
+                              pad_to, shift_dim, shift_dims)
 from .dispatch import call
 from .opdef import OPS, deflinear, public
 
@@ -16,9 +19,10 @@ def embed(grad, shape: tuple, dtype, view):
 
     The write is an in-place copy into a view, so under ``create_graph`` it
     is recorded (CopySlices) and the result is differentiable in ``grad``.
+    The zeros come from ``grad.new_zeros``: in a batched backward (under vmap)
+    they are batched like ``grad``, so the write stays one per example.
     """
-    from .. import creation
-    full = creation.zeros(shape, dtype=grad.dtype if grad.is_complex() else dtype)
+    full = grad.new_zeros(shape, dtype=grad.dtype if grad.is_complex() else dtype)
     view(full).copy_(grad)
     return full
 
@@ -53,11 +57,17 @@ def _infer(shape: tuple, numel: int) -> tuple:
     return shape
 
 
+def _reshape_rule(c):
+    # the batch dim stays whole in front; only each example's dims are regrouped
+    numel = int(np.prod(c.env["self"].shape[1:]))
+    return c.run(shape=(c.size,) + _infer(tuple(c.env["shape"]), numel))
+
+
 deflinear("view_op", _view, vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
-          node="ViewBackward0", method=None, function=False, **V)
+          node="ViewBackward0", method=None, function=False, batch=_reshape_rule, **V)
 deflinear("reshape_copy", lambda self, shape: np.reshape(self, _infer(shape, self.size)).copy(),
           vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
-          node="UnsafeViewBackward0", method=None, function=False)
+          node="UnsafeViewBackward0", method=None, function=False, batch=_reshape_rule)
 
 
 @public(function=False)
@@ -71,14 +81,14 @@ def view(self, *shape):
 @public()
 def reshape(input, *shape):
     """A view with the new shape when possible, otherwise a copy."""
-    shape = _shape_arg(shape)
-    target = _infer(shape, input.numel())
-    probe = input._data.view()
+    target = _infer(_shape_arg(shape), input.numel())
+    # Try the view: view_op raises (before recording anything) where the strides
+    # need a copy. Trying rather than probing the array keeps this free of
+    # ``_data``, which a batched tensor under vmap does not have.
     try:
-        probe.shape = target
-    except AttributeError:
+        return call(OPS["view_op"], input, target)
+    except RuntimeError:
         return call(OPS["reshape_copy"], input, target)
-    return call(OPS["view_op"], input, target)
 
 
 def _perm_inverse(dims):
@@ -96,8 +106,16 @@ def _norm_dim(d: int, ndim: int) -> int:
     return d % n
 
 
+def _transpose_rule(c):
+    rank = c.rank("self")
+    if rank == 0:   # dims 0 and -1 of a 0-d tensor name the tensor itself: the identity
+        return c.run(OPS["alias"])
+    return c.run(dim0=shift_dim(c.env["dim0"], rank), dim1=shift_dim(c.env["dim1"], rank))
+
+
 deflinear("transpose", lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1) if self.ndim else self,
-          vjp={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)}, **V)
+          vjp={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)},
+          batch=_transpose_rule, **V)
 
 
 def _t(self):
@@ -106,11 +124,27 @@ def _t(self):
     return self.T
 
 
-deflinear("t", _t, vjp={"self": lambda grad: grad.t()}, node="TBackward0", **V)
+def _t_rule(c):
+    rank = c.rank("self")
+    if rank > 2:
+        raise NotBatchable("t() of a tensor of more than 2 dims: the loop raises t's error")
+    if rank < 2:    # t() of a 0-d or 1-d tensor is the tensor itself
+        return c.run(OPS["alias"])
+    return c.run(OPS["transpose"], dim0=1, dim1=2)
+
+
+def _permute_rule(c):
+    rank, dims = c.rank("self"), tuple(c.env["dims"])
+    if len(dims) != rank:
+        raise NotBatchable("permute's dims do not match the rank: the loop raises its error")
+    return c.run(dims=(0,) + tuple(shift_dim(d, rank) for d in dims))
+
+
+deflinear("t", _t, vjp={"self": lambda grad: grad.t()}, node="TBackward0", batch=_t_rule, **V)
 deflinear("permute_op", lambda self, dims: np.transpose(self, dims),
           vjp={"self": lambda grad, dims: grad.permute(_perm_inverse(
               [_norm_dim(d, len(dims)) for d in dims]))},
-          node="PermuteBackward0", method=None, function=False, **V)
+          node="PermuteBackward0", method=None, function=False, batch=_permute_rule, **V)
 
 
 @public()
@@ -132,9 +166,18 @@ def _expand(self, sizes):
                            f"sizes: {list(self.shape)}") from None
 
 
+def _expand_rule(c):
+    # size-1 dims after the batch dim stand for the leading dims expand adds;
+    # -1 keeps the batch dim
+    sizes = tuple(c.env["sizes"])
+    if len(sizes) < c.rank("self"):
+        raise NotBatchable("fewer sizes than dims: the loop raises expand's error")
+    return c.run(self=pad_to(c.env["self"], len(sizes)), sizes=(-1,) + sizes)
+
+
 # expand's vjp is the identity: the engine sums the broadcast dimensions.
 deflinear("expand_op", _expand, vjp={"self": lambda grad: grad}, node="ExpandBackward0",
-          method=None, function=False, **V)
+          method=None, function=False, batch=_expand_rule, **V)
 
 
 @public(function=False)
@@ -160,11 +203,22 @@ def _squeeze(self, dim=None):
     return np.squeeze(self, axis=tuple(d for d in dims if self.shape[d] == 1))
 
 
+def _squeeze_rule(c):
+    shape, dim = tuple(c.env["self"].shape[1:]), c.env["dim"]
+    if not shape:   # squeezing a 0-d tensor leaves it as it is
+        return c.run(OPS["alias"])
+    if dim is None:     # every size-1 dim of the example, never the batch dim
+        return c.run(dim=tuple(d + 1 for d, s in enumerate(shape) if s == 1))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return c.run(dim=tuple(shift_dim(d, len(shape)) for d in dims))
+
+
 deflinear("squeeze", _squeeze, vjp={"self": lambda grad, self_shape: grad.reshape(self_shape)},
           variant=lambda raw: "SqueezeBackward0" if raw.get("dim") is None else "SqueezeBackward1",
-          **V)
+          batch=_squeeze_rule, **V)
 deflinear("unsqueeze", lambda self, dim: np.expand_dims(self, _norm_dim(dim, self.ndim + 1)),
-          vjp={"self": lambda grad, dim: grad.squeeze(dim)}, **V)
+          vjp={"self": lambda grad, dim: grad.squeeze(dim)},
+          batch=over_dims("dim", extra=1), **V)
 
 
 def _select(self, dim, index):
@@ -178,7 +232,8 @@ def _select(self, dim, index):
 
 deflinear("select", _select,
           vjp={"self": lambda grad, self_shape, self_dtype, dim, index:
-               embed(grad, self_shape, self_dtype, lambda z: z.select(dim, index))}, **V)
+               embed(grad, self_shape, self_dtype, lambda z: z.select(dim, index))},
+          batch=over_dims("dim"), **V)
 
 
 def _slice(self, dim=0, start=None, end=None, step=1):
@@ -191,7 +246,7 @@ def _slice(self, dim=0, start=None, end=None, step=1):
 deflinear("slice", _slice,
           vjp={"self": lambda grad, self_shape, self_dtype, dim, start, end, step:
                embed(grad, self_shape, self_dtype, lambda z: z.slice(dim, start, end, step))},
-          method="slice", function=False, **V)
+          method="slice", function=False, batch=over_dims("dim"), **V)
 
 
 @public()
@@ -218,12 +273,15 @@ def _diagonal(self, offset=0, dim1=0, dim2=1):
 
 deflinear("diagonal", _diagonal,
           vjp={"self": lambda grad, self_shape, self_dtype, offset, dim1, dim2:
-               embed(grad, self_shape, self_dtype, lambda z: z.diagonal(offset, dim1, dim2))}, **V)
+               embed(grad, self_shape, self_dtype, lambda z: z.diagonal(offset, dim1, dim2))},
+          batch=over_dims("dim1", "dim2"), **V)
+# alias, clone and to_dtype act on each element alike: the batch dim passes through
 deflinear("alias", lambda self: self.view(), vjp={"self": lambda grad: grad},
-          method=None, function=False, **V)
-deflinear("clone", lambda self: self.copy(), vjp={"self": lambda grad: grad})
+          method=None, function=False, batch=elementwise, **V)
+deflinear("clone", lambda self: self.copy(), vjp={"self": lambda grad: grad}, batch=elementwise)
 deflinear("to_dtype", lambda self, dtype: self.astype(dtype.np),
-          vjp={"self": lambda grad: grad}, node="ToCopyBackward0", method=None, function=False)
+          vjp={"self": lambda grad: grad}, node="ToCopyBackward0", method=None, function=False,
+          batch=elementwise)
 
 
 @public()
@@ -254,9 +312,18 @@ def movedim(input, source, destination):
     return permute(input, *order)
 
 
+def _is_contiguous(t) -> bool:
+    from ..batching.batched import BatchedTensor
+    if isinstance(t, BatchedTensor):
+        # a C-contiguous physical tensor (batch outermost) holds contiguous
+        # examples; otherwise a copy is the safe answer
+        return _is_contiguous(t._value)
+    return t._data.flags.c_contiguous
+
+
 @public(function=False)
 def contiguous(self):
-    return self if self._data.flags.c_contiguous else call(OPS["clone"], self)
+    return self if _is_contiguous(self) else call(OPS["clone"], self)
 
 
 def _cat(tensors, dim=0):
@@ -274,12 +341,24 @@ def _cat_vjp(grad, tensors_shape, dim):
     return pieces
 
 
+# cat and stack: the unbatched tensors are expanded to the batch (their gradient,
+# through expand, is the sum over the batch, as for any unbatched input)
+def _cat_rule(c):
+    rank = item_rank(c, "tensors")
+    return c.run(tensors=materialize_items(c, "tensors"), dim=shift_dim(c.env["dim"], rank))
+
+
+def _stack_rule(c):
+    rank = item_rank(c, "tensors") + 1      # the new dim may also be the last
+    return c.run(tensors=materialize_items(c, "tensors"), dim=shift_dim(c.env["dim"], rank))
+
+
 deflinear("cat", _cat, vjp={"tensors": _cat_vjp}, inputs=("tensors",), promote=("tensors",),
-          method=None)
+          method=None, batch=_cat_rule)
 deflinear("stack", lambda tensors, dim=0: np.stack(tensors, axis=dim),
           vjp={"tensors": lambda grad, tensors_shape, dim:
                [grad.select(dim, i) for i in range(len(tensors_shape))]},
-          inputs=("tensors",), promote=("tensors",), method=None)
+          inputs=("tensors",), promote=("tensors",), method=None, batch=_stack_rule)
 
 
 # ----- copying shape ops: tril triu flip roll repeat (tile, split, chunk, unbind composite)
@@ -292,9 +371,9 @@ def _tri(fn):
 
 
 deflinear("tril", _tri(np.tril), vjp={"self": lambda grad, diagonal: grad.tril(diagonal)},
-          inplace=True)
+          inplace=True, batch=matrices)
 deflinear("triu", _tri(np.triu), vjp={"self": lambda grad, diagonal: grad.triu(diagonal)},
-          inplace=True)
+          inplace=True, batch=matrices)
 
 
 def _dims_tuple(dims, ndim):
@@ -302,11 +381,29 @@ def _dims_tuple(dims, ndim):
     return tuple(_norm_dim(d, ndim) for d in dims)
 
 
+def _flip_rule(c):
+    dims, rank = c.env["dims"], c.rank("self")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return c.run(dims=tuple(shift_dim(d, rank) for d in dims))
+
+
+def _roll_rule(c):
+    shifts, dims = c.env["shifts"], c.env["dims"]
+    if dims is not None:
+        return c.run(dims=shift_dims(dims, c.rank("self")))
+    if not isinstance(shifts, (int, np.integer)):
+        raise NotBatchable("several shifts without dims")
+    # dims=None rolls each example flattened: roll the rows of (batch, numel)
+    x = c.env["self"]
+    return c.run(self=x.reshape(c.size, -1), dims=1).reshape(x.shape)
+
+
 deflinear("flip", lambda self, dims: np.flip(self, _dims_tuple(dims, self.ndim)).copy(),
-          vjp={"self": lambda grad, dims: grad.flip(dims)})
+          vjp={"self": lambda grad, dims: grad.flip(dims)}, batch=_flip_rule)
 deflinear("roll", lambda self, shifts, dims=None: np.roll(self, shifts, dims),
           vjp={"self": lambda grad, shifts, dims: grad.roll(
-              -shifts if isinstance(shifts, int) else tuple(-s for s in shifts), dims)})
+              -shifts if isinstance(shifts, int) else tuple(-s for s in shifts), dims)},
+          batch=_roll_rule)
 
 
 def _repeat(self, repeats):
@@ -322,7 +419,16 @@ def _repeat_vjp(grad, self_shape, repeats):
     return grad.reshape(split).sum(list(range(0, 2 * len(repeats), 2))).reshape(self_shape)
 
 
-deflinear("repeat", _repeat, vjp={"self": _repeat_vjp}, method=None, function=False)
+def _repeat_rule(c):
+    # size-1 dims after the batch dim stand for the leading dims repeat adds
+    repeats = tuple(c.env["repeats"])
+    if len(repeats) < c.rank("self"):
+        raise NotBatchable("fewer repeats than dims: the loop raises repeat's error")
+    return c.run(self=pad_to(c.env["self"], len(repeats)), repeats=(1,) + repeats)
+
+
+deflinear("repeat", _repeat, vjp={"self": _repeat_vjp}, method=None, function=False,
+          batch=_repeat_rule)
 
 
 @public("repeat", function=False)
@@ -342,7 +448,10 @@ def tile(input, dims):
 # (its grad_fn is SliceBackward0 / SelectBackward0), marked as one of several
 # views so that an in-place write to it is refused, as PyTorch refuses it.
 def _multi_view(pieces: tuple, node: str) -> tuple:
+    from ..batching.batched import BatchedTensor
     for p in pieces:
+        while isinstance(p, BatchedTensor):     # under vmap, the physical view is written
+            p = p._value
         if p._base is not None:
             p._view_meta = ("multi", node)
     return pieces
