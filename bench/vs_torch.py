@@ -28,6 +28,14 @@ What it does, in one process:
   interleaved ours, torch, ours, torch, ...; the median per side is kept.
   Ratios are torch / ours: above 1 means ours is faster.
 - Totals per mode count only the ops that ran on both sides without raising.
+- torch runs on one intra-op thread by default (``--torch-threads 0`` keeps
+  its default of one per core). These tensors are too small for a second
+  thread to pay off, and when the machine is busy torch's thread-pool waits
+  inflate its times many fold, which would flatter our ratios (measured at a
+  load average of 11 on 2 cores: torch's slow mode over the 49 ops took
+  0.6 to 1.7 s on one thread, 3.5 to 22 s on two). NumPy's BLAS is left as
+  it is. The load average before and after is printed and recorded; compare
+  absolute times with the anchors only on an idle machine.
 - In subprocesses: ``python -c "import torch"`` (the anchor, best and first of
   3), ``adcheck --help`` (best of 5) and, with ``--sweep``, ``adcheck ops -q``
   over the whole registry (wall time and exit status).
@@ -35,13 +43,16 @@ What it does, in one process:
 A benchmark prints; it asserts nothing. Every check still really runs, and
 every op where a side fails a check, raises, warns unexpectedly, or where the
 two sides disagree is listed under "problems", so a fast wrong answer cannot
-hide in the totals.
+hide in the totals. Three canaries (custom Functions with a planted error in
+the vjp, the jvp, or the second derivative) run once per mode on both sides,
+untimed; any verdict other than the expected one is printed as WRONG.
 """
 from __future__ import annotations
 
 import argparse
 import fnmatch
 import gc
+import importlib
 import json
 import os
 import platform
@@ -212,21 +223,198 @@ def build_ops(seed: int = 0) -> list[Op]:
     return ops
 
 
+# --------------------------------------------------------------------------
+# Canaries: formulas with a planted error, so that a fast check that checks
+# nothing cannot pass unnoticed. Each mode must fail exactly where expected.
+# --------------------------------------------------------------------------
+
+_CANARY_CLASSES: dict = {}
+
+
+def canary_functions(E) -> dict:
+    """Three custom Functions on engine ``E``, each wrong in one place."""
+    if E.__name__ in _CANARY_CLASSES:
+        return _CANARY_CLASSES[E.__name__]
+    Function = E.autograd.Function
+
+    class BadVjp(Function):          # sin with the vjp off by a factor 2
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * g * E.cos(x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * E.cos(x)
+
+    class BadJvp(Function):          # sin with the jvp off by a sign
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * E.cos(x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return -t * E.cos(x)
+
+    class WrongCos(Function):        # cos whose derivative has the wrong sign
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return E.cos(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * E.sin(x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * E.sin(x)
+
+    class BadSecond(Function):       # sin, right first derivative, wrong second
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * WrongCos.apply(x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * WrongCos.apply(x)
+
+    _CANARY_CLASSES[E.__name__] = found = dict(vjp=BadVjp, jvp=BadJvp, second=BadSecond)
+    return found
+
+
+#: canary -> the modes that must fail (every other mode must pass)
+CANARIES = {
+    # gradgradcheck differentiates the (wrong) vjp by AD and by differences
+    # alike, so a wrong first derivative passes it: only the first order fails
+    "canary.bad_vjp": ("vjp", {"slow", "slow+fwd", "fast"}),
+    "canary.bad_jvp": ("jvp", {"slow+fwd"}),
+    "canary.bad_2nd": ("second", {"gradgrad"}),
+}
+
+
+def build_canaries(seed: int = 0) -> list[Op]:
+    rng = np.random.default_rng(seed + 1)
+    return [Op(name, "canary", (lambda k: lambda E, x: canary_functions(E)[k].apply(x))(key),
+               [rng.uniform(-1.0, 1.0, (3, 4))])
+            for name, (key, _) in CANARIES.items()]
+
+
+def run_canaries(modes: list[str], sides: dict, seed: int) -> list[dict]:
+    rows = []
+    for op in build_canaries(seed):
+        must_fail = CANARIES[op.name][1]
+        for mode in modes:
+            kind, kwargs = MODES[mode]
+            expected = "failed" if mode in must_fail else "passed"
+            row = dict(op=op.name, mode=mode, expected=expected)
+            for side, (E, checks) in sides.items():
+                verdict, message, _, _ = _call(side, checks[kind], op.func(E), op.inputs(E),
+                                               kwargs, True)
+                row[side] = verdict
+                row[f"{side}_message"] = message
+            rows.append(row)
+    return rows
+
+
+def print_canaries(rows: list[dict]):
+    wrong = [r for r in rows if r["ours"] != r["expected"] or r["torch"] != r["expected"]]
+    print(f"\ncanaries (planted errors, not timed): {len(rows) - len(wrong)} of {len(rows)} "
+          "verdicts as expected on both sides")
+    for r in wrong:
+        for side in ("ours", "torch"):
+            if r[side] != r["expected"]:
+                msg = r[f"{side}_message"].splitlines()[0][:120] if r[f"{side}_message"] else ""
+                print(f"  WRONG  {r['op']:15} {r['mode']:9} {side}: {r[side]}, expected "
+                      f"{r['expected']} {msg}")
+
+
+# --------------------------------------------------------------------------
+# How our side built its Jacobians (batched, looped, fell back)
+# --------------------------------------------------------------------------
+
+
+def batching_info(ops: list[Op], modes: list[str]) -> dict | None:
+    """From one untimed ``gradcheck.check`` per op and mode, the report's
+    ``batching`` entry: where vmap fell back to the loop, and which ops ran
+    once per example inside vmap. None when reports have no such entry."""
+    out = {}
+    for mode in modes:
+        kind, kwargs = MODES[mode]
+        options = dict(order=2) if kind == "gradgradcheck" else dict(kwargs)
+        for op in ops:
+            try:
+                report = gradcheck.check(op.func(refengine), op.inputs(refengine), seed=0,
+                                         **options)
+            except Exception as exc:  # noqa: BLE001 - reported with the rest
+                out[f"{op.name} {mode}"] = dict(error=f"{type(exc).__name__}: {exc}"[:200])
+                continue
+            info = getattr(report, "batching", None)
+            if info is None:
+                return None
+            if info.get("fallback") or info.get("looped_ops") or not info.get("batched_calls"):
+                out[f"{op.name} {mode}"] = dict(info)
+    return out
+
+
+def print_batching(info: dict | None, batching: str):
+    if batching != "default":
+        return
+    if info is None:
+        print("\nbatching: our reports do not say how Jacobians were built")
+        return
+    print(f"\nbatching (our side, from one untimed check per op and mode): "
+          f"{'no fallback to the loop, no op looped inside vmap' if not info else f'{len(info)} exceptions'}")
+    for key, entry in info.items():
+        if "error" in entry:
+            what = entry["error"]
+        elif entry.get("fallback"):
+            what = f"fell back to the loop: {entry['fallback']}"
+        elif entry.get("looped_ops"):
+            what = "looped inside vmap: " + ", ".join(
+                f"{name} x{n}" for name, n in sorted(entry["looped_ops"].items()))
+        else:
+            what = "no batched call"
+        print(f"  {key:26} {what[:150]}")
+
+
 def check_ops_exist(ops: list[Op], engines) -> list[str]:
     """Names of ops whose formula cannot even be evaluated on an engine."""
     missing = []
     for op in ops:
         for E in engines:
             try:
-                with _grad_off(E):
+                with E.no_grad():
                     op.func(E)(*op.inputs(E))
             except Exception as exc:  # noqa: BLE001 - reported, never hidden
                 missing.append(f"{op.name} on {E.__name__}: {type(exc).__name__}: {exc}")
     return missing
-
-
-def _grad_off(E):
-    return E.no_grad()
 
 
 # --------------------------------------------------------------------------
@@ -424,19 +612,26 @@ def totals(ops: list[Op], modes: list[str], results: dict) -> dict:
                 if results[mode][op.name]["ours"].times and results[mode][op.name]["torch"].times]
         ours = sum(results[mode][n]["ours"].median for n in both)
         theirs = sum(results[mode][n]["torch"].median for n in both)
+        ours_best = sum(min(results[mode][n]["ours"].times) for n in both)
+        theirs_best = sum(min(results[mode][n]["torch"].times) for n in both)
         out[mode] = dict(ops=len(both), excluded=[op.name for op in ops if op.name not in both],
-                         ours_s=ours, torch_s=theirs, ratio=_ratio(theirs, ours))
+                         ours_s=ours, torch_s=theirs, ratio=_ratio(theirs, ours),
+                         ours_best_s=ours_best, torch_best_s=theirs_best,
+                         best_ratio=_ratio(theirs_best, ours_best))
     return out
 
 
 def print_totals(tot: dict, n_ops: int):
-    print("\ntotals (ops that ran on both sides)")
+    print("\ntotals (ops that ran on both sides): sums of the per-op medians (the "
+          "targets use these),\nand of the per-op best times (less sensitive to a busy machine)")
     print(f"{'mode':9} {'ops':>4} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10} "
-          f"{'anchor ms':>9} {'torch/anchor':>12}")
+          f"{'| best: ours':>12} {'torch':>8} {'ratio':>6} {'| anchor ms':>11} "
+          f"{'torch/anchor':>12}")
     for mode, t in tot.items():
         anchor = ANCHOR_MS.get(mode)
         print(f"{mode:9} {t['ops']:>4} {_ms(t['ours_s']):>9} {_ms(t['torch_s']):>9} "
-              f"{_fmt_ratio(t['ratio']):>10} {anchor:>9.0f} "
+              f"{_fmt_ratio(t['ratio']):>10} {_ms(t['ours_best_s']):>12} "
+              f"{_ms(t['torch_best_s']):>8} {_fmt_ratio(t['best_ratio']):>6} {anchor:>11.0f} "
               f"{_fmt_ratio(1e3 * t['torch_s'] / anchor if t['ops'] else None):>12}")
         if t["excluded"]:
             print(f"{'':9} excluded (raised on a side): {', '.join(t['excluded'])}")
@@ -523,6 +718,21 @@ def print_problems(rows: list[dict], missing: list[str]):
             print(f"  {r['op']:17} {r['mode']:9} {issue[:160]}")
 
 
+def _load() -> list | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def _warn_load(load, when: str):
+    cpus = os.cpu_count() or 1
+    if load and load[0] > 0.75 * cpus:
+        print(f"note: the machine is busy {when} (load average {load[0]:.1f} over 1 min on "
+              f"{cpus} cpus): ours and torch's runs are interleaved, so the ratios stay "
+              "comparable, but the absolute times are inflated")
+
+
 # --------------------------------------------------------------------------
 # main
 # --------------------------------------------------------------------------
@@ -562,6 +772,11 @@ def main(argv=None):
                         help="seconds before the sweep is abandoned (default 3600)")
     parser.add_argument("--no-subprocess", action="store_true",
                         help="skip the import torch and adcheck --help timings")
+    parser.add_argument("--torch-threads", type=int, default=1, metavar="N",
+                        help="torch.set_num_threads(N); 0 keeps torch's default (one per core). "
+                             "Default 1: these tensors are too small for a second thread to pay "
+                             "off, and on a busy machine waits on torch's intra-op pool inflate "
+                             "its times many fold")
     parser.add_argument("--json", metavar="PATH", help="write every number to PATH")
     parser.add_argument("--list", action="store_true", help="print the op list and exit")
     args = parser.parse_args(argv)
@@ -586,9 +801,18 @@ def main(argv=None):
     import torch
     import torch.autograd
 
+    default_threads = torch.get_num_threads()
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
+
     batching = "default"
     if args.no_batch:
         set_batching = getattr(gradcheck, "set_batching", None)
+        if set_batching is None:   # not exported yet: the module that holds it
+            try:
+                set_batching = importlib.import_module("gradcheck.batching").set_batching
+            except (ImportError, AttributeError):
+                set_batching = None
         if set_batching is None:
             batching = "unavailable"
             print("note: gradcheck.set_batching does not exist (yet); --no-batch has no "
@@ -607,13 +831,18 @@ def main(argv=None):
 
     env = dict(python=platform.python_version(), platform=platform.platform(),
                cpus=os.cpu_count(), torch=torch.__version__, torch_threads=torch.get_num_threads(),
+               torch_default_threads=default_threads,
                numpy=np.__version__, refengine=getattr(refengine, "__version__", "?"),
                repeat=args.repeat, seed=args.seed, batching=batching, ops=len(ops),
-               argv=sys.argv[1:])
+               argv=sys.argv[1:], load_before=_load())
     print(f"adcheck vs torch.autograd: {len(ops)} ops, modes {', '.join(modes)}, "
           f"{args.repeat} interleaved repeats, median per side")
+    _warn_load(env["load_before"], "before")
     print(f"python {env['python']}, torch {env['torch']} ({env['torch_threads']} threads), "
           f"numpy {env['numpy']}, {env['cpus']} cpus, batching: {batching}")
+    if env["torch_threads"] != default_threads:
+        print(f"torch runs on {env['torch_threads']} intra-op thread(s) instead of its default "
+              f"{default_threads} (--torch-threads 0 keeps the default)")
 
     results = {m: {} for m in modes}
     tty = sys.stderr.isatty()
@@ -628,6 +857,7 @@ def main(argv=None):
     if tty:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
     bench_s = time.perf_counter() - started
+    env["load_after"] = _load()
 
     print_table(ops, modes, results)
     tot = totals(ops, modes, results)
@@ -663,7 +893,12 @@ def main(argv=None):
                 print(f"    ... {len(sweep['failures']) - 20} more")
     print(f"  this benchmark's check loop: {bench_s:.1f} s")
 
+    _warn_load(env["load_after"], "after the check loop")
     full = len(ops) == len(all_ops)
+    batch_info = batching_info(ops, modes) if batching == "default" else None
+    print_batching(batch_info, batching)
+    canaries = run_canaries(modes, sides, args.seed)
+    print_canaries(canaries)
     tgt = targets(tot, help_t, sweep, full)
     print_targets(tgt)
     probs = problems(ops, modes, results)
@@ -676,10 +911,13 @@ def main(argv=None):
             ops=[dict(name=op.name, family=op.family, inputs=op.describe()) for op in ops],
             results={m: {n: {side: out.to_dict() for side, out in r.items()}
                          for n, r in results[m].items()} for m in modes},
-            totals={m: dict(t, ours_ms=1e3 * t["ours_s"], torch_ms=1e3 * t["torch_s"])
+            totals={m: dict(t, ours_ms=1e3 * t["ours_s"], torch_ms=1e3 * t["torch_s"],
+                            ours_best_ms=1e3 * t["ours_best_s"],
+                            torch_best_ms=1e3 * t["torch_best_s"])
                     for m, t in tot.items()},
             targets=tgt, import_torch=import_t, help=help_t, sweep=sweep,
-            problems=probs, unevaluable=missing, bench_seconds=bench_s)
+            problems=probs, unevaluable=missing, canaries=canaries, batching_info=batch_info,
+            bench_seconds=bench_s)
         Path(args.json).write_text(json.dumps(doc, indent=1))
         print(f"\nwrote {args.json}")
     return 0
