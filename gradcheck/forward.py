@@ -28,14 +28,8 @@ def forward_blocks(problem: Problem, mode: str = "forward") -> Jacobian:
         base = problem.arrays[in_idx]
         n_in = problem.layout.in_size(in_idx)
         units = coords.from_real_rows(np.eye(n_in), base.shape, base.dtype)
-        keys, extra = problem.take_extra("jvp", in_idx)
-        if extra:
-            units = np.concatenate([units, np.stack(extra).astype(units.dtype)])
-        batch = problem.jvp_batch(in_idx, units, f"computing the columns for input {in_idx}")
-        if batch is not None and extra:
-            problem.store_extra(keys, [{o: t[k] for o, t in batch.items()}
-                                       for k in range(n_in, len(units))])
-            batch = {o: t[:n_in] for o, t in batch.items()}
+        batch = problem.with_extra("jvp", in_idx, units,
+                                   f"computing the columns for input {in_idx}")
         if batch is not None:
             for o in problem.diff_out:
                 jac.blocks[o, in_idx] = coords.to_real_rows(batch[o]).T

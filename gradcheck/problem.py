@@ -135,17 +135,24 @@ class Problem:
         ``extra_results[key]`` (a list, one entry per vector)."""
         self.extra[kind].setdefault(idx, []).append((key, vectors))
 
-    def take_extra(self, kind: str, idx: int) -> tuple:
-        """The pending extra vectors of ``kind`` on ``idx``: (keys and counts, vectors)."""
+    def with_extra(self, kind: str, idx: int, units: np.ndarray, what: str) -> dict | None:
+        """``vjp_batch`` or ``jvp_batch`` (``kind``) of ``units`` on ``idx``, with the
+        pending extra vectors of that kind appended to the same batch; their
+        results are filed in ``extra_results``. Returns the units' results."""
         pending = self.extra[kind].pop(idx, [])
-        return [(key, len(vs)) for key, vs in pending], [v for _, vs in pending for v in vs]
-
-    def store_extra(self, keys: list, rows: list) -> None:
-        """File the results of ``take_extra``'s vectors under their keys."""
-        start = 0
-        for key, count in keys:
-            self.extra_results[key] = rows[start:start + count]
-            start += count
+        vectors = [v for _, vs in pending for v in vs]
+        if vectors:
+            units = np.concatenate([units, np.stack(vectors).astype(units.dtype)])
+        batch = self.vjp_batch if kind == "vjp" else self.jvp_batch
+        result = batch(idx, units, what)
+        if result is None:
+            return None
+        n, start = len(units) - len(vectors), len(units) - len(vectors)
+        for key, vs in pending:
+            self.extra_results[key] = [{k: None if v is None else v[start + j]
+                                        for k, v in result.items()} for j in range(len(vs))]
+            start += len(vs)
+        return {k: None if v is None else v[:n] for k, v in result.items()}
 
     # ----- batched evaluations: ``None`` means "use the loop" ---------------
     def _batched(self, kind: str, what: str, size: int, compute):

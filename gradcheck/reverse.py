@@ -38,16 +38,9 @@ def _all_rows(problem: Problem, out_idx: int) -> dict | None:
     base = problem.out_arrays[out_idx]
     size = problem.layout.out_size(out_idx)
     units = coords.from_real_rows(np.eye(size), base.shape, base.dtype)
-    keys, extra = problem.take_extra("vjp", out_idx)
-    if extra:
-        units = np.concatenate([units, np.stack(extra).astype(units.dtype)])
-    grads = problem.vjp_batch(out_idx, units, f"computing the rows for output {out_idx}")
+    grads = problem.with_extra("vjp", out_idx, units, f"computing the rows for output {out_idx}")
     if grads is None:
         return None
-    if extra:
-        problem.store_extra(keys, [{i: None if g is None else g[k] for i, g in grads.items()}
-                                   for k in range(size, len(units))])
-        grads = {i: None if g is None else g[:size] for i, g in grads.items()}
     blocks = {}
     for in_idx in problem.diff_in:
         g = grads.get(in_idx)
