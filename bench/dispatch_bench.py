@@ -1,23 +1,25 @@
 """Per-call overhead of refengine on tiny arrays, against raw NumPy.
 
 Run: python bench/dispatch_bench.py [--repeat N] [--budget SECONDS] [--only NAME,...]
-                                    [--no-gradcheck]
+                                    [--no-gradcheck] [--cpu]
 
-gradcheck on refengine runs thousands of ops on 5x5 arrays, so what costs is
+gradcheck on refengine runs many ops on arrays of a few elements, so what costs is
 the Python around each NumPy call, not the arithmetic. Each row times one
 small workload on 5x5 float64 arrays and the same computation done directly
 in NumPy in the same run (the anchor), and prints refengine's time per call
 and the ratio to the anchor. Times are per call, from timeit-style repeats:
 the minimum (the least disturbed run) and the median. The gradcheck rows have
 no NumPy anchor; when torch is installed they are quoted against
-torch.autograd.gradcheck instead. This is a benchmark, not a test: nothing
-here asserts.
+torch.autograd.gradcheck instead. ``--cpu`` times with the process's CPU
+time instead of the wall clock, steadier on a loaded machine. This is a
+benchmark, not a test: nothing here asserts.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import sys
+import time
 import timeit
 import warnings
 from pathlib import Path
@@ -26,8 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import refengine as E  # noqa: E402
-from refengine.autograd import forward_ad as fwAD  # noqa: E402
+import refengine as E
+from refengine.autograd import forward_ad as fwAD
 
 
 def _arrays():
@@ -38,7 +40,7 @@ def _arrays():
 def workloads():
     """(name, refengine callable, NumPy anchor callable), all on 5x5 float64."""
     a, b, r = _arrays()
-    x, y, row = E.from_numpy(a.copy()), E.from_numpy(b.copy()), E.from_numpy(r.copy())
+    x, row = E.from_numpy(a.copy()), E.from_numpy(r.copy())
     xg = E.from_numpy(a.copy()).requires_grad_()
     yg = E.from_numpy(b.copy()).requires_grad_()
     buf, nbuf = E.from_numpy(a.copy()), a.copy()
@@ -87,9 +89,12 @@ def workloads():
     ]
 
 
+TIMER = [time.perf_counter]
+
+
 def per_call(fn, repeat: int, budget: float) -> tuple[float, float]:
     """(min, median) seconds per call over ``repeat`` timed runs."""
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=TIMER[0])
     number, elapsed = timer.autorange()
     # autorange aims at 0.2 s per run; scale the loop to the time budget
     number = max(1, int(number * budget / max(elapsed, 1e-9) / repeat))
@@ -118,8 +123,8 @@ def _row(name: str, mine: tuple, anchor: tuple | None, unit: float, label: str) 
     text = f"{name:30} {mine[0] / unit:10.2f} {mine[1] / unit:10.2f}"
     if anchor is None:
         return text
-    return (f"{text} {anchor[0] / unit:10.2f} {mine[0] / anchor[0]:8.1f}x "
-            f"{mine[1] / anchor[1]:8.1f}x  {label}")
+    return (f"{text} {anchor[0] / unit:10.2f} {mine[0] / anchor[0]:8.2f}x "
+            f"{mine[1] / anchor[1]:8.2f}x  {label}")
 
 
 def main(argv=None):
@@ -128,7 +133,10 @@ def main(argv=None):
     parser.add_argument("--budget", type=float, default=0.5, help="seconds per workload")
     parser.add_argument("--only", default="", help="comma-separated name prefixes")
     parser.add_argument("--no-gradcheck", action="store_true")
+    parser.add_argument("--cpu", action="store_true", help="time CPU, not wall clock")
     args = parser.parse_args(argv)
+    if args.cpu:
+        TIMER[0] = time.process_time
     wanted = [w for w in args.only.split(",") if w]
     keep = (lambda name: any(name.startswith(w) for w in wanted)) if wanted else (lambda name: True)
     warnings.simplefilter("ignore")

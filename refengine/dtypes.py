@@ -60,6 +60,9 @@ def _by_name(name: str) -> dtype:
 
 def from_numpy_dtype(np_dtype) -> dtype:
     """The refengine dtype of a NumPy dtype; a TypeError names the supported ones."""
+    d = _BY_NP.get(np_dtype)    # an array's dtype needs no np.dtype() round trip
+    if d is not None:
+        return d
     d = _BY_NP.get(np.dtype(np_dtype))
     if d is None:
         raise TypeError(
@@ -76,12 +79,16 @@ def to_real(d: dtype) -> dtype:
     return _TO_REAL.get(d, d)
 
 
-_default = threading.local()
+class _DefaultDtype(threading.local):
+    dtype = float32     # each thread's default (a class attribute: no getattr fallback)
+
+
+_default = _DefaultDtype()
 
 
 def get_default_dtype() -> dtype:
     """The dtype of Python floats and of floating creation functions (float32)."""
-    return getattr(_default, "dtype", float32)
+    return _default.dtype
 
 
 def set_default_dtype(d: dtype) -> None:
@@ -123,6 +130,11 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
 
 def scalar_dtype(value) -> dtype:
     """The dtype PyTorch gives a Python number in an operation."""
+    kind = type(value)   # the plain Python types first: most numbers in rules are these
+    if kind is float:
+        return _default.dtype
+    if kind is int:
+        return int64
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, (int, np.integer)):

@@ -10,17 +10,21 @@ import threading
 
 import numpy as np
 
+# One lock for every counter: bumps are rare (in-place writes only) while a
+# storage is made for every op result, and a lock per storage cost more than
+# the contention a shared one could cause.
+_bump_lock = threading.Lock()
+
 
 class Storage:
     """A NumPy buffer plus the version counter shared by its aliases."""
 
-    __slots__ = ("array", "version", "_lock")
+    __slots__ = ("array", "version")
 
     def __init__(self, array: np.ndarray):
         self.array = array
         self.version = 0
-        self._lock = threading.Lock()
 
     def bump(self) -> None:
-        with self._lock:
+        with _bump_lock:
             self.version += 1

@@ -5,11 +5,31 @@ attached to ``Tensor`` as a method (and in-place variant) from there.
 """
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from . import dtypes
 from .grad_mode import is_inference_mode_enabled
 from .storage import Storage
+
+_BY_NP = dtypes._BY_NP    # NumPy dtype -> refengine dtype, read on every .dtype
+_new = object.__new__
+
+
+def wrap_array(array: np.ndarray) -> "Tensor":
+    """A new tensor owning ``array``: ``Tensor(_array=array)`` for the dispatcher.
+
+    It sets what ``__init__`` sets for that call, without the keyword-argument
+    handling: an op on a small array spends a noticeable part of its time
+    making its result.
+    """
+    t = _new(Tensor)
+    t._data = array
+    t._storage = Storage(array)
+    t._fw_grads = {}
+    t._is_inference = is_inference_mode_enabled()
+    return t
 
 
 class Tensor:
@@ -24,37 +44,45 @@ class Tensor:
 
     __array_priority__ = 1000  # NumPy defers to our operators
 
+    # Per-tensor state that starts the same for every tensor is read from
+    # these class attributes until a tensor sets its own: every op result is
+    # a new Tensor, and assigning all of them in __init__ was a measurable
+    # part of an op on a small array. Only immutable values live here.
+    _base = None                 # the root tensor this one is a view of
+    _view_fn = None              # base -> this view, for regeneration
+    _view_rebase_id = 0          # base's rebase count we last synced to
+    _rebase_id = 0               # bumped when an in-place op on a view rebases us
+    _requires_grad = False
+    _grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _grad_accumulator = None
+    _retains_grad = False
+    # Forward-mode view tracking is separate from backward's (the design
+    # note): make_dual/unpack_dual results are backward views but forward
+    # roots, so they never read a tangent through their base.
+    _fw_base = None
+    _fw_view_fn = None
+    _wrapped_number = None       # dtype of the Python number this wraps
+    _view_meta = None            # why in-place on this view is forbidden, if it is
+    _post_acc_hooks = MappingProxyType({})   # read-only until a hook is registered
+
     def __init__(self, data=None, *, _array=None, _storage=None, _base=None):
         if _array is None:
             from .creation import _as_array
             _array = _as_array([] if data is None else data, None)
         self._data = _array
         self._storage = _storage if _storage is not None else Storage(_array)
-        self._base = _base               # the root tensor this one is a view of
-        self._view_fn = None             # base -> this view, for regeneration
-        self._view_rebase_id = 0         # base's rebase count we last synced to
-        self._rebase_id = 0              # bumped when an in-place op on a view rebases us
-        self._requires_grad = False
-        self._grad_fn = None
-        self._output_nr = 0
-        self._grad = None
-        self._grad_accumulator = None
-        self._retains_grad = False
-        self._post_acc_hooks = {}
-        self._fw_grads = {}              # dual level -> tangent
-        # Forward-mode view tracking is separate from backward's (the design
-        # note): make_dual/unpack_dual results are backward views but
-        # forward roots, so they never read a tangent through their base.
-        self._fw_base = None
-        self._fw_view_fn = None
+        if _base is not None:
+            self._base = _base
+        self._fw_grads = {}              # dual level -> tangent (shared with saved outputs)
         self._is_inference = is_inference_mode_enabled()
-        self._wrapped_number = None      # dtype of the Python number this wraps
-        self._view_meta = None           # why in-place on this view is forbidden, if it is
 
     # ----- data and shape ------------------------------------------------
     @property
     def dtype(self) -> dtypes.dtype:
-        return dtypes.from_numpy_dtype(self._data.dtype)
+        d = _BY_NP.get(self._data.dtype)
+        return d if d is not None else dtypes.from_numpy_dtype(self._data.dtype)
 
     @property
     def shape(self) -> tuple:
@@ -156,7 +184,11 @@ class Tensor:
     # ----- autograd state ------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad or self.grad_fn is not None
+        if self._requires_grad:
+            return True
+        if self._base is None:       # only a view's grad_fn can need regenerating
+            return self._grad_fn is not None
+        return self.grad_fn is not None
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -231,12 +263,16 @@ class Tensor:
         return self._retains_grad
 
     def _grad_edge(self):
-        """The (node, input number) a gradient for this tensor flows into."""
-        fn = self.grad_fn
+        """The (node, input number) a gradient for this tensor flows into.
+
+        Its node is None exactly when the tensor does not require grad.
+        """
+        fn = self._grad_fn if self._base is None else self.grad_fn
         if fn is not None:
             return (fn, self._output_nr)
         if self._requires_grad:
-            return (self._get_grad_accumulator(), 0)
+            acc = self._grad_accumulator
+            return (acc if acc is not None else self._get_grad_accumulator(), 0)
         return (None, 0)
 
     def _get_grad_accumulator(self):
@@ -264,7 +300,7 @@ class Tensor:
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         from .autograd.hooks import RemovableHandle
-        return RemovableHandle.add(self._post_acc_hooks, hook)
+        return RemovableHandle.add(self.__dict__.setdefault("_post_acc_hooks", {}), hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the ``.grad`` of the leaves."""

@@ -13,12 +13,17 @@ import threading
 from ..grad_mode import set_grad_enabled
 from .node import AccumulateGrad
 
-_current = threading.local()
+
+class _Current(threading.local):
+    task = None     # each thread's default, found without a failed getattr
+
+
+_current = _Current()
 
 
 def current_task():
     """The graph task running in this thread (for multi-grad hooks), or None."""
-    return getattr(_current, "task", None)
+    return _current.task
 
 
 class GraphTask:
@@ -79,7 +84,7 @@ class GraphTask:
         return edge[0] in self.visits
 
     def run(self) -> None:
-        _current.task, prev = self, getattr(_current, "task", None)
+        _current.task, prev = self, _current.task
         try:
             with set_grad_enabled(self.create_graph):
                 self._loop()
@@ -109,33 +114,42 @@ class GraphTask:
                     heapq.heappush(ready, (-child._sequence_nr, child))
 
     def _evaluate(self, node, grads: list):
-        grads = list(grads) + [None] * (node._num_outputs - len(grads))
-        grads = _tensor_hooks(node, grads)
-        for nr, g in enumerate(grads):
-            for i in self.capture_at.get((node, nr), ()):
-                self.captured[i] = g
+        # ``grads`` is this node's buffer, already out of ``buffers``: ours to extend
+        missing = node._num_outputs - len(grads)
+        if missing > 0:
+            grads.extend([None] * missing)
+        if node._tensor_hooks:
+            grads = _tensor_hooks(node, grads)
+        if self.capture_at:
+            for nr, g in enumerate(grads):
+                for i in self.capture_at.get((node, nr), ()):
+                    self.captured[i] = g
         if node not in self.executes:
             return None
         # PyTorch fills retained .grad before the node's pre-hooks, although
         # the seed's list puts it after them; PyTorch's behaviour wins.
-        self._retain(node, grads)
-        for hook in list(node._pre_hooks.values()):
-            new = hook(tuple(grads))
-            if new is not None:
-                grads = list(new)
+        if node._retained:
+            self._retain(node, grads)
+        if node._pre_hooks:
+            for hook in list(node._pre_hooks.values()):
+                new = hook(tuple(grads))
+                if new is not None:
+                    grads = list(new)
+        lock = node._lock
         if isinstance(node, AccumulateGrad):
             if self.accumulate:
                 node.accumulate(grads[0] if grads else None, self.create_graph)
             outputs = []
         else:
-            with node._lock:
+            with lock:
                 outputs = node.apply(list(grads))
-        for hook in list(node._post_hooks.values()):
-            new = hook(tuple(outputs), tuple(grads))
-            if new is not None:
-                outputs = list(new)
+        if node._post_hooks:
+            for hook in list(node._post_hooks.values()):
+                new = hook(tuple(outputs), tuple(grads))
+                if new is not None:
+                    outputs = list(new)
         if not self.keep_graph:
-            with node._lock:
+            with lock:
                 node._release()
         return outputs
 

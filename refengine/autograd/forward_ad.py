@@ -12,11 +12,13 @@ directional derivative.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections import namedtuple
 
 from ..grad_mode import is_inference_mode_enabled
+from .node import input_meta
 
 _lock = threading.Lock()
 _levels: list = []                  # active levels, innermost last
@@ -144,9 +146,15 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
 
 
 def _alias(tensor):
+    return _alias_op()(tensor)
+
+
+@functools.cache
+def _alias_op():
+    # imported once, not per call (about 1 us each): dispatch imports this module
     from ..ops.dispatch import call
     from ..ops.opdef import OPS
-    return call(OPS["alias"], tensor)
+    return functools.partial(call, OPS["alias"])
 
 
 def _forward_root(t):
@@ -212,7 +220,6 @@ def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
             tenv[f"{n}_t"] = _tangent_or_zeros(t, level)
     for name, o in zip(op.outputs, outs):
         tenv[name] = o
-    from .node import input_meta
     for name in tensors:
         for suffix in ("_shape", "_dtype"):
             tenv[name + suffix] = input_meta(name + suffix, tensors)[0]

@@ -35,11 +35,19 @@ class RemovableHandle:
         self.remove()
 
 
-_tls = threading.local()
+class _HookState(threading.local):
+    # Class attributes are each thread's defaults: every saved tensor asks
+    # for the hooks, and a getattr default on an unset thread-local name
+    # costs a caught AttributeError.
+    stack = None        # (pack, unpack) pairs, innermost last
+    disabled = None     # the error message while hooks are disabled
+
+
+_tls = _HookState()
 
 
 def _stack() -> list:
-    stack = getattr(_tls, "stack", None)
+    stack = _tls.stack
     if stack is None:
         stack = _tls.stack = []
     return stack
@@ -47,9 +55,9 @@ def _stack() -> list:
 
 def current_saved_hooks():
     """The innermost (pack, unpack) pair in force in this thread, or None."""
-    if getattr(_tls, "disabled", None) is not None:
+    if _tls.disabled is not None:
         return None
-    stack = _stack()
+    stack = _tls.stack
     return stack[-1] if stack else None
 
 
@@ -65,7 +73,7 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        message = getattr(_tls, "disabled", None)
+        message = _tls.disabled
         if message is not None:
             raise RuntimeError(message)
         _stack().append((self.pack_hook, self.unpack_hook))
@@ -82,7 +90,7 @@ class disable_saved_tensors_hooks:
         self.error_message = error_message
 
     def __enter__(self):
-        self.prev = getattr(_tls, "disabled", None)
+        self.prev = _tls.disabled
         _tls.disabled = self.error_message
 
     def __exit__(self, *exc):

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import itertools
 import threading
+from types import MappingProxyType
 
+from ..grad_mode import no_grad
+from ..tensor import Tensor, wrap_array
 from .hooks import RemovableHandle
 from .saved import SavedTensor
 
 _sequence = itertools.count()
+_NONE = MappingProxyType({})    # read-only: a node's hooks until it gets its own
 
 
 class Node:
@@ -18,16 +22,35 @@ class Node:
     retained grads, the node, post-hooks).
     """
 
+    # Every recorded op makes a node and most never get a hook, a retained
+    # grad or metadata, and many never run: those are made on first use.
+    _pre_hooks = _NONE
+    _post_hooks = _NONE
+    _tensor_hooks = _NONE           # output_nr -> {id: hook}
+    _retained = _NONE               # output_nr -> tensor whose .grad we fill
+    _num_outputs = 1
+
     def __init__(self, next_functions=()):
         self._next = tuple(next_functions)
         self._sequence_nr = next(_sequence)
-        self._pre_hooks: dict = {}
-        self._post_hooks: dict = {}
-        self._tensor_hooks: dict = {}   # output_nr -> {id: hook}
-        self._retained: dict = {}       # output_nr -> tensor whose .grad we fill
-        self._lock = threading.RLock()
-        self.metadata: dict = {}
-        self._num_outputs = 1
+
+    def _own(self, name: str) -> dict:
+        # setdefault is atomic: two threads registering at once share one dict
+        found = self.__dict__.get(name)
+        return found if found is not None else self.__dict__.setdefault(name, {})
+
+    @property
+    def _lock(self):
+        found = self.__dict__.get("_lock_")
+        return found if found is not None else self.__dict__.setdefault("_lock_", threading.RLock())
+
+    @property
+    def metadata(self) -> dict:
+        return self._own("_metadata")
+
+    @metadata.setter
+    def metadata(self, value: dict) -> None:
+        self.__dict__["_metadata"] = value
 
     def name(self) -> str:
         return type(self).__name__
@@ -38,21 +61,21 @@ class Node:
 
     def register_hook(self, fn) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` after the node runs; may return new grad_inputs."""
-        return RemovableHandle.add(self._post_hooks, fn)
+        return RemovableHandle.add(self._own("_post_hooks"), fn)
 
     def register_prehook(self, fn) -> RemovableHandle:
         """``fn(grad_outputs)`` before the node runs; may return new grad_outputs."""
-        return RemovableHandle.add(self._pre_hooks, fn)
+        return RemovableHandle.add(self._own("_pre_hooks"), fn)
 
     def _register_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
-        return RemovableHandle.add(self._tensor_hooks.setdefault(output_nr, {}), fn)
+        return RemovableHandle.add(self._own("_tensor_hooks").setdefault(output_nr, {}), fn)
 
     def _set_retains_grad(self, tensor) -> None:
-        self._retained[tensor._output_nr] = tensor
+        self._own("_retained")[tensor._output_nr] = tensor
 
     def _drop_retains_grad(self, tensor) -> None:
         if self._retained.get(tensor._output_nr) is tensor:
-            del self._retained[tensor._output_nr]
+            del self._own("_retained")[tensor._output_nr]
 
     def apply(self, grads: list) -> list:
         raise NotImplementedError
@@ -107,41 +130,29 @@ class OpNode(Node):
     def create(cls, op, raw: dict, env: dict, tensors: dict, outs: list,
                inplace: bool = False) -> "OpNode":
         edges, inputs, needs = [], [], {}
-        for n in op.diff_inputs:
+        for n in op._diff_inputs:
             t = tensors.get(n)
             if t is None:
                 continue
             if isinstance(t, list):
                 edges.extend(x._grad_edge() for x in t)
-                inputs.append((n, [(tuple(x.shape), x.dtype) for x in t]))
+                inputs.append((n, [(x._data.shape, x.dtype) for x in t]))
                 needs[n] = any(x.requires_grad for x in t)
             else:
-                edges.append(t._grad_edge())
-                inputs.append((n, (tuple(t.shape), t.dtype)))
-                needs[n] = t.requires_grad
+                edge = t._grad_edge()
+                edges.append(edge)
+                inputs.append((n, (t._data.shape, t.dtype)))
+                needs[n] = edge[0] is not None   # t.requires_grad, already worked out
         name = op.variant(raw) if op.variant else op.node
-        node = cls(op, name, edges, inputs, {}, [(tuple(o.shape), o.dtype) for o in outs])
+        node = cls(op, name, edges, inputs, {}, [(o._data.shape, o.dtype) for o in outs])
         node._needs = needs
         node._num_outputs = len(outs)
-        names = op.saved_names(needs)
         for i, o in enumerate(outs):
             if op.outputs[i] in op.diff_outputs:
                 o._grad_fn, o._output_nr, o._requires_grad = node, i, False
-        for s in names:
-            meta = input_meta(s, tensors)
-            if meta is not None:
-                node._saved[s] = meta[0]
-            elif s in op.outputs:
-                i = op.outputs.index(s)
-                node._saved[s] = SavedTensor(outs[i], node, is_output=op.outputs[i] in op.diff_outputs)
-            elif s in tensors and not isinstance(tensors[s], list) and tensors[s]._wrapped_number:
-                node._saved[s] = tensors[s]     # a Python number: nothing to pack or check
-            elif s in tensors and not isinstance(tensors[s], list):
-                t = tensors[s]
-                before = outs[0]._version - 1 if inplace and t._storage is outs[0]._storage else None
-                node._saved[s] = SavedTensor(t, node, is_output=False, version=before)
-            else:
-                node._saved[s] = env[s]
+        saved = node._saved
+        for s in op.saved_names(needs):
+            saved[s] = _saved_value(s, op, env, tensors, outs, node, inplace)
         return node
 
     def _unpack(self) -> dict:
@@ -190,15 +201,40 @@ class OpNode(Node):
                 v.release()
 
 
+def _saved_value(s: str, op, env: dict, tensors: dict, outs: list, node, inplace: bool):
+    """What the node keeps for the name ``s`` a rule asks for."""
+    if s.endswith(_META_SUFFIXES):
+        meta = input_meta(s, tensors)
+        if meta is not None:
+            return meta[0]
+    if s in op.outputs:
+        i = op.outputs.index(s)
+        return SavedTensor(outs[i], node, is_output=op.outputs[i] in op.diff_outputs)
+    t = tensors.get(s)
+    if t is not None and not isinstance(t, list):
+        if t._wrapped_number:
+            return t                     # a Python number: nothing to pack or check
+        before = outs[0]._version - 1 if inplace and t._storage is outs[0]._storage else None
+        return SavedTensor(t, node, is_output=False, version=before)
+    return env[s]
+
+
+_META_SUFFIXES = ("_shape", "_dtype")
+
+
 def input_meta(name: str, tensors: dict):
     """``self_shape`` / ``self_dtype``: what a rule may know of an input without saving it."""
-    for suffix, get in (("_shape", lambda t: tuple(t.shape)), ("_dtype", lambda t: t.dtype)):
-        if name.endswith(suffix):
-            t = tensors.get(name[: -len(suffix)])
-            if isinstance(t, list):
-                return ([get(x) for x in t],)
-            if t is not None:
-                return (get(t),)
+    if name.endswith("_shape"):
+        shape = True
+    elif name.endswith("_dtype"):
+        shape = False
+    else:
+        return None
+    t = tensors.get(name[:-6])
+    if isinstance(t, list):
+        return ([tuple(x.shape) if shape else x.dtype for x in t],)
+    if t is not None:
+        return (tuple(t.shape) if shape else t.dtype,)
     return None
 
 
@@ -206,12 +242,15 @@ def reduce_grad(g, shape: tuple, dtype):
     """Fit a gradient to its input: sum broadcast dims, project complex to real, cast."""
     if g is None:
         return None
-    if tuple(g.shape) != shape:
+    # a plain tensor's shape without building a Size (a batched one has no _data)
+    if (g._data.shape if type(g) is Tensor else g.shape) != shape:
         g = sum_to(g, shape)
-    if g.dtype.is_complex and not dtype.is_complex:
-        g = g.real
-    if g.dtype is not dtype:
-        g = g.to(dtype)
+    gtype = g.dtype
+    if gtype is not dtype:
+        if gtype.is_complex and not dtype.is_complex:
+            g = g.real
+        if g.dtype is not dtype:
+            g = g.to(dtype)
     return g
 
 
@@ -244,12 +283,18 @@ class AccumulateGrad(Node):
         var = self.variable
         with self._lock:
             if var._grad is None:
-                var._grad = grad if create_graph else grad.detach().clone()
+                var._grad = grad if create_graph else _detached_copy(grad)
             elif create_graph:
                 var._grad = var._grad + grad
             else:
-                from ..grad_mode import no_grad
                 with no_grad():
                     var._grad.add_(grad.detach())
         for hook in list(var._post_acc_hooks.values()):
             hook(var)
+
+
+def _detached_copy(grad):
+    """``grad.detach().clone()``; for a plain tensor without the op call."""
+    if type(grad) is Tensor:
+        return wrap_array(grad._data.copy())   # what clone computes, with no graph to record
+    return grad.detach().clone()

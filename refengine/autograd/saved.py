@@ -6,6 +6,7 @@ import weakref
 
 from .. import dtypes
 from ..grad_mode import is_inference_mode_enabled
+from ..tensor import Tensor
 from .hooks import current_saved_hooks
 
 SECOND_TIME = (
@@ -42,44 +43,55 @@ def _op_name(node_name: str) -> str:
 
 
 def describe(t) -> str:
-    return f"[refengine.{dtypes.TYPE_NAMES[t.dtype]} [{', '.join(map(str, t.shape))}]]"
+    return _describe(t.dtype, t.shape)
+
+
+def _describe(dtype, shape) -> str:
+    return f"[refengine.{dtypes.TYPE_NAMES[dtype]} [{', '.join(map(str, shape))}]]"
 
 
 class SavedTensor:
     """One tensor saved by a node (``grad_fn._raw_saved_<name>``)."""
+
+    # the state of most saved tensors, until set otherwise (one is made for
+    # every tensor a recorded op saves)
+    _released = False
+    _tensor = _data = _packed = None
+    _node = _edge = _fw_grads = None
 
     def __init__(self, tensor, node, is_output: bool, version: int | None = None):
         if tensor._is_inference and not is_inference_mode_enabled():
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
                                "you can make a clone to get a normal tensor and use it in autograd.")
         self._lock = threading.Lock()
-        self._released = False
-        self._storage = tensor._storage
+        storage = self._storage = tensor._storage
         # an input saved by an in-place op that writes into it was saved
         # before the write: it records the version from before (``version``)
-        self._version = tensor._version if version is None else version
+        self._version = storage.version if version is None else version
         self._is_output = is_output
-        self._desc = describe(tensor)
-        self._node = weakref.ref(node) if is_output else None
-        self._output_nr = tensor._output_nr
-        producer = node if is_output else tensor.grad_fn
-        self._producer = None if producer is None else (producer.name(), tensor._output_nr)
+        # for the error message, formatted only if it is ever needed
+        self._described = (tensor.dtype, tensor._data.shape)
+        nr = self._output_nr = tensor._output_nr
         # what is needed to give an unpacked tensor its autograd identity
         self._requires_grad = tensor._requires_grad
-        leaf = tensor.grad_fn is None and tensor._requires_grad
-        self._edge = None if is_output else (tensor.grad_fn, tensor._output_nr,
-                                             tensor._get_grad_accumulator() if leaf else None)
-        self._tensor = self._data = None
-        self._hooks = current_saved_hooks()
-        if self._hooks is not None:
-            self._packed = _pack(self._hooks[0], tensor)
-        elif is_output:
-            self._data = tensor._data    # no reference to the output: no cycle
+        hooks = self._hooks = current_saved_hooks()
+        if is_output:
+            self._node = weakref.ref(node)
+            self._producer = (node.name(), nr)
+            if hooks is None:
+                self._data = tensor._data    # no reference to the output: no cycle
+            # the output's tangents (a shared dict: tangents set later are
+            # seen), so forward-over-reverse through a saved result works
+            self._fw_grads = tensor._fw_grads
         else:
-            self._tensor = tensor
-        # the output's tangents (a shared dict: tangents set later are seen),
-        # so forward-over-reverse through a saved result works
-        self._fw_grads = tensor._fw_grads if is_output else None
+            grad_fn = tensor.grad_fn
+            self._producer = None if grad_fn is None else (grad_fn.name(), nr)
+            leaf = grad_fn is None and tensor._requires_grad
+            self._edge = (grad_fn, nr, tensor._get_grad_accumulator() if leaf else None)
+            if hooks is None:
+                self._tensor = tensor
+        if hooks is not None:
+            self._packed = _pack(hooks[0], tensor)
 
     def _check(self) -> None:
         if self._released:
@@ -88,9 +100,10 @@ class SavedTensor:
         if current != self._version:
             where = (f", which is output {self._producer[1]} of {_op_name(self._producer[0])},"
                      if self._producer else "")
+            desc = _describe(*self._described)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {self._desc}{where} is at version {current}; expected "
+                f"inplace operation: {desc}{where} is at version {current}; expected "
                 f"version {self._version} instead. Hint: the tensor was changed in place after "
                 "an operation saved it for backward; clone() it before the in-place operation.")
 
@@ -106,7 +119,6 @@ class SavedTensor:
             return self._tensor
 
     def _rewrap(self, value):
-        from ..tensor import Tensor
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
                             f"got result of type {type(value).__name__}")

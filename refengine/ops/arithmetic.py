@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..batching.rules import elementwise
+from .dispatch import is_number
 from .opdef import defelementwise, defop
 
 B = dict(promote=("self", "other"), inplace=True)
@@ -48,13 +49,9 @@ def _xlogy_self(self, other):
     return other.masked_fill(hole, 1).log().masked_fill(hole, 0)
 
 
-def _number(x) -> bool:
-    return not hasattr(x, "_data") or x._wrapped_number is not None
-
-
 def _xlogy_variant(raw: dict) -> str:
-    return ("XlogyBackward1" if _number(raw["self"]) else
-            "XlogyBackward2" if _number(raw["other"]) else "XlogyBackward0")
+    return ("XlogyBackward1" if is_number(raw["self"]) else
+            "XlogyBackward2" if is_number(raw["other"]) else "XlogyBackward0")
 
 
 defelementwise("xlogy", _real_binary(_xlogy),

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from ..batching.rules import elementwise, pad_batched
-from .dispatch import call
+from .dispatch import call, is_number
 from .opdef import OPS, defelementwise, defop, deflinear, no_bool, no_complex
 
 B = dict(promote=("self", "other"), inplace=True)
@@ -83,14 +83,10 @@ def _pow_exponent(grad, self, exponent, result):
     return grad * d.conj()
 
 
-def _is_number(x) -> bool:
-    return not hasattr(x, "_data") or x._wrapped_number is not None
-
-
 def _pow_variant(raw: dict) -> str:
-    if _is_number(raw["exponent"]):
+    if is_number(raw["exponent"]):
         return "PowBackward0"
-    return "PowBackward2" if _is_number(raw["self"]) else "PowBackward1"
+    return "PowBackward2" if is_number(raw["self"]) else "PowBackward1"
 
 
 def _pow_jvp(self_t, exponent_t, self, exponent, result):

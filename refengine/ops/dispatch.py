@@ -3,6 +3,12 @@
 Everything an op needs besides its own formulas happens here, once: type
 promotion, wrapping Python numbers, view bookkeeping, in-place writes and
 version bumps, saving what the rules name, and forward-mode tangents.
+
+Every call passes through ``_run``, the ops inside derivative rules too, and
+mostly on arrays of a few elements, where the Python around the NumPy call
+is the whole cost. So a call does only what it needs: arguments bound by the
+op's precomputed binder, one pass over the inputs, NumPy's error state
+swapped in rather than rebuilt, and no forward-mode work without a dual level.
 """
 from __future__ import annotations
 
@@ -11,32 +17,75 @@ import numpy as np
 from .. import dtypes
 from ..autograd import forward_ad
 from ..autograd.node import OpNode
+from ..autograd.view_nodes import rebase_after_inplace
 from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_array
 from ..batching.batched import ACTIVE as _VMAP_ACTIVE, BatchedTensor, top_level
 from .opdef import OPS, OpDef
+
+# The live list of open dual levels (never rebound): an empty list is the
+# fast exit from forward-mode work on every call.
+_DUAL_LEVELS = forward_ad._levels
+
+
+def _errstate_quiet():
+    """NumPy 1.x: the public context manager (its state is not a context variable)."""
+    state = np.errstate(all="ignore")
+    state.__enter__()
+    return state
+
+
+def _errstate_restore(state) -> None:
+    state.__exit__(None, None, None)
+
+
+try:
+    # NumPy 2 keeps the error state in a context variable. np.errstate builds
+    # a new state object on every entry, about as costly as a small ufunc;
+    # the quiet state derived from a given current state is always the same,
+    # so it is built once per current state and swapped in with set/reset.
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE
+    from numpy._core.umath import _make_extobj
+except ImportError:
+    _quiet_fp, _restore_fp = _errstate_quiet, _errstate_restore
+else:
+    _quiet_for = (None, None)   # (current state, its all="ignore" version)
+
+    def _quiet_fp():
+        """Switch NumPy's floating-point errors off in this context; returns a token."""
+        global _quiet_for
+        current = _FP_STATE.get()
+        seen, quiet = _quiet_for
+        if current is not seen:
+            quiet = _make_extobj(all="ignore")   # keeps the current bufsize and errcall
+            _quiet_for = (current, quiet)
+        return _FP_STATE.set(quiet)
+
+    _restore_fp = _FP_STATE.reset
 
 
 def wrap_number(value) -> Tensor:
     """A Python number as a zero-dim tensor that promotes like a number."""
-    t = Tensor(_array=np.asarray(value))
+    t = wrap_array(np.asarray(value))
     t._wrapped_number = dtypes.scalar_dtype(value)
     return t
 
 
+def is_number(value) -> bool:
+    """Whether ``value`` is a Python number, or a tensor that wraps one."""
+    return not isinstance(value, Tensor) or value._wrapped_number is not None
+
+
 def call(op: OpDef, *args, **kwargs):
     """Apply ``op`` out of place; returns a Tensor or a tuple of Tensors."""
-    bound = op.signature.bind(*args, **kwargs)
-    bound.apply_defaults()
-    return _run(op, dict(bound.arguments), out=None)
+    return _run(op, op.bind(args, kwargs), None)
 
 
 def call_inplace(op: OpDef, self: Tensor, *args, **kwargs) -> Tensor:
     """Apply ``op`` writing its result into ``self`` (the ``NAME_`` variant)."""
-    bound = op.signature.bind(self, *args, **kwargs)
-    bound.apply_defaults()
+    env = op.bind((self,) + args, kwargs)
     _check_inplace(self)
-    return _run(op, dict(bound.arguments), out=self)
+    return _run(op, env, self)
 
 
 def _check_inplace(self: Tensor) -> None:
@@ -58,8 +107,16 @@ def _check_inplace(self: Tensor) -> None:
                            "operation.")
 
 
-def _tensor_inputs(op: OpDef, env: dict) -> dict:
+def _inputs(op: OpDef, env: dict, grad_on: bool) -> tuple[dict, bool, bool]:
+    """The tensor arguments (Python numbers wrapped, also in ``env``), whether
+    all of them are numbers, and whether the call is recorded for backward.
+
+    One pass does all three; ``requires_grad`` is read only when grad mode is
+    on and only until one input needs a gradient, as ``any`` would.
+    """
     tensors = {}
+    numbers_only = record = False
+    nondiff = op.nondiff
     for name in op.inputs:
         value = env.get(name)
         if value is None:
@@ -70,60 +127,92 @@ def _tensor_inputs(op: OpDef, env: dict) -> dict:
             else:
                 value = wrap_number(value)
             env[name] = value
+        if not tensors:
+            numbers_only = True
         tensors[name] = value
-    return tensors
+        if isinstance(value, list):
+            numbers_only = False
+            if grad_on and not record and name not in nondiff:
+                record = any(x.requires_grad for x in value)
+            continue
+        if not value._wrapped_number:
+            numbers_only = False
+        if grad_on and not record and name not in nondiff:
+            record = value.requires_grad
+    return tensors, numbers_only, record
 
 
-def _promoted_arrays(op: OpDef, tensors: dict):
-    arrays = {n: ([v._data for v in t] if isinstance(t, list) else t._data)
-              for n, t in tensors.items()}
-    if op.promote is None:
-        return arrays, None
-    members = [t for n in op.promote if n in tensors
-               for t in (tensors[n] if isinstance(tensors[n], list) else [tensors[n]])]
-    dt = dtypes.result_type(*members)
+def _promoted_dtype(op: OpDef, tensors: dict, numbers_only: bool):
+    members, common = [], None
+    for n in op.promote:
+        t = tensors.get(n)
+        if t is None:
+            continue
+        if isinstance(t, list):
+            members.extend(t)
+            common = False
+            continue
+        members.append(t)
+        if t._wrapped_number:
+            common = False
+        elif common is None:
+            common = t.dtype
+        elif common is not False and common is not t.dtype:
+            common = False
+    # tensors (no numbers) of one dtype promote to it: no walk up the lattice
+    dt = common if common else dtypes.result_type(*members)
     if op.to_float and not (dt.is_floating_point or dt.is_complex):
         dt = dtypes.get_default_dtype()
-    if _numbers_only(tensors):
+    if numbers_only:
         # numbers only (say 1/n inside a rule): compute at full precision, as
         # Python (and PyTorch's Scalar arithmetic) would
         dt = _FULL_PRECISION[dt._category]
-    for n in op.promote:
-        if n in arrays:
-            a = arrays[n]
-            arrays[n] = ([x.astype(dt.np, copy=False) for x in a] if isinstance(a, list)
-                         else a.astype(dt.np, copy=False))
-    return arrays, dt
+    return dt
 
 
 _FULL_PRECISION = {0: dtypes.bool_, 1: dtypes.int64, 2: dtypes.float64, 3: dtypes.complex128}
 
 
-def _numbers_only(tensors: dict) -> bool:
-    """Whether every tensor input is a wrapped Python number."""
-    items = list(tensors.values())
-    return bool(items) and all(not isinstance(t, list) and t._wrapped_number for t in items)
-
-
-def _forward(op: OpDef, env: dict, tensors: dict) -> tuple[list, object]:
-    arrays, dt = _promoted_arrays(op, tensors)
-    with np.errstate(all="ignore"):   # IEEE results (inf, nan) are the semantics, not warnings
-        result = op.forward(**{**env, **arrays})
-    results = list(result) if len(op.outputs) > 1 else [result]
+def _forward(op: OpDef, env: dict, tensors: dict, numbers_only: bool) -> tuple[list, object]:
+    promote = op.promote
+    dt = _promoted_dtype(op, tensors, numbers_only) if promote is not None else None
+    want_np = dt.np if dt is not None else None
+    args = dict(env)
+    for n, t in tensors.items():
+        if isinstance(t, list):
+            a = [x._data for x in t]
+            if want_np is not None and n in promote:
+                a = [x if x.dtype is want_np else x.astype(want_np, copy=False) for x in a]
+        else:
+            a = t._data
+            if want_np is not None and a.dtype is not want_np and n in promote:
+                a = a.astype(want_np, copy=False)
+        args[n] = a
+    token = _quiet_fp()   # IEEE results (inf, nan) are the semantics, not warnings
+    try:
+        result = op.forward(**args)
+    finally:
+        _restore_fp(token)
     want = op.result_dtype(dt) if (op.result_dtype and dt is not None) else dt
-    for i, r in enumerate(results):
-        r = r if isinstance(r, np.ndarray) else np.asarray(r)
-        if want is not None and i == 0 and r.dtype != want.np:
-            r = r.astype(want.np)
-        results[i] = r
+    if len(op.outputs) == 1:
+        if not isinstance(result, np.ndarray):
+            result = np.asarray(result)
+        if want is not None and result.dtype is not want.np and result.dtype != want.np:
+            result = result.astype(want.np)
+        return [result], dt
+    results = [r if isinstance(r, np.ndarray) else np.asarray(r) for r in result]
+    if want is not None and results[0].dtype != want.np:
+        results[0] = results[0].astype(want.np)
     return results, dt
 
 
 def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     source = tensors.get(op.inputs[0]) if op.view else None
+    if source is None or not isinstance(source, Tensor):
+        return [wrap_array(r) for r in results]
     outs = []
     for r in results:
-        if source is not None and isinstance(source, Tensor) and np.may_share_memory(r, source._data):
+        if np.may_share_memory(r, source._data):
             t = Tensor(_array=r, _storage=source._storage,
                        _base=source._base if source._base is not None else source)
             t._is_inference = source._is_inference
@@ -134,7 +223,7 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
             elif source._view_meta is not None:
                 t._view_meta = source._view_meta
         else:
-            t = Tensor(_array=r)
+            t = wrap_array(r)
         outs.append(t)
     return outs
 
@@ -159,17 +248,15 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     if _VMAP_ACTIVE[0] and (top_level(env.values()) or isinstance(out, BatchedTensor)):
         from ..batching.runtime import run as run_batched
         return run_batched(op, env, out)
-    raw = dict(env)
-    tensors = _tensor_inputs(op, env)
+    raw = dict(env) if op.variant is not None else env   # only a variant reads the unwrapped args
+    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_grad_enabled())
     if op.refuse is not None:
         op.refuse(tensors)
-    results, _ = _forward(op, env, tensors)
-    record = op.differentiable and is_grad_enabled() and any(
-        _requires_grad(tensors[n]) for n in op.diff_inputs if n in tensors)
-    levels = forward_ad.levels_with_tangents(tensors, op)
+    results, _ = _forward(op, env, tensors, numbers_only)
+    levels = forward_ad.levels_with_tangents(tensors, op) if _DUAL_LEVELS else ()
     if out is not None and record and out._view_meta is not None:
         _refuse_view_inplace(out)
-    if out is not None and (record or levels) and _needs_original_self(op):
+    if out is not None and (record or levels) and op.reads_self:
         tensors["self"] = env["self"] = _original(out)
     if out is not None:
         if out.is_complex() and results[0].dtype.kind != "c" and op.result_dtype is dtypes.to_real:
@@ -177,8 +264,8 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         _write_inplace(out, results[0])
         outs = [out]
     else:
-        outs = _wrap_outputs(op, results, tensors)
-        if op.promote is not None and _numbers_only(tensors):
+        outs = _wrap_outputs(op, results, tensors) if op.view else [wrap_array(r) for r in results]
+        if numbers_only and op.promote is not None:
             for t in outs:   # still a number: it promotes like one
                 t._wrapped_number = dtypes.scalar_dtype(t._data.item())
     if op.view and out is None:
@@ -187,7 +274,6 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         old = out._grad_fn if out is not None else None
         node = OpNode.create(op, raw, env, tensors, outs, inplace=out is not None)
         if out is not None:
-            from ..autograd.view_nodes import rebase_after_inplace
             rebase_after_inplace(out, node, old)
     if levels:
         forward_ad.push_tangents(op, env, tensors, outs, levels, inplace=out is not None)
@@ -241,19 +327,6 @@ def _refuse_view_inplace(t: Tensor) -> None:
     raise RuntimeError(_VIEW_ERRORS[kind].format(nr=t._output_nr, name=name))
 
 
-def _requires_grad(t) -> bool:
-    if isinstance(t, list):
-        return any(x.requires_grad for x in t)
-    return t.requires_grad
-
-
-def _needs_original_self(op: OpDef) -> bool:
-    rules = list(op.vjp.values()) if op.vjp else []
-    if op.jvp is not None:
-        rules.append(op.jvp)
-    return any(r is not None and "self" in r.params for r in rules)
-
-
 def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
     source = tensors[op.inputs[0]]
     args = {k: v for k, v in env.items() if k != op.inputs[0]}
@@ -263,7 +336,11 @@ def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
             continue
         t._view_fn = _compose(op, args, i, source._view_fn)
         t._view_rebase_id = t._base._rebase_id
-        t._fw_base, t._fw_view_fn = fw_base, _compose(op, args, i, source._fw_view_fn)
+        # a view of a root has the same path from its backward and its
+        # forward base: one function serves both
+        same = source._fw_view_fn is source._view_fn
+        t._fw_base = fw_base
+        t._fw_view_fn = t._view_fn if same else _compose(op, args, i, source._fw_view_fn)
 
 
 def _compose(op: OpDef, args: dict, i: int, prev):

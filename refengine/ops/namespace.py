@@ -2,17 +2,17 @@
 ``refengine.NAME``, ``Tensor.NAME``, ``Tensor.NAME_`` and the operators."""
 from __future__ import annotations
 
-import functools
-
 from .. import dtypes
 from ..tensor import Tensor
-from .dispatch import call, call_inplace, wrap_number
+from .dispatch import _run, call, call_inplace, wrap_number
 from .opdef import METHODS, OPS, PUBLIC, OpDef
 
 
 def _function(op: OpDef):
+    bind = op.bind
+
     def fn(*args, **kwargs):
-        return call(op, *args, **kwargs)
+        return _run(op, bind(args, kwargs), None)   # what call() does, one frame less
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.forward.__doc__ or f"refengine op ``{op.name}`` (grad_fn {op.node})."
     return fn
@@ -59,20 +59,23 @@ def _to(self, *args, **kwargs):
 
 def _swap(name: str):
     def fn(self, other):
-        return PUBLIC_OR_OP(name)(other, self)
+        return _apply(name, other, self)
     return fn
 
 
-def PUBLIC_OR_OP(name: str):
-    if name in PUBLIC:
-        return PUBLIC[name]
+def _apply(name: str, a, b):
+    # looked up per call, so that a hand-written ``public`` wrapper registered
+    # later takes over the operator too
+    public = PUBLIC.get(name)
+    if public is not None:
+        return public(a, b)
     op = OPS[name]
-    return functools.partial(call, op)
+    return _run(op, op.bind((a, b), {}), None)
 
 
 def _binary(name: str):
     def fn(self, other):
-        return PUBLIC_OR_OP(name)(self, other)
+        return _apply(name, self, other)
     return fn
 
 

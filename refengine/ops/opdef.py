@@ -16,6 +16,7 @@ The helpers below are named after the structure they exploit:
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -26,13 +27,23 @@ OPS: dict[str, "OpDef"] = {}
 class Rule:
     """A derivative rule: a function called with the names it asks for."""
 
-    __slots__ = ("fn", "params")
+    __slots__ = ("_positional", "fn", "params")
 
     def __init__(self, fn: Callable, params: tuple | None = None):
         self.fn = fn
-        self.params = tuple(inspect.signature(fn).parameters) if params is None else params
+        self._positional = False
+        if params is None:
+            found = inspect.signature(fn).parameters.values()
+            params = tuple(p.name for p in found)
+            # the parameters are the names: pass the values by position,
+            # cheaper than building a keyword dict on every call
+            self._positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                                   for p in found)
+        self.params = params
 
     def __call__(self, env: dict):
+        if self._positional:
+            return self.fn(*[env[p] for p in self.params])
         return self.fn(**{p: env[p] for p in self.params})
 
 
@@ -78,6 +89,13 @@ class OpDef:
                         for k, v in self.vjp.items()}
         if self.jvp is not None and not isinstance(self.jvp, Rule):
             self.jvp = Rule(self.jvp)
+        # What every call would otherwise recompute. An OpDef is not changed
+        # after it is defined, so these stay true.
+        self.bind = _binder(self.signature)
+        self._diff_inputs = tuple(n for n in self.inputs if n not in self.nondiff)
+        rules = [*(self.vjp or {}).values(), self.jvp]
+        self.reads_self = any(r is not None and "self" in r.params for r in rules)
+        self._saved_names: dict = {}
 
     @property
     def differentiable(self) -> bool:
@@ -85,15 +103,61 @@ class OpDef:
 
     @property
     def diff_inputs(self) -> tuple:
-        return tuple(n for n in self.inputs if n not in self.nondiff)
+        return self._diff_inputs
 
     def saved_names(self, needs: dict) -> list:
         """What the node must save, given which inputs need a gradient."""
-        names = []
-        for inp, rule in self.vjp.items():
-            if needs.get(inp) and rule is not None:
-                names.extend(p for p in rule.params if p not in ("grad", "grads") and p not in names)
+        key = tuple(needs.items())
+        names = self._saved_names.get(key)
+        if names is None:
+            names = []
+            for inp, rule in self.vjp.items():
+                if needs.get(inp) and rule is not None:
+                    names.extend(p for p in rule.params
+                                 if p not in ("grad", "grads") and p not in names)
+            names = self._saved_names[key] = tuple(names)
         return names
+
+
+def _binder(signature: inspect.Signature) -> Callable:
+    """``bind(args, kwargs) -> {name: value}``: ``signature.bind`` plus defaults.
+
+    ``Signature.bind`` was the largest single cost of a call on a small
+    array. Forwards take plain parameters, so the common call is matched
+    here by position and name; anything unusual (a missing or unknown
+    argument, a name given twice) goes to ``Signature.bind``, which binds it
+    or raises the TypeError Python would.
+    """
+    def slow(args: tuple, kwargs: dict) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    params = list(signature.parameters.values())
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return slow
+    names = tuple(p.name for p in params)
+    rest = [tuple((p.name, p.default) for p in params[k:]) for k in range(len(params) + 1)]
+    empty = inspect.Parameter.empty
+
+    def bind(args: tuple, kwargs: dict) -> dict:
+        if len(args) >= len(names):
+            return dict(zip(names, args)) if len(args) == len(names) and not kwargs \
+                else slow(args, kwargs)
+        env = dict(zip(names, args))
+        used = 0
+        for name, default in rest[len(args)]:
+            if name in kwargs:
+                env[name] = kwargs[name]
+                used += 1
+            elif default is not empty:
+                env[name] = default
+            else:
+                return slow(args, kwargs)
+        if used != len(kwargs):
+            return slow(args, kwargs)
+        return env
+    return bind
 
 
 def no_bool(message: str) -> Callable:
@@ -171,15 +235,21 @@ def deflinear(name: str, forward: Callable, *, vjp: dict, **options) -> OpDef:
     op: OpDef | None = None
 
     def jvp(**env):
-        from .dispatch import call
-        args = {k: (env[f"{k}_t"] if k in op.diff_inputs else env[k]) for k in op.signature.parameters}
-        return call(op, **args)
+        # ``params`` follow the forward's parameters in order: tangents for
+        # the differentiable inputs, the arguments themselves for the rest
+        return _dispatch_call()(op, *[env[p] for p in params])
     inputs = options.pop("inputs", None) or _tensor_params(forward)
     nondiff = options.get("nondiff", ())
     params = tuple(f"{k}_t" if k in inputs and k not in nondiff else k
                    for k in inspect.signature(forward).parameters)
     op = defop(name, forward, vjp=vjp, jvp=Rule(jvp, params), inputs=inputs, **options)
     return op
+
+
+@functools.cache
+def _dispatch_call() -> Callable:
+    from .dispatch import call  # late: dispatch imports this module
+    return call
 
 
 PUBLIC: dict[str, Callable] = {}     # refengine.NAME written by hand (overloads)
