@@ -124,5 +124,17 @@ def run(func, inputs, name: str, check: str, kwargs: dict, seed: int,
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
                          time.perf_counter() - start, seed, base.family, base.sample_name,
-                         failures)
+                         failures, _unbatched(report))
     return result, report
+
+
+def _unbatched(report) -> str | None:
+    """Why some of the report's evaluations ran one vector at a time, if any did."""
+    batching = getattr(report, "batching", None) or {}
+    if batching.get("fallback"):
+        return batching["fallback"]
+    looped = batching.get("looped_ops")
+    if looped:
+        names = ", ".join(sorted(looped))
+        return f"ops without a batching rule ran once per example inside vmap: {names}"
+    return None

@@ -31,7 +31,9 @@ class CheckResult:
 
     ``message`` is one line: why it failed, was skipped, or errored.
     ``failures`` holds gradcheck's per-pair results (``Result.to_dict()``
-    without the matrices) for a failed check. For the HTML report a failed
+    without the matrices) for a failed check. ``unbatched`` says why the
+    check's Jacobians were built, wholly or partly, one vector at a time
+    (``None`` when every evaluation was batched). For the HTML report a failed
     check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
     NumPy blocks of its first ``JACOBIAN_PAIRS`` failing pairs (``None`` for
     a pair with no matrix), and ``check_kwargs``: the ``gradcheck.check``
@@ -51,6 +53,7 @@ class CheckResult:
     family: str = ""
     sample_name: str = ""
     failures: list = field(default_factory=list)
+    unbatched: str | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
     check_kwargs: dict | None = field(default=None, **_IN_MEMORY)
 

@@ -36,6 +36,8 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "diagnosis": str | null,           the kind of error, when recognised
       "seconds": float,
       "seed": int | null,                seed of the check's random probes
+      "unbatched": str | null,           why Jacobians were built one vector at a
+                                         time (no batching rule), or null
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "out_idx": int | null,
          "in_idx": int | null, "max_error": float | str, "where": [int] | null,

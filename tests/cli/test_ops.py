@@ -13,7 +13,7 @@ TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "comm
 RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, type(None)),
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),
-          "seed": (int, type(None)), "failures": list}
+          "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None))}
 FAILURE = {"check": str, "mode": str, "against": str, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "max_error": (float, str), "where": (list, type(None)),
            "tolerance": (float, str, type(None)), "diagnosis": (str, type(None)),
@@ -41,6 +41,14 @@ def assert_schema_v1(doc):
         assert r["key"] == f"{r['op']}|{r['dtype']}|{sample}|{r['check']}"
         for failure in r["failures"]:
             _conforms(failure, FAILURE)
+
+
+def test_the_json_says_which_checks_ran_unbatched(run_json):
+    # masked_select's size depends on its values: no batching rule can exist
+    _, doc = run_json("ops", "masked_select", "exp", "--check", "reverse", "--dtype", "float64")
+    unbatched = {r["op"]: r["unbatched"] for r in doc["results"] if r["status"] == "passed"}
+    assert "masked_select" in unbatched["masked_select"]
+    assert unbatched["exp"] is None
 
 
 def test_a_passing_sweep_exits_0_with_a_summary_table(run):
