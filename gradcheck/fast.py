@@ -104,9 +104,14 @@ def fast_reverse(problem: Problem, probes: Probes):
     jtv = {}
     for out_idx in problem.diff_out:
         base = problem.out_arrays[out_idx]
+        gos = coords.from_real_rows(probes.v[out_idx], base.shape, base.dtype)
+        batch = problem.with_extra("vjp", out_idx, gos, "fast mode")
         for p in range(probes.k):
-            go = coords.from_real(probes.v[out_idx][p], base.shape, base.dtype)
-            grads = grads_to_real(problem, problem.vjp({out_idx: go}, "fast mode"))
+            if batch is None:
+                grads = grads_to_real(problem, problem.vjp({out_idx: gos[p]}, "fast mode"))
+            else:
+                grads = grads_to_real(problem, {i: None if g is None else g[p]
+                                                for i, g in batch.items()})
             for in_idx, g in grads.items():
                 jac.blocks.setdefault((out_idx, in_idx), np.zeros((probes.k, 1)))[p, 0] = g @ probes.u[in_idx][p]
                 jtv.setdefault((out_idx, in_idx), np.zeros((probes.k, g.size)))[p] = g
@@ -122,9 +127,13 @@ def fast_forward(problem: Problem, probes: Probes):
     ju_all = {}
     for in_idx in problem.diff_in:
         base = problem.arrays[in_idx]
+        tangents = coords.from_real_rows(probes.u[in_idx], base.shape, base.dtype)
+        batch = problem.with_extra("jvp", in_idx, tangents, "fast mode")
         for p in range(probes.k):
-            tangent = coords.from_real(probes.u[in_idx][p], base.shape, base.dtype)
-            outs = tangents_to_real(problem, problem.jvp({in_idx: tangent}, "fast mode"))
+            if batch is None:
+                outs = tangents_to_real(problem, problem.jvp({in_idx: tangents[p]}, "fast mode"))
+            else:
+                outs = tangents_to_real(problem, {o: t[p] for o, t in batch.items()})
             for o in problem.diff_out:
                 jac.blocks.setdefault((o, in_idx), np.zeros((probes.k, 1)))[p, 0] = probes.v[o][p] @ outs[o]
                 ju_all.setdefault((o, in_idx), np.zeros((probes.k, outs[o].size)))[p] = outs[o]

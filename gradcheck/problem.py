@@ -161,8 +161,8 @@ class Problem:
         and return ``None``, so the caller runs its loop instead, which reports
         a failure exactly as it would without batching."""
         from gradcheck.batching import batching_enabled
-        if not batching_enabled() or size == 0 or kind in self._unbatchable:
-            return None
+        if not batching_enabled() or size <= 1 or kind in self._unbatchable:
+            return None     # (one vector: a plain call is cheaper than a batch of one)
         try:
             with self.engine.looped_ops() as looped:
                 result = compute()
