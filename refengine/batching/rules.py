@@ -9,8 +9,18 @@ the structure they exploit:
   the logical dimensions up;
 - ``over_dims(...)``: ops with dimension arguments; each logical dimension is
   shifted past the batch dimension;
+- ``reduction(...)``: reductions over ``dim`` with ``keepdim``, where
+  ``None`` means every dimension of the example;
+- ``along_dim(...)``: ops that map each slice along one dim to a slice of
+  the same shape (``cumsum``, ``softmax``);
 - ``trailing``: ops on the trailing dimensions that accept any leading batch
-  dimensions (linear algebra on ``(..., n, n)``), given the ranks line up.
+  dimensions, given the ranks line up; ``matrices`` for those on matrices
+  (linear algebra on ``(..., n, n)``).
+
+Helpers for op-specific rules: ``pad_batched`` / ``pad_to`` (size-1 dims
+after the batch dim), ``shift_dim(s)``, ``expand_batch`` /
+``materialize_items`` (give an unbatched argument the batch),
+``item_rank`` and ``logical_shape``.
 
 A rule raises ``NotBatchable`` for a case it does not handle; the op then
 runs once per batch element.
@@ -33,12 +43,8 @@ def pad_batched(call, names=None, rank: int | None = None) -> dict:
     names = _tensor_names(call) if names is None else names
     if rank is None:
         rank = max((call.rank(n) for n in names), default=0)
-    changes = {}
-    for n in names:
-        if n in call.batched and call.rank(n) < rank:
-            v = call.env[n]
-            changes[n] = v.reshape(v.shape[0], *([1] * (rank - call.rank(n))), *v.shape[1:])
-    return changes
+    return {n: pad_to(call.env[n], rank) for n in names
+            if n in call.batched and call.rank(n) < rank}
 
 
 def elementwise(call):
@@ -129,11 +135,6 @@ def trailing(call):
     if call.items:
         raise NotBatchable("list arguments")
     return call.run(**pad_batched(call))
-
-
-def materialize_all(call, names) -> dict:
-    """Every argument in ``names`` with a batch dimension (expanded if unbatched)."""
-    return {n: call.materialize(n) for n in names if call.env.get(n) is not None}
 
 
 def matrices(call):
