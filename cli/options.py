@@ -78,7 +78,7 @@ def report_options(func):
 
 
 def html_option(func):
-    """--html PATH (``ops`` and ``op``): the self-contained HTML report."""
+    """--html PATH (``ops``, ``op`` and ``check``): the self-contained HTML report."""
     return click.option(
         "--html", type=click.Path(dir_okay=False, writable=True), metavar="PATH",
         help="Also write an HTML report to PATH: the summary table and, for each failure, "

@@ -235,8 +235,10 @@ def _target_results(task: TargetTask) -> list:
             continue
         kwargs = checkrun.options(check, policy, None, target.has_jvp)
         seed = checkrun.derive_seed(policy.seed, task.op, task.index, check)
-        results.append(checkrun.run(target.func, inputs, target.name, check, kwargs, seed,
-                                    base)[0])
+        result, report = checkrun.run(target.func, inputs, target.name, check, kwargs, seed,
+                                      base)
+        keep_evidence(result, report, kwargs)
+        results.append(result)
     return results
 
 

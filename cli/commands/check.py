@@ -10,6 +10,7 @@ from cli.errors import InputError
 from cli.options import (
     ENGINES,
     check_options,
+    html_option,
     parse_checks,
     report_options,
     require_engine,
@@ -89,8 +90,9 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the results are the same for any number.")
 @report_options
+@html_option
 def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, jobs, fmt,
-          junit_xml, baseline, write_baseline, fail_fast, verbose, quiet):
+          junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -105,7 +107,7 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     from cli.reporting import check_writable, finish, load_baseline
     from cli.sweep import Settings
     level = verbosity(verbose, quiet)
-    check_writable(junit_xml, write_baseline)
+    check_writable(junit_xml, write_baseline, html)
     if (target is None) == (plugin is None):
         raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "
                          "'adcheck check --help'")
@@ -121,4 +123,9 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     else:
         report = _target_report(target, specs, engine, settings, jobs, fail_fast, level)
-    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)
+    try:
+        finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)
+    finally:    # finish() always exits; the page follows, with the baseline comparison
+        if html is not None:
+            from cli.formats.html import write_report
+            write_report(html, report)

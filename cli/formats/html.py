@@ -18,6 +18,7 @@ step, so a failure or Ctrl-C never leaves half a page.
 from __future__ import annotations
 
 import os
+import shlex
 from html import escape
 from types import SimpleNamespace
 from typing import TextIO
@@ -107,7 +108,7 @@ def page(report: RunReport) -> str:
     body = [_header(report), _summary(report, anchors)]
     if failed:
         body.append(f'<h2>Failures <span class="dim">({len(failed)})</span></h2>')
-        engine = report.settings.get("engine", "refengine")
+        reproduce = _reproducer(report)
         budget, undrawn = MAX_CELLS, 0
         for r in failed:
             cells = _cells(r)
@@ -116,7 +117,7 @@ def page(report: RunReport) -> str:
                 budget -= cells
             else:
                 undrawn += 1
-            body.append(_card(r, anchors[id(r)], engine, drawn, r.key in accepted))
+            body.append(_card(r, anchors[id(r)], reproduce, drawn, r.key in accepted))
         if undrawn:
             body.append(f'<p class="note">{undrawn} failed checks are described without '
                         f"heatmaps, to keep this page under {MAX_CELLS:,} heatmap cells.</p>")
@@ -223,7 +224,32 @@ def _cells(r) -> int:
     return total
 
 
-def _card(r, anchor: str, engine: str, drawn: bool, accepted: bool) -> str:
+def _reproducer(report: RunReport):
+    """How a failed check is reproduced: Python for an op of the registry; for
+    a user's object (``adcheck check MODULE:OBJECT``) the command line, since
+    its inputs come from the --inputs specs and the seed."""
+    settings = report.settings
+    engine = settings.get("engine", "refengine")
+    if report.command == "check" and settings.get("kind"):
+        def command(r) -> str:
+            words = ["adcheck", "check", settings["target"]]
+            for spec in settings.get("inputs") or []:
+                words += ["--inputs", spec]
+            words += ["--check", r.check, "--seed", str(settings.get("seed"))]
+            if engine != "refengine":
+                words += ["--engine", engine]
+            if not settings.get("precise", True):
+                words.append("--torch-tolerances")
+            return " ".join(shlex.quote(w) for w in words) + "\n"
+        return command
+
+    def python(r) -> str:
+        from cli.formats.detail import snippet
+        return snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs).code
+    return python
+
+
+def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
     sample = "*" if r.sample is None else r.sample
     tag = ' <span class="badge known-failure">accepted by the baseline</span>' if accepted else ""
     out = [f'<section class="card{" accepted" if accepted else ""}" id="{anchor}">',
@@ -240,8 +266,7 @@ def _card(r, anchor: str, engine: str, drawn: bool, accepted: bool) -> str:
         out.append(f'<p class="note dim">Jacobians are drawn for the first {len(r.jacobians)} '
                    "failing pairs.</p>")
     if r.check_kwargs is not None and r.sample is not None:
-        from cli.formats.detail import snippet
-        code = snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs).code
+        code = reproduce(r)
         out.append(f"<details open><summary>Reproduce</summary><pre><code>{escape(code)}"
                    "</code></pre></details>")
     out.append("</section>")

@@ -5,6 +5,7 @@ import fcntl
 import json
 import os
 import queue
+import shlex
 import shutil
 import subprocess
 import threading
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_paths import CLI_TEST_OPS, WRONG_OPS
+from cli_paths import CLI_TEST_OPS, USER_FUNCTIONS, WRONG_OPS
 
 import cli.sweep
 import refengine as E
@@ -191,6 +192,22 @@ def test_op_html_marks_the_wrong_diagonal_of_each_sample(run, tmp_path):
     text = "".join(doc.text)
     assert "analytical is 2 times numerical" in text
     assert "info.sample(1, refengine.float64, requires_grad=True)" in text
+
+
+def test_check_html_draws_a_user_function_and_the_command_that_reproduces_it(run, tmp_path):
+    path = tmp_path / "check.html"
+    result = run("check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(3)",
+                 "--check", "reverse", "--seed", "3", "--html", path)
+    assert result.exit_code == 1
+    doc = Page(path.read_text())
+    (card,) = doc.cards
+    assert all(marked(h) == {"0,0", "1,1", "2,2"} for h in card["heatmaps"])
+    line = next(line for line in "".join(doc.text).splitlines() if "--inputs" in line)
+    command = line[line.index("adcheck check "):]
+    assert "--seed 3" in command and "--inputs 'randn(3)'" in command
+    # the command, run again, fails the same way
+    again = run(*shlex.split(command)[1:], "-q")
+    assert again.exit_code == 1 and "analytical is 2 times numerical" in again.stdout
 
 
 def test_ops_html_from_worker_processes_draws_only_the_failures(run, tmp_path):
