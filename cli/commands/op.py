@@ -123,7 +123,7 @@ def _render(info, rows, settings, level: int) -> None:
                                       info.supports("forward", d),
                                       True if result.check == "reference" else None)
             console.print(failure_panel(result, report, kwargs, settings.policy.engine,
-                                        limit=99 if level > 0 else 2))
+                                        limit=99 if level > 0 else 2, plugins=settings.plugins))
         elif result.status in ("error", "known-failure") or (
                 level > 0 and result.status == "skipped"):
             sample = "*" if result.sample is None else result.sample
@@ -151,7 +151,7 @@ def _html(path, info, rows, settings, dtypes, seconds, interrupted=False) -> Non
     policy = settings.policy
     recorded = {"op": info.name, "engine": policy.engine, "precise": policy.precise,
                 "checks": list(settings.checks), "dtypes": dtypes, "seed": policy.seed,
-                "timeout": settings.timeout}
+                "timeout": settings.timeout, "plugins": list(settings.plugins)}
     write_report(path, RunReport("op", recorded, [result for _, _, result, _ in rows],
                                  interrupted=interrupted, seconds=seconds))
 
@@ -195,7 +195,8 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     wanted = [d for d in (chosen_dtypes or ("float64", "complex128")) if d in own]
     if not wanted:
         raise InputError(f"{name} supports {', '.join(own)}; pick --dtype among them")
-    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout)
+    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
+                        tuple(str(p) for p in plugins))
     rows: list = []
     start = time.perf_counter()
     try:

@@ -98,6 +98,7 @@ def run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops",
     policy = settings.policy
     recorded = {"engine": policy.engine, "precise": policy.precise,
                 "checks": list(settings.checks), "dtypes": dtypes, "seed": policy.seed,
+                "plugins": list(settings.plugins),
                 "timeout": settings.timeout, "fail_fast": fail_fast, **(extra_settings or {})}
     return RunReport(command, recorded, results, interrupted=status == "interrupted",
                      stopped_early=status == "stopped", seconds=time.perf_counter() - start)

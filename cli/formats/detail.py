@@ -79,14 +79,19 @@ def jacobian_pair(failure, label: str) -> Group:
     return Group(Text(""), grid, legend)
 
 
-def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: dict) -> Syntax:
-    """Python that reproduces one check of one sample, exactly as adcheck ran it."""
+def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: dict,
+            plugins: tuple = ()) -> Syntax:
+    """Python that reproduces one check of one sample, exactly as adcheck ran it
+    (``plugins``: the --plugin files the op may come from, loaded first, as
+    given: the snippet runs where the command ran)."""
     shown = {k: v for k, v in kwargs.items() if k != "reference"}
     args = "".join(f", {k}={v!r}" for k, v in shown.items())
     if "reference" in kwargs:
         args += ", reference=call.reference"
+    loads = "".join(f"opinfo.load_plugin({p!r})\n" for p in plugins)
     code = (f"import gradcheck, opinfo, refengine\n"
             f"from cli.samplecall import SampleCall\n\n"
+            f"{loads}"
             f"info = opinfo.get({op!r})\n"
             f"sample = info.sample({sample}, refengine.{dtype}, requires_grad=True)\n"
             f"call = SampleCall(info, sample, {engine!r})\n"
@@ -96,7 +101,8 @@ def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: di
     return Syntax(code, "python", theme="ansi_dark", background_color="default")
 
 
-def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2) -> Panel:
+def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2,
+                  plugins: tuple = ()) -> Panel:
     """One failing check: each failing pair's Jacobians, the diagnosis, a snippet."""
     parts = []
     for failure in report.failures[:limit]:
@@ -112,7 +118,8 @@ def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2) -> 
     parts.append(Text(f"\ndiagnosis: {report.diagnosis or 'no recognised pattern'}",
                       style="bold cyan"))
     parts.append(Text("\nreproduce:", style="bold"))
-    parts.append(snippet(result.op, result.dtype, result.sample, engine, result.seed, kwargs))
+    parts.append(snippet(result.op, result.dtype, result.sample, engine, result.seed, kwargs,
+                         plugins))
     title = Text(f"{result.op} {result.dtype}[{result.sample}] {result.check}: "
                  f"{result.status}", style="bold red")
     return Panel(Group(*parts), title=title, title_align="left", border_style="red")

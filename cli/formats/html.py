@@ -245,7 +245,8 @@ def _reproducer(report: RunReport):
 
     def python(r) -> str:
         from cli.formats.detail import snippet
-        return snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs).code
+        return snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs,
+                       tuple(settings.get("plugins") or ())).code
     return python
 
 

@@ -10,9 +10,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
   "adcheck_version": "0.1.0",
   "command": "ops" | "check",
   "settings": {                          how the run was asked for
-    "engine": "refengine" | "torch", "precise": bool, "checks": [str],
+    "engine": "refengine" | "torch" | "jax", "precise": bool, "checks": [str],
     "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
     "seed": int, "timeout": float | null, "fail_fast": bool,
+    "plugins": [str],                    the --plugin files (not for 'check')
     "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
     "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
   },                                     is, and the --inputs specs

@@ -2,12 +2,15 @@
 in headless Chromium (Debian's chromium package)."""
 import base64
 import fcntl
+import html
 import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from html.parser import HTMLParser
@@ -192,6 +195,13 @@ def test_op_html_marks_the_wrong_diagonal_of_each_sample(run, tmp_path):
     text = "".join(doc.text)
     assert "analytical is 2 times numerical" in text
     assert "info.sample(1, refengine.float64, requires_grad=True)" in text
+    # the reproducer loads the plugin the op comes from, and reproduces the failure
+    code = re.findall(r"<pre><code>(.*?)</code></pre>", path.read_text(), re.S)[0]
+    code = html.unescape(code)
+    assert "opinfo.load_plugin(" in code
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert "analytical is 2 times numerical" in ran.stdout, ran.stderr
 
 
 def test_check_html_draws_a_user_function_and_the_command_that_reproduces_it(run, tmp_path):
