@@ -147,7 +147,7 @@ class Problem:
         result = batch(idx, units, what)
         if result is None:
             return None
-        n, start = len(units) - len(vectors), len(units) - len(vectors)
+        n = start = len(units) - len(vectors)
         for key, vs in pending:
             self.extra_results[key] = [{k: None if v is None else v[start + j]
                                         for k, v in result.items()} for j in range(len(vs))]
