@@ -31,23 +31,26 @@ def directional(problem: Problem, directions: dict, step: float) -> dict:
     return {o: coords.to_real(v) for o, v in outs.items()}
 
 
-def perturbed_batch(problem: Problem, in_idx: int, steps: np.ndarray, what: str) -> dict | None:
-    """``perturbed`` for every step ``steps[k, c]`` of every coordinate ``c`` of
-    input ``in_idx``, in one batched evaluation: by output, an array of shape
-    ``(len(steps), coordinates, output real size)``; ``None`` if it cannot batch."""
+def perturbed_batch(problem: Problem, in_idx: int, steps: np.ndarray, what: str,
+                    columns=None) -> dict | None:
+    """``perturbed`` for every step ``steps[k, j]`` of coordinate ``columns[j]``
+    (default: every coordinate of input ``in_idx``), in one batched evaluation:
+    by output, an array of shape ``(len(steps), len(columns), output real
+    size)``; ``None`` if it cannot batch."""
     base = problem.arrays[in_idx]
     vector = coords.to_real(base)
     n = vector.size
     if n == 0:
         return None     # nothing to perturb: the loop handles empty inputs
-    moved = np.broadcast_to(vector, (len(steps), n, n)).copy()
-    diagonal = np.arange(n)
-    moved[:, diagonal, diagonal] += steps
+    columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
+    moved = np.broadcast_to(vector, (len(steps), len(columns), n)).copy()
+    moved[:, np.arange(len(columns)), columns] += steps
     arrays = coords.from_real_rows(moved.reshape(-1, n), base.shape, base.dtype)
     outs = problem.evaluate_batch(in_idx, arrays, what)
     if outs is None:
         return None
-    return {o: coords.to_real_rows(v).reshape(len(steps), n, problem.layout.out_size(o))
+    return {o: coords.to_real_rows(v).reshape(len(steps), len(columns),
+                                               problem.layout.out_size(o))
             for o, v in outs.items()}
 
 

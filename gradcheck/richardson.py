@@ -21,7 +21,7 @@ import numpy as np
 from gradcheck import coords
 from gradcheck.errors import GradcheckError
 from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import perturbed
+from gradcheck.numerical import perturbed, perturbed_batch
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
@@ -60,24 +60,12 @@ def _evaluate_batch(problem, in_idx, steps, columns) -> dict | None:
     ``columns[j]``, for every level ``k``, in one batched evaluation: by output,
     ``(plus, minus)`` arrays of shape (levels, columns, output real size).
     ``None``: the function does not batch."""
-    base = problem.arrays[in_idx]
-    vector = coords.to_real(base)
-    n, levels = vector.size, len(steps)
-    if n == 0:
-        return None     # nothing to perturb: the loop handles empty inputs
-    columns = np.asarray(columns, dtype=np.intp)
-    moved = np.broadcast_to(vector, (2, levels, len(columns), n)).copy()
-    picked = np.arange(len(columns))
-    moved[0, :, picked, columns] += steps.T
-    moved[1, :, picked, columns] -= steps.T
-    arrays = coords.from_real_rows(moved.reshape(-1, n), base.shape, base.dtype)
-    outs = problem.evaluate_batch(in_idx, arrays, f"extrapolating finite differences for "
-                                  f"input {in_idx}")
-    if outs is None:
+    both = perturbed_batch(problem, in_idx, np.concatenate([steps, -steps]),
+                           f"extrapolating finite differences for input {in_idx}", columns)
+    if both is None:
         return None
-    real = {o: coords.to_real_rows(v).reshape(2, levels, len(columns), problem.layout.out_size(o))
-            for o, v in outs.items()}
-    return {o: (r[0], r[1]) for o, r in real.items()}
+    levels = len(steps)
+    return {o: (r[:levels], r[levels:]) for o, r in both.items()}
 
 
 def _stacked_differences(problem, in_idx, steps, columns) -> tuple:
@@ -196,7 +184,6 @@ def richardson_blocks(problem: Problem) -> Jacobian:
     """The numerical Jacobian by extrapolation, with ``errors`` filled."""
     start, before = time.perf_counter(), problem.counts["function"]
     jac = Jacobian("numerical", problem.layout, errors={})
-    outs = problem.float_out
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
         for o, (best, err) in _columns(problem, in_idx, _steps(x)).items():

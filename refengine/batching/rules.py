@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes
+from ..tensor import Tensor
 from .batched import NotBatchable
 
 
 def _tensor_names(call) -> list:
-    from ..tensor import Tensor
     return [n for n, v in call.env.items() if isinstance(v, Tensor)]
 
 
@@ -71,8 +72,6 @@ def _example_promotion(call) -> dict:
     tensor * float64 0-d tensor is float32), but its batch is dimensioned:
     a batched 0-d argument is cast to the example's result dtype first.
     """
-    from .. import dtypes
-    from ..tensor import Tensor
     names = [n for n in (call.op.promote or ()) if isinstance(call.env.get(n), Tensor)]
     zero_d = [n for n in names if n in call.batched and call.rank(n) == 0]
     if not zero_d or len(names) < 2:
