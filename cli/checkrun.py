@@ -15,13 +15,7 @@ import time
 from dataclasses import dataclass
 
 from cli.results import CheckResult
-
-CHECK_NAMES = ("reverse", "forward", "fast", "gradgrad", "fwgrad_bwgrad", "reference")
-DEFAULT_CHECKS = ("reverse", "forward", "gradgrad", "reference")
-#: the OpInfo mode a check needs, and the KnownFailure check that covers it
-_MODE = {"reverse": "reverse", "forward": "forward", "fast": "reverse",
-         "gradgrad": "gradgrad", "fwgrad_bwgrad": "fwgrad_bwgrad", "reference": "reverse"}
-_KNOWN_AS = {"fast": "reverse"}
+from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -44,28 +38,17 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
             reference=None) -> dict:
     """The ``gradcheck.check`` keywords of a check name."""
     tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
-    base = {"precise": True} if policy.precise else dict(tol)
-    if check == "reverse":
-        return base
-    if check == "forward":
-        return dict(base, check_forward_ad=True, check_backward_ad=False)
-    if check == "fast":
-        return dict(tol, fast_mode=True, check_forward_ad=forward)
-    if check == "gradgrad":
-        return dict(base, order=2)
-    if check == "fwgrad_bwgrad":
-        return dict(base, order=2, check_forward_ad=True, check_backward_ad=False)
-    if check == "reference":
-        return dict(base, reference=reference, check_forward_ad=forward)
-    raise ValueError(f"unknown check {check!r}; expected one of {', '.join(CHECK_NAMES)}")
+    return check_named(check).keywords(precise=policy.precise, has_forward=forward,
+                                       reference=reference, **tol)
 
 
 def skip_reason(info, check: str, dtype, call) -> str | None:
     """Why ``check`` does not apply to this op, dtype and sample, or ``None``."""
     if not call.inputs:
         return "no input of this sample requires grad"
-    if not info.supports(_MODE[check], dtype):
-        return f"the op does not declare support for {_MODE[check]} mode on {dtype}"
+    capability = CHECKS[check].capability
+    if not info.supports(capability, dtype):
+        return f"the op does not declare support for {capability} mode on {dtype}"
     if check == "reference":
         if info.mpmath_ref is None:
             return "the op has no mpmath reference"
@@ -76,12 +59,10 @@ def skip_reason(info, check: str, dtype, call) -> str | None:
 
 def known_failure(info, check: str, dtype, sample, engine: str):
     """The ``KnownFailure`` declared for this check, or ``None``."""
-    from opinfo import CHECKS
-    name = _KNOWN_AS.get(check, check)
+    name = CHECKS[check].known_as
     if engine == "torch":
         # torch's own formulas: only failures declared against torch apply
-        return info.known_failure(f"torch_{name}", dtype, sample) \
-            if f"torch_{name}" in CHECKS else None
+        return info.known_failure(f"torch_{name}", dtype, sample)
     return info.known_failure(name, dtype, sample)
 
 

@@ -12,6 +12,14 @@ import click
 
 from cli.errors import InputError
 
+#: the checks as --check's help lists them (gradcheck.modes holds the vocabulary, but
+#: importing it would import NumPy before --help; a test keeps the two in step)
+CHECK_HELP = ("reverse (vjp against finite differences), forward (jvp against finite "
+              "differences), fast (one random projection each way (fast mode)), gradgrad "
+              "(reverse over reverse: the vjp's own vjp), fwgrad_bwgrad (forward over "
+              "reverse: the vjp's jvp), reference (against the op's mpmath reference "
+              "instead of finite differences)")
+
 DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
 ENGINES = ("refengine", "torch")
 
@@ -28,11 +36,7 @@ def check_options(default_checks: str, engines: tuple = ENGINES):
     """--check, --engine, --precise/--torch-tolerances, --seed, --timeout."""
     return _apply([
         click.option("--check", "checks", default=default_checks, show_default=True,
-                     metavar="LIST",
-                     help="Comma-separated checks: reverse (vjp against finite "
-                          "differences), forward (jvp), fast (one random projection each "
-                          "way), gradgrad (reverse over reverse), fwgrad_bwgrad (forward "
-                          "over reverse), reference (against the mpmath reference)."),
+                     metavar="LIST", help="Comma-separated checks: " + CHECK_HELP + "."),
         click.option("--engine", type=click.Choice(engines), default="refengine",
                      show_default=True,
                      help="Whose formulas to check: refengine's, or torch's own for every "
@@ -89,7 +93,7 @@ def html_option(func):
 
 
 def parse_checks(text: str) -> tuple:
-    from cli.checkrun import CHECK_NAMES
+    from gradcheck.modes import CHECK_NAMES
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in CHECK_NAMES]
     if unknown or not names:

@@ -17,11 +17,13 @@ import numpy as np
 import refengine
 from refengine import dtypes as _dt
 
+from gradcheck.modes import CAPABILITIES, KNOWN_AS
+
 from .samples import materialize
 
-#: the checks a known failure can name
-CHECKS = ("values", "reverse", "forward", "gradgrad", "fwgrad_bwgrad", "reference",
-          "torch_values", "torch_reverse", "torch_forward")
+#: the checks a known failure can name: the values, each check's known-failure name,
+#: and the same against torch's own formulas (``torch_``)
+CHECKS = ("values", *KNOWN_AS) + tuple(f"torch_{name}" for name in ("values", *KNOWN_AS))
 
 
 def identity(x):
@@ -285,13 +287,11 @@ class OpInfo:
         if dtype is not None and (dtype not in self.dtypes or
                                   (dtype.is_complex and not self.supports_complex_autograd)):
             return False
-        flags = {"reverse": self.supports_autograd,
-                 "forward": self.supports_autograd and self.supports_forward_ad,
-                 "gradgrad": self.supports_autograd and self.supports_gradgrad,
-                 "fwgrad_bwgrad": self.supports_autograd and self.supports_fwgrad_bwgrad}
-        if mode not in flags:
-            raise ValueError(f"unknown mode {mode!r}; expected one of {sorted(flags)}")
-        return flags[mode]
+        if mode not in CAPABILITIES:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(CAPABILITIES)}")
+        own = {"reverse": True, "forward": self.supports_forward_ad,
+               "gradgrad": self.supports_gradgrad, "fwgrad_bwgrad": self.supports_fwgrad_bwgrad}
+        return self.supports_autograd and own[mode]
 
     def __repr__(self) -> str:
         return f"OpInfo({self.name!r}, family={self.family!r}, torch_name={self.torch_name!r})"

@@ -8,17 +8,16 @@ import click
 
 from cli.options import verbosity
 
-MODES = ("reverse", "forward", "gradgrad", "fwgrad_bwgrad")
-HEADERS = {"reverse": "rev", "forward": "fwd", "gradgrad": "gg", "fwgrad_bwgrad": "fwbw"}
 SHORT_DTYPE = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
 
 
 def describe(info) -> dict:
     """One op of the registry as data (the JSON rows of ``adcheck list``)."""
+    from gradcheck.modes import CAPABILITIES
     return {
         "name": info.name, "family": info.family, "torch_name": info.torch_name,
         "dtypes": [str(d).rsplit(".", 1)[-1] for d in info.dtypes],
-        "modes": {mode: info.supports(mode) for mode in MODES},
+        "modes": {mode: info.supports(mode) for mode in CAPABILITIES},
         "complex_autograd": bool(info.supports_complex_autograd),
         "numpy_ref": info.ref is not None, "mpmath_ref": info.mpmath_ref is not None,
         "known_failures": [{"check": kf.check, "reason": kf.reason,
@@ -31,11 +30,15 @@ def _table(rows: list, out, verbose: bool) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from gradcheck.modes import CAPABILITIES as MODES
+    from gradcheck.modes import CHECKS
+    headers = {mode: CHECKS[mode].short for mode in MODES}
     table = Table(title=f"{len(rows)} ops", title_justify="left",
-                  caption="rev: reverse, fwd: forward, gg: gradgrad, fwbw: fwgrad_bwgrad "
-                          "(supported modes); mpmath: has an mpmath reference",
+                  caption=", ".join(f"{headers[m]}: {m}" for m in MODES)
+                  + " (supported modes); mpmath: has an mpmath reference",
                   caption_justify="left")
-    for column in ("op", "family", "torch", "dtypes", *(HEADERS[m] for m in MODES), "mpmath",
+    for column in ("op", "family", "torch", "dtypes", *(headers[m] for m in MODES), "mpmath",
                    "known failures"):
         table.add_column(column, no_wrap=column != "known failures")
     mark = {True: Text("yes", style="green"), False: Text("-", style="dim")}
