@@ -2,6 +2,8 @@
 
 click's ``ClickException`` exits 1, which we keep for "a check failed";
 ``InputError`` prints one ``Error: ...`` line and exits 2 (ExitCode.USAGE).
+The runner raises its own ``runner.errors.RunnerError`` for bad input; the
+command group (``cli.main``) turns one that reaches it into an ``InputError``.
 """
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Exit statuses of ``adcheck``: one enum, as ruff does it."""
-from enum import IntEnum
+"""Exit statuses of ``adcheck``: one enum (the runner's), as ruff does it."""
+from runner.results import ExitCode
 
-
-class ExitCode(IntEnum):
-    OK = 0             # every check passed
-    FAILED = 1         # a check failed (a wrong formula)
-    USAGE = 2          # the user called us wrong, or gave bad input
-    INTERRUPTED = 130  # Ctrl-C; the partial report was written
+__all__ = ["ExitCode"]

@@ -24,11 +24,12 @@ COMMANDS = {
 
 
 #: adcheck's own packages: failing to import one means a broken installation
-PACKAGES = ("refengine", "gradcheck", "opinfo", "conformance", "cli")
+PACKAGES = ("refengine", "gradcheck", "opinfo", "conformance", "runner", "cli")
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported on first use; Ctrl-C exits 130."""
+    """A group whose commands are imported on first use; Ctrl-C exits 130; the
+    runner's refusals (``runner.errors.RunnerError``) are usage errors (exit 2)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -45,6 +46,12 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+        except ValueError as exc:
+            from runner.errors import RunnerError
+            if not isinstance(exc, RunnerError):
+                raise
+            from .errors import InputError
+            raise InputError(str(exc)) from None
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] not in PACKAGES:
                 raise

@@ -11,6 +11,7 @@ import importlib.util
 import click
 
 from cli.errors import InputError
+from runner.registry import DTYPE_NAMES
 
 #: the checks as --check's help lists them (gradcheck.modes holds the vocabulary, but
 #: importing it would import NumPy before --help; a test keeps the two in step)
@@ -20,7 +21,6 @@ CHECK_HELP = ("reverse (vjp against finite differences), forward (jvp against fi
               "reverse: the vjp's jvp), reference (against the op's mpmath reference "
               "instead of finite differences)")
 
-DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
 ENGINES = ("refengine", "torch")
 
 

@@ -9,14 +9,14 @@ from contextlib import contextmanager
 import click
 
 from cli.errors import InputError
-from cli.results import RunReport
+from runner.results import RunReport
 
 
 def load_baseline(path: str | None) -> set | None:
     """Read the baseline before the run, so a bad file costs no sweep."""
     if path is None:
         return None
-    from cli import baseline
+    from runner import baseline
     try:
         return baseline.load(path)
     except baseline.BaselineError as exc:
@@ -70,10 +70,21 @@ def progress_bar(total: int, enabled: bool):
 
 
 def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
-           baseline_path: str | None, write_baseline: str | None, level: int) -> None:
+           baseline_path: str | None, write_baseline: str | None, level: int,
+           html: str | None = None) -> None:
     """Compare, render, write the files, and exit with the report's status."""
-    from cli import baseline
+    try:
+        _finish(report, fmt, junit_xml, accepted, baseline_path, write_baseline, level)
+    finally:    # _finish() always exits; the page follows, with the baseline comparison
+        if html is not None:
+            from cli.formats.html import write_report
+            write_report(html, report)
+
+
+def _finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
+            baseline_path: str | None, write_baseline: str | None, level: int) -> None:
     from cli.formats import get_format
+    from runner import baseline
     if accepted is not None:
         report.baseline = baseline.compare(report.results, accepted, baseline_path)
     out = sys.stdout

@@ -3,10 +3,10 @@
 ``plan_cases`` reads the ``adcheck_ops`` marker's selection (name patterns,
 families, dtypes, checks) and returns the cases in registry order, then
 dtype, then sample index, so every pytest-xdist worker collects the same
-ids in the same order. The selection is ``adcheck ops``'s (``select`` and
-``plan``), and a case runs its checks as the sweep does (``check_sample``),
-with the same per-check seeds: a case fails here exactly when
-``adcheck ops`` reports it.
+ids in the same order. The selection is ``adcheck ops``'s
+(``runner.selection``), and a case runs its checks through the runner's
+task runner, in this process (pytest-xdist isolates), with the same
+per-check seeds: a case fails here exactly when ``adcheck ops`` reports it.
 """
 from __future__ import annotations
 
@@ -39,36 +39,35 @@ def _checked(names: tuple, allowed: tuple, what: str) -> tuple:
 
 
 def settings_for(checks: tuple, seed: int):
-    """The sweep's ``Settings`` for these checks (all: the CLI's defaults)."""
-    from cli.checkrun import CHECK_NAMES, DEFAULT_CHECKS, Policy
-    from cli.sweep import Settings
+    """The runner's ``Settings`` for these checks (all: the CLI's defaults)."""
+    from runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from runner.tasks import Settings
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else DEFAULT_CHECKS
-    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed))
+    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed),
+                    keep_reports=True)
 
 
 def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0) -> list:
     """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=)``
     selects; ``SelectionError`` when it selects nothing or names something unknown."""
-    import opinfo
-    from cli.commands.ops import select
-    from cli.errors import InputError
-    from cli.options import DTYPE_NAMES
-    from cli.sweep import dtype_named, plan
+    from runner.errors import RunnerError
+    from runner.registry import DTYPE_NAMES
+    from runner.selection import plan, select
     dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
     settings = settings_for(_names(checks, "checks"), seed)
+    registry = settings.registry
     try:
-        infos = select(opinfo, tuple(patterns), _names(family, "family"), "refengine")
-    except InputError as exc:
-        raise SelectionError(exc.message) from None
+        infos = select(registry, tuple(patterns), _names(family, "family"), "refengine").infos
+    except RunnerError as exc:
+        raise SelectionError(str(exc)) from None
     if not infos:
         raise SelectionError("selects no op: no op matches both the name patterns and the "
                              "families")
     cases = []
     for task in plan(infos, list(dtype_names) or None, settings):
-        info = opinfo.get(task.op)
-        specs = info.sample_func(info, dtype_named(task.dtype))
-        cases += [OpCase(task.op, task.dtype, i, spec.name, settings)
-                  for i, spec in enumerate(specs)]
+        info = registry.get(task.op)
+        names = registry.sample_names(info, registry.dtype(task.dtype))
+        cases += [OpCase(task.op, task.dtype, i, name, settings) for i, name in enumerate(names)]
     if not cases:
         raise SelectionError("selects no sample: no selected op supports the selected "
                              "dtypes; widen the patterns or dtypes")
@@ -102,20 +101,18 @@ class OpCase:
 
     @property
     def checks(self) -> tuple:
-        """The check names ``run()`` runs by default (see ``cli.checkrun``)."""
+        """The check names ``run()`` runs by default (see ``gradcheck.modes``)."""
         return self.settings.checks
 
     @property
     def op(self):
         """The ``OpInfo``."""
-        import opinfo
-        return opinfo.get(self.op_name)
+        return self.settings.registry.get(self.op_name)
 
     @property
     def dtype(self):
         """The refengine dtype."""
-        from cli.sweep import dtype_named
-        return dtype_named(self.dtype_name)
+        return self.settings.registry.dtype(self.dtype_name)
 
     @property
     def sample(self):
@@ -126,20 +123,26 @@ class OpCase:
 
     @property
     def call(self):
-        """The sample as ``call.func(*call.inputs)`` (a ``cli.samplecall.SampleCall``)."""
-        from cli.samplecall import SampleCall
-        return SampleCall(self.op, self.sample, self.settings.policy.engine)
+        """The sample as ``call.func(*call.inputs)`` (a ``runner.samplecall.SampleCall``)."""
+        return self.settings.registry.call(self.op, self.sample, self.settings.policy.engine)
 
     def run(self, checks=None) -> list:
         """Run the checks (default ``self.checks``) as ``adcheck ops`` does; returns
         ``[(CheckResult, Report or None)]``, one per check (or one "setup" error
         when the op cannot be run on the sample)."""
-        from cli.sweep import check_sample
+        import warnings
+
+        from runner.run import run_tasks
+        from runner.tasks import OpTask
         settings = self.settings
         if checks is not None:
             settings = replace(settings, checks=settings_for(_names(checks, "checks"),
                                                              settings.policy.seed).checks)
-        return check_sample(self.op, self.sample, self.dtype, settings, keep_reports=True)
+        task = OpTask(0, self.op_name, self.dtype_name, settings, self.index)
+        outcome = run_tasks([task], in_process=True, warn=warnings.warn)
+        if outcome.status == "interrupted":
+            raise KeyboardInterrupt
+        return [pair for s in outcome.samples for pair in zip(s.results, s.reports)]
 
     def assert_passes(self, checks=None) -> list:
         """Run the checks and assert that none fails; returns the ``CheckResult``s.

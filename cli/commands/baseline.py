@@ -20,7 +20,7 @@ def baseline(report, output):
     """Turn a saved JSON report ('adcheck ops --format json > run.json') into
     a baseline for --baseline: its failures and errors become the accepted
     set. 'adcheck ops --write-baseline FILE' does the same in one step."""
-    from cli import baseline as baselines
+    from runner import baseline as baselines
     try:
         with click.open_file(report, "r", encoding="utf-8") as handle:
             data = json.load(handle)

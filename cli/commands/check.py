@@ -1,9 +1,6 @@
 """``adcheck check``: validate a user's Function, function, or plugin OpInfos."""
 from __future__ import annotations
 
-import sys
-import time
-
 import click
 
 from cli.errors import InputError
@@ -22,7 +19,7 @@ EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
 
 def _inputs(specs: tuple, target) -> list[str]:
     """The input specs, parsed once here so a bad one exits 2 before any work."""
-    from cli.spec import SpecError, parse
+    from runner.spec import SpecError, parse
     if not specs:
         if target.arity is None:
             raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
@@ -40,39 +37,31 @@ def _inputs(specs: tuple, target) -> list[str]:
 
 
 def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level):
-    from cli.reporting import progress_bar, warn
-    from cli.results import RunReport
-    from cli.sweep import TargetTask, run_target, sweep
-    from cli.target import TargetError, resolve
-    try:
-        target = resolve(target_text, engine)
-    except TargetError as exc:
-        raise InputError(str(exc)) from None
+    from cli.runs import run
+    from runner.target import resolve
+    from runner.tasks import TargetTask
+    target = resolve(target_text, engine)
     require_engine(target.engine)
     tasks = [TargetTask(i, target_text, text, engine, settings)
              for i, text in enumerate(_inputs(specs, target))]
-    start = time.perf_counter()
-    with progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
-        results, status = sweep(tasks, run_target, jobs, fail_fast, advance, warn)
     policy = settings.policy
-    recorded = {"engine": target.engine, "precise": policy.precise,
-                "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
-                "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
-                "family": None, "target": target_text, "kind": target.kind,
-                "inputs": [t.inputs for t in tasks]}
-    return RunReport("check", recorded, results, interrupted=status == "interrupted",
-                     stopped_early=status == "stopped", seconds=time.perf_counter() - start)
+    record = {"engine": target.engine, "precise": policy.precise,
+              "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
+              "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
+              "family": None, "target": target_text, "kind": target.kind,
+              "inputs": [t.inputs for t in tasks]}
+    return run("check", tasks, jobs, fail_fast, level, record)
 
 
 def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
-    import opinfo
-    from cli.commands.ops import plugin_ops, run_sweep
-    infos = [opinfo.get(name) for name in plugin_ops(opinfo, plugin)]
+    from cli.runs import load_registry, plugin_ops, sweep
+    registry = load_registry()
+    infos = [registry.get(name) for name in plugin_ops(registry, plugin)]
     if not infos:
         raise InputError(f"plugin {plugin!r} registered no OpInfo; call opinfo.register(...) "
                          "in it, or define OPINFOS = [...]")
-    return run_sweep(infos, dtypes, settings, jobs, fail_fast, level, command="check",
-                     extra_settings={"patterns": [], "family": None, "target": plugin})
+    return sweep(infos, dtypes, settings, jobs, fail_fast, level, command="check",
+                 patterns=[], family=None, target=plugin)
 
 
 @click.command("check")
@@ -102,10 +91,10 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     a Function is checked on its own engine. Exit status as for 'adcheck
     ops': 0 passed, 1 failed, 2 usage or input error.
     """
-    from cli.checkrun import Policy
     from cli.options import parse_dtypes
     from cli.reporting import check_writable, finish, load_baseline
-    from cli.sweep import Settings
+    from runner.checks import Policy
+    from runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     if (target is None) == (plugin is None):
@@ -123,9 +112,4 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     else:
         report = _target_report(target, specs, engine, settings, jobs, fail_fast, level)
-    try:
-        finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level)
-    finally:    # finish() always exits; the page follows, with the baseline comparison
-        if html is not None:
-            from cli.formats.html import write_report
-            write_report(html, report)
+    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html)

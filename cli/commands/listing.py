@@ -11,21 +11,6 @@ from cli.options import verbosity
 SHORT_DTYPE = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
 
 
-def describe(info) -> dict:
-    """One op of the registry as data (the JSON rows of ``adcheck list``)."""
-    from gradcheck.modes import CAPABILITIES
-    return {
-        "name": info.name, "family": info.family, "torch_name": info.torch_name,
-        "dtypes": [str(d).rsplit(".", 1)[-1] for d in info.dtypes],
-        "modes": {mode: info.supports(mode) for mode in CAPABILITIES},
-        "complex_autograd": bool(info.supports_complex_autograd),
-        "numpy_ref": info.ref is not None, "mpmath_ref": info.mpmath_ref is not None,
-        "known_failures": [{"check": kf.check, "reason": kf.reason,
-                            "samples": None if kf.samples is None else list(kf.samples)}
-                           for kf in info.known_failures],
-    }
-
-
 def _table(rows: list, out, verbose: bool) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -67,10 +52,11 @@ def _table(rows: list, out, verbose: bool) -> None:
 def list_ops(families, fmt, plugins, verbose):
     """List the registry: each op's family, torch name, dtypes, the modes it
     supports, whether it has an mpmath reference, and its known failures."""
-    from cli.commands.ops import load_registry, select
+    from cli.runs import load_registry, select
+    from runner.registry import describe
     level = verbosity(verbose, False)
-    opinfo = load_registry(plugins)
-    rows = [describe(info) for info in select(opinfo, (), families, "refengine")]
+    registry = load_registry(plugins)
+    rows = [describe(info) for info in select(registry, (), families, "refengine")]
     if fmt == "json":
         json.dump({"schema": "adcheck-list", "schema_version": 1, "ops": rows}, sys.stdout,
                   indent=2)

@@ -7,20 +7,24 @@ A format renders a ``RunReport`` to a text stream::
 
 ``table`` is for people (rich, colour on a terminal), ``json`` for programs
 (a versioned schema, see ``cli.formats.json_format``), ``junit`` for CI test
-reports (``--junit-xml PATH``). Modules are imported only when asked for.
+reports (``--junit-xml PATH``); ``op-table`` and ``op-json`` are ``adcheck
+op``'s detailed views of one operator. Modules are imported only when asked
+for.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Protocol, TextIO
 
-from cli.results import RunReport
+from runner.results import RunReport
 
 #: format name -> (module, class)
 FORMATS = {
     "table": ("cli.formats.table", "TableFormat"),
     "json": ("cli.formats.json_format", "JsonFormat"),
     "junit": ("cli.formats.junit", "JunitFormat"),
+    "op-table": ("cli.formats.op_view", "OpTableFormat"),
+    "op-json": ("cli.formats.op_view", "OpJsonFormat"),
 }
 
 

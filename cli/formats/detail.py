@@ -90,7 +90,7 @@ def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: di
         args += ", reference=call.reference"
     loads = "".join(f"opinfo.load_plugin({p!r})\n" for p in plugins)
     code = (f"import gradcheck, opinfo, refengine\n"
-            f"from cli.samplecall import SampleCall\n\n"
+            f"from runner.samplecall import SampleCall\n\n"
             f"{loads}"
             f"info = opinfo.get({op!r})\n"
             f"sample = info.sample({sample}, refengine.{dtype}, requires_grad=True)\n"

@@ -26,7 +26,7 @@ from typing import TextIO
 from cli.errors import InputError
 from cli.formats import heatmap_svg as svg
 from cli.formats.table import SHORT
-from cli.results import STATUSES, TASK_CHECK, RunReport
+from runner.results import STATUSES, TASK_CHECK, RunReport
 
 #: heatmap cells one page draws at most (about 250 bytes each); failures past
 #: this budget are described in words, without heatmaps

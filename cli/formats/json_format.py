@@ -60,7 +60,7 @@ import json
 import math
 from typing import TextIO
 
-from cli.results import RunReport
+from runner.results import RunReport
 
 SCHEMA = "adcheck-report"
 SCHEMA_VERSION = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TextIO
 
-from cli.results import CheckResult, RunReport
+from runner.results import CheckResult, RunReport
 
 _ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped",
             "known-failure": "skipped"}

@@ -3,8 +3,8 @@ import json
 
 from cli_paths import CLI_TEST_OPS
 
-from cli.baseline import compare
-from cli.results import CheckResult
+from runner.baseline import compare
+from runner.results import CheckResult
 
 
 def _result(op, status, sample=0):

@@ -20,12 +20,14 @@ import numpy as np
 import pytest
 from cli_paths import CLI_TEST_OPS, USER_FUNCTIONS, WRONG_OPS
 
-import cli.sweep
 import refengine as E
-from cli.checkrun import run as run_check
+import runner.checks
+import runner.selection
+import runner.tasks
 from cli.formats.html import page, write_report
-from cli.results import CheckResult, RunReport
 from refengine.autograd import Function
+from runner.checks import run_check
+from runner.results import CheckResult, RunReport
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "test-output" / "html_report.png"
@@ -98,7 +100,7 @@ def _one_wrong_entry_report() -> RunReport:
     base = CheckResult("one_wrong", "float64", 0, "setup", "error", family="test")
     result, report = run_check(WrongAt21.apply, (x,), "one_wrong", "reverse",
                                {"precise": True}, 7, base)
-    cli.sweep.keep_evidence(result, report, {"precise": True})
+    runner.checks.keep_evidence(result, report, {"precise": True})
     return RunReport("ops", SETTINGS, [result])
 
 
@@ -236,8 +238,8 @@ def test_ops_html_from_worker_processes_draws_only_the_failures(run, tmp_path):
 
 @pytest.mark.parametrize("command", [["ops", "sin"], ["op", "sin"]])
 def test_an_unwritable_html_path_exits_2_before_any_work(run, command, monkeypatch):
-    monkeypatch.setattr(cli.sweep, "plan", lambda *a: pytest.fail("work started"))
-    monkeypatch.setattr(cli.sweep, "check_sample", lambda *a: pytest.fail("work started"))
+    monkeypatch.setattr(runner.selection, "plan", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(runner.checks, "check_sample", lambda *a: pytest.fail("work started"))
     result = run(*command, "--html", "/no/such/dir/report.html")
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -246,14 +248,14 @@ def test_an_unwritable_html_path_exits_2_before_any_work(run, command, monkeypat
 
 
 def test_ctrl_c_in_ops_writes_a_partial_html_report(run, monkeypatch, tmp_path):
-    real, calls = cli.sweep.run_task, []
+    real, calls = runner.tasks.execute, []
 
-    def interrupted_on_second_task(task):
+    def interrupted_on_second_task(task, emit):
         calls.append(task)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(task)
-    monkeypatch.setattr(cli.sweep, "run_task", interrupted_on_second_task)
+        return real(task, emit)
+    monkeypatch.setattr(runner.tasks, "execute", interrupted_on_second_task)
     path = tmp_path / "partial.html"
     result = run("ops", *CLI_TEST_OPS, "--check", "reverse", "--jobs", "1", "--html", path)
     assert result.exit_code == 130
@@ -264,14 +266,14 @@ def test_ctrl_c_in_ops_writes_a_partial_html_report(run, monkeypatch, tmp_path):
 
 
 def test_ctrl_c_in_op_writes_the_checks_done_so_far(run, monkeypatch, tmp_path):
-    real, calls = cli.sweep.check_sample, []
+    real, calls = runner.checks.check_sample, []
 
     def interrupted_on_second_sample(*args, **kwargs):
         calls.append(args)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
-    monkeypatch.setattr(cli.sweep, "check_sample", interrupted_on_second_sample)
+    monkeypatch.setattr(runner.checks, "check_sample", interrupted_on_second_sample)
     path = tmp_path / "partial.html"
     result = run("op", "cli_doubled_sin", "--plugin", WRONG_OPS, "--check", "reverse",
                  "--html", path)

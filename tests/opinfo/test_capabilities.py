@@ -20,7 +20,7 @@ import pytest
 import gradcheck
 import opinfo
 import refengine as E
-from cli.samplecall import SampleCall
+from runner.samplecall import SampleCall
 
 from sweep_cases import sample_indices
 

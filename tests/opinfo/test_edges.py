@@ -89,7 +89,7 @@ def test_special_sample_follows_its_rule(info, dtype, index):
 @pytest.mark.parametrize("info, dtype, index", _special_cases())
 def test_special_sample_matches_torch(info, dtype, index):
     torch = pytest.importorskip("torch")
-    from cli.samplecall import SampleCall
+    from runner.samplecall import SampleCall
     sample = _special(info, dtype, index)
     if info.torch_op() is None:
         pytest.skip(f"{info.name} has no torch counterpart (torch_name is None)")

@@ -21,7 +21,7 @@ import pytest
 import gradcheck
 import opinfo
 import refengine as E
-from cli.samplecall import SampleCall
+from runner.samplecall import SampleCall
 
 RELATIVE = 1e-12
 DTYPES = (E.float64, E.complex128)

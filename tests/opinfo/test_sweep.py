@@ -1,7 +1,7 @@
 """The registry sweep: every OpInfo through every check it claims.
 
 Each case runs one sample of one op in one dtype through gradcheck exactly
-as ``adcheck ops`` does (``cli.sweep.check_sample``: the sample as a
+as ``adcheck ops`` does (``runner.checks.check_sample``: the sample as a
 function of its differentiable tensors, one ``gradcheck.check`` per check,
 the OpInfo's tolerances and known failures). The checks: reverse and
 forward mode against finite differences, fast mode (one random projection
@@ -19,8 +19,8 @@ from __future__ import annotations
 import pytest
 
 import opinfo
-from cli.checkrun import CHECK_NAMES, Policy
-from cli.sweep import Settings, check_sample
+from runner.checks import CHECK_NAMES, Policy, check_sample
+from runner.tasks import Settings
 
 from sweep_cases import sample_cases
 

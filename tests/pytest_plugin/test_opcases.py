@@ -6,7 +6,7 @@ import pytest
 
 import opinfo
 import refengine
-from cli.checkrun import derive_seed
+from runner.checks import derive_seed
 from pytest_adcheck.cases import SelectionError, plan_cases
 
 

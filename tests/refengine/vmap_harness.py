@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import refengine as E
-from cli.samplecall import SampleCall
+from runner.samplecall import SampleCall
 from refengine.autograd import forward_ad
 from refengine.batching import record_fallbacks
 

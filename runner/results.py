@@ -10,8 +10,16 @@ from __future__ import annotations
 import copy
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, fields
+from enum import IntEnum
 
-from cli.exit_codes import ExitCode
+
+class ExitCode(IntEnum):
+    """The status a run ends with (the ``adcheck`` command exits with it)."""
+
+    OK = 0             # every check passed
+    FAILED = 1         # a check failed (a wrong formula)
+    USAGE = 2          # the user called us wrong, or gave bad input
+    INTERRUPTED = 130  # Ctrl-C; the partial report was written
 
 #: statuses, in the order summaries show them
 STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
@@ -87,7 +95,7 @@ class BaselineDiff:
 
 @dataclass
 class RunReport:
-    """Everything a run of ``adcheck ops`` or ``adcheck check`` found."""
+    """Everything a run of ``adcheck ops``, ``op`` or ``check`` found."""
 
     command: str
     settings: dict
@@ -96,6 +104,11 @@ class RunReport:
     stopped_early: bool = False
     seconds: float = 0.0
     baseline: BaselineDiff | None = None
+    #: the ``runner.tasks.SampleOutcome``s the results came in (with gradcheck's
+    #: reports when the run kept them: ``adcheck op``'s detailed view draws them)
+    samples: list = field(default_factory=list, repr=False)
+    #: the op a single-op run is about, as ``runner.registry.describe`` gives it
+    subject: dict | None = None
 
     def counts(self) -> dict:
         found = Counter(r.status for r in self.results)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli.results import BaselineDiff, CheckResult, RunReport
+from runner.errors import RunnerError
+from runner.results import BaselineDiff, CheckResult, RunReport
 
 SCHEMA = "adcheck-baseline"
 SCHEMA_VERSION = 1
 
 
-class BaselineError(ValueError):
+class BaselineError(RunnerError):
     """An unreadable or malformed baseline file."""
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from cli.spec import SpecError, array_of, build, parse
+from runner.spec import SpecError, array_of, build, parse
 
 
 def test_the_example_of_the_issue_parses_into_three_inputs():

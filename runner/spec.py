@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from runner.errors import RunnerError
+
 CTORS = ("randn", "rand", "zeros", "ones", "full", "eye", "arange")
 DTYPES = ("float64", "float32", "complex128", "complex64")
 MAX_ELEMENTS = 1_000_000
@@ -42,7 +44,7 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 
-class SpecError(ValueError):
+class SpecError(RunnerError):
     """A malformed spec; ``column`` is 1-based."""
 
     def __init__(self, message: str, column: int, text: str):

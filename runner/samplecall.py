@@ -6,6 +6,15 @@ sample (non-differentiable tensors, ints, kwargs), so gradcheck perturbs
 exactly the differentiable inputs. With ``engine="torch"`` the tensors are
 copied into torch tensors and the op is ``info.torch_op()``: torch's own
 formulas are then what is checked.
+
+It is the ``opinfo`` registry's call builder (``OpinfoRegistry.call``).
+Another registry supplies its own through its ``call`` method; the runner
+reads only this interface of the object it returns:
+
+- ``func(*inputs)`` and ``inputs``: what ``gradcheck.check`` receives;
+- ``reference``: the mpmath reference as a function of mpmath arrays, or ``None``;
+- ``has_plain_output()``: whether the output is differentiated as the op returns it;
+- ``nan_outputs()``: a description of an unexpected NaN in the op's output, or ``None``.
 """
 from __future__ import annotations
 

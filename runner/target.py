@@ -19,8 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import RunnerError
 
-class TargetError(ValueError):
+
+class TargetError(RunnerError):
     """The target cannot be imported or is not something we can check."""
 
 

@@ -1,0 +1,35 @@
+"""runner: between the registry and gradcheck on one side and the CLI on the other.
+
+It decides what to check and runs it; it prints nothing and exits nothing.
+The ``adcheck`` command (``cli``) parses, calls it and renders what it
+returns; the pytest plugin (``pytest_adcheck``) calls it too.
+
+- ``runner.registry``: where ops come from, behind one interface
+  (``OPINFO``, adcheck's own ``opinfo`` registry, is the default).
+- ``runner.selection``: ``select`` ops by name patterns, families and
+  engine; ``plan`` them as tasks (one per op and dtype).
+- ``runner.tasks``: ``Settings`` and the tasks (``OpTask``, ``TargetTask``
+  for a user's object); ``execute`` runs one, sample by sample.
+- ``runner.checks``: ``run_checks``, the one function that runs the checks of
+  one sample and turns each into a ``CheckResult``.
+- ``runner.run``: ``run_tasks``, the one task runner (in this process or in
+  worker processes, ``runner.pool``).
+- ``runner.results``: ``CheckResult``, ``RunReport``, the exit statuses.
+- ``runner.baseline``, ``runner.target``, ``runner.spec``: accepted
+  failures, ``MODULE:OBJECT`` targets, and the ``--inputs`` spec language.
+- ``runner.errors``: ``RunnerError``, raised for bad input (never for a
+  fault of the code under check, which is a result).
+
+Example::
+
+    from runner.registry import OPINFO
+    from runner.run import run_tasks
+    from runner.selection import plan, select
+    from runner.tasks import Settings
+
+    tasks = plan(select(OPINFO, ("sin",)).infos, None, Settings(checks=("reverse",)))
+    outcome = run_tasks(tasks, jobs=2)
+    print(outcome.status, [r.status for r in outcome.results])
+
+Importing ``runner`` imports none of its modules (and so no NumPy).
+"""

@@ -1,0 +1,224 @@
+"""Running the checks of one sample: the one place a check becomes a result.
+
+A *subject* is what one sample gives gradcheck: a sample of a registry op
+(``OpSubject``) or an input set of a user's object (``TargetSubject``). It
+says what gradcheck calls, why a check does not apply, which keywords a
+check means for it (``gradcheck.modes`` holds the vocabulary), its seed and
+its declared known failure. ``run_checks`` runs every requested check on one
+subject and returns one ``CheckResult`` per check (or one "setup" error when
+the sample cannot be run); ``check_sample`` is that for a registry op.
+
+Seeds derive from the base seed, the op, dtype, sample and check
+(``derive_seed``), so every process and every ``--jobs`` gives the same run.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
+from runner.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How checks are run: ``precise`` or the OpInfo's torch-style
+    tolerances, the engine, and the base seed of the random probes."""
+
+    precise: bool = True
+    engine: str = "refengine"
+    seed: int = 0
+
+
+def derive_seed(base: int, *parts) -> int:
+    """A seed for one check, stable across runs, platforms and ``--jobs``."""
+    text = ":".join(str(p) for p in (base, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
+            reference=None) -> dict:
+    """The ``gradcheck.check`` keywords of a check name."""
+    tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
+    return check_named(check).keywords(precise=policy.precise, has_forward=forward,
+                                       reference=reference, **tol)
+
+
+class OpSubject:
+    """One sample of a registry op, in one dtype, on one engine."""
+
+    def __init__(self, registry, info, sample, dtype, engine: str):
+        from runner.registry import dtype_name
+        self.registry, self.info, self.sample, self.dtype = registry, info, sample, dtype
+        self.engine = engine
+        self.name, self.family, self.index = info.name, info.family, sample.index
+        self.dtype_name = dtype_name(dtype)
+        self.sample_name = sample.name or repr(sample)
+
+    def call(self):
+        """``(call, problem)``: the call, and why the sample cannot be checked (a NaN
+        output the reference does not have) or ``None``. Raises what the op raises."""
+        call = self.registry.call(self.info, self.sample, self.engine)
+        return call, (call.nan_outputs() if call.inputs else None)
+
+    def skip_reason(self, check: str, call) -> str | None:
+        if not call.inputs:
+            return "no input of this sample requires grad"
+        capability = CHECKS[check].capability
+        if not self.info.supports(capability, self.dtype):
+            return f"the op does not declare support for {capability} mode on {self.dtype}"
+        if check == "reference":
+            if self.info.mpmath_ref is None:
+                return "the op has no mpmath reference"
+            if not call.has_plain_output():
+                return "the sample post-processes the output, which the reference cannot follow"
+        return None
+
+    def keywords(self, check: str, policy: Policy, call) -> dict:
+        return options(check, policy, self.info.tolerance(self.dtype),
+                       self.info.supports("forward", self.dtype), call.reference)
+
+    def seed(self, base: int, check: str) -> int:
+        return derive_seed(base, self.name, self.dtype_name, self.index, check)
+
+    def known_failure(self, check: str):
+        """The ``KnownFailure`` declared for this check, or ``None``."""
+        name = CHECKS[check].known_as
+        if self.engine == "torch":
+            # torch's own formulas: only failures declared against torch apply
+            return self.info.known_failure(f"torch_{name}", self.dtype, self.sample)
+        return self.info.known_failure(name, self.dtype, self.sample)
+
+
+class TargetSubject:
+    """One input set of a user's object (``adcheck check MODULE:OBJECT``)."""
+
+    def __init__(self, target, inputs: tuple, spec: str, index: int, dtype_name: str):
+        self.target, self.inputs = target, inputs
+        self.name, self.family, self.index = target.name, target.kind, index
+        self.dtype_name, self.sample_name = dtype_name, spec
+
+    def call(self):
+        return SimpleNamespace(func=self.target.func, inputs=self.inputs, reference=None), None
+
+    def skip_reason(self, check: str, call) -> str | None:
+        if CHECKS[check].ad == "forward" and not self.target.has_jvp:
+            return "the target defines no jvp"
+        if CHECKS[check].against == "reference":
+            return "a user function has no mpmath reference"
+        return None
+
+    def keywords(self, check: str, policy: Policy, call) -> dict:
+        return options(check, policy, None, self.target.has_jvp)
+
+    def seed(self, base: int, check: str) -> int:
+        return derive_seed(base, self.target.spec, self.index, check)
+
+    def known_failure(self, check: str):
+        return None
+
+
+def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = False) -> list:
+    """Every check of ``checks`` on one subject: ``[(CheckResult, Report or None)]``
+    (reports only with ``keep_reports``), or one "setup" error when the sample
+    cannot be run."""
+    base = CheckResult(subject.name, subject.dtype_name, subject.index, TASK_CHECK, "error",
+                       family=subject.family, sample_name=subject.sample_name)
+    try:
+        call, problem = subject.call()
+    except Exception as exc:  # noqa: BLE001 - the op itself raised
+        base.message = f"the op raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return [(base, None)]
+    if problem is not None:
+        base.message = problem
+        return [(base, None)]
+    out = []
+    for check in checks:
+        reason = subject.skip_reason(check, call)
+        if reason is not None:
+            skipped = CheckResult(subject.name, subject.dtype_name, subject.index, check,
+                                  "skipped", reason, family=subject.family,
+                                  sample_name=subject.sample_name)
+            out.append((skipped, None))
+            continue
+        kwargs = subject.keywords(check, policy, call)
+        result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
+                                   subject.seed(policy.seed, check), base,
+                                   subject.known_failure(check))
+        keep_evidence(result, report, kwargs)
+        out.append((result, report if keep_reports else None))
+    return out
+
+
+def check_sample(info, sample, dtype, settings, keep_reports: bool = False) -> list:
+    """Every check of ``settings`` on one sample of a registry op (see ``run_checks``)."""
+    subject = OpSubject(settings.registry, info, sample, dtype, settings.policy.engine)
+    return run_checks(subject, settings.checks, settings.policy, keep_reports)
+
+
+def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
+    """Give a failed ``result`` what the HTML report draws: the Jacobians of
+    its first failing pairs and the keywords that reproduce it (small and
+    picklable: the reference function itself stays behind)."""
+    if report is None or not result.failures:
+        return
+    import numpy as np
+    result.jacobians = [(f.expected, f.actual) if np.ndim(f.expected) == np.ndim(f.actual) == 2
+                        else None for f in report.failures[:JACOBIAN_PAIRS]]
+    result.check_kwargs = {k: True if k == "reference" else v for k, v in kwargs.items()}
+
+
+def _failure_dicts(report) -> list:
+    keep = ("check", "mode", "against", "out_idx", "in_idx", "max_error", "where",
+            "tolerance", "diagnosis", "detail")
+    return [{k: v for k, v in f.to_dict().items() if k in keep} for f in report.failures]
+
+
+def _first_line(report) -> str:
+    from gradcheck.report import describe
+    first = report.failures[0]
+    return describe(first, report.name).splitlines()[0]
+
+
+def _verdict(func, inputs, name: str, seed: int, kwargs: dict):
+    """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``."""
+    import gradcheck
+    try:
+        report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
+    except ValueError as exc:  # gradcheck: nothing here can be checked (see check())
+        return "skipped", " ".join(str(exc).split()), None, [], None
+    except Exception as exc:  # noqa: BLE001 - any exception of the code under check
+        return "error", f"{type(exc).__name__}: {' '.join(str(exc).split())}", None, [], None
+    if report.passed:
+        return "passed", "", None, [], report
+    return "failed", _first_line(report), report.diagnosis, _failure_dicts(report), report
+
+
+def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
+              base: CheckResult, known=None):
+    """Run one check; return ``(CheckResult, Report or None)``."""
+    start = time.perf_counter()
+    status, message, diagnosis, failures, report = _verdict(func, inputs, name, seed, kwargs)
+    if known is not None:
+        if status == "passed":
+            message = f"passed although declared a known failure ({known.reason})"
+        elif status in ("failed", "error"):
+            status, message = "known-failure", f"{known.reason} [{message}]"
+    result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
+                         time.perf_counter() - start, seed, base.family, base.sample_name,
+                         failures, _unbatched(report))
+    return result, report
+
+
+def _unbatched(report) -> str | None:
+    """Why some of the report's evaluations ran one vector at a time, if any did."""
+    batching = getattr(report, "batching", None) or {}
+    if batching.get("fallback"):
+        return batching["fallback"]
+    looped = batching.get("looped_ops")
+    if looped:
+        names = ", ".join(sorted(looped))
+        return f"ops without a batching rule ran once per example inside vmap: {names}"
+    return None

@@ -1,0 +1,159 @@
+"""Registries: where the ops to check come from, behind one interface.
+
+The runner reads a registry only through the methods of ``Registry``, and an
+op only through its OpInfo-like attributes: ``name``, ``family``, ``dtypes``,
+``torch_name``, ``mpmath_ref``, ``ref``, ``known_failures``,
+``supports(capability, dtype)``, ``known_failure(name, dtype, sample)`` and
+``tolerance(dtype)``. A registry also builds, for one sample, the call that
+gradcheck checks (``call``: see ``runner.samplecall``). So a second source
+(PyTorch's ``op_db`` through an adapter, say) plugs in by being passed where
+``OPINFO`` is the default, without touching selection, planning or the
+task loop.
+
+A registry object travels with every task to the worker processes, so it must
+be picklable and cheap to copy: it holds no ops itself, only how to reach
+them (``OpinfoRegistry`` reads the ``opinfo`` module of the process it is in).
+
+Example::
+
+    from runner.registry import OPINFO
+    info = OPINFO.get("sin")
+    sample = next(iter(OPINFO.samples(info, OPINFO.dtype("float64"))))
+    call = OPINFO.call(info, sample, "refengine")      # call.func(*call.inputs)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from runner.errors import PluginError
+
+
+#: the dtypes a run may ask for, by name
+DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
+
+
+def dtype_name(dtype) -> str:
+    """``"float64"`` for ``refengine.float64`` (or ``torch.float64``)."""
+    return str(dtype).rsplit(".", 1)[-1]
+
+
+class Registry(Protocol):
+    """What the runner needs from a source of ops."""
+
+    name: str
+
+    def load_plugins(self, paths: Iterable) -> list:
+        """Load plugin files (once per process); the names they added.
+        ``PluginError`` names a file that does not load."""
+
+    def ops(self) -> list:
+        """Every op, in the registry's order."""
+
+    def get(self, name: str):
+        """The op called ``name``; ``KeyError`` whose text suggests close names."""
+
+    def families(self) -> list:
+        """The families, each once, in order of appearance."""
+
+    def dtype(self, name: str):
+        """The dtype object called ``name`` (``"float64"``)."""
+
+    def sample_names(self, info, dtype) -> list:
+        """The names of the op's samples for ``dtype``, without making them."""
+
+    def samples(self, info, dtype, index: int | None = None) -> Iterable:
+        """The op's samples for ``dtype`` (only sample ``index`` when given),
+        made with their inputs requiring grad."""
+
+    def call(self, info, sample, engine: str):
+        """The sample as what gradcheck checks: ``func``, ``inputs``,
+        ``reference``, ``has_plain_output()``, ``nan_outputs()``."""
+
+
+#: resolved plugin path -> names of the OpInfos it registered (a file loads once)
+_PLUGIN_OPS: dict = {}
+
+
+class OpinfoRegistry:
+    """adcheck's own registry, the ``opinfo`` package (with its entry points and
+    plugin files). Stateless: every process reads its own ``opinfo``."""
+
+    name = "opinfo"
+
+    @staticmethod
+    def _module():
+        import opinfo
+        return opinfo
+
+    def load_plugins(self, paths: Iterable) -> list:
+        added = []
+        for path in paths:
+            added += self.plugin_ops(path)
+        return added
+
+    def plugin_ops(self, path) -> list:
+        """Load one plugin file (once per process); the names of its OpInfos."""
+        opinfo = self._module()
+        key = str(Path(path).resolve())
+        if key not in _PLUGIN_OPS:
+            try:
+                _PLUGIN_OPS[key] = opinfo.load_plugin(path)
+            except ValueError as exc:
+                raise PluginError(str(exc)) from None
+        return _PLUGIN_OPS[key]
+
+    def ops(self) -> list:
+        return list(self._module().op_db)
+
+    def get(self, name: str):
+        return self._module().get(name)
+
+    def families(self) -> list:
+        return self._module().families()
+
+    def dtype(self, name: str):
+        import refengine
+        return getattr(refengine, name)
+
+    def sample_names(self, info, dtype) -> list:
+        return [spec.name for spec in info.sample_func(info, dtype)]
+
+    def samples(self, info, dtype, index: int | None = None) -> Iterable:
+        if index is None:
+            return info.sample_inputs(dtype, requires_grad=True)
+        return [info.sample(index, dtype, requires_grad=True)]
+
+    def call(self, info, sample, engine: str):
+        from runner.samplecall import SampleCall
+        return SampleCall(info, sample, engine)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, OpinfoRegistry)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return "OpinfoRegistry()"
+
+
+#: the default registry
+OPINFO = OpinfoRegistry()
+
+
+def describe(info) -> dict:
+    """One op as data (the rows of ``adcheck list --format json``, the header of
+    ``adcheck op``)."""
+    from gradcheck.modes import CAPABILITIES
+    return {
+        "name": info.name, "family": info.family, "torch_name": info.torch_name,
+        "dtypes": [dtype_name(d) for d in info.dtypes],
+        "modes": {mode: info.supports(mode) for mode in CAPABILITIES},
+        "complex_autograd": bool(getattr(info, "supports_complex_autograd", False)),
+        "numpy_ref": getattr(info, "ref", None) is not None,
+        "mpmath_ref": info.mpmath_ref is not None,
+        "known_failures": [{"check": kf.check, "reason": kf.reason,
+                            "samples": None if kf.samples is None else list(kf.samples)}
+                           for kf in getattr(info, "known_failures", ())],
+    }

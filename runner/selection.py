@@ -1,0 +1,100 @@
+"""Selection and planning: which ops of a registry to check, as which tasks.
+
+``select`` picks ops by name patterns (shell globs such as ``'log*'``),
+families and engine; ``plan`` makes one ``OpTask`` per op and dtype (every
+sample of it, or one chosen sample), in registry order. Both read the
+registry only through ``runner.registry.Registry``; a bad pattern, family
+or sample index raises ``RunnerError`` with a line that says what to do.
+
+Example::
+
+    from runner.registry import OPINFO
+    chosen = select(OPINFO, ("sin", "log*"), (), "refengine")
+    tasks = plan(chosen.infos, None, Settings())
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from runner.errors import RunnerError
+from runner.registry import OPINFO, dtype_name
+from runner.tasks import OpTask, Settings
+
+#: the dtypes a plan takes when none are named
+DEFAULT_DTYPES = ("float64", "complex128")
+
+
+@dataclass
+class Selection:
+    """The chosen ops, and those dropped because they name no torch op
+    (``--engine torch`` cannot check them)."""
+
+    infos: list = field(default_factory=list)
+    without_torch: list = field(default_factory=list)
+
+
+def select(registry=OPINFO, patterns: tuple = (), families: tuple = (),
+           engine: str = "refengine") -> Selection:
+    """The ops of ``registry`` matching every family filter and any pattern."""
+    every = registry.ops()
+    known_families = registry.families()
+    for family in families:
+        if family not in known_families:
+            raise RunnerError(f"unknown family {family!r}; known families: "
+                              f"{', '.join(known_families)}")
+    infos = [i for i in every if i.family in families] if families else list(every)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(i.name, pattern) for i in every):
+            _unknown_op(registry, pattern)
+    if patterns:
+        infos = [i for i in infos if any(fnmatch.fnmatchcase(i.name, p) for p in patterns)]
+    chosen = Selection(infos)
+    if engine == "torch":
+        chosen.without_torch = [i.name for i in infos if i.torch_name is None]
+        chosen.infos = [i for i in infos if i.torch_name is not None]
+    return chosen
+
+
+def get_op(registry, name: str):
+    """The op called ``name``; ``RunnerError`` suggesting close names otherwise."""
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise RunnerError(f"{exc.args[0].rstrip('?')}; run 'adcheck list' to see the "
+                          "registry") from None
+
+
+def _unknown_op(registry, pattern: str):
+    try:
+        registry.get(pattern)
+    except KeyError as exc:
+        hint = exc.args[0]
+    else:  # pragma: no cover - get() found what fnmatch did not
+        hint = f"no op matches {pattern!r}"
+    raise RunnerError(f"{hint.rstrip('?')}; run 'adcheck list' to see the registry")
+
+
+def plan(infos: list, dtypes: list | None, settings: Settings,
+         sample: int | None = None) -> list:
+    """One ``OpTask`` per op and dtype, in registry order. ``dtypes`` None: the
+    op's double-precision dtypes (float64, complex128). ``sample``: check only
+    that sample of each (its index in the op's samples for the dtype)."""
+    tasks = []
+    for info in infos:
+        names = [dtype_name(d) for d in info.dtypes]
+        for name in (n for n in names if n in (dtypes or DEFAULT_DTYPES)):
+            if sample is not None:
+                _check_index(settings.registry, info, name, sample)
+            tasks.append(OpTask(len(tasks), info.name, name, settings, sample))
+    return tasks
+
+
+def _check_index(registry, info, dtype: str, index: int) -> None:
+    try:
+        count = len(registry.sample_names(info, registry.dtype(dtype)))
+    except Exception:  # noqa: BLE001 - a broken recipe is the task's error, reported there
+        return
+    if not 0 <= index < count:
+        raise RunnerError(f"{info.name} has {count} samples for {dtype} (0 to {count - 1}); "
+                          "pick --sample in that range")

@@ -1,0 +1,184 @@
+"""Tasks: the unit of work a worker runs, and running one.
+
+An ``OpTask`` is one op of a registry in one dtype (every sample, or the one
+``sample`` asked for); a ``TargetTask`` is one input spec of a user's object
+(``adcheck check MODULE:OBJECT``). ``execute(task, emit)`` runs it: it makes
+each sample, runs its checks (``runner.checks.run_checks``) and hands
+``emit`` one ``SampleOutcome`` per sample as soon as it is done, so a run
+that stops keeps every sample already checked. It never raises an
+``Exception``: a task that cannot make its samples, or runs past
+``settings.timeout``, ends with a task-level "setup" error.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from runner.checks import DEFAULT_CHECKS, Policy, TargetSubject, derive_seed, run_checks
+from runner.pool import TaskTimeout, deadline
+from runner.registry import OPINFO
+from runner.results import TASK_CHECK, CheckResult
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every task needs to know; picklable, sent to the workers.
+
+    ``registry``: where the ops come from (``runner.registry``);
+    ``keep_reports``: also return gradcheck's full ``Report`` of each check
+    (``adcheck op`` and the pytest plugin show them).
+    """
+
+    checks: tuple = DEFAULT_CHECKS
+    policy: Policy = field(default_factory=Policy)
+    timeout: float | None = None
+    plugins: tuple = ()
+    registry: object = OPINFO
+    keep_reports: bool = False
+
+
+@dataclass(frozen=True)
+class OpTask:
+    """One op of ``settings.registry`` in one dtype; ``sample``: only that sample."""
+
+    index: int
+    op: str
+    dtype: str
+    settings: Settings
+    sample: int | None = None
+
+
+@dataclass(frozen=True)
+class TargetTask:
+    """``adcheck check MODULE:OBJECT``: one input spec of the user's object."""
+
+    index: int
+    op: str            # the MODULE:OBJECT text
+    inputs: str        # the input spec (see runner.spec)
+    engine: str        # engine of a plain function
+    settings: Settings
+
+    @property
+    def dtype(self) -> str:
+        from runner.spec import parse
+        return "+".join(dict.fromkeys(s.dtype for s in parse(self.inputs)))
+
+
+@dataclass
+class SampleOutcome:
+    """The checks of one sample (``sample`` None: a task-level error), as they
+    leave the worker. ``reports`` holds the gradcheck ``Report`` of each result
+    when the settings keep them, else ``None``s; ``description`` names the
+    sample's tensors and other arguments, ``name`` is the sample's own name."""
+
+    task: int
+    dtype: str
+    sample: int | None
+    results: list = field(default_factory=list)
+    reports: list = field(default_factory=list)
+    description: str = ""
+    name: str = ""
+
+
+@dataclass
+class TaskOutcome:
+    """A finished task: its samples in order, and the warnings it raised
+    (``[(text, where)]``)."""
+
+    index: int
+    samples: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def results(self) -> list:
+        return [r for s in self.samples for r in s.results]
+
+
+def describe_sample(sample) -> str:
+    """``(3, 4), (4,) const; dim=1``: the tensors' shapes, then the other arguments."""
+    tensors = sample.tensors() if hasattr(sample, "tensors") else []
+    shapes = ", ".join(f"{tuple(t.shape)}{'' if t.requires_grad else ' const'}"
+                       for t in tensors)
+    others = [repr(a) for a in sample.args if not hasattr(a, "shape")]
+    others += [f"{k}={v!r}" for k, v in sample.kwargs.items() if not hasattr(v, "shape")]
+    return shapes + (f"; {', '.join(others)}" if others else "")
+
+
+def _op_samples(task: OpTask, emit, progress: dict) -> None:
+    from runner.checks import check_sample
+    settings = task.settings
+    registry = settings.registry
+    info = registry.get(task.op)
+    progress["family"] = info.family
+    dtype = registry.dtype(task.dtype)
+    for sample in registry.samples(info, dtype, task.sample):
+        pairs = check_sample(info, sample, dtype, settings, settings.keep_reports)
+        emit(SampleOutcome(task.index, task.dtype, sample.index, [r for r, _ in pairs],
+                           [p for _, p in pairs], describe_sample(sample), sample.name))
+        progress["done"] += 1
+
+
+def _target_samples(task: TargetTask, emit, progress: dict) -> None:
+    import numpy as np
+
+    from runner.spec import build, parse
+    from runner.target import resolve
+    target = resolve(task.op, task.engine)
+    policy = task.settings.policy
+    rng = np.random.default_rng(derive_seed(policy.seed, "inputs", task.index))
+    inputs = build(parse(task.inputs), target.engine, rng)
+    subject = TargetSubject(target, tuple(inputs), task.inputs, task.index, task.dtype)
+    pairs = run_checks(subject, task.settings.checks, policy, task.settings.keep_reports)
+    emit(SampleOutcome(task.index, task.dtype, task.index, [r for r, _ in pairs],
+                       [p for _, p in pairs], task.inputs, task.inputs))
+
+
+def execute(task, emit) -> list:
+    """Run one task, handing ``emit`` each ``SampleOutcome``; returns the
+    warnings it raised as ``[(text, where)]``. Never raises an ``Exception``."""
+    start = time.perf_counter()
+    progress = {"family": "", "done": 0}     # the op's family, the samples checked
+    is_op = isinstance(task, OpTask)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        message = None
+        try:
+            with deadline(task.settings.timeout):
+                (_op_samples if is_op else _target_samples)(task, emit, progress)
+        except TaskTimeout as exc:
+            done = progress["done"]
+            message = (f"{exc} (--timeout); {done} samples were checked before it" if is_op
+                       else f"{exc} (--timeout)")
+        except Exception as exc:  # noqa: BLE001 - making the samples, or the user's code
+            message = (f"could not make its samples: {type(exc).__name__}: {exc}" if is_op
+                       else f"{type(exc).__name__}: {exc}")
+        if message is not None:
+            emit(SampleOutcome(task.index, task.dtype, None,
+                               [task_error(task, message, start, progress["family"])], [None]))
+    return warning_texts(caught, f"{task.op} {task.dtype}" if is_op else task.op)
+
+
+def run_task(task) -> TaskOutcome:
+    """``execute`` collecting the samples into one ``TaskOutcome``."""
+    outcome = TaskOutcome(task.index)
+    outcome.warnings = execute(task, outcome.samples.append)
+    return outcome
+
+
+#: warnings about the libraries themselves, not about the code under check
+_NOISE = (DeprecationWarning, PendingDeprecationWarning, ImportWarning)
+
+
+def warning_texts(caught: list, where: str) -> list:
+    """``[(text, where)]`` for each distinct warning worth showing."""
+    texts = dict.fromkeys(f"{w.category.__name__}: {' '.join(str(w.message).split())}"
+                          for w in caught if not issubclass(w.category, _NOISE))
+    return [(text, where) for text in texts]
+
+
+def task_error(task, message: str, start: float, family: str = "") -> CheckResult:
+    """A task-level error (check "setup", no sample) of ``task``."""
+    return CheckResult(task.op, task.dtype, None, TASK_CHECK, "error",
+                       " ".join(message.split()), seconds=time.perf_counter() - start,
+                       family=family)
