@@ -74,7 +74,8 @@ class SavedTensor:
         nr = self._output_nr = tensor._output_nr
         # what is needed to give an unpacked tensor its autograd identity
         self._requires_grad = tensor._requires_grad
-        hooks = self._hooks = current_saved_hooks()
+        # a Python number wrapped as a tensor is saved without the hooks (as PyTorch)
+        hooks = self._hooks = current_saved_hooks() if tensor._wrapped_number is None else None
         if is_output:
             self._node = weakref.ref(node)
             self._producer = (node.name(), nr)
