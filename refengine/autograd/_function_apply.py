@@ -38,6 +38,8 @@ def apply_function(cls, args: tuple, kwargs: dict):
         _connect(ctx, args, outputs)
     _save(ctx, outputs, record)
     _forward_tangents(cls, ctx, args, outputs)
+    # the node keeps no reference to the tensors it marked: they hold it
+    ctx._dirty = ctx._non_differentiable = ()
     return outputs[0] if single else outputs
 
 
@@ -149,8 +151,12 @@ def _save(ctx, outputs, record: bool) -> None:
         if t is None:
             saved.append(None)
             continue
-        is_output = any(t is o for o in outputs) and t._grad_fn is ctx
-        saved.append(SavedTensor(t, ctx, is_output=is_output))
+        # an output (a dirty view among them, whose node is now the one its
+        # rebase gave it) is saved without a reference back to its node
+        fn = t._grad_fn
+        is_output = any(t is o for o in outputs) and fn is not None and (
+            fn is ctx or any(t is d for d in ctx._dirty))
+        saved.append(SavedTensor(t, fn if is_output else ctx, is_output=is_output))
     ctx._saved_list = saved
     ctx._to_save = ()
 

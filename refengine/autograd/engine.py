@@ -180,7 +180,10 @@ class GraphTask:
         return [m is not None and m in visits for m, _ in node._next]
 
     def _retain(self, node, grads: list) -> None:
-        for nr, tensor in list(node._retained.items()):
+        for nr, ref in list(node._retained.items()):
+            tensor = ref()
+            if tensor is None:
+                continue
             g = grads[nr] if nr < len(grads) else None
             if g is None:
                 continue

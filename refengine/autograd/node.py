@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from types import MappingProxyType
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor, wrap_array
 from .hooks import RemovableHandle
-from .saved import SavedTensor
+from .saved import SAVED, SavedTensor, save_argument
 
 _sequence = itertools.count()
 _NONE = MappingProxyType({})    # read-only: a node's hooks until it gets its own
@@ -27,7 +28,7 @@ class Node:
     _pre_hooks = _NONE
     _post_hooks = _NONE
     _tensor_hooks = _NONE           # output_nr -> {id: hook}
-    _retained = _NONE               # output_nr -> tensor whose .grad we fill
+    _retained = _NONE               # output_nr -> weakref to the tensor whose .grad we fill
     _num_outputs = 1
 
     def __init__(self, next_functions=()):
@@ -71,10 +72,12 @@ class Node:
         return RemovableHandle.add(self._own("_tensor_hooks").setdefault(output_nr, {}), fn)
 
     def _set_retains_grad(self, tensor) -> None:
-        self._own("_retained")[tensor._output_nr] = tensor
+        # weakly, as PyTorch: the tensor holds this node, which must not hold it back
+        self._own("_retained")[tensor._output_nr] = weakref.ref(tensor)
 
     def _drop_retains_grad(self, tensor) -> None:
-        if self._retained.get(tensor._output_nr) is tensor:
+        ref = self._retained.get(tensor._output_nr)
+        if ref is not None and ref() is tensor:
             del self._own("_retained")[tensor._output_nr]
 
     def apply(self, grads: list) -> list:
@@ -106,7 +109,7 @@ class Node:
                     return value
             elif attr.startswith("_saved_") and attr[7:] in saved:
                 value = saved[attr[7:]]
-                if isinstance(value, SavedTensor):
+                if isinstance(value, SAVED):
                     return value.unpack()
                 return value.item() if getattr(value, "_wrapped_number", None) else value
         raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
@@ -158,7 +161,7 @@ class OpNode(Node):
 
     def _unpack(self) -> dict:
         with self._lock:
-            return {k: (v.unpack() if isinstance(v, SavedTensor) else v) for k, v in self._saved.items()}
+            return {k: (v.unpack() if isinstance(v, SAVED) else v) for k, v in self._saved.items()}
 
     def _grad_env(self, grads: list) -> dict | None:
         op = self.op
@@ -202,7 +205,7 @@ class OpNode(Node):
 
     def _release(self) -> None:
         for v in self._saved.values():
-            if isinstance(v, SavedTensor):
+            if isinstance(v, SAVED):
                 v.release()
 
 
@@ -221,7 +224,7 @@ def _saved_value(s: str, op, env: dict, tensors: dict, outs: list, node, inplace
             return t                     # a Scalar argument: a number, not a saved tensor
         before = outs[0]._version - 1 if inplace and t._storage is outs[0]._storage else None
         return SavedTensor(t, node, is_output=False, version=before)
-    return env[s]
+    return save_argument(env[s], node)
 
 
 _META_SUFFIXES = ("_shape", "_dtype")

@@ -156,3 +156,36 @@ class SavedTensor:
             self._released = True
             self._tensor = self._data = None
             self._packed = None
+
+
+class SavedTuple:
+    """A saved argument holding tensors among other values (an index such as
+    ``(slice(None), idx)``): each tensor in it is a ``SavedTensor``, so it is
+    checked, packed and freed like any saved tensor."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple):
+        self.items = items
+
+    def unpack(self) -> tuple:
+        return tuple(i.unpack() if isinstance(i, SavedTensor) else i for i in self.items)
+
+    def release(self) -> None:
+        for i in self.items:
+            if isinstance(i, SavedTensor):
+                i.release()
+
+
+SAVED = (SavedTensor, SavedTuple)
+
+
+def save_argument(value, node):
+    """What a node keeps of a non-tensor argument a rule asks for: tensors
+    inside it become saved tensors; anything else is kept as it is."""
+    if isinstance(value, Tensor):
+        return SavedTensor(value, node, is_output=False)
+    if isinstance(value, tuple) and any(isinstance(v, Tensor) for v in value):
+        return SavedTuple(tuple(SavedTensor(v, node, is_output=False) if isinstance(v, Tensor)
+                                else v for v in value))
+    return value

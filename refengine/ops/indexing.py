@@ -23,6 +23,18 @@ def _np_index(index):
     return index
 
 
+def _as_index(index):
+    """An advanced index with its lists and arrays as tensors, as PyTorch reads
+    them: the node saves them (a list changed later does not change it)."""
+    if isinstance(index, tuple):
+        return tuple(_as_index(i) for i in index)
+    if isinstance(index, (list, np.ndarray)) and not isinstance(index, BatchedTensor):
+        from .. import creation
+        array = np.array(index)
+        return creation.tensor(array if array.size else array.astype(np.int64))
+    return index
+
+
 def _is_basic(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer))
@@ -272,7 +284,7 @@ def getitem(self, index):
             and index.dtype.name in ("int64", "int32") and index.ndim == 0):
         index = int(index)
     if not _is_basic(index):
-        return call(OPS["index"], self, index)
+        return call(OPS["index"], self, _as_index(index))
     items = index if isinstance(index, tuple) else (index,)
     specified = sum(1 for i in items if i is not None and i is not Ellipsis)
     if specified > self.ndim:
@@ -305,12 +317,12 @@ def setitem(self, index, value) -> None:
     if not isinstance(value, Tensor):
         from .dispatch import wrap_number
         value = wrap_number(value)
-    call_inplace(OPS["index_put"], self, index, value.to(self.dtype))
+    call_inplace(OPS["index_put"], self, _as_index(index), value.to(self.dtype))
 
 
 @public(function=False)
 def index_put_(self, indices, values, accumulate=False):
-    return call_inplace(OPS["index_put"], self, indices, values, accumulate)
+    return call_inplace(OPS["index_put"], self, _as_index(indices), values, accumulate)
 
 
 @public(function=False)
