@@ -13,6 +13,7 @@ import threading
 from ..grad_mode import set_grad_enabled
 from .function import BackwardCFunction
 from .node import AccumulateGrad, OpNode
+from .reentrant import run_on_fresh_stack, stack_is_deep
 
 
 class _Current(threading.local):
@@ -85,6 +86,13 @@ class GraphTask:
         return edge[0] in self.visits
 
     def run(self) -> None:
+        if _current.task is not None and stack_is_deep():
+            # a deeply nested reentrant backward: PyTorch goes on another thread
+            run_on_fresh_stack(self._run)
+        else:
+            self._run()
+
+    def _run(self) -> None:
         _current.task, prev = self, _current.task
         try:
             with set_grad_enabled(self.create_graph):
