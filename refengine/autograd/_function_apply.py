@@ -151,12 +151,12 @@ def _save(ctx, outputs, record: bool) -> None:
         if t is None:
             saved.append(None)
             continue
-        # an output (a dirty view among them, whose node is now the one its
-        # rebase gave it) is saved without a reference back to its node
+        # an output is saved without a reference back to this node; a dirty
+        # view is one too (its own grad_fn is now the one its rebase gave it)
         fn = t._grad_fn
         is_output = any(t is o for o in outputs) and fn is not None and (
             fn is ctx or any(t is d for d in ctx._dirty))
-        saved.append(SavedTensor(t, fn if is_output else ctx, is_output=is_output))
+        saved.append(SavedTensor(t, ctx, is_output=is_output))
     ctx._saved_list = saved
     ctx._to_save = ()
 

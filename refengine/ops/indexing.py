@@ -23,16 +23,20 @@ def _np_index(index):
     return index
 
 
-def _as_index(index):
-    """An advanced index with its lists and arrays as tensors, as PyTorch reads
-    them: the node saves them (a list changed later does not change it)."""
-    if isinstance(index, tuple):
-        return tuple(_as_index(i) for i in index)
-    if isinstance(index, (list, np.ndarray)) and not isinstance(index, BatchedTensor):
+def _as_index(index) -> tuple:
+    """An advanced index as PyTorch reads it: a tuple, its lists and arrays as
+    tensors, which the node saves (a list changed later changes nothing)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    return tuple(_index_item(i) for i in index)
+
+
+def _index_item(item):
+    if isinstance(item, (list, np.ndarray)):
         from .. import creation
-        array = np.array(index)
+        array = np.array(item)
         return creation.tensor(array if array.size else array.astype(np.int64))
-    return index
+    return item
 
 
 def _is_basic(index) -> bool:
