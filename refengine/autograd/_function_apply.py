@@ -69,7 +69,7 @@ def _wrap_outputs(ctx, args, outputs: tuple, record: bool) -> tuple:
 def _wrap_output(o, args, ctx, record: bool):
     if not isinstance(o, Tensor) or not any(o is a for a in args):
         return o
-    if record and any(o is n for n in ctx._non_differentiable):
+    if record and o.requires_grad and any(o is n for n in ctx._non_differentiable):
         return o.detach()       # the input keeps requiring grad; its alias does not
     if any(o is d for d in ctx._dirty):
         return o
