@@ -2,8 +2,9 @@
 
 One ``GraphTask`` per call: no state is shared between concurrent calls
 except the nodes themselves, whose saved tensors and accumulators lock.
-Nodes run in dependency order; among ready nodes, the most recently
-created runs first (as PyTorch's CPU engine orders them).
+Nodes run in dependency order; among ready nodes, a leaf's AccumulateGrad
+runs first, then the most recently created node (as PyTorch's CPU engine
+orders them; see ``ReadyQueue``).
 """
 from __future__ import annotations
 
