@@ -23,6 +23,7 @@ from typing import Callable
 MECHANICS = "000_6d5c5040595094ed.txt"      # "Autograd mechanics" (user notes)
 AUTOGRAD_NOTE = "001_1404bd1b2d609d2f.txt"  # "Autograd mechanics" (dev notes)
 FORWARD_AD = "002_a10a9bbbb7d038cf.txt"     # "Forward AD in PyTorch" RFC
+TORCH_BEHAVIOUR = "torch 2.13"  # behaviour the seeds leave open and torch pins down; the cite says what torch does
 
 ENGINES = ("refengine", "torch")
 

@@ -50,8 +50,7 @@ class Tensor:
     # part of an op on a small array. Only immutable values live here.
     _base = None                 # the root tensor this one is a view of
     _view_fn = None              # base -> this view, for regeneration
-    _view_rebase_id = 0          # base's rebase count we last synced to
-    _rebase_id = 0               # bumped when an in-place op on a view rebases us
+    _view_version = 0            # the version our grad_fn last synced to (views)
     _requires_grad = False
     _grad_fn = None
     _output_nr = 0
@@ -64,7 +63,7 @@ class Tensor:
     _fw_base = None
     _fw_view_fn = None
     _wrapped_number = None       # dtype of the Python number this wraps
-    _view_meta = None            # why in-place on this view is forbidden, if it is
+    _view_meta = None            # how the view was made, if that forbids in-place writes
     _post_acc_hooks = MappingProxyType({})   # read-only until a hook is registered
 
     def __init__(self, data=None, *, _array=None, _storage=None, _base=None):
@@ -184,11 +183,12 @@ class Tensor:
     # ----- autograd state ------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        if self._requires_grad:
+        if self._requires_grad or self._grad_fn is not None:
             return True
-        if self._base is None:       # only a view's grad_fn can need regenerating
-            return self._grad_fn is not None
-        return self.grad_fn is not None
+        # a view needs a gradient when its base does, even one made in no_grad
+        # mode or before the base required grad (as in PyTorch)
+        base = self._base
+        return base is not None and (base._requires_grad or base._grad_fn is not None)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -213,7 +213,8 @@ class Tensor:
     @property
     def grad_fn(self):
         base = self._base
-        if base is not None and self._view_rebase_id != base._rebase_id:
+        if (base is not None and self._view_version != self._storage.version
+                and (self._grad_fn is not None or base.requires_grad)):
             from .autograd.view_nodes import regenerate_view_grad_fn
             regenerate_view_grad_fn(self)
         return self._grad_fn
@@ -291,6 +292,12 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node, nr = self._grad_edge()
+        if node is None:
+            # a view that requires grad through its base but is not in the
+            # graph (made in no_grad mode, or before its base required grad):
+            # PyTorch accepts the hook, and no gradient ever reaches it
+            from .autograd.hooks import RemovableHandle
+            return RemovableHandle.add({}, hook)
         return node._register_tensor_hook(nr, hook)
 
     def register_post_accumulate_grad_hook(self, hook):

@@ -79,7 +79,8 @@ class BackwardCFunction(Node, FunctionCtx):
         grads = list(grads) + [None] * (len(self._outputs_meta) - len(grads))
         if self.materialize_grads:
             from .. import creation
-            grads = [g if g is not None else creation.zeros(shape, dtype=dt)
+            # an output that is not a tensor (dtype None) gets None, as in PyTorch
+            grads = [g if g is not None or dt is None else creation.zeros(shape, dtype=dt)
                      for g, (shape, dt) in zip(grads, self._outputs_meta)]
         result = fn.backward(self, *grads)
         if not isinstance(result, tuple):

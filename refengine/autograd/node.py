@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from types import MappingProxyType
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor, wrap_array
 from .hooks import RemovableHandle
-from .saved import SavedTensor
+from .saved import SAVED, SavedTensor, save_argument
 
 _sequence = itertools.count()
 _NONE = MappingProxyType({})    # read-only: a node's hooks until it gets its own
@@ -27,7 +28,7 @@ class Node:
     _pre_hooks = _NONE
     _post_hooks = _NONE
     _tensor_hooks = _NONE           # output_nr -> {id: hook}
-    _retained = _NONE               # output_nr -> tensor whose .grad we fill
+    _retained = _NONE               # output_nr -> weakref to the tensor whose .grad we fill
     _num_outputs = 1
 
     def __init__(self, next_functions=()):
@@ -71,10 +72,12 @@ class Node:
         return RemovableHandle.add(self._own("_tensor_hooks").setdefault(output_nr, {}), fn)
 
     def _set_retains_grad(self, tensor) -> None:
-        self._own("_retained")[tensor._output_nr] = tensor
+        # weakly, as PyTorch: the tensor holds this node, which must not hold it back
+        self._own("_retained")[tensor._output_nr] = weakref.ref(tensor)
 
     def _drop_retains_grad(self, tensor) -> None:
-        if self._retained.get(tensor._output_nr) is tensor:
+        ref = self._retained.get(tensor._output_nr)
+        if ref is not None and ref() is tensor:
             del self._own("_retained")[tensor._output_nr]
 
     def apply(self, grads: list) -> list:
@@ -106,7 +109,7 @@ class Node:
                     return value
             elif attr.startswith("_saved_") and attr[7:] in saved:
                 value = saved[attr[7:]]
-                if isinstance(value, SavedTensor):
+                if isinstance(value, SAVED):
                     return value.unpack()
                 return value.item() if getattr(value, "_wrapped_number", None) else value
         raise AttributeError(f"'{self.name()}' object has no attribute '{attr}'")
@@ -132,7 +135,8 @@ class OpNode(Node):
         edges, inputs, needs = [], [], {}
         for n in op._diff_inputs:
             t = tensors.get(n)
-            if t is None:
+            if t is None or (n in op.scalar_inputs and not isinstance(t, list)
+                             and t._wrapped_number is not None):
                 continue
             if isinstance(t, list):
                 edges.extend(x._grad_edge() for x in t)
@@ -157,7 +161,7 @@ class OpNode(Node):
 
     def _unpack(self) -> dict:
         with self._lock:
-            return {k: (v.unpack() if isinstance(v, SavedTensor) else v) for k, v in self._saved.items()}
+            return {k: (v.unpack() if isinstance(v, SAVED) else v) for k, v in self._saved.items()}
 
     def _grad_env(self, grads: list) -> dict | None:
         op = self.op
@@ -176,7 +180,9 @@ class OpNode(Node):
             return None
         return {"grad": picked[0]} if len(picked) == 1 else {"grads": tuple(picked)}
 
-    def apply(self, grads: list) -> list:
+    def apply(self, grads: list, needed: list | None = None) -> list:
+        """The gradients of the inputs; ``needed`` (one flag per edge) skips
+        those that the running backward does not ask for."""
         env = self._grad_env(grads)
         if env is None:
             return [None] * len(self._next)
@@ -185,7 +191,9 @@ class OpNode(Node):
         for name, meta in self._inputs:
             rule = self.op.vjp.get(name)
             count = len(meta) if isinstance(meta, list) else 1
-            if not self._needs[name] or rule is None:
+            first = len(result)
+            if (not self._needs[name] or rule is None
+                    or (needed is not None and not any(needed[first:first + count]))):
                 result.extend([None] * count)
                 continue
             g = rule(env)
@@ -197,7 +205,7 @@ class OpNode(Node):
 
     def _release(self) -> None:
         for v in self._saved.values():
-            if isinstance(v, SavedTensor):
+            if isinstance(v, SAVED):
                 v.release()
 
 
@@ -212,11 +220,11 @@ def _saved_value(s: str, op, env: dict, tensors: dict, outs: list, node, inplace
         return SavedTensor(outs[i], node, is_output=op.outputs[i] in op.diff_outputs)
     t = tensors.get(s)
     if t is not None and not isinstance(t, list):
-        if t._wrapped_number:
-            return t                     # a Python number: nothing to pack or check
+        if t._wrapped_number and s in op.scalar_inputs:
+            return t                     # a Scalar argument: a number, not a saved tensor
         before = outs[0]._version - 1 if inplace and t._storage is outs[0]._storage else None
         return SavedTensor(t, node, is_output=False, version=before)
-    return env[s]
+    return save_argument(env[s], node)
 
 
 _META_SUFFIXES = ("_shape", "_dtype")
@@ -277,20 +285,54 @@ class AccumulateGrad(Node):
         super().__init__(())
         self.variable = variable
 
-    def accumulate(self, grad, create_graph: bool) -> None:
-        if grad is None:
-            return
+    def accumulate(self, grad, create_graph: bool, owned: bool = False) -> None:
+        """Add ``grad`` into ``variable.grad`` and run the post-accumulate hooks.
+
+        The first gradient is adopted, as PyTorch adopts it, when nothing else
+        holds it (``owned``), grad mode is off and its layout is the
+        variable's: ``.grad`` then shares its memory. Otherwise it is copied
+        (with ``create_graph``, by a differentiable copy).
+        """
         var = self.variable
+        if grad is None:
+            # PyTorch runs the post-accumulate hooks even when no gradient came
+            _post_accumulate(var)
+            return
         with self._lock:
             if var._grad is None:
-                var._grad = grad if create_graph else _detached_copy(grad)
+                if create_graph:
+                    from ..creation import empty_like
+                    var._grad = empty_like(grad).copy_(grad)
+                elif owned and _same_layout(grad, var):
+                    var._grad = grad.detach()
+                else:
+                    var._grad = _detached_copy(grad)
             elif create_graph:
                 var._grad = var._grad + grad
             else:
                 with no_grad():
                     var._grad.add_(grad.detach())
-        for hook in list(var._post_acc_hooks.values()):
-            hook(var)
+        _post_accumulate(var)
+
+
+def _same_layout(grad, var) -> bool:
+    """Whether ``grad`` may become ``var.grad`` as it is: a plain, writable array
+    with the variable's strides (no broadcast view), as PyTorch's layout rule."""
+    if type(grad) is not Tensor or grad.dtype is not var.dtype:
+        return False
+    a, v = grad._data, var._data
+    if not a.flags.writeable or a.shape != v.shape:
+        return False
+    return all(n <= 1 or sa == sv for n, sa, sv in zip(a.shape, a.strides, v.strides))
+
+
+def _post_accumulate(var) -> None:
+    for hook in list(var._post_acc_hooks.values()):
+        result = hook(var)
+        if result is not None:
+            if isinstance(result, Tensor):
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+            raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
 
 
 def _detached_copy(grad):

@@ -74,7 +74,8 @@ class SavedTensor:
         nr = self._output_nr = tensor._output_nr
         # what is needed to give an unpacked tensor its autograd identity
         self._requires_grad = tensor._requires_grad
-        hooks = self._hooks = current_saved_hooks()
+        # a Python number wrapped as a tensor is saved without the hooks (as PyTorch)
+        hooks = self._hooks = current_saved_hooks() if tensor._wrapped_number is None else None
         if is_output:
             self._node = weakref.ref(node)
             self._producer = (node.name(), nr)
@@ -155,3 +156,36 @@ class SavedTensor:
             self._released = True
             self._tensor = self._data = None
             self._packed = None
+
+
+class SavedTuple:
+    """A saved argument holding tensors among other values (an index such as
+    ``(slice(None), idx)``): each tensor in it is a ``SavedTensor``, so it is
+    checked, packed and freed like any saved tensor."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple):
+        self.items = items
+
+    def unpack(self) -> tuple:
+        return tuple(i.unpack() if isinstance(i, SavedTensor) else i for i in self.items)
+
+    def release(self) -> None:
+        for i in self.items:
+            if isinstance(i, SavedTensor):
+                i.release()
+
+
+SAVED = (SavedTensor, SavedTuple)
+
+
+def save_argument(value, node):
+    """What a node keeps of a non-tensor argument a rule asks for: tensors
+    inside it become saved tensors; anything else is kept as it is."""
+    if isinstance(value, Tensor):
+        return SavedTensor(value, node, is_output=False)
+    if isinstance(value, tuple) and any(isinstance(v, Tensor) for v in value):
+        return SavedTuple(tuple(SavedTensor(v, node, is_output=False) if isinstance(v, Tensor)
+                                else v for v in value))
+    return value

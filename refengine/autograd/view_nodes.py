@@ -7,7 +7,9 @@ backward to the viewed region, and every view of the base gets an
 """
 from __future__ import annotations
 
+from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .node import Node
+from .saved import _op_name as op_name
 
 
 class CopySlices(Node):
@@ -54,15 +56,72 @@ class AsStridedBackward0(Node):
         return [full]
 
 
+class MultiViewBackward(Node):
+    """The one node of ``split``, ``chunk`` and ``unbind``: output ``i`` is
+    view ``i``; its backward joins the views' gradients (zeros for those
+    that got none) into the input's."""
+
+    def __init__(self, name: str, edge, join, metas: list, saved: dict):
+        super().__init__((edge,))
+        self._name = name
+        self._join = join
+        self._metas = metas            # (shape, dtype) of each view
+        self._saved = saved            # what PyTorch shows as _saved_<name>
+        self._num_outputs = len(metas)
+
+    def name(self) -> str:
+        return self._name
+
+    def apply(self, grads: list) -> list:
+        if all(g is None for g in grads):
+            return [None]
+        from .. import creation
+        full = [g if g is not None else creation.zeros(shape, dtype=dt)
+                for g, (shape, dt) in zip(grads, self._metas)]
+        return [self._join(full)]
+
+
+def multi_view(pieces: tuple, source, name: str, join, saved: dict) -> tuple:
+    """Make ``pieces`` (views of ``source``) the outputs 0, 1, ... of one
+    ``MultiViewBackward`` node when they were recorded, and mark them as one
+    of several views, whose in-place writes PyTorch refuses."""
+    from ..batching.batched import BatchedTensor
+    physical = list(pieces)
+    if isinstance(source, BatchedTensor):
+        # under vmap the graph lives on the physical views, each with its own node
+        for i, p in enumerate(physical):
+            while isinstance(p, BatchedTensor):
+                p = p._value
+            physical[i] = p
+    elif any(p._grad_fn is not None for p in pieces):
+        node = MultiViewBackward(name, source._grad_edge(), join,
+                                 [(p._data.shape, p.dtype) for p in pieces], saved)
+        for i, p in enumerate(pieces):
+            p._grad_fn, p._output_nr = node, i
+    kind = inherit_kind(source._view_meta, creation_kind(multi=True))
+    for p in physical:
+        if p._base is not None:
+            p._view_meta = kind
+    return pieces
+
+
 def _view_node(view):
     base = view._base
     return AsStridedBackward0(base._grad_edge(), view._view_fn, tuple(base.shape), base.dtype)
 
 
-def regenerate_view_grad_fn(view) -> None:
-    """Give a view of a rebased base a ``grad_fn`` that reads from the new base."""
+def regenerate_view_grad_fn(view, direct: bool = False) -> None:
+    """Give a view of a modified base a ``grad_fn`` that reads from the base.
+
+    PyTorch regenerates whenever the shared version counter moved since the
+    view last synced, whoever wrote (a recorded op, no_grad, a detached
+    alias). ``direct``: the view itself was just written by a recorded op,
+    whose in-place check already ran.
+    """
     base = view._base
-    view._view_rebase_id = base._rebase_id
+    if not direct and view._view_meta is not None:
+        raise RuntimeError(view_error(view, indirect=True))
+    view._view_version = view._storage.version
     if base.requires_grad and view._view_fn is not None:
         if view._retains_grad and view._grad_fn is not None:
             view._grad_fn._drop_retains_grad(view)
@@ -79,9 +138,75 @@ def rebase_after_inplace(t, node: Node, old: Node | None) -> None:
         if t._retains_grad and old is not None:
             old._drop_retains_grad(t)
             node._set_retains_grad(t)
-        t._rebase_id += 1
         return
     base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node)
     base._output_nr = 0
-    base._rebase_id += 1
-    regenerate_view_grad_fn(t)
+    regenerate_view_grad_fn(t, direct=True)
+
+
+# ----- views that may not be written in place (PyTorch's "creation meta") -----
+# A view's ``_view_meta`` says how it was made when that forbids an in-place
+# write with grad mode on; None is the default kind, which allows it.
+NO_GRAD, INFERENCE, MULTI, CUSTOM = "no_grad", "inference", "multi", "custom"
+
+
+def creation_kind(multi: bool):
+    """The kind of a view made now: in inference mode, in no_grad mode, or
+    as one of several outputs (``split``, ``chunk``, ``unbind``)."""
+    if is_inference_mode_enabled():
+        return INFERENCE
+    if not is_grad_enabled():
+        return NO_GRAD
+    return MULTI if multi else None
+
+
+def inherit_kind(previous, new):
+    """The kind of a view of a view: an inference-mode origin stays; otherwise
+    the newer restriction wins, and a default view keeps its source's."""
+    if new is None or previous == INFERENCE:
+        return previous
+    return new
+
+
+_ADVICE = {
+    MULTI: "This view is the output of a function that returns multiple views. Such functions "
+           "do not allow the output views to be modified inplace. You should replace the "
+           "inplace operation by an out-of-place one.",
+    NO_GRAD: "Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+             "clarify your code by moving both the view and the inplace either both inside the "
+             "no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+             "you want the inplace to be tracked).",
+    INFERENCE: "Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+               "clarify your code by moving both the view and the inplace either both inside "
+               "the inference_mode block (if you don't want the inplace to be tracked) or both "
+               "outside (if you want the inplace to be tracked).",
+    CUSTOM: "This view was created inside a custom Function (or because an input was returned "
+            "as-is) and the autograd logic to handle view+inplace would override the custom "
+            "backward associated with the custom Function, leading to incorrect gradients. "
+            "This behavior is forbidden. You can fix this by cloning the output of the custom "
+            "Function.",
+}
+
+
+def view_error(view, indirect: bool) -> str:
+    """PyTorch's words for an in-place write to (or, ``indirect``, through the
+    base of) a view whose kind forbids it."""
+    kind, fn = view._view_meta, view._grad_fn
+    written = ("its base or another view of its base has been" if indirect else "is being")
+    where = f"Output {view._output_nr} of {op_name(fn.name())}" if fn is not None else ""
+    if kind in (NO_GRAD, INFERENCE) or fn is None:
+        prefix = f"{where} is a view of a view which was created in" if fn is not None \
+            else "A view was created in"
+        if kind == INFERENCE:
+            head = f"{prefix} inference mode and {written} modified inplace in normal mode."
+        else:
+            head = f"{prefix} no_grad mode and {written} modified inplace with grad mode enabled."
+    else:
+        head = f"{where} is a view and {written} modified inplace."
+    return f"{head} {_ADVICE[kind]}"
+
+
+def check_view_inplace(view) -> None:
+    """Refuse a recorded in-place write to a view whose kind forbids it."""
+    if view._view_meta is not None:
+        raise RuntimeError(view_error(view, indirect=False))

@@ -44,8 +44,7 @@ class BatchedTensor(Tensor):
         self._level = level
         self._base = None
         self._view_fn = None
-        self._view_rebase_id = 0
-        self._rebase_id = 0
+        self._view_version = 0
         self._requires_grad = False
         self._grad_fn = None
         self._output_nr = 0

@@ -20,11 +20,9 @@ class BackwardHookFunction(Function):
 
     @staticmethod
     def forward(ctx, *args):
-        # Fresh aliases rather than the inputs themselves: refengine ignores
-        # mark_non_differentiable on an input returned as is (reported to the lead).
-        outs = tuple(a.view_as(a) for a in args)
-        ctx.mark_non_differentiable(*[o for o, a in zip(outs, args) if not a.requires_grad])
-        return outs
+        # the inputs themselves, as PyTorch's: each comes out as an alias
+        ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+        return args
 
     @staticmethod
     def backward(ctx, *grads):

@@ -28,10 +28,17 @@ def _one(self):
     return self * 0 + 1
 
 
+def _scalar_other(stem: str):
+    """PyTorch's node names: ``<stem>Backward0`` for a number ``other``, else ``1``."""
+    return lambda raw: f"{stem}Backward0" if is_number(raw["other"]) else f"{stem}Backward1"
+
+
 defelementwise("fmod", _real_binary(np.fmod),
-               {"self": _one, "other": lambda self, other: -(self / other).trunc()}, **B)
+               {"self": _one, "other": lambda self, other: -(self / other).trunc()},
+               variant=_scalar_other("Fmod"), scalar_inputs=("other",), **B)
 defelementwise("remainder", _real_binary(np.remainder),
-               {"self": _one, "other": lambda self, other: -(self / other).floor()}, **B)
+               {"self": _one, "other": lambda self, other: -(self / other).floor()},
+               variant=_scalar_other("Remainder"), scalar_inputs=("other",), **B)
 defelementwise("hypot", _real_binary(np.hypot),
                {"self": lambda self, result: self / result,
                 "other": lambda other, result: other / result}, to_float=True, **B)
@@ -56,11 +63,12 @@ def _xlogy_variant(raw: dict) -> str:
 
 defelementwise("xlogy", _real_binary(_xlogy),
                {"self": _xlogy_self, "other": lambda self, other: self / other},
-               to_float=True, variant=_xlogy_variant, **B)
+               to_float=True, variant=_xlogy_variant, scalar_inputs=("self", "other"), **B)
 defelementwise("lerp", lambda self, end, weight: self + weight * (end - self),
                {"self": lambda weight: 1 - weight, "end": lambda weight: weight,
                 "weight": lambda self, end: end - self},
-               promote=("self", "end", "weight"), inplace=True)
+               promote=("self", "end", "weight"), inplace=True, scalar_inputs=("weight",),
+               variant=lambda raw: "LerpBackward0" if is_number(raw["weight"]) else "LerpBackward1")
 
 
 def _polar(abs, angle):

@@ -29,6 +29,7 @@ deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1
 deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
           vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
           promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB,
+          scalar_inputs=("other",),
           batch=elementwise)
 def _annex_g(x, y):
     """Complex products where NumPy gives nan+nanj but an operand is infinite:
@@ -109,6 +110,7 @@ def _check_pow(tensors: dict) -> None:
 defop("pow", lambda self, exponent: np.power(self, exponent),
       vjp={"self": _pow_self, "exponent": _pow_exponent}, jvp=_pow_jvp,
       inputs=("self", "exponent"), promote=("self", "exponent"), variant=_pow_variant,
+      scalar_inputs=("self", "exponent"),
       refuse=_check_pow, inplace=True, batch=elementwise)
 
 
@@ -150,7 +152,7 @@ def _masked_fill_batch(c):
 deflinear("masked_fill", lambda self, mask, value: np.where(mask, value, self).astype(self.dtype),
           vjp={"self": lambda grad, mask: grad.masked_fill(mask, 0),
                "value": lambda grad, mask: grad.masked_fill(~mask, 0).sum()},
-          inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True,
+          inputs=("self", "mask", "value"), nondiff=("mask",), inplace=True, scalar_inputs=("value",),
           batch=_masked_fill_batch)
 
 

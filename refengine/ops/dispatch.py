@@ -17,7 +17,8 @@ import numpy as np
 from .. import dtypes
 from ..autograd import forward_ad
 from ..autograd.node import OpNode
-from ..autograd.view_nodes import rebase_after_inplace
+from ..autograd.view_nodes import (check_view_inplace, creation_kind, inherit_kind,
+                                    rebase_after_inplace)
 from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ..tensor import Tensor, wrap_array
 from ..batching.batched import ACTIVE as _VMAP_ACTIVE, BatchedTensor, top_level
@@ -93,16 +94,15 @@ def _check_inplace(self: Tensor) -> None:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
                            "inplace update.")
-    if not is_grad_enabled():
+    if not is_grad_enabled() or not self.requires_grad:
         return
-    if self._view_meta is not None and self._view_meta[0] == "no_grad" and self._base.requires_grad:
-        _refuse_view_inplace(self)
-    if not self.requires_grad:
-        return
-    if self._base is not None and self._base.is_leaf and self._base._requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
-    if self.is_leaf:
+    # PyTorch's order: how the view was made, then a view of a leaf, then a leaf
+    if self._base is not None:
+        check_view_inplace(self)
+        if self._base.is_leaf:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+    elif self.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
 
@@ -211,17 +211,15 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     if source is None or not isinstance(source, Tensor):
         return [wrap_array(r) for r in results]
     outs = []
+    kind = inherit_kind(source._view_meta, creation_kind(multi=len(results) > 1))
     for r in results:
         if np.may_share_memory(r, source._data):
             t = Tensor(_array=r, _storage=source._storage,
                        _base=source._base if source._base is not None else source)
             t._is_inference = source._is_inference
-            if len(results) > 1:
-                t._view_meta = ("multi", op.node.replace("Backward0", ""))
-            elif not is_grad_enabled():
-                t._view_meta = ("no_grad", None)
-            elif source._view_meta is not None:
-                t._view_meta = source._view_meta
+            t._view_version = source._storage.version
+            if kind is not None:
+                t._view_meta = kind
         else:
             t = wrap_array(r)
         outs.append(t)
@@ -254,14 +252,19 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         op.refuse(tensors)
     results, _ = _forward(op, env, tensors, numbers_only)
     levels = forward_ad.levels_with_tangents(tensors, op) if _DUAL_LEVELS else ()
-    if out is not None and record and out._view_meta is not None:
-        _refuse_view_inplace(out)
+    if out is not None and record:
+        check_view_inplace(out)
+        if out._base is not None:
+            out.grad_fn                 # regenerated now if an earlier write calls for it
     if out is not None and (record or levels) and op.reads_self:
         tensors["self"] = env["self"] = _original(out)
     if out is not None:
         if out.is_complex() and results[0].dtype.kind != "c" and op.result_dtype is dtypes.to_real:
             raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
         _write_inplace(out, results[0])
+        if record and out._base is not None:
+            # the node below takes out's history from before this write
+            out._view_version = out._storage.version
         outs = [out]
     else:
         outs = _wrap_outputs(op, results, tensors) if op.view else [wrap_array(r) for r in results]
@@ -303,30 +306,6 @@ def _original(t: Tensor) -> Tensor:
     return orig
 
 
-_VIEW_ERRORS = {
-    "multi": "Output {nr} of {name} is a view and is being modified inplace. This view is the "
-             "output of a function that returns multiple views. Such functions do not allow the "
-             "output views to be modified inplace. You should replace the inplace operation by "
-             "an out-of-place one.",
-    "custom": "Output {nr} of {name} is a view and is being modified inplace. This view was "
-              "created inside a custom Function (or because an input was returned as-is) and the "
-              "autograd logic to handle view+inplace would override the custom backward "
-              "associated with the custom Function, leading to incorrect gradients. This "
-              "behavior is forbidden. You can fix this by cloning the output of the custom "
-              "Function.",
-    "no_grad": "A view was created in no_grad mode and is being modified inplace with grad mode "
-               "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
-               "You can clarify your code by moving both the view and the inplace either both "
-               "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-               "outside (if you want the inplace to be tracked).",
-}
-
-
-def _refuse_view_inplace(t: Tensor) -> None:
-    kind, name = t._view_meta
-    raise RuntimeError(_VIEW_ERRORS[kind].format(nr=t._output_nr, name=name))
-
-
 def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
     source = tensors[op.inputs[0]]
     args = {k: v for k, v in env.items() if k != op.inputs[0]}
@@ -335,7 +314,6 @@ def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
         if t._base is None:
             continue
         t._view_fn = _compose(op, args, i, source._view_fn)
-        t._view_rebase_id = t._base._rebase_id
         # a view of a root has the same path from its backward and its
         # forward base: one function serves both
         same = source._fw_view_fn is source._view_fn

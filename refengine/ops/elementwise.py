@@ -193,7 +193,7 @@ def _clamp_max_grad(grad, self, min, max):
 defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
       vjp={"self": lambda grad, self, min, max: grad * _inside(self, min, max),
            "min": _clamp_min_grad, "max": _clamp_max_grad},
-      jvp=_clamp_jvp, inplace=True, batch=elementwise,
+      jvp=_clamp_jvp, inplace=True, batch=elementwise, scalar_inputs=("min", "max"),
       variant=lambda raw: "ClampBackward0" if any(hasattr(raw.get(k), "_data")
                                                  for k in ("min", "max")) else "ClampBackward1")
 

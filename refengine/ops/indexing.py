@@ -23,6 +23,22 @@ def _np_index(index):
     return index
 
 
+def _as_index(index) -> tuple:
+    """An advanced index as PyTorch reads it: a tuple, its lists and arrays as
+    tensors, which the node saves (a list changed later changes nothing)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    return tuple(_index_item(i) for i in index)
+
+
+def _index_item(item):
+    if isinstance(item, (list, np.ndarray)):
+        from .. import creation
+        array = np.array(item)
+        return creation.tensor(array if array.size else array.astype(np.int64))
+    return item
+
+
 def _is_basic(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer))
@@ -272,7 +288,7 @@ def getitem(self, index):
             and index.dtype.name in ("int64", "int32") and index.ndim == 0):
         index = int(index)
     if not _is_basic(index):
-        return call(OPS["index"], self, index)
+        return call(OPS["index"], self, _as_index(index))
     items = index if isinstance(index, tuple) else (index,)
     specified = sum(1 for i in items if i is not None and i is not Ellipsis)
     if specified > self.ndim:
@@ -305,12 +321,12 @@ def setitem(self, index, value) -> None:
     if not isinstance(value, Tensor):
         from .dispatch import wrap_number
         value = wrap_number(value)
-    call_inplace(OPS["index_put"], self, index, value.to(self.dtype))
+    call_inplace(OPS["index_put"], self, _as_index(index), value.to(self.dtype))
 
 
 @public(function=False)
 def index_put_(self, indices, values, accumulate=False):
-    return call_inplace(OPS["index_put"], self, indices, values, accumulate)
+    return call_inplace(OPS["index_put"], self, _as_index(indices), values, accumulate)
 
 
 @public(function=False)

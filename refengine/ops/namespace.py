@@ -113,8 +113,9 @@ def _attach_extras(functions: dict) -> None:
                          ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge"),
                          ("and", "bitwise_and"), ("or", "bitwise_or")):
         setattr(T, f"__{dunder}__", _binary(name))
-    for dunder, name in (("radd", "add"), ("rmul", "mul"), ("rtruediv", "div"),
-                         ("rmatmul", "matmul")):
+    # ``2 + x`` is add(x, 2) in PyTorch (x is self): addition and multiplication commute
+    T.__radd__, T.__rmul__ = _binary("add"), _binary("mul")
+    for dunder, name in (("rtruediv", "div"), ("rmatmul", "matmul")):
         setattr(T, f"__{dunder}__", _swap(name))
     T.__rsub__ = lambda self, other: call(OPS["rsub"], self, other)
     T.__rpow__ = _rpow

@@ -73,6 +73,9 @@ class OpDef:
     function: bool = True              # also define refengine.NAME
     variant: Callable | None = None    # bound args -> node name, when it varies
     refuse: Callable | None = None     # input tensors -> raise for inputs PyTorch rejects
+    # inputs that PyTorch takes as a Scalar when given a Python number (pow's
+    # exponent, clamp's bounds): such a number is no input of the node
+    scalar_inputs: tuple = ()
     batch: Callable | None = None      # vmap batching rule (refengine/batching); None: a loop
     signature: inspect.Signature = field(init=False, repr=False)
 

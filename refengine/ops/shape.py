@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.view_nodes import multi_view
 from ..batching.batched import NotBatchable
 from ..batching.rules import (elementwise, item_rank, materialize_items, matrices, over_dims,
                               pad_to, shift_dim, shift_dims)
@@ -444,19 +445,8 @@ def tile(input, dims):
     return call(OPS["repeat"], input, (1,) * (input.ndim - len(dims)) + dims)
 
 
-# split, chunk and unbind return several views; each is a narrow / select view
-# (its grad_fn is SliceBackward0 / SelectBackward0), marked as one of several
-# views so that an in-place write to it is refused, as PyTorch refuses it.
-def _multi_view(pieces: tuple, node: str) -> tuple:
-    from ..batching.batched import BatchedTensor
-    for p in pieces:
-        while isinstance(p, BatchedTensor):     # under vmap, the physical view is written
-            p = p._value
-        if p._base is not None:
-            p._view_meta = ("multi", node)
-    return pieces
-
-
+# split, chunk and unbind return several views: each is computed as a narrow /
+# select view, then all become the outputs of one node (SplitBackward0 ...).
 @public()
 def split(tensor, split_size_or_sections, dim=0):
     """Views of consecutive pieces along ``dim`` (of one size, or of the given sizes)."""
@@ -476,8 +466,12 @@ def split(tensor, split_size_or_sections, dim=0):
     for size in sizes:
         pieces.append(narrow(tensor, d, start, size))
         start += size
-    return _multi_view(tuple(pieces), "SplitWithSizesBackward0" if not isinstance(
-        split_size_or_sections, int) else "SplitBackward0")
+    saved = {"dim": d, "self_sym_sizes": tuple(tensor.shape)}
+    if isinstance(split_size_or_sections, int):
+        name, saved["split_size"] = "SplitBackward0", split_size_or_sections
+    else:
+        name, saved["split_sizes"] = "SplitWithSizesBackward0", tuple(sizes)
+    return multi_view(tuple(pieces), tensor, name, lambda g: call(OPS["cat"], g, d), saved)
 
 
 @public()
@@ -491,5 +485,5 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``."""
     d = _norm_dim(dim, input.ndim)
-    return _multi_view(tuple(input.select(d, i) for i in range(input.shape[d])),
-                       "UnbindBackward0")
+    return multi_view(tuple(input.select(d, i) for i in range(input.shape[d])), input,
+                      "UnbindBackward0", lambda g: call(OPS["stack"], g, d), {"dim": d})
