@@ -84,7 +84,8 @@ def _unwrap(data):
 def _new(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
     t = Tensor(_array=arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True, "Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
     return t
 
 

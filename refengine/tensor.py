@@ -10,7 +10,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import dtypes
-from .grad_mode import is_inference_mode_enabled
+from .grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .storage import Storage
 
 _BY_NP = dtypes._BY_NP    # NumPy dtype -> refengine dtype, read on every .dtype
@@ -112,9 +112,13 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def numpy(self) -> np.ndarray:
-        """The NumPy array sharing this tensor's memory."""
-        if self.requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array sharing this tensor's memory.
+
+        Refused for a tensor that requires grad while grad mode is on (the
+        array would escape autograd); ``force=True`` returns it anyway.
+        """
+        if not force and is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
@@ -164,6 +168,9 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._is_inference:
+            raise RuntimeError("Inference tensors do not track version counter: "
+                               "their in-place writes are never checked by autograd.")
         return self._storage.version
 
     def _bump_version(self) -> None:
@@ -188,27 +195,51 @@ class Tensor:
             return True
         if self._base is None:       # only a view's grad_fn can need regenerating
             return self._grad_fn is not None
-        return self.grad_fn is not None
+        # As in PyTorch, a view requires grad when its base does, also one
+        # made under no_grad or inference mode that has no grad_fn: ops on it
+        # are recorded, and the gradient stops at it.
+        return self.grad_fn is not None or self._base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        # PyTorch's attribute is stricter than its method: any change on a
+        # non-leaf is refused, and only a bool is accepted
+        if type(value) is not bool:
+            raise RuntimeError("requires_grad must be a bool")
+        if value and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can "
+                                       "require gradients")
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this leaf; returns ``self``."""
+        if type(requires_grad) is not bool:
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can "
+                                               "require gradients")
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool, refusal: str) -> None:
+        # ``refusal``: PyTorch's method, attribute and factories word the
+        # error for an integer tensor each in their own way
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want "
                     "to use a computed variable in a subgraph that doesn't require "
                     "differentiation use var_no_grad = var.detach().")
-            return self
+            return
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(refusal)
         if requires_grad and self._is_inference and not is_inference_mode_enabled():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
-        self._requires_grad = bool(requires_grad)
-        return self
+        self._requires_grad = requires_grad
 
     @property
     def grad_fn(self):
@@ -243,11 +274,18 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                                 f"grad of type {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value.shape)} vs {list(self.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}': assign a gradient of the same size")
             if value.dtype is not self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype "
+                                   f"'{self.dtype.name}': cast the gradient to the tensor's dtype")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     def retain_grad(self) -> None:
         """Populate ``.grad`` for this non-leaf tensor during backward."""
@@ -291,6 +329,11 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node, nr = self._grad_edge()
+        if node is None:
+            # a view made under no_grad or inference mode of a base that
+            # requires grad: no gradient ever reaches it, so the hook never runs
+            from .autograd.hooks import RemovableHandle
+            return RemovableHandle.add({}, hook)
         return node._register_tensor_hook(nr, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -331,8 +374,20 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        # As in PyTorch: the memory (and dtype and shape) become value's, the
+        # version counter stays this tensor's, still shared with its views.
+        # Storage.array keeps the old memory: nothing reads it through a tensor.
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self.requires_grad and not (value.dtype.is_floating_point or value.dtype.is_complex):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data = value._data
-        self._storage = value._storage
+        self._is_inference = value._is_inference
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
 
 class Size(tuple):

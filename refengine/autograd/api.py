@@ -74,19 +74,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     targets = None
     if inputs is not None:
         targets = [_input_edge(t, i) for i, t in enumerate(inputs)]
+        for t in inputs:
+            # as in PyTorch, a non-leaf input gets its .grad by retaining it
+            # (once, even when it already retained it), and keeps retaining
+            t.retain_grad()
     task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
                      accumulate=True, targets=targets)
     task.run()
-    if inputs is not None:
-        for t, g in zip(inputs, task.captured):
-            if g is not None and t.grad_fn is not None:
-                _accumulate_nonleaf(t, g, create_graph)
-
-
-def _accumulate_nonleaf(t: Tensor, g, create_graph: bool) -> None:
-    if not create_graph:
-        g = g.detach()
-    t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _input_edge(t, i: int):

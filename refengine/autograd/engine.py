@@ -120,16 +120,17 @@ class GraphTask:
             grads.extend([None] * missing)
         if node._tensor_hooks:
             grads = _tensor_hooks(node, grads)
+        # PyTorch fills retained .grad before the node's pre-hooks, although
+        # the seed's list puts it after them; PyTorch's behaviour wins. It
+        # fills it also where grad() stops at the node without running it.
+        if node._retained:
+            self._retain(node, grads)
         if self.capture_at:
             for nr, g in enumerate(grads):
                 for i in self.capture_at.get((node, nr), ()):
                     self.captured[i] = g
         if node not in self.executes:
             return None
-        # PyTorch fills retained .grad before the node's pre-hooks, although
-        # the seed's list puts it after them; PyTorch's behaviour wins.
-        if node._retained:
-            self._retain(node, grads)
         if node._pre_hooks:
             for hook in list(node._pre_hooks.values()):
                 new = hook(tuple(grads))
@@ -159,7 +160,8 @@ class GraphTask:
             if g is None:
                 continue
             if tensor._grad is None:
-                tensor._grad = g if self.create_graph else g.detach().clone()
+                # a copy, recorded under create_graph (CloneBackward0, as in PyTorch)
+                tensor._grad = g.clone() if self.create_graph else g.detach().clone()
             else:
                 tensor._grad = tensor._grad + (g if self.create_graph else g.detach())
 

@@ -278,9 +278,9 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def accumulate(self, grad, create_graph: bool) -> None:
-        if grad is None:
-            return
         var = self.variable
+        if grad is None or not var.requires_grad:
+            return   # as in PyTorch: a leaf set to requires_grad=False since gets nothing
         with self._lock:
             if var._grad is None:
                 var._grad = grad if create_graph else _detached_copy(grad)

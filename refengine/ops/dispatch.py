@@ -18,7 +18,7 @@ from .. import dtypes
 from ..autograd import forward_ad
 from ..autograd.node import OpNode
 from ..autograd.view_nodes import rebase_after_inplace
-from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
+from ..grad_mode import is_grad_enabled, is_inference_mode_enabled, is_recording
 from ..tensor import Tensor, wrap_array
 from ..batching.batched import ACTIVE as _VMAP_ACTIVE, BatchedTensor, top_level
 from .opdef import OPS, OpDef
@@ -93,7 +93,7 @@ def _check_inplace(self: Tensor) -> None:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
                            "inplace update.")
-    if not is_grad_enabled():
+    if not is_recording():
         return
     if self._view_meta is not None and self._view_meta[0] == "no_grad" and self._base.requires_grad:
         _refuse_view_inplace(self)
@@ -249,7 +249,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         from ..batching.runtime import run as run_batched
         return run_batched(op, env, out)
     raw = dict(env) if op.variant is not None else env   # only a variant reads the unwrapped args
-    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_grad_enabled())
+    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_recording())
     if op.refuse is not None:
         op.refuse(tensors)
     results, _ = _forward(op, env, tensors, numbers_only)
