@@ -65,6 +65,7 @@ class Tensor:
     _fw_view_fn = None
     _wrapped_number = None       # dtype of the Python number this wraps
     _view_meta = None            # why in-place on this view is forbidden, if it is
+    _geometry_log = None         # undos of in-place view ops on this base (t_, squeeze_...)
     _post_acc_hooks = MappingProxyType({})   # read-only until a hook is registered
 
     def __init__(self, data=None, *, _array=None, _storage=None, _base=None):

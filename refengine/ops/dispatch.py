@@ -334,18 +334,34 @@ def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
     for i, t in enumerate(outs):
         if t._base is None:
             continue
-        t._view_fn = _compose(op, args, i, source._view_fn)
+        t._view_fn = _compose(op, args, i, source._view_fn, source)
         t._view_rebase_id = t._base._rebase_id
         # a view of a root has the same path from its backward and its
         # forward base: one function serves both
         same = source._fw_view_fn is source._view_fn
         t._fw_base = fw_base
-        t._fw_view_fn = t._view_fn if same else _compose(op, args, i, source._fw_view_fn)
+        t._fw_view_fn = t._view_fn if same else _compose(op, args, i, source._fw_view_fn, source)
 
 
-def _compose(op: OpDef, args: dict, i: int, prev):
-    """base -> this view: ``prev`` (base -> source) followed by ``op``."""
+def _compose(op: OpDef, args: dict, i: int, prev, source: Tensor):
+    """base -> this view: ``prev`` (base -> source) followed by ``op``.
+
+    Without ``prev`` the source is the base. An in-place view op (``t_``,
+    ``squeeze_``...) may reshape the base later: the view then reads the
+    base as it was, through the undo of each such op made since.
+    """
+    if prev is None:
+        log = source._geometry_log
+        if log is None:
+            log = source._geometry_log = []
+        made_at = len(log)
+
+        def prev(base):
+            for undo in reversed(log[made_at:]):
+                base = undo(base)
+            return base
+
     def view_fn(base):
-        v = call(op, prev(base) if prev is not None else base, **args)
+        v = call(op, prev(base), **args)
         return v[i] if isinstance(v, tuple) else v
     return view_fn
