@@ -159,11 +159,14 @@ class GraphTask:
             g = grads[nr] if nr < len(grads) else None
             if g is None:
                 continue
-            if tensor._grad is None:
-                # a copy, recorded under create_graph (CloneBackward0, as in PyTorch)
-                tensor._grad = g.clone() if self.create_graph else g.detach().clone()
-            else:
-                tensor._grad = tensor._grad + (g if self.create_graph else g.detach())
+            # backward passes in several threads may share the node: the
+            # read and the write of .grad go together, or an update is lost
+            with node._lock:
+                if tensor._grad is None:
+                    # a copy, recorded under create_graph (CloneBackward0, as in PyTorch)
+                    tensor._grad = g.clone() if self.create_graph else g.detach().clone()
+                else:
+                    tensor._grad = tensor._grad + (g if self.create_graph else g.detach())
 
 
 def _add(buffers: dict, node, nr: int, g) -> None:
