@@ -1,7 +1,10 @@
 """``autograd.backward`` and ``autograd.grad``."""
 from __future__ import annotations
 
-from ..batching.batched import ACTIVE as _VMAP_ACTIVE, top_level
+from ..batching.api import unwrap
+from ..batching.batched import BatchedTensor, NotBatchable, top_level
+from ..batching.runtime import exit_level, new_level
+from ..ops.dispatch import VMAP
 from ..tensor import Tensor
 from .engine import GraphTask
 
@@ -125,7 +128,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _as_tuple(grad_outputs) or (None,) * len(outs)
     if retain_graph is None:
         retain_graph = create_graph
-    if _VMAP_ACTIVE[0] and top_level(outs + ins + grads):
+    if VMAP.active and top_level(outs + ins + grads):
         return _grad_in_vmap(outs, ins, grads, retain_graph=retain_graph,
                              create_graph=create_graph, allow_unused=allow_unused,
                              is_grads_batched=is_grads_batched,
@@ -171,7 +174,6 @@ def _grad_in_vmap(outs, ins, grads, **options) -> tuple:
     the level: the gradient with respect to a tensor shared by the batch
     would sum the examples.
     """
-    from ..batching.batched import BatchedTensor, NotBatchable
     level = top_level(outs + ins + grads)
 
     def physical(t, what):
@@ -211,8 +213,6 @@ def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, ma
     One backward pass with batched grad_outputs (vmap over the backward): each
     rule runs once on the whole batch through its op's batching rule.
     """
-    from ..batching.api import unwrap
-    from ..batching.batched import BatchedTensor, exit_level, new_level
     batched = _make_grads(outs, grads, is_grads_batched=True)
     if any(g is not None and g.ndim == 0 for g in batched):
         raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import forward_ad
+from ..autograd import tangents
 from ..batching.batched import BatchedTensor
 from ..creation import tensor
 from ..grad_mode import is_recording
@@ -133,7 +133,7 @@ def as_strided(input, size, stride, storage_offset=None):
     offset = geometry[2] if storage_offset is None else int(storage_offset)
     root = input._base if input._base is not None else input
     differentiated = (is_recording() and input.requires_grad) or any(
-        forward_ad.get_tangent(input, level) is not None for level in forward_ad.active_levels())
+        tangents.get_tangent(input, level) is not None for level in tangents.active_levels())
     if differentiated and not _plain(root._data):
         raise RuntimeError("as_strided: refengine differentiates as_strided only on a tensor "
                            "whose base is contiguous (its writes and tangents replay the view "
@@ -179,7 +179,7 @@ def _take_over(self, out, node_name: str, undo) -> None:
             old_fn._drop_retains_grad(self)
             node._set_retains_grad(self)
     for level, tangent in out._fw_grads.items():
-        forward_ad.set_tangent(self, level, tangent)
+        tangents.set_tangent(self, level, tangent)
     self._bump_version()
 
 
