@@ -1,8 +1,8 @@
 """``as_strided``, the ``swapdims`` aliases, and the in-place view ops.
 
 An in-place view op (``t_``, ``transpose_``, ``swapdims_``, ``swapaxes_``,
-``squeeze_``, ``unsqueeze_``, ``unsqueeze_``, ``as_strided_``) changes the
-shape of a tensor without touching its memory. As in PyTorch it is an
+``squeeze_``, ``unsqueeze_``, ``as_strided_``) changes the shape of a
+tensor without touching its memory. As in PyTorch it is an
 in-place op (the version goes up, leaves and views of leaves that require
 grad are refused) whose ``grad_fn`` is the view's node under its in-place
 name (``TBackward1``...). It runs as the out-of-place view, whose result the
