@@ -264,7 +264,7 @@ def select(ops: list[Op], patterns: list[str]) -> list[Op]:
                                     for p in pats)]
 
 
-def main(argv=None):
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="adcheck's gradcheck on refengine against torch.autograd.gradcheck, "
                     "interleaved in one process, on the same 49 ops and inputs.",
@@ -297,56 +297,29 @@ def main(argv=None):
                              "its times many fold")
     parser.add_argument("--json", metavar="PATH", help="write every number to PATH")
     parser.add_argument("--list", action="store_true", help="print the op list and exit")
-    args = parser.parse_args(argv)
+    return parser
 
-    modes = [m for m in args.modes.split(",") if m]
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        parser.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
 
-    all_ops = build_ops(args.seed)
-    ops = select(all_ops, args.ops)
-    if args.list:
-        for op in ops:
-            print(f"{op.name:17} {op.family:10} {op.describe()}")
-        print(f"{len(ops)} ops")
-        return 0
-    if not ops:
-        parser.error(f"no op matches {args.ops}; see --list")
+def _batching(no_batch: bool) -> str:
+    """Our side's batching: "default", or "off" / "unavailable" for --no-batch."""
+    if not no_batch:
+        return "default"
+    set_batching = getattr(gradcheck, "set_batching", None)
+    if set_batching is None:   # not exported yet: the module that holds it
+        try:
+            set_batching = importlib.import_module("gradcheck.batching").set_batching
+        except (ImportError, AttributeError):
+            set_batching = None
+    if set_batching is None:
+        print("note: gradcheck.set_batching does not exist (yet); --no-batch has no "
+              "effect, our side runs as it is", file=sys.stderr)
+        return "unavailable"
+    set_batching(False)
+    return "off"
 
-    import torch
-    import torch.autograd
 
-    default_threads = torch.get_num_threads()
-    if args.torch_threads > 0:
-        torch.set_num_threads(args.torch_threads)
-
-    batching = "default"
-    if args.no_batch:
-        set_batching = getattr(gradcheck, "set_batching", None)
-        if set_batching is None:   # not exported yet: the module that holds it
-            try:
-                set_batching = importlib.import_module("gradcheck.batching").set_batching
-            except (ImportError, AttributeError):
-                set_batching = None
-        if set_batching is None:
-            batching = "unavailable"
-            print("note: gradcheck.set_batching does not exist (yet); --no-batch has no "
-                  "effect, our side runs as it is", file=sys.stderr)
-        else:
-            set_batching(False)
-            batching = "off"
-
-    sides = {
-        "ours": (refengine, {"gradcheck": gradcheck.gradcheck,
-                             "gradgradcheck": gradcheck.gradgradcheck}),
-        "torch": (torch, {"gradcheck": torch.autograd.gradcheck,
-                          "gradgradcheck": torch.autograd.gradgradcheck}),
-    }
-    missing = check_ops_exist(ops, (refengine, torch))
-
+def _environment(args, torch, default_threads: int, batching: str, ops: list, modes) -> dict:
+    """What the run ran on, recorded and printed as the header."""
     env = dict(python=platform.python_version(), platform=platform.platform(),
                cpus=os.cpu_count(), torch=torch.__version__, torch_threads=torch.get_num_threads(),
                torch_default_threads=default_threads,
@@ -361,7 +334,11 @@ def main(argv=None):
     if env["torch_threads"] != default_threads:
         print(f"torch runs on {env['torch_threads']} intra-op thread(s) instead of its default "
               f"{default_threads} (--torch-threads 0 keeps the default)")
+    return env
 
+
+def _check_loop(ops: list, modes, repeat: int, sides: dict) -> tuple[dict, float]:
+    """Every (mode, op) pair, with progress on stderr; the results and the seconds."""
     results = {m: {} for m in modes}
     tty = sys.stderr.isatty()
     started = time.perf_counter()
@@ -371,23 +348,13 @@ def main(argv=None):
             print(f"\r{msg:60}" if tty else msg, end="" if tty else "\n", file=sys.stderr,
                   flush=True)
             gc.collect()
-            results[mode][op.name] = run_pair(op, mode, args.repeat, sides)
+            results[mode][op.name] = run_pair(op, mode, repeat, sides)
     if tty:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
-    bench_s = time.perf_counter() - started
-    env["load_after"] = load_average()
+    return results, time.perf_counter() - started
 
-    print_table(ops, modes, results)
-    tot = totals(ops, modes, results)
-    print_totals(tot, len(ops))
 
-    import_t = help_t = sweep = None
-    if not args.no_subprocess:
-        import_t = time_import_torch()
-        help_t = time_help()
-    if args.sweep:
-        sweep = time_sweep(args.sweep_args.split(), args.sweep_timeout)
-
+def _print_process_timings(import_t, help_t, sweep, bench_s: float) -> None:
     print("\nprocess timings")
     if import_t:
         print(f"  python -c 'import torch': best {import_t['best_s']:.2f} s, first "
@@ -411,33 +378,92 @@ def main(argv=None):
                 print(f"    ... {len(sweep['failures']) - 20} more")
     print(f"  this benchmark's check loop: {bench_s:.1f} s")
 
+
+def _write_json(path: str, env: dict, ops: list, modes, results: dict, tot: dict,
+                **sections) -> None:
+    doc = dict(
+        schema="adcheck-bench-vs-torch", schema_version=1, env=env,
+        anchors=dict(ms=ANCHOR_MS, import_torch_s=ANCHOR_IMPORT_TORCH_S),
+        ops=[dict(name=op.name, family=op.family, inputs=op.describe()) for op in ops],
+        results={m: {n: {side: out.to_dict() for side, out in r.items()}
+                     for n, r in results[m].items()} for m in modes},
+        totals={m: dict(t, ours_ms=1e3 * t["ours_s"], torch_ms=1e3 * t["torch_s"],
+                        ours_best_ms=1e3 * t["ours_best_s"],
+                        torch_best_ms=1e3 * t["torch_best_s"])
+                for m, t in tot.items()},
+        **sections)
+    Path(path).write_text(json.dumps(doc, indent=1))
+    print(f"\nwrote {path}")
+
+
+def _modes(parser: argparse.ArgumentParser, args) -> list[str]:
+    """The modes asked for; a usage error for an unknown one or a repeat below 1."""
+    modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        parser.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return modes
+
+
+def main(argv=None):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    modes = _modes(parser, args)
+    all_ops = build_ops(args.seed)
+    ops = select(all_ops, args.ops)
+    if args.list:
+        for op in ops:
+            print(f"{op.name:17} {op.family:10} {op.describe()}")
+        print(f"{len(ops)} ops")
+        return 0
+    if not ops:
+        parser.error(f"no op matches {args.ops}; see --list")
+
+    import torch
+    import torch.autograd
+
+    default_threads = torch.get_num_threads()
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
+    batching = _batching(args.no_batch)
+    sides = {
+        "ours": (refengine, {"gradcheck": gradcheck.gradcheck,
+                             "gradgradcheck": gradcheck.gradgradcheck}),
+        "torch": (torch, {"gradcheck": torch.autograd.gradcheck,
+                          "gradgradcheck": torch.autograd.gradgradcheck}),
+    }
+    missing = check_ops_exist(ops, (refengine, torch))
+    env = _environment(args, torch, default_threads, batching, ops, modes)
+    results, bench_s = _check_loop(ops, modes, args.repeat, sides)
+    env["load_after"] = load_average()
+
+    print_table(ops, modes, results)
+    tot = totals(ops, modes, results)
+    print_totals(tot, len(ops))
+    import_t = help_t = sweep = None
+    if not args.no_subprocess:
+        import_t = time_import_torch()
+        help_t = time_help()
+    if args.sweep:
+        sweep = time_sweep(args.sweep_args.split(), args.sweep_timeout)
+    _print_process_timings(import_t, help_t, sweep, bench_s)
+
     warn_if_busy(env["load_after"], "after the check loop")
-    full = len(ops) == len(all_ops)
     batch_info = batching_info(ops, modes) if batching == "default" else None
     print_batching(batch_info, batching)
     canaries = run_canaries(modes, sides, args.seed)
     print_canaries(canaries)
-    tgt = targets(tot, help_t, sweep, full)
+    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops))
     print_targets(tgt)
     probs = problems(ops, modes, results)
     print_problems(probs, missing)
-
     if args.json:
-        doc = dict(
-            schema="adcheck-bench-vs-torch", schema_version=1, env=env,
-            anchors=dict(ms=ANCHOR_MS, import_torch_s=ANCHOR_IMPORT_TORCH_S),
-            ops=[dict(name=op.name, family=op.family, inputs=op.describe()) for op in ops],
-            results={m: {n: {side: out.to_dict() for side, out in r.items()}
-                         for n, r in results[m].items()} for m in modes},
-            totals={m: dict(t, ours_ms=1e3 * t["ours_s"], torch_ms=1e3 * t["torch_s"],
-                            ours_best_ms=1e3 * t["ours_best_s"],
-                            torch_best_ms=1e3 * t["torch_best_s"])
-                    for m, t in tot.items()},
-            targets=tgt, import_torch=import_t, help=help_t, sweep=sweep,
-            problems=probs, unevaluable=missing, canaries=canaries, batching_info=batch_info,
-            bench_seconds=bench_s)
-        Path(args.json).write_text(json.dumps(doc, indent=1))
-        print(f"\nwrote {args.json}")
+        _write_json(args.json, env, ops, modes, results, tot, targets=tgt,
+                    import_torch=import_t, help=help_t, sweep=sweep, problems=probs,
+                    unevaluable=missing, canaries=canaries, batching_info=batch_info,
+                    bench_seconds=bench_s)
     return 0
 
 

@@ -23,7 +23,10 @@ from typing import Callable
 MECHANICS = "000_6d5c5040595094ed.txt"      # "Autograd mechanics" (user notes)
 AUTOGRAD_NOTE = "001_1404bd1b2d609d2f.txt"  # "Autograd mechanics" (dev notes)
 FORWARD_AD = "002_a10a9bbbb7d038cf.txt"     # "Forward AD in PyTorch" RFC
-TORCH_BEHAVIOUR = "torch 2.13"  # behaviour the seeds leave open and torch pins down; the cite says what torch does
+# Behaviour the seeds do not state but torch pins down: the cite describes
+# what torch 2.13 was observed to do (it is checked by running on torch).
+TORCH_BEHAVIOUR = "torch 2.13"
+SEEDS = (MECHANICS, AUTOGRAD_NOTE, FORWARD_AD)
 
 ENGINES = ("refengine", "torch")
 

@@ -2,27 +2,27 @@
 from __future__ import annotations
 
 import numbers
-import threading
 
 import numpy as np
 
 from . import dtypes
 from .tensor import Tensor
 
-_rng = threading.local()
+# One generator for the process, as PyTorch's default generator: a seed set
+# in one thread decides the draws of all. NumPy's Generator locks its bit
+# generator on each draw, so threads may share it.
+_rng = np.random.default_rng()
 
 
 def _generator() -> np.random.Generator:
-    gen = getattr(_rng, "gen", None)
-    if gen is None:
-        gen = _rng.gen = np.random.default_rng()
-    return gen
+    return _rng
 
 
 def manual_seed(seed: int) -> np.random.Generator:
-    """Seed the generator behind rand, randn and dropout (per thread)."""
-    _rng.gen = np.random.default_rng(int(seed))
-    return _rng.gen
+    """Seed the generator behind rand, randn and dropout (for every thread)."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+    return _rng
 
 
 def _np_dtype(dtype):
@@ -84,7 +84,8 @@ def _unwrap(data):
 def _new(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
     t = Tensor(_array=arr)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True, "Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
     return t
 
 

@@ -6,8 +6,6 @@ widens a float32 tensor (NumPy would give float64 in both cases).
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 
@@ -79,8 +77,9 @@ def to_real(d: dtype) -> dtype:
     return _TO_REAL.get(d, d)
 
 
-class _DefaultDtype(threading.local):
-    dtype = float32     # each thread's default (a class attribute: no getattr fallback)
+class _DefaultDtype:
+    # process-wide, as in PyTorch: a thread sees the default another thread set
+    dtype = float32
 
 
 _default = _DefaultDtype()

@@ -36,6 +36,16 @@ def is_inference_mode_enabled() -> bool:
     return _state.inference
 
 
+def is_recording() -> bool:
+    """Whether ops are recorded now: grad mode on and inference mode off.
+
+    ``enable_grad`` inside ``inference_mode`` turns grad mode on, yet
+    PyTorch records no op there (custom Functions, which ask only grad
+    mode, are the exception, as in PyTorch).
+    """
+    return _state.grad and not _state.inference
+
+
 def _set_grad(mode: bool) -> None:
     _state.grad = bool(mode)
 
@@ -58,17 +68,30 @@ class _Mode:
         return wrapper
 
     def _wrap_generator(self, func):
+        # Every entry into the generator (next, send, throw, close) runs in
+        # the mode, so its own except and finally blocks do too; between
+        # steps the caller's mode holds.
         @functools.wraps(func)
         def generator(*args, **kwargs):
             gen = func(*args, **kwargs)
-            sent = None
-            while True:
+            try:
                 with self.clone():
+                    value = gen.send(None)
+                while True:
                     try:
-                        value = gen.send(sent)
-                    except StopIteration as stop:
-                        return stop.value
-                sent = yield value
+                        sent = yield value
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - thrown in by the caller
+                        with self.clone():
+                            value = gen.throw(exc)
+                    else:
+                        with self.clone():
+                            value = gen.send(sent)
+            except StopIteration as stop:
+                return stop.value
         return generator
 
     def clone(self):
@@ -140,9 +163,10 @@ class inference_mode(_Mode):
         self.mode = bool(mode) if not callable(mode) else True
 
     def __enter__(self):
+        # as in PyTorch, inference_mode(False) turns recording back on, also
+        # inside no_grad: the two modes are set together, one the other's opposite
         self.prev = (is_grad_enabled(), is_inference_mode_enabled())
-        if self.mode:
-            _set_grad(False)
+        _set_grad(not self.mode)
         _state.inference = self.mode
 
     def __exit__(self, *exc):

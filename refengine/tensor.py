@@ -10,7 +10,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import dtypes
-from .grad_mode import is_inference_mode_enabled
+from .grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .storage import Storage
 
 _BY_NP = dtypes._BY_NP    # NumPy dtype -> refengine dtype, read on every .dtype
@@ -63,7 +63,9 @@ class Tensor:
     _fw_base = None
     _fw_view_fn = None
     _wrapped_number = None       # dtype of the Python number this wraps
-    _view_meta = None            # how the view was made, if that forbids in-place writes
+    _view_meta = None            # why in-place on this view is forbidden, if it is
+    _geometry_log = None         # undos of in-place view ops on this base (t_, squeeze_...)
+    _replay_barrier = None       # the version an in-place as_strided_ of this base made
     _post_acc_hooks = MappingProxyType({})   # read-only until a hook is registered
 
     def __init__(self, data=None, *, _array=None, _storage=None, _base=None):
@@ -111,9 +113,13 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def numpy(self) -> np.ndarray:
-        """The NumPy array sharing this tensor's memory."""
-        if self.requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array sharing this tensor's memory.
+
+        Refused for a tensor that requires grad while grad mode is on (the
+        array would escape autograd); ``force=True`` returns it anyway.
+        """
+        if not force and is_grad_enabled() and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data
@@ -163,6 +169,9 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._is_inference:
+            raise RuntimeError("Inference tensors do not track version counter: "
+                               "their in-place writes are never checked by autograd.")
         return self._storage.version
 
     def _bump_version(self) -> None:
@@ -185,38 +194,65 @@ class Tensor:
     def requires_grad(self) -> bool:
         if self._requires_grad or self._grad_fn is not None:
             return True
-        # a view needs a gradient when its base does, even one made in no_grad
-        # mode or before the base required grad (as in PyTorch)
+        # a view needs a gradient when its base does, even one made in no_grad or
+        # inference mode or before the base required grad (as in PyTorch): ops on
+        # it are recorded, and the gradient stops at it
         base = self._base
-        return base is not None and (base._requires_grad or base._grad_fn is not None)
+        return base is not None and base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        # PyTorch's attribute is stricter than its method: any change on a
+        # non-leaf is refused, and only a bool is accepted
+        if type(value) is not bool:
+            raise RuntimeError("requires_grad must be a bool")
+        if value and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can "
+                                       "require gradients")
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        raise RuntimeError("requires_grad must be a bool")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this leaf; returns ``self``."""
+        if type(requires_grad) is not bool:
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can "
+                                               "require gradients")
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool, refusal: str) -> None:
+        # ``refusal``: PyTorch's method, attribute and factories word the
+        # error for an integer tensor each in their own way
         if self.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want "
                     "to use a computed variable in a subgraph that doesn't require "
                     "differentiation use var_no_grad = var.detach().")
-            return self
+            return
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(refusal)
         if requires_grad and self._is_inference and not is_inference_mode_enabled():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
-        self._requires_grad = bool(requires_grad)
-        return self
+        self._requires_grad = requires_grad
 
     @property
     def grad_fn(self):
         base = self._base
         if (base is not None and self._view_version != self._storage.version
                 and (self._grad_fn is not None or base.requires_grad)):
-            from .autograd.view_nodes import regenerate_view_grad_fn
-            regenerate_view_grad_fn(self)
+            if self._view_version + 1 == base._replay_barrier == self._storage.version:
+                # the one write since was an in-place as_strided_ of the base, which
+                # has no inverse to replay: this view's history is still right
+                self._view_version = self._storage.version
+            else:
+                from .autograd.view_nodes import regenerate_view_grad_fn
+                regenerate_view_grad_fn(self)
         return self._grad_fn
 
     @property
@@ -244,11 +280,18 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got "
                                 f"grad of type {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value.shape)} vs {list(self.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}': assign a gradient of the same size")
             if value.dtype is not self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with dtype "
+                                   f"'{self.dtype.name}': cast the gradient to the tensor's dtype")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     def retain_grad(self) -> None:
         """Populate ``.grad`` for this non-leaf tensor during backward."""
@@ -338,8 +381,20 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        # As in PyTorch: the memory (and dtype and shape) become value's, the
+        # version counter stays this tensor's, still shared with its views.
+        # Storage.array keeps the old memory: nothing reads it through a tensor.
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self.requires_grad and not (value.dtype.is_floating_point or value.dtype.is_complex):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data = value._data
-        self._storage = value._storage
+        self._is_inference = value._is_inference
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
 
 class Size(tuple):

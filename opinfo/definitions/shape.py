@@ -48,6 +48,10 @@ _def("reshape", E.reshape, (((2, 3), ((3, 2),), {}), ((2, 3, 2), ((-1, 4),), {})
      ref=lambda x, *s: np.reshape(x, s[0] if len(s) == 1 else s))
 _def("transpose", E.transpose, (((2, 3), (0, 1), {}), ((2, 3, 2), (-1, 0), {})),
      ref=lambda x, a, b: np.swapaxes(x, a, b))
+_def("swapdims", E.swapdims, (((2, 3), (0, 1), {}), ((2, 3, 2), (-1, 0), {})),
+     ref=lambda x, a, b: np.swapaxes(x, a, b))
+_def("swapaxes", E.swapaxes, (((2, 3), (1, 0), {}), ((2, 3, 2), (0, -1), {})),
+     ref=lambda x, a, b: np.swapaxes(x, a, b))
 _def("t", E.t, (((2, 3), (), {}), ((3,), (), {}), ((), (), {})), ref=lambda x: x.T)
 _def("permute", E.permute, (((2, 3, 2), ((2, 0, 1),), {}), ((2, 3), ((1, 0),), {})),
      ref=lambda x, *d: np.transpose(x, d[0] if len(d) == 1 else d))

@@ -1,7 +1,10 @@
 """``autograd.backward`` and ``autograd.grad``."""
 from __future__ import annotations
 
-from ..batching.batched import ACTIVE as _VMAP_ACTIVE, top_level
+from ..batching.api import unwrap
+from ..batching.batched import BatchedTensor, NotBatchable, top_level
+from ..batching.runtime import exit_level, new_level
+from ..ops.dispatch import VMAP
 from ..tensor import Tensor
 from .engine import GraphTask
 
@@ -31,8 +34,9 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
         elif not isinstance(g, Tensor):
             g = creation.full_like(out, g)
         else:
-            shape = tuple(g.shape[1:]) if is_grads_batched else tuple(g.shape)
-            if shape != tuple(out.shape):
+            if is_grads_batched:
+                _check_batched_shape(g, out, i)
+            elif tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{list(g.shape)} and output[{i}] has a shape of "
                                    f"{list(out.shape)}.")
@@ -43,6 +47,20 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                                    f"has a dtype of {out.dtype}.")
         made.append(g)
     return made
+
+
+def _check_batched_shape(g, out, i: int) -> None:
+    if g.ndim == 0:
+        raise IndexError("invalid index of a 0-dim tensor: with is_grads_batched=True each "
+                         "grad_output needs a first (batch) dimension")
+    if tuple(g.shape[1:]) != tuple(out.shape):
+        raise RuntimeError(
+            "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+            "as the batch dimension. The sizes of the remaining dimensions are expected to "
+            f"match the shape of corresponding output, but a mismatch was detected: "
+            f"grad_output[{i}] has a shape of {list(g.shape[1:])} and output[{i}] has a shape "
+            f"of {list(out.shape)}. If you only want some tensors in `grad_output` to be "
+            "considered batched, consider using vmap.")
 
 
 def _root_edges(outputs: tuple) -> list:
@@ -66,7 +84,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         grads = (None,) * len(outputs)
     inputs = _as_tuple(inputs) if inputs is not None else None
     if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     if retain_graph is None:
         retain_graph = create_graph
     edges = _root_edges(outputs)
@@ -74,19 +92,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     targets = None
     if inputs is not None:
         targets = [_input_edge(t, i) for i, t in enumerate(inputs)]
+        for t in inputs:
+            # as in PyTorch, a non-leaf input gets its .grad by retaining it
+            # (once, even when it already retained it), and keeps retaining
+            t.retain_grad()
     task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
                      accumulate=True, targets=targets)
     task.run()
-    if inputs is not None:
-        for t, g in zip(inputs, task.captured):
-            if g is not None and t.grad_fn is not None:
-                _accumulate_nonleaf(t, g, create_graph)
-
-
-def _accumulate_nonleaf(t: Tensor, g, create_graph: bool) -> None:
-    if not create_graph:
-        g = g.detach()
-    t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def _input_edge(t, i: int):
@@ -111,10 +123,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _as_tuple(grad_outputs) or (None,) * len(outs)
     if retain_graph is None:
         retain_graph = create_graph
-    if _VMAP_ACTIVE[0] and top_level(outs + ins + grads):
+    if VMAP.active and top_level(outs + ins + grads):
         return _grad_in_vmap(outs, ins, grads, retain_graph=retain_graph,
                              create_graph=create_graph, allow_unused=allow_unused,
                              is_grads_batched=is_grads_batched,
@@ -128,20 +142,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
                      accumulate=False, targets=targets)
     task.run()
-    return _finish(task.captured, ins, allow_unused, materialize_grads)
+    return _finish(task.captured, ins, allow_unused, materialize_grads, create_graph)
 
 
-def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool) -> tuple:
+def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool,
+            create_graph: bool, batch: tuple = ()) -> tuple:
     from .. import creation
     result = []
-    for g, t in zip(captured, ins):
+    for i, (g, t) in enumerate(zip(captured, ins)):
         if g is None:
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
             if materialize:
-                g = creation.zeros_like(t)
+                # as in PyTorch, zeros that can be differentiated again under
+                # create_graph: leaves that require grad
+                g = creation.zeros(batch + tuple(t.shape), dtype=t.dtype,
+                                   requires_grad=create_graph)
         result.append(g)
     return tuple(result)
 
@@ -156,7 +174,6 @@ def _grad_in_vmap(outs, ins, grads, **options) -> tuple:
     the level: the gradient with respect to a tensor shared by the batch
     would sum the examples.
     """
-    from ..batching.batched import BatchedTensor, NotBatchable
     level = top_level(outs + ins + grads)
 
     def physical(t, what):
@@ -196,12 +213,17 @@ def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, ma
     One backward pass with batched grad_outputs (vmap over the backward): each
     rule runs once on the whole batch through its op's batching rule.
     """
-    from ..batching.api import unwrap
-    from ..batching.batched import BatchedTensor, exit_level, new_level
     batched = _make_grads(outs, grads, is_grads_batched=True)
-    sizes = {g.shape[0] for g in batched if g is not None}
+    if any(g is not None and g.ndim == 0 for g in batched):
+        raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but "
+                         "that input is a Tensor of dimensionality 0 so expected in_dim to "
+                         "satisfy 0 <= in_dim < 0: with is_grads_batched=True pass a "
+                         "grad_output with a batch dimension for every output")
+    sizes = sorted({g.shape[0] for g in batched})
     if len(sizes) != 1:
-        raise RuntimeError("is_grads_batched=True needs grad_outputs with the same batch size")
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension: with "
+                         "is_grads_batched=True every grad_output needs the same batch size")
     n = sizes.pop()
     edges = _root_edges(outs)
     targets = [_input_edge(t, i) for i, t in enumerate(ins)]
@@ -214,19 +236,4 @@ def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, ma
         captured = [None if g is None else unwrap(g, level, n) for g in task.captured]
     finally:
         exit_level()
-    result = []
-    for g, t in zip(captured, ins):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
-            if materialize:
-                g = _zeros(t).unsqueeze(0).expand(n, *t.shape).clone()
-        result.append(g)
-    return tuple(result)
-
-
-def _zeros(t):
-    from .. import creation
-    return creation.zeros_like(t)
+    return _finish(captured, ins, allow_unused, materialize, create_graph, batch=(n,))

@@ -134,14 +134,15 @@ class GraphTask:
             grads.extend([None] * missing)
         if node._tensor_hooks:
             grads = _tensor_hooks(node, grads)
+        # PyTorch fills retained .grad before the node's pre-hooks, although
+        # the seed's list puts it after them; PyTorch's behaviour wins. It
+        # fills it also where grad() stops at the node without running it.
+        if node._retained:
+            self._retain(node, grads)
         if self.capture_at and not (self.accumulate and isinstance(node, AccumulateGrad)):
             self._capture(node, grads)
         if node not in self.executes:
             return None
-        # PyTorch fills retained .grad before the node's pre-hooks, although
-        # the seed's list puts it after them; PyTorch's behaviour wins.
-        if node._retained:
-            self._retain(node, grads)
         if node._pre_hooks:
             grads = _pre_hooks(node, grads)
         outputs = self._apply(node, grads)
@@ -196,10 +197,14 @@ class GraphTask:
             g = grads[nr] if nr < len(grads) else None
             if g is None:
                 continue
-            if tensor._grad is None:
-                tensor._grad = g if self.create_graph else g.detach().clone()
-            else:
-                tensor._grad = tensor._grad + (g if self.create_graph else g.detach())
+            # backward passes in several threads may share the node: the
+            # read and the write of .grad go together, or an update is lost
+            with node._lock:
+                if tensor._grad is None:
+                    # a copy, recorded under create_graph (CloneBackward0, as in PyTorch)
+                    tensor._grad = g.clone() if self.create_graph else g.detach().clone()
+                else:
+                    tensor._grad = tensor._grad + (g if self.create_graph else g.detach())
 
 
 def _add(buffers: dict, node, nr: int, g) -> None:

@@ -1,10 +1,7 @@
-"""Forward-mode AD: dual levels, ``make_dual`` / ``unpack_dual``, tangent propagation.
+"""Forward-mode AD: dual levels, ``make_dual`` / ``unpack_dual``.
 
-Each tensor keeps one tangent per dual level. Levels nest (PyTorch refuses
-nesting; the design note asks for it): an op computes the tangent of each
-level with that level switched off, so the tangent computation itself
-carries the other levels' tangents, and a jvp of a jvp is a second
-directional derivative.
+Levels nest (PyTorch refuses nesting; the design note asks for it). The
+tangents themselves, and how ops push them, live in ``tangents``.
 
 >>> with dual_level():
 ...     x = make_dual(primal, tangent)
@@ -12,52 +9,17 @@ directional derivative.
 """
 from __future__ import annotations
 
-import functools
-import threading
-import weakref
 from collections import namedtuple
 
-from ..grad_mode import is_inference_mode_enabled
-from .node import input_meta
-
-_lock = threading.Lock()
-_levels: list = []                  # active levels, innermost last
-_members: dict = {}                 # level -> {id: tensor} (weak) with a tangent there
-_tls = threading.local()
+from ..ops.dispatch import call
+from ..ops.registry import OPS
+from ..tensor import Tensor
+from .tangents import (_levels, enter_dual_level, exit_dual_level, excluding, get_tangent,
+                       set_tangent)
+# what custom Functions read from this module (autograd/_function_apply.py)
+from .tangents import _excluded, active_levels, fit_tangent  # noqa: F401
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
-
-
-def _excluded() -> set:
-    ex = getattr(_tls, "excluded", None)
-    if ex is None:
-        ex = _tls.excluded = set()
-    return ex
-
-
-def enter_dual_level() -> int:
-    """Open a new (innermost) dual level and return its number."""
-    with _lock:
-        level = (_levels[-1] + 1) if _levels else 0
-        _levels.append(level)
-        _members[level] = weakref.WeakValueDictionary()
-    return level
-
-
-def exit_dual_level(*, level: int | None = None) -> None:
-    """Close a level: every tangent of that level is dropped."""
-    with _lock:
-        if not _levels:
-            raise RuntimeError("Trying to exit a forward AD level that was not entered")
-        if level is None:
-            level = _levels[-1]
-        if level != _levels[-1]:
-            raise RuntimeError(f"Trying to exit forward AD level {level} but the innermost "
-                               f"level is {_levels[-1]}: exit levels in reverse order")
-        _levels.pop()
-        members = _members.pop(level)
-    for t in list(members.values()):
-        t._fw_grads.pop(level, None)
 
 
 class dual_level:
@@ -86,30 +48,8 @@ def _resolve(level: int | None, *, required: bool) -> int | None:
     return level
 
 
-def active_levels() -> tuple:
-    """The dual levels open now (outermost first)."""
-    return tuple(_levels)
-
-
-def set_tangent(t, level: int, tangent) -> None:
-    t._fw_grads[level] = tangent
-    _members[level][id(t)] = t  # keyed by id: tensors compare elementwise
-
-
-def get_tangent(t, level: int):
-    """The tangent of ``t`` at ``level``; a view without its own reads its base's."""
-    tangent = t._fw_grads.get(level)
-    if tangent is None and t._fw_base is not None:
-        base_tangent = t._fw_base._fw_grads.get(level)
-        if base_tangent is not None:
-            with excluding(level):
-                tangent = t._fw_view_fn(base_tangent)
-    return tangent
-
-
 def make_dual(tensor, tangent, *, level: int | None = None):
     """A view of ``tensor`` carrying ``tangent`` at ``level`` (default: innermost)."""
-    from ..tensor import Tensor
     level = _resolve(level, required=True)
     if not isinstance(tangent, Tensor) or not isinstance(tensor, Tensor):
         raise TypeError("make_dual expects two Tensors (primal, tangent)")
@@ -146,15 +86,7 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
 
 
 def _alias(tensor):
-    return _alias_op()(tensor)
-
-
-@functools.cache
-def _alias_op():
-    # imported once, not per call (about 1 us each): dispatch imports this module
-    from ..ops.dispatch import call
-    from ..ops.opdef import OPS
-    return functools.partial(call, OPS["alias"])
+    return call(OPS["alias"], tensor)
 
 
 def _forward_root(t):
@@ -163,112 +95,3 @@ def _forward_root(t):
     return t
 
 
-class excluding:
-    """Compute with one level switched off (the tangent of that level is being built)."""
-
-    def __init__(self, level: int):
-        self.level = level
-
-    def __enter__(self):
-        ex = _excluded()
-        self.added = self.level not in ex
-        ex.add(self.level)
-
-    def __exit__(self, *exc):
-        if self.added:
-            _excluded().discard(self.level)
-
-
-def levels_with_tangents(tensors: dict, op) -> tuple:
-    """The active levels at which some differentiable input of ``op`` has a tangent."""
-    if not _levels or is_inference_mode_enabled():   # inference mode tracks no tangents
-        return ()
-    ex = _excluded()
-    found = []
-    for level in _levels:
-        if level in ex:
-            continue
-        for n in op.diff_inputs:
-            t = tensors.get(n)
-            items = t if isinstance(t, list) else ([t] if t is not None else [])
-            if any(get_tangent(x, level) is not None for x in items):
-                found.append(level)
-                break
-    if found and not op.differentiable:
-        return ()
-    if found and op.jvp is None:
-        raise RuntimeError(f"Trying to use forward AD with {op.name} that does not support it: "
-                           f"refengine has no jvp rule for {op.name}")
-    return tuple(found)
-
-
-def _tangent_or_zeros(t, level: int):
-    from .. import creation
-    tangent = get_tangent(t, level)
-    return tangent if tangent is not None else creation.zeros_like(t)
-
-
-def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
-    tenv = dict(env)
-    for n in op.diff_inputs:
-        t = tensors.get(n)
-        if t is None:
-            tenv[f"{n}_t"] = None
-        elif isinstance(t, list):
-            tenv[f"{n}_t"] = [_tangent_or_zeros(x, level) for x in t]
-        else:
-            tenv[f"{n}_t"] = _tangent_or_zeros(t, level)
-    for name, o in zip(op.outputs, outs):
-        tenv[name] = o
-    for name in tensors:
-        for suffix in ("_shape", "_dtype"):
-            tenv[name + suffix] = input_meta(name + suffix, tensors)[0]
-    return tenv
-
-
-def fit_tangent(tan, out):
-    """Broadcast and cast a computed tangent to its output's shape and dtype."""
-    if tuple(tan.shape) != tuple(out.shape):
-        tan = tan.expand(tuple(out.shape)).clone()
-    if tan.is_complex() and not out.is_complex():
-        tan = tan.real
-    if tan.dtype is not out.dtype:
-        tan = tan.to(out.dtype)
-    return tan
-
-
-def push_tangents(op, env: dict, tensors: dict, outs: list, levels: tuple, inplace: bool) -> None:
-    """Compute and attach the output tangents of ``op`` at each level."""
-    for level in levels:
-        tenv = _tangent_env(op, env, tensors, outs, level)
-        with excluding(level):
-            tans = op.jvp(tenv)
-            if not isinstance(tans, (tuple, list)):
-                # one tangent: for the op's (only) differentiable output
-                tans = tuple(tans if name in op.diff_outputs else None for name in op.outputs)
-            for name, o, tan in zip(op.outputs, outs, tans):
-                if tan is None or name not in op.diff_outputs:
-                    continue
-                tan = fit_tangent(tan, o)
-                if inplace:
-                    _write_tangent(o, level, tan)
-                else:
-                    set_tangent(o, level, tan)
-
-
-def _write_tangent(t, level: int, tan) -> None:
-    """In-place op on ``t``: update its tangent in place (the lens putback)."""
-    own = t._fw_grads.get(level)
-    if own is not None:
-        own.copy_(tan)
-        return
-    base = t._fw_base
-    if base is not None:
-        base_tangent = base._fw_grads.get(level)
-        if base_tangent is None:
-            from .. import creation
-            base_tangent = creation.zeros_like(base)
-            set_tangent(base, level, base_tangent)
-        t._fw_view_fn(base_tangent).copy_(tan)
-        return
-    set_tangent(t, level, tan)

@@ -6,9 +6,10 @@ import threading
 from .engine import current_task
 from .hooks import disable_saved_tensors_hooks, saved_tensors_hooks
 from .node import Node
+from .versions import increment_version
 
 __all__ = ["Node", "saved_tensors_hooks", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "increment_version"]
 
 
 def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):

@@ -298,6 +298,8 @@ class AccumulateGrad(Node):
             # PyTorch runs the post-accumulate hooks even when no gradient came
             _post_accumulate(var)
             return
+        if not var.requires_grad:
+            return   # as in PyTorch: a leaf set to requires_grad=False since gets nothing
         with self._lock:
             if var._grad is None:
                 if create_graph:

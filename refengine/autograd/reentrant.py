@@ -15,7 +15,7 @@ import sys
 import threading
 
 from .. import grad_mode
-from . import forward_ad, hooks
+from . import hooks, tangents
 
 
 def stack_is_deep() -> bool:
@@ -47,7 +47,7 @@ def run_on_fresh_stack(fn) -> None:
 
 
 def _capture() -> tuple:
-    excluded = getattr(forward_ad._tls, "excluded", None)
+    excluded = getattr(tangents._tls, "excluded", None)
     return (grad_mode._state.grad, grad_mode._state.inference,
             list(hooks._tls.stack or ()), hooks._tls.disabled,
             set(excluded) if excluded else None)
@@ -58,4 +58,4 @@ def _restore(state: tuple) -> None:
     grad_mode._state.grad, grad_mode._state.inference = grad, inference
     hooks._tls.stack, hooks._tls.disabled = stack, disabled
     if excluded:
-        forward_ad._tls.excluded = excluded
+        tangents._tls.excluded = excluded

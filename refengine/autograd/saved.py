@@ -37,9 +37,13 @@ def _pack(pack_hook, tensor):
 
 
 def _op_name(node_name: str) -> str:
-    """``MulBackward0`` -> ``Mul``: how PyTorch names the op in version errors."""
+    """``MulBackward0`` -> ``Mul``, ``TBackward1`` -> ``T1``: how PyTorch names
+    the op in version errors."""
     stem = node_name.rstrip("0123456789")
-    return stem[: -len("Backward")] if stem.endswith("Backward") else node_name
+    if not stem.endswith("Backward"):
+        return node_name
+    number = node_name[len(stem):]
+    return stem[: -len("Backward")] + (number if number != "0" else "")
 
 
 def describe(t) -> str:

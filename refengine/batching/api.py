@@ -4,7 +4,8 @@ from __future__ import annotations
 import functools
 
 from ..tensor import Tensor
-from .batched import BatchedTensor, exit_level, new_level
+from .batched import BatchedTensor
+from .runtime import exit_level, new_level
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):

@@ -12,17 +12,7 @@ be a level-1 ``BatchedTensor``; each level unwraps one dimension.
 """
 from __future__ import annotations
 
-import itertools
-import threading
-
 from ..tensor import Size, Tensor
-
-_levels = itertools.count(1)
-_state = threading.local()
-#: how many vmap calls are running, in any thread: a cheap test for the
-#: dispatcher, which consults ``BatchedTensor`` only when this is non-zero
-ACTIVE = [0]
-_active_lock = threading.Lock()
 
 
 class NotBatchable(RuntimeError):
@@ -145,18 +135,6 @@ class BatchedTensor(Tensor):
 
     def __repr__(self) -> str:
         return f"BatchedTensor(level={self._level}, bdim=0, value={self._value!r})"
-
-
-def new_level() -> int:
-    """Enter a vmap level (thread-safe count of active levels)."""
-    with _active_lock:
-        ACTIVE[0] += 1
-    return next(_levels)
-
-
-def exit_level() -> None:
-    with _active_lock:
-        ACTIVE[0] -= 1
 
 
 def wrap(value: Tensor, level: int) -> BatchedTensor:

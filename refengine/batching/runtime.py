@@ -11,11 +11,29 @@ batch element: slower, and always right.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 
+from ..ops.dispatch import VMAP, call as run_op, call_inplace
+from ..ops.registry import OPS
 from .batched import BatchedTensor, NotBatchable, top_level
 
 _fallbacks = threading.local()
+_levels = itertools.count(1)
+_active_lock = threading.Lock()
+
+
+def new_level() -> int:
+    """Enter a vmap level: until it exits, the dispatcher looks for batched arguments."""
+    with _active_lock:
+        VMAP.active += 1
+    return next(_levels)
+
+
+def exit_level() -> None:
+    """Leave a vmap level entered with ``new_level``."""
+    with _active_lock:
+        VMAP.active -= 1
 
 
 class BatchCall:
@@ -58,14 +76,13 @@ class BatchCall:
     def run(this, op=None, /, **changes):
         """Call ``op`` (default: this op) on the physical arguments, with ``changes``
         (``this`` rather than ``self``: ops have an argument named ``self``)."""
-        from ..ops.dispatch import call, call_inplace
         op = op or this.op
         env = {**this.env, **changes}
         args = {k: v for k, v in env.items() if k in op.signature.parameters}
         if this.inplace:
             self_ = args.pop("self")
             return call_inplace(op, self_, **args)
-        return call(op, **args)
+        return run_op(op, **args)
 
     def materialize(self, name: str):
         """Argument ``name`` with a batch dimension, expanded if it had none."""
@@ -76,11 +93,14 @@ class BatchCall:
 
 
 def run(op, env: dict, out) -> object:
-    """The dispatcher's entry for a call with a batched argument."""
+    """The dispatcher's entry while vmap runs (``VMAP.run``): the op on the
+    batched arguments of the top level, or ``NotImplemented`` without any."""
     values = list(env.values())
     if out is not None:
         values.append(out)
     level = top_level(values)
+    if not level:
+        return NotImplemented
     if out is not None:
         env = {**env, "self": out}
     call = BatchCall(op, env, level, inplace=out is not None)
@@ -106,8 +126,6 @@ def run(op, env: dict, out) -> object:
 
 def loop(call: BatchCall):
     """The op once per batch element, results stacked: the rule of last resort."""
-    from ..ops.dispatch import call as run_op, call_inplace
-    from ..ops.opdef import OPS
     op = call.op
     _count_fallback(op.name)
     select, stack = OPS["select"], OPS["stack"]
@@ -157,3 +175,6 @@ class record_fallbacks:
         if self._previous is not None:
             for k, v in seen.items():
                 self._previous[k] = self._previous.get(k, 0) + v
+
+
+VMAP.run = run   # the dispatcher's slot: from now on a batched argument reaches this module

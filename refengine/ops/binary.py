@@ -2,6 +2,9 @@
 to each input's shape) and the comparisons, which are not differentiable."""
 from __future__ import annotations
 
+import cmath
+import math
+
 import numpy as np
 
 from .. import dtypes
@@ -77,10 +80,21 @@ def _pow_self(grad, self, exponent):
     return grad * d.conj()
 
 
+def _log_base(self):
+    """log x for d/dp x**p. A Python number's log is taken in float64 (then cast
+    to the result's dtype), as PyTorch takes the log of a Scalar base: for
+    ``2 ** x`` in float32 that is float32(log 2), not log of float32 2."""
+    if not is_number(self):
+        return self.masked_fill(self == 0, 1).log()
+    v = self.item()
+    if isinstance(v, complex):
+        return cmath.log(v) if v != 0 else complex(-math.inf)
+    return math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+
+
 def _pow_exponent(grad, self, exponent, result):
     # d/dp x**p = x**p log x; at x = 0 with p >= 0 it is taken as 0 (by continuity).
-    safe = self.masked_fill(self == 0, 1)
-    d = (result * safe.log()).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    d = (result * _log_base(self)).masked_fill((self == 0) & (exponent.real >= 0), 0)
     return grad * d.conj()
 
 
@@ -92,8 +106,7 @@ def _pow_variant(raw: dict) -> str:
 
 def _pow_jvp(self_t, exponent_t, self, exponent, result):
     out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
-    safe = self.masked_fill(self == 0, 1)
-    dexp = (result * safe.log()).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    dexp = (result * _log_base(self)).masked_fill((self == 0) & (exponent.real >= 0), 0)
     # a zero tangent of the exponent contributes exactly zero (x**2 at x < 0
     # must not pick up 0 * log(x) = nan)
     return out + (exponent_t * dexp).masked_fill(exponent_t == 0, 0)

@@ -15,18 +15,32 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..autograd import forward_ad
+from ..autograd import tangents
 from ..autograd.node import OpNode
 from ..autograd.view_nodes import (check_view_inplace, creation_kind, inherit_kind,
                                     rebase_after_inplace)
-from ..grad_mode import is_grad_enabled, is_inference_mode_enabled
+from ..grad_mode import is_inference_mode_enabled, is_recording
 from ..tensor import Tensor, wrap_array
-from ..batching.batched import ACTIVE as _VMAP_ACTIVE, BatchedTensor, top_level
-from .opdef import OPS, OpDef
+from .registry import OPS, OpDef
 
 # The live list of open dual levels (never rebound): an empty list is the
 # fast exit from forward-mode work on every call.
-_DUAL_LEVELS = forward_ad._levels
+_DUAL_LEVELS = tangents._levels
+
+
+class VmapSlot:
+    """Where ``refengine.batching`` plugs into the dispatcher, which does not import it.
+
+    ``active`` counts the vmap calls running, in any thread: while it is 0 no
+    call looks further. ``run(op, env, out)`` runs a call on batched tensors,
+    or returns ``NotImplemented`` when none of its arguments is batched.
+    """
+
+    active = 0
+    run = None
+
+
+VMAP = VmapSlot()
 
 
 def _errstate_quiet():
@@ -94,7 +108,7 @@ def _check_inplace(self: Tensor) -> None:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
                            "inplace update.")
-    if not is_grad_enabled() or not self.requires_grad:
+    if not is_recording() or not self.requires_grad:
         return
     # PyTorch's order: how the view was made, then a view of a leaf, then a leaf
     if self._base is not None:
@@ -243,15 +257,16 @@ def _write_inplace(out: Tensor, result: np.ndarray) -> None:
 
 
 def _run(op: OpDef, env: dict, out: Tensor | None):
-    if _VMAP_ACTIVE[0] and (top_level(env.values()) or isinstance(out, BatchedTensor)):
-        from ..batching.runtime import run as run_batched
-        return run_batched(op, env, out)
+    if VMAP.active:
+        batched = VMAP.run(op, env, out)
+        if batched is not NotImplemented:
+            return batched
     raw = dict(env) if op.variant is not None else env   # only a variant reads the unwrapped args
-    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_grad_enabled())
+    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_recording())
     if op.refuse is not None:
         op.refuse(tensors)
     results, _ = _forward(op, env, tensors, numbers_only)
-    levels = forward_ad.levels_with_tangents(tensors, op) if _DUAL_LEVELS else ()
+    levels = tangents.levels_with_tangents(tensors, op) if _DUAL_LEVELS else ()
     if out is not None and record:
         check_view_inplace(out)
         if out._base is not None:
@@ -279,7 +294,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         if out is not None:
             rebase_after_inplace(out, node, old)
     if levels:
-        forward_ad.push_tangents(op, env, tensors, outs, levels, inplace=out is not None)
+        tangents.push_tangents(op, env, tensors, outs, levels, inplace=out is not None)
     if out is not None:
         return out
     return tuple(outs) if len(op.outputs) > 1 else outs[0]
@@ -297,11 +312,11 @@ def _original(t: Tensor) -> Tensor:
     orig._requires_grad = t._requires_grad
     if t.grad_fn is None and t._requires_grad:
         orig._grad_accumulator = t._get_grad_accumulator()
-    for level in forward_ad.active_levels():
-        tangent = forward_ad.get_tangent(t, level)
+    for level in tangents.active_levels():
+        tangent = tangents.get_tangent(t, level)
         if tangent is not None:
             # a copy: the in-place jvp will overwrite t's tangent object
-            with forward_ad.excluding(level):
+            with tangents.excluding(level):
                 orig._fw_grads[level] = call(OPS["clone"], tangent)
     return orig
 
@@ -313,17 +328,33 @@ def _record_view_fn(op: OpDef, env: dict, tensors: dict, outs: list) -> None:
     for i, t in enumerate(outs):
         if t._base is None:
             continue
-        t._view_fn = _compose(op, args, i, source._view_fn)
+        t._view_fn = _compose(op, args, i, source._view_fn, source)
         # a view of a root has the same path from its backward and its
         # forward base: one function serves both
         same = source._fw_view_fn is source._view_fn
         t._fw_base = fw_base
-        t._fw_view_fn = t._view_fn if same else _compose(op, args, i, source._fw_view_fn)
+        t._fw_view_fn = t._view_fn if same else _compose(op, args, i, source._fw_view_fn, source)
 
 
-def _compose(op: OpDef, args: dict, i: int, prev):
-    """base -> this view: ``prev`` (base -> source) followed by ``op``."""
+def _compose(op: OpDef, args: dict, i: int, prev, source: Tensor):
+    """base -> this view: ``prev`` (base -> source) followed by ``op``.
+
+    Without ``prev`` the source is the base. An in-place view op (``t_``,
+    ``squeeze_``...) may reshape the base later: the view then reads the
+    base as it was, through the undo of each such op made since.
+    """
+    if prev is None:
+        log = source._geometry_log
+        if log is None:
+            log = source._geometry_log = []
+        made_at = len(log)
+
+        def prev(base):
+            for undo in reversed(log[made_at:]):
+                base = undo(base)
+            return base
+
     def view_fn(base):
-        v = call(op, prev(base) if prev is not None else base, **args)
+        v = call(op, prev(base), **args)
         return v[i] if isinstance(v, tuple) else v
     return view_fn

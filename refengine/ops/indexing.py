@@ -246,19 +246,29 @@ deflinear("scatter_add", _scatter_add,
           inputs=("self", "index", "src"), nondiff=("index",), inplace=True, batch=_scatter_rule)
 
 
-# In-place writes. The overwritten input gets no gradient (None).
-# copy and fill broadcast their value into self, as elementwise ops broadcast.
-# Their value's gradient is grad, which the engine sums down to the value's
-# shape (fill's number: all of grad; under vmap: each example's part).
+# In-place writes. The overwritten input's gradient is zero (a tensor of zeros,
+# as in PyTorch, not None); so is its tangent. copy and fill broadcast their
+# value into self, as elementwise ops broadcast. Their value's gradient is
+# grad, which the engine sums down to the value's shape (fill's number: all of
+# grad; under vmap: each example's part).
+def _zeros_of(t):
+    return t.new_zeros(t.shape)   # not t * 0: an inf or nan in t must not leak
+
+
 defop("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
-      vjp={"self": None, "src": lambda grad: grad},
+      vjp={"self": lambda grad: _zeros_of(grad), "src": lambda grad: grad},
       jvp=lambda src_t, self_shape, self_dtype: src_t.expand(self_shape).to(self_dtype),
       inputs=("self", "src"), node="CopyBackwards", method=None, function=False,
       batch=elementwise)
 defop("fill", lambda self, value: np.full_like(self, value),
-      vjp={"self": None, "value": lambda grad: grad},
-      jvp=lambda self_t, value_t: self_t * 0 + value_t,
+      vjp={"self": lambda grad: _zeros_of(grad), "value": lambda grad: grad},
+      jvp=lambda self_t, value_t: _zeros_of(self_t) + value_t,
+      # PyTorch names fill_'s node by the kind of value
+      variant=lambda raw: "FillBackward3" if isinstance(raw["value"], Tensor) else "FillBackward2",
       inputs=("self", "value"), method=None, function=False, batch=elementwise)
+defop("zero", lambda self: np.zeros_like(self), vjp={"self": lambda grad: _zeros_of(grad)},
+      jvp=lambda self_t: _zeros_of(self_t), node="ZeroBackward0", method=None, function=False,
+      batch=elementwise)
 
 
 @public(function=False)
@@ -277,7 +287,7 @@ def fill_(self, value):
 
 @public(function=False)
 def zero_(self):
-    return call_inplace(OPS["fill"], self, 0)
+    return call_inplace(OPS["zero"], self)
 
 
 @public("__getitem__", function=False)

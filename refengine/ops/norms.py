@@ -5,7 +5,8 @@ With ``r = (sum |x|^p)^(1/p)``, ``dr = r^(1-p) sum |x|^(p-1) Re(conj(sgn x) dx)`
 so the vjp is ``grad sgn(x) |x|^(p-1) / r^(p-1)``. Where the norm is 0 the
 gradient is 0 (the minimum-norm subgradient; PyTorch masks it); for p < 1
 the entries at 0 get 0; inf/-inf share the gradient evenly among ties; the
-0-"norm" (a count) has zero derivative.
+0-"norm" (a count) has zero derivative: no gradient at all in reverse mode (as
+in PyTorch, the input gets None) and a zero tangent, also at inf inputs.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _norm_direction(self, result, ord, dim, keepdim):
         tie = (a == r).to(a.dtype)
         return self.sgn() * tie / tie.sum(dim=dim, keepdim=True)
     if ord == 0:
-        return self * 0
+        return self.new_zeros(self.shape)   # not self * 0: nan at inf
     if ord == 1:
         return self.sgn()
     if ord == 2:
@@ -56,7 +57,7 @@ def _norm_direction(self, result, ord, dim, keepdim):
 
 defop("linalg_vector_norm", _vector_norm, promote=("self",), to_float=True,
       result_dtype=dtypes.to_real,
-      vjp={"self": lambda grad, self, result, ord, dim, keepdim:
+      vjp={"self": lambda grad, self, result, ord, dim, keepdim: None if ord == 0 else
            expand_reduced(grad, self, dim, keepdim) * _norm_direction(self, result, ord, dim, keepdim)},
       jvp=lambda self_t, self, result, ord, dim, keepdim:
       (self_t * _norm_direction(self, result, ord, dim, keepdim).conj()).real.sum(dim=dim, keepdim=keepdim),

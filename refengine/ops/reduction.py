@@ -6,6 +6,9 @@ evenly, as PyTorch does.
 """
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from .. import dtypes
@@ -221,39 +224,70 @@ defop("logsumexp", _logsumexp,
       promote=("self",), to_float=True, batch=reduction())
 
 
+def _degenerate(fn, name: str, self, dim, correction, keepdim):
+    """``fn`` (np.var or np.std), with PyTorch's warning where count <= correction.
+
+    NumPy then divides by max(0, count - correction), as PyTorch does: inf,
+    or nan where every entry is the mean.
+    """
+    axis = _np_axis(dim, self.ndim)
+    if _count(self, dim) - correction > 0:
+        return fn(self, axis=axis, ddof=correction, keepdims=keepdim)
+    warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                  "than the reduction factor (input numel divided by output numel).",
+                  UserWarning, stacklevel=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)    # NumPy's own warning
+        return fn(self, axis=axis, ddof=correction, keepdims=keepdim)
+
+
 def _var_forward(self, dim=None, correction=1, keepdim=False):
-    return np.var(self, axis=_np_axis(dim, self.ndim), ddof=correction, keepdims=keepdim)
+    return _degenerate(np.var, "var", self, dim, correction, keepdim)
 
 
 def _centered(self, dim):
     return self - self.mean(dim=dims_of(dim, self.ndim), keepdim=True)
 
 
+def _var_direction(self, dim, correction):
+    """D with d(var) = sum Re(conj(D) dx), as PyTorch computes it.
+
+    Where the count does not exceed the correction, 2 / (count - correction)
+    is inf (count equal) or negative; PyTorch's full reduction then gives
+    inf with the sign of grad (nan where an entry is the mean), and its
+    reduction over given dims uses the division as it is.
+    """
+    dof = _count(self, dim) - correction
+    centered = _centered(self, dim)
+    if dof > 0:
+        return centered * (2.0 / dof)
+    if dim is None or self.ndim == 0:
+        return (centered * math.inf).abs()
+    return centered * (2.0 / dof if dof else math.inf)
+
+
 defop("var", _var_forward,
       vjp={"self": lambda grad, self, dim, correction, keepdim:
-           expand_reduced(grad, self, dim, keepdim) * _centered(self, dim) *
-           (2.0 / (_count(self, dim) - correction))},
+           expand_reduced(grad, self, dim, keepdim) * _var_direction(self, dim, correction)},
       jvp=lambda self_t, self, dim, correction, keepdim:
-      (self_t * _centered(self, dim).conj()).real.sum(dim=dim, keepdim=keepdim) *
-      (2.0 / (_count(self, dim) - correction)),
+      (self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim),
       promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
 
 
 def _std_forward(self, dim=None, correction=1, keepdim=False):
-    return np.std(self, axis=_np_axis(dim, self.ndim), ddof=correction, keepdims=keepdim)
+    return _degenerate(np.std, "std", self, dim, correction, keepdim)
 
 
-def _std_scale(result, self, dim, keepdim):
-    # at std = 0 the gradient is taken as 0 (PyTorch masks it)
-    r = expand_reduced(result, self, dim, keepdim)
-    return (r * 0 + 1).masked_fill(r == 0, 0) / r.masked_fill(r == 0, 1)
+def _half_inverse(r):
+    # 1 / (2 std), taken as 0 at std = 0 (PyTorch masks it); 0 at std = inf
+    return (r != 0).to(r.dtype) / (r.masked_fill(r == 0, 1) * 2)
 
 
 defop("std", _std_forward,
       vjp={"self": lambda grad, self, result, dim, correction, keepdim:
-           expand_reduced(grad, self, dim, keepdim) * _std_scale(result, self, dim, keepdim) *
-           _centered(self, dim) * (1.0 / (_count(self, dim) - correction))},
+           expand_reduced(grad * _half_inverse(result), self, dim, keepdim) *
+           _var_direction(self, dim, correction)},
       jvp=lambda self_t, self, result, dim, correction, keepdim:
-      (self_t * _centered(self, dim).conj() * _std_scale(result, self, dim, keepdim)).real.sum(
-          dim=dim, keepdim=keepdim) * (1.0 / (_count(self, dim) - correction)),
+      (self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)
+      * _half_inverse(result),
       promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
