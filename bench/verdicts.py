@@ -94,19 +94,13 @@ def zoo_cases():
 def _sample_call(info, sample):
     """``func(*inputs)`` for the sample's tensors that require grad, and ``ref``."""
     import refengine
-    leaves = []
+    from refengine.pytree import tree_leaves, tree_map
 
     def walk(value, fn):
-        if isinstance(value, refengine.Tensor):
-            return fn(value)
-        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-            return type(value)(walk(v, fn) for v in value)
-        if isinstance(value, dict):
-            return {k: walk(v, fn) for k, v in value.items()}
-        return value
+        return tree_map(lambda v: fn(v) if isinstance(v, refengine.Tensor) else v, value)
     structure = (sample.input, sample.args, sample.kwargs)
-    walk(structure, leaves.append)
-    inputs = tuple(t for t in leaves if t.requires_grad)
+    inputs = tuple(t for t in tree_leaves(structure)
+                   if isinstance(t, refengine.Tensor) and t.requires_grad)
 
     def rebuild(values, other=lambda t: t):
         it = iter(values)

@@ -25,8 +25,11 @@ def _where(result) -> str:
 
 def describe(result, name: str) -> str:
     """One line in the model of STYLE.md point 7; a second-order result
-    (``result.order == 2``) is named as such (see ``modes.failure_text``)."""
-    what = failure_text(result.check, result.mode, result.against, result.order)
+    (``result.order == 2``) is named as such (see ``modes.failure_text``).
+    ``result`` may be any object with ``Result``'s attributes (one read back
+    from JSON); without ``order`` it is taken as first order."""
+    order = getattr(result, "order", 1)
+    what = failure_text(result.check, result.mode, result.against, order)
     pair = []
     if result.out_idx is not None:
         pair.append(f"output {result.out_idx}")
