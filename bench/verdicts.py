@@ -131,9 +131,10 @@ def registry_cases(samples: int = 2):
         for dtype in (E.float64, E.complex128):
             if not info.supports("reverse", dtype):
                 continue
-            modes = {"default": {"check_forward_ad": info.supports("forward", dtype)},
-                     "loop": {"check_forward_ad": info.supports("forward", dtype), "_loop": True},
-                     "fast": {"fast_mode": True, "check_forward_ad": info.supports("forward", dtype)},
+            forward = info.supports("forward", dtype)
+            modes = {"default": {"check_forward_ad": forward},
+                     "loop": {"check_forward_ad": forward, "_loop": True},
+                     "fast": {"fast_mode": True, "check_forward_ad": forward},
                      "precise": {"precise": True}}
             if info.supports("gradgrad", dtype):
                 modes["order2"] = {"order": 2,

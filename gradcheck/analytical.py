@@ -28,8 +28,9 @@ def ad_blocks(ev: Evaluator, side: Side) -> Jacobian:
     for idx in side.carriers(p):
         n = side.carrier_size(p.layout, idx)
         units = side.vectors(p, idx, np.eye(n))
-        results = side.products(ev, idx, units, f"computing the {side.part}s for {side.carrier} {idx}",
-                                f"computing {side.part} {{k}} for {side.carrier} {idx}")
+        where = f"for {side.carrier} {idx}"
+        results = side.products(ev, idx, units, f"computing the {side.part}s {where}",
+                                f"computing {side.part} {{k}} {where}")
         for r in side.receivers(p):
             jac.blocks[side.key(idx, r)] = side.block(side.real_rows(p, r, results[r], n))
     jac.counts = {side.product: p.counts[side.product] - before}

@@ -53,7 +53,8 @@ def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
     probes = {}
     for side in sides:
         for idx in side.carriers(p):
-            vector = side.vectors(p, idx, rng.standard_normal((1, side.carrier_size(p.layout, idx))))[0]
+            draw = rng.standard_normal((1, side.carrier_size(p.layout, idx)))
+            vector = side.vectors(p, idx, draw)[0]
             probes[side.mode, idx] = vector
             ev.prefetch(side.product, idx, [vector, SCALE * vector])
     return probes

@@ -387,9 +387,8 @@ def scaled_inv(E, rel: float, entry=None):
     def backward(E, a, g):
         inv = E.linalg.inv(a)
         grad = -(inv.mH @ g @ inv.mH)
-        scale = np.full(tuple(grad.shape), 1.0 + rel) if entry is None else np.ones(tuple(grad.shape))
-        if entry is not None:
-            scale[entry] = 1.0 + rel
+        scale = np.ones(tuple(grad.shape))
+        scale[entry if entry is not None else ...] = 1.0 + rel
         return grad * E.from_numpy(scale)
     return function(E, "ScaledInv", lambda E, a: E.linalg.inv(a), backward).apply
 
