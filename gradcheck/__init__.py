@@ -18,23 +18,39 @@ Example::
 
 Inputs may be ``refengine`` or ``torch`` tensors, or JAX arrays; the engine
 is taken from them (see ``gradcheck.engines``). Jacobians are built in
-batches through the engine's vmap (see ``gradcheck.batching``).
+batches through the engine's vmap (see ``gradcheck.evaluation``).
+
+Layout, each layer importing only from those above it:
+
+- ``coords``, ``serialize``, ``modes`` (the vocabulary of checks), ``errors``,
+  ``batching``, ``options`` (the validated keywords), ``engines`` (adapters);
+- ``jacobian``: the one ``Jacobian`` type;
+- ``problem`` (a validated function and inputs), ``evaluation`` (outputs,
+  vjps and jvps, batched or looped inside), ``sides`` (reverse and forward
+  mode described once);
+- producers: ``numerical`` (central differences), ``richardson``,
+  ``reference`` (mpmath), ``analytical`` (reverse and forward), ``fast``
+  (projections), chosen from the options in ``producers``;
+- ``diagnosis``, ``compare`` (the one comparator), ``precise``, ``adjoint``;
+- ``checks`` (scaling, reentrancy, undefined gradients, ...), ``report``,
+  ``secondorder``, ``flow`` (the steps of a check);
+- ``api``: ``check``, ``run``, ``gradcheck``, ``gradgradcheck``.
 """
 from gradcheck.api import check, gradcheck, gradgradcheck
 from gradcheck.batching import batching_enabled, set_batching
 from gradcheck.errors import GradcheckError
-from gradcheck.forward import forward_jacobian
 from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import numerical_jacobian
+from gradcheck.options import Options
+from gradcheck.producers import forward_jacobian, numerical_jacobian, reverse_jacobian
 from gradcheck.reference import reference_jacobian
 from gradcheck.report import Report
-from gradcheck.reverse import reverse_jacobian
 
 __all__ = [
            "GradcheckError",
            "batching_enabled",
            "set_batching",
            "Jacobian",
+           "Options",
            "Report",
            "check",
            "forward_jacobian",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradcheck.compare import compare_pair
-from gradcheck.jacobian import Jacobian
+from gradcheck.compare import compare
+from gradcheck.jacobian import Jacobian, projection_layout
 
 #: tolerance in units of the dtype's machine epsilon
 ADJOINT_ULPS = 4096
@@ -39,22 +39,20 @@ def adjoint_results(probes, reverse: Jacobian, jtv: dict, forward: Jacobian, ju:
             continue
         magnitude = (magnitudes or {}).get(key, 0.0)
         tol = adjoint_tolerance(probes, jtv, ju, key, epsilon, nondet_tol, magnitude)
-        result = compare_pair("adjoint", reverse, forward, *key, 0.0, 0.0, tol)
+        result = compare("adjoint", forward.mode, reverse.mode, *key, reverse[key], forward[key],
+                         tol)
         if not result.passed:
             rel = result.max_error / max(float(np.max(np.abs(result.expected))), 1e-300)
             result.diagnosis = (
                 f"the two AD modes differ by a relative {rel:.1e}: the vjp or the jvp is "
                 "wrong, by less than finite differences may resolve (precise=True or an "
                 "mpmath reference tells which)")
-        else:
-            result.diagnosis = None
         results.append(result)
     return results
 
 
 def slow_projections(probes, reverse: Jacobian, forward: Jacobian, layout) -> tuple:
     """Projections of full reverse and forward Jacobians onto the probes."""
-    from gradcheck.fast import projection_layout
     rev = Jacobian("reverse", projection_layout(layout))
     fwd = Jacobian("forward", projection_layout(layout))
     jtv, ju = {}, {}

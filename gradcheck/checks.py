@@ -2,7 +2,9 @@
 
 Reentrancy (the same vjp twice), scaling with grad_output (and of the jvp
 with its tangent), undefined output gradients, batched gradients, gradient
-dtypes, and outputs that were detached from their inputs.
+dtypes, and outputs that were detached from their inputs. Each compares
+through ``compare.compare`` and adds its own diagnosis; the checks that
+apply to both AD modes are written once over a ``Side``.
 """
 from __future__ import annotations
 
@@ -10,74 +12,55 @@ import numpy as np
 
 from gradcheck import coords
 from gradcheck.adjoint import ADJOINT_ULPS
-from gradcheck.compare import Result, compare_jacobians, entry_errors, worst
+from gradcheck.compare import Result, compare, compare_jacobians
 from gradcheck.errors import GradcheckError
-from gradcheck.forward import tangents_to_real
-from gradcheck.problem import Problem
-from gradcheck.reverse import grads_to_real
+from gradcheck.evaluation import Evaluator
+from gradcheck.jacobian import Jacobian
+from gradcheck.sides import SIDES, Side
 
 #: the real factor grad_outputs and tangents are scaled by in the scaling check
 SCALE = -2.5
 
+#: the checks of the engine's batched products: check name, the call in words,
+#: and the flag that turns the check off
+BATCHED = {
+    "reverse": ("batched-grad", "batched backward (is_grads_batched=True)",
+                "check_batched_grad=False if the function does not support it"),
+    "forward": ("batched-forward-grad", "batched forward AD (vmap over jvp)",
+                "check_batched_forward_grad=False if the function does not support vmap"),
+}
 
-def reentrant(first, second, nondet_tol: float) -> list:
+
+def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float) -> list:
     """Two runs of the same AD computation must agree within ``nondet_tol``."""
-    results = compare_jacobians("reentrant", first, second, nondet_tol, 0.0)
+    results = compare_jacobians("reentrant", first, second, nondet_tol, 0.0, explain=False)
+    verb = SIDES[first.mode.removeprefix("fast-")].product
     for r in results:
         if not r.passed:
-            r.diagnosis = (f"nondeterministic: the same {_verb(first.mode)} run twice differs by "
+            r.diagnosis = (f"nondeterministic: the same {verb} run twice differs by "
                            f"{r.max_error:.1e}; the formula uses randomness or state (if that "
                            f"is intended, set nondet_tol >= {r.max_error:.1e})")
     return results
 
 
-def _verb(mode):
-    return "jvp" if "forward" in mode else "vjp"
+def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
+    """Draw the random vectors of the scaling check, by (mode, carrier index).
 
-
-def _scaled_result(mode, out_idx, in_idx, base, scaled, epsilon, nondet_tol, floor) -> Result:
-    expected = SCALE * base
-    scale = np.abs(expected) + np.abs(scaled)
-    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0) + floor) + 1e-300
-    tol = tol + (1 + abs(SCALE)) * nondet_tol
-    err = entry_errors(expected, scaled)
-    passed = bool(np.all(err <= tol))
-    max_error, where = worst(err, tol)
-    what = "grad_output" if mode == "reverse" else "tangent"
-    result = Result("scaling", mode, mode, out_idx, in_idx, passed, max_error, where,
-                    None if where is None else float(tol[where]), expected, scaled)
-    if not passed:
-        result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
-                            f"multiply the {_verb(mode)} by {SCALE}; the formula ignores the "
-                            f"{what}, takes its abs(), or adds a term that does not multiply it")
-    return result
-
-
-def scaling_probes(problem: Problem, rng, backward: bool, forward: bool) -> dict:
-    """Draw the random vectors of the scaling check, by (mode, index).
-
-    They are drawn before the Jacobians are built and handed to the problem,
-    so the batched Jacobian builders compute their vjps and jvps too.
+    They are drawn before the Jacobians are built and prefetched, so the
+    batched Jacobian producers compute their products too.
     """
+    p = ev.problem
     probes = {}
-    if backward:
-        for out_idx in problem.diff_out:
-            base = problem.out_arrays[out_idx]
-            v = coords.from_real(rng.standard_normal(problem.layout.out_size(out_idx)),
-                                 base.shape, base.dtype)
-            probes["reverse", out_idx] = v
-            problem.also("vjp", out_idx, ("scaling", out_idx), [v, SCALE * v])
-    if forward:
-        for in_idx in problem.diff_in:
-            base = problem.arrays[in_idx]
-            u = coords.from_real(rng.standard_normal(problem.layout.in_size(in_idx)),
-                                 base.shape, base.dtype)
-            probes["forward", in_idx] = u
-            problem.also("jvp", in_idx, ("scaling", "forward", in_idx), [u, SCALE * u])
+    for side in sides:
+        for idx in side.carriers(p):
+            draw = rng.standard_normal((1, side.carrier_size(p.layout, idx)))
+            vector = side.vectors(p, idx, draw)[0]
+            probes[side.mode, idx] = vector
+            ev.prefetch(side.product, idx, [vector, SCALE * vector])
     return probes
 
 
-def scaling(problem: Problem, probes: dict, epsilon: float, nondet_tol: float = 0.0,
+def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0,
             magnitudes=None) -> list:
     """The vjp is linear in grad_output, the jvp in the tangent (real scale).
 
@@ -87,101 +70,95 @@ def scaling(problem: Problem, probes: dict, epsilon: float, nondet_tol: float = 
     almost zero) plus the nondeterminism the caller allows (``nondet_tol``
     per evaluation).
     """
+    p = ev.problem
     magnitudes = magnitudes or {}
     results = []
     for (mode, idx), vector in probes.items():
+        side = SIDES[mode]
         norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(vector))
-        if mode == "reverse":
-            g1, g2 = _vjp_pair(problem, idx, vector)
-            results += [_scaled_result("reverse", idx, i, g1[i], g2[i], epsilon, nondet_tol,
-                                       norm * magnitudes.get((idx, i), 0.0)) for i in g1]
-        else:
-            t1, t2 = _jvp_pair(problem, idx, vector)
-            results += [_scaled_result("forward", o, idx, t1[o], t2[o], epsilon, nondet_tol,
-                                       norm * magnitudes.get((o, idx), 0.0))
-                        for o in problem.diff_out]
+        pair = side.products(ev, idx, np.stack([vector, SCALE * vector]), "checking scaling")
+        for r in side.receivers(p):
+            key = side.key(idx, r)
+            rows = side.real_rows(p, r, pair[r], 2)
+            results.append(_scaled(side, key, rows[0], rows[1], epsilon, nondet_tol,
+                                   norm * magnitudes.get(key, 0.0)))
     return results
 
 
-def _vjp_pair(problem: Problem, out_idx: int, v) -> tuple:
-    """The vjps of ``v`` and ``SCALE * v``, in one batched backward if possible."""
-    what = "checking scaling"
-    done = problem.extra_results.pop(("scaling", out_idx), None)
-    if done is not None:
-        return tuple(grads_to_real(problem, grads) for grads in done)
-    batch = problem.vjp_batch(out_idx, np.stack([v, SCALE * v]), what)
-    if batch is None:
-        return tuple(grads_to_real(problem, problem.vjp({out_idx: w}, what)) for w in (v, SCALE * v))
-    return tuple(grads_to_real(problem, {i: None if g is None else g[k] for i, g in batch.items()})
-                 for k in (0, 1))
+def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor) -> Result:
+    expected = SCALE * base
+    scale = np.abs(expected) + np.abs(scaled)
+    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0) + floor) + 1e-300
+    tol = tol + (1 + abs(SCALE)) * nondet_tol
+    result = compare("scaling", side.mode, side.mode, *key, expected, scaled, tol)
+    if not result.passed:
+        what, verb = side.vector, side.product
+        result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
+                            f"multiply the {verb} by {SCALE}; the formula ignores the "
+                            f"{what}, takes its abs(), or adds a term that does not multiply it")
+    return result
 
 
-def _jvp_pair(problem: Problem, in_idx: int, u) -> tuple:
-    """The jvps of ``u`` and ``SCALE * u``, in one batched forward pass if possible."""
-    what = "checking scaling"
-    done = problem.extra_results.pop(("scaling", "forward", in_idx), None)
-    if done is not None:
-        return tuple(tangents_to_real(problem, tangents) for tangents in done)
-    batch = problem.jvp_batch(in_idx, np.stack([u, SCALE * u]), what)
-    if batch is None:
-        return tuple(tangents_to_real(problem, problem.jvp({in_idx: w}, what)) for w in (u, SCALE * u))
-    return tuple(tangents_to_real(problem, {o: t[k] for o, t in batch.items()}) for k in (0, 1))
-
-
-def request_undefined_grad(problem: Problem) -> None:
+def request_undefined_grad(ev: Evaluator) -> None:
     """Where undefined gradients are zeros (refengine) and there is one output,
     the undefined-grad check is the vjp of zeros: the reverse batch computes it."""
-    if not problem.engine.supports_undefined_grad and len(problem.diff_out) == 1:
-        out_idx = problem.diff_out[0]
-        problem.also("vjp", out_idx, ("undefined",), [np.zeros_like(problem.out_arrays[out_idx])])
+    p = ev.problem
+    if not p.engine.supports_undefined_grad and len(p.diff_out) == 1:
+        out_idx = p.diff_out[0]
+        ev.prefetch("vjp", out_idx, [np.zeros_like(p.out_arrays[out_idx])])
 
 
-def undefined_grad(problem: Problem) -> list:
+def undefined_grad(ev: Evaluator) -> list:
     """With every output gradient undefined (or zero), input gradients are zero."""
-    E = problem.engine
-    done = problem.extra_results.pop(("undefined",), None)
-    if done is not None:
-        return _undefined_results(problem, [done[0].get(i) for i in problem.diff_in])
-    outs = [problem.outputs[o] for o in problem.diff_out]
-    undefined = [E.undefined_grad(o) for o in outs]
-    if any(u is None for u in undefined):
-        undefined = outs  # the engine has no undefined gradients: use zeros
-    zeros = [E.from_numpy(np.zeros_like(problem.out_arrays[o])) for o in problem.diff_out]
-    diff_inputs = [problem.inputs[i] for i in problem.diff_in]
-    problem.counts["vjp"] += 1
+    p = ev.problem
+    what = "checking undefined output gradients"
     try:
-        grads = E.grad(undefined, diff_inputs, zeros)
+        if p.engine.supports_undefined_grad:
+            grads = _undefined_vjp(ev)
+        elif len(p.diff_out) == 1:   # prefetched by request_undefined_grad
+            out_idx = p.diff_out[0]
+            stacked = ev.vjps(out_idx, np.zeros_like(p.out_arrays[out_idx])[None], what)
+            grads = [None if g is None else g[0] for g in stacked.values()]
+        else:
+            zeros = {o: np.zeros_like(p.out_arrays[o]) for o in p.diff_out}
+            grads = list(ev.vjp(zeros, what).values())
     except Exception as exc:
+        cause = exc.__cause__ if isinstance(exc, GradcheckError) and exc.__cause__ else exc
         return [Result("undefined-grad", "reverse", "zero", None, None, False,
-                       diagnosis=f"the backward raised {type(exc).__name__} ({exc}) when its "
+                       diagnosis=f"the backward raised {type(cause).__name__} ({cause}) when its "
                        "output gradients were undefined; it must accept None/zero grads")]
-    return _undefined_results(problem, [None if g is None else E.to_numpy(g) for g in grads])
+    return [_undefined_result(in_idx, array) for in_idx, array in zip(p.diff_in, grads)]
 
 
-def _undefined_results(problem: Problem, arrays: list) -> list:
-    results = []
-    for in_idx, array in zip(problem.diff_in, arrays):
-        bad = array is not None and bool(np.any(array != 0))
-        result = Result("undefined-grad", "reverse", "zero", None, in_idx, not bad)
-        if bad:
-            result.max_error, result.where = worst(np.abs(array).reshape(1, -1),
-                                                   np.zeros((1, array.size)))
-            result.diagnosis = ("with all output gradients undefined or zero the backward "
-                                "returns a nonzero gradient: it adds a term that does not "
-                                "multiply grad_output")
-        results.append(result)
-    return results
+def _undefined_vjp(ev: Evaluator) -> list:
+    """Gradients with every output's gradient undefined, on an engine that has them."""
+    p, E = ev.problem, ev.problem.engine
+    outs = [p.outputs[o] for o in p.diff_out]
+    zeros = [E.from_numpy(np.zeros_like(p.out_arrays[o])) for o in p.diff_out]
+    p.counts["vjp"] += 1
+    grads = E.grad([E.undefined_grad(o) for o in outs], [p.inputs[i] for i in p.diff_in], zeros)
+    return [None if g is None else E.to_numpy(g) for g in grads]
 
 
-def grad_dtypes(problem: Problem) -> list:
+def _undefined_result(in_idx: int, array) -> Result:
+    found = np.zeros((1, 0)) if array is None else np.asarray(array).reshape(1, -1)
+    result = compare("undefined-grad", "reverse", "zero", None, in_idx, np.zeros_like(found),
+                     found, 0.0)
+    if not result.passed:
+        result.diagnosis = ("with all output gradients undefined or zero the backward "
+                            "returns a nonzero gradient: it adds a term that does not "
+                            "multiply grad_output")
+    return result
+
+
+def grad_dtypes(ev: Evaluator) -> list:
     """Each vjp gradient has its input's dtype, each tangent its output's."""
+    p = ev.problem
     results = []
-    for out_idx in problem.diff_out:
-        base = problem.out_arrays[out_idx]
-        go = np.ones_like(base)
-        grads = problem.vjp({out_idx: go}, "checking gradient dtypes")
+    for out_idx in p.diff_out:
+        grads = ev.vjp({out_idx: np.ones_like(p.out_arrays[out_idx])}, "checking gradient dtypes")
         for in_idx, g in grads.items():
-            expected = problem.arrays[in_idx].dtype
+            expected = p.arrays[in_idx].dtype
             ok = g is None or g.dtype == expected
             results.append(Result("grad-dtype", "reverse", "input", out_idx, in_idx, ok,
                                   diagnosis=None if ok else
@@ -190,91 +167,53 @@ def grad_dtypes(problem: Problem) -> list:
     return results
 
 
-def batched_grad(problem: Problem, rng, atol: float, rtol: float, batch: int = 2) -> list:
-    """``grad(..., is_grads_batched=True)`` equals one vjp per batch entry."""
-    E = problem.engine
+def batched_products(ev: Evaluator, side: Side, rng, atol: float, rtol: float,
+                     batch: int = 2) -> list:
+    """The engine's batched product (``grad(..., is_grads_batched=True)`` in
+    reverse mode, vmap over a jvp in forward mode) equals one product per
+    batch entry."""
+    p = ev.problem
+    check, call, flag = BATCHED[side.mode]
     results = []
-    diff_inputs = [problem.inputs[i] for i in problem.diff_in]
-    for out_idx in problem.diff_out:
-        base = problem.out_arrays[out_idx]
-        gos = [coords.from_real(rng.standard_normal(problem.layout.out_size(out_idx)),
-                                base.shape, base.dtype) for _ in range(batch)]
-        singles = [grads_to_real(problem, problem.vjp({out_idx: g})) for g in gos]
-        problem.counts["vjp"] += 1
+    for idx in side.carriers(p):
+        draws = rng.standard_normal((batch, side.carrier_size(p.layout, idx)))
+        vectors = [side.vectors(p, idx, row[None])[0] for row in draws]
+        singles = [side.single(ev, idx, v) for v in vectors]
         try:
-            batched = E.batched_grad([problem.outputs[out_idx]], diff_inputs,
-                                     [E.from_numpy(np.stack(gos))])
+            stacked = ev.engine_batch(side.product, idx, np.stack(vectors))
         except Exception as exc:
-            raise GradcheckError(
-                f"{problem.name}: batched backward (is_grads_batched=True) raised "
-                f"{type(exc).__name__} ({exc}); pass check_batched_grad=False if the "
-                "function does not support it") from exc
-        for in_idx, g in zip(problem.diff_in, batched):
-            rows = np.zeros((batch, problem.layout.in_size(in_idx))) if g is None else \
-                np.stack([grads_to_real(problem, {in_idx: b})[in_idx] for b in E.to_numpy(g)])
-            expected = np.stack([s[in_idx] for s in singles])
-            results.append(_batch_result("batched-grad", "reverse", out_idx, in_idx,
-                                         expected, rows, atol, rtol))
+            raise GradcheckError(f"{p.name}: {call} raised {type(exc).__name__} ({exc}); "
+                                 f"pass {flag}") from exc
+        for r in side.receivers(p):
+            expected = np.concatenate([side.real_rows(p, r, None if s[r] is None else s[r][None], 1)
+                                       for s in singles])
+            found = side.real_rows(p, r, stacked[r], batch)
+            result = compare(check, f"batched-{side.mode}", side.mode, *side.key(idx, r),
+                             expected, found, atol + rtol * np.abs(expected))
+            if not result.passed:
+                result.diagnosis = (f"the batched {side.product} differs from one "
+                                    f"{side.product} per batch entry: the formula mixes batch "
+                                    "entries or ignores the batch dimension")
+            results.append(result)
     return results
 
 
-def batched_forward_grad(problem: Problem, rng, atol: float, rtol: float, batch: int = 2) -> list:
-    """Forward AD with a batch of tangents equals one jvp per tangent."""
-    E = problem.engine
-    results = []
-    for in_idx in problem.diff_in:
-        base = problem.arrays[in_idx]
-        tangents = [coords.from_real(rng.standard_normal(problem.layout.in_size(in_idx)),
-                                     base.shape, base.dtype) for _ in range(batch)]
-        singles = [tangents_to_real(problem, problem.jvp({in_idx: t})) for t in tangents]
-        primals = problem.fresh_inputs({})
-        problem.counts["jvp"] += 1
-        try:
-            outs = E.batched_jvp(problem.func, primals, in_idx, E.from_numpy(np.stack(tangents)))
-        except Exception as exc:
-            raise GradcheckError(
-                f"{problem.name}: batched forward AD (vmap over jvp) raised "
-                f"{type(exc).__name__} ({exc}); pass check_batched_forward_grad=False if the "
-                "function does not support vmap") from exc
-        for o in problem.diff_out:
-            rows = np.stack([coords.to_real(b) for b in E.to_numpy(outs[o])])
-            expected = np.stack([s[o] for s in singles])
-            results.append(_batch_result("batched-forward-grad", "forward", o, in_idx,
-                                         expected, rows, atol, rtol))
-    return results
-
-
-def _batch_result(check, mode, out_idx, in_idx, expected, actual, atol, rtol) -> Result:
-    tol = atol + rtol * np.abs(expected)
-    err = entry_errors(expected, actual)
-    passed = bool(np.all(err <= tol))
-    max_error, where = worst(err, tol)
-    result = Result(check, f"batched-{mode}", mode, out_idx, in_idx, passed, max_error, where,
-                    None if where is None else float(tol[where]), expected, actual)
-    if not passed:
-        result.diagnosis = (f"the batched {_verb(mode)} differs from one {_verb(mode)} per "
-                            "batch entry: the formula mixes batch entries or ignores the "
-                            "batch dimension")
-    return result
-
-
-def detached(problem: Problem, numerical, atol: float) -> list:
+def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
     """Outputs that do not require grad must not depend on the inputs."""
+    p = ev.problem
     results = []
-    for out_idx in problem.float_out:
-        if out_idx in problem.diff_out:
+    for out_idx in p.float_out:
+        if out_idx in p.diff_out:
             continue
-        for in_idx in problem.diff_in:
+        for in_idx in p.diff_in:
             block = numerical[out_idx, in_idx]
-            err = np.abs(block)
-            passed = bool(np.all(err <= atol))
-            max_error, where = worst(err, np.full(err.shape, atol))
-            result = Result("detached", "numerical", "zero", out_idx, in_idx, passed,
-                            max_error, where, atol, np.zeros_like(block), block)
-            if not passed:
+            result = compare("detached", "numerical", "zero", out_idx, in_idx,
+                             np.zeros_like(block), block, atol)
+            if not result.passed:
                 result.diagnosis = (
                     f"output {out_idx} does not require grad, yet it depends on input "
                     f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
                     "no_grad, or a Function that marks it non-differentiable)")
             results.append(result)
     return results
+

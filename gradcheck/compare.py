@@ -1,8 +1,11 @@
-"""The one comparator: a Jacobian block against another, within a tolerance.
+"""The one comparator: what was expected against what was found, within a tolerance.
 
-Every check reduces to ``Result``: which check, which (output, input) pair,
+Every check reduces to a ``Result``: which check, which (output, input) pair,
 which two things were compared (``mode`` against ``against``), whether they
-agree, the largest error, where it is and the tolerance there.
+agree, the largest error, where it is and the tolerance there. ``compare``
+is the one comparison that makes one (expected, actual, a tolerance per
+entry); each check adds only its diagnosis. ``compare_pair`` applies it to
+a pair of Jacobian blocks, with PyTorch's tolerance and ``diagnosis``.
 """
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ class Result:
     actual: np.ndarray | None = None
     diagnosis: str | None = None
     detail: str | None = None
+    #: 1, or 2 when the function checked was the first derivative (gradgradcheck)
+    order: int = 1
 
     def to_dict(self) -> dict:
         """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""
@@ -42,7 +47,7 @@ class Result:
             "where": None if self.where is None else [int(k) for k in self.where],
             "tolerance": json_float(self.tolerance),
             "expected": json_array(self.expected), "actual": json_array(self.actual),
-            "diagnosis": self.diagnosis, "detail": self.detail}
+            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order}
 
 
 def entry_errors(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
@@ -64,24 +69,36 @@ def worst(err: np.ndarray, tol: np.ndarray) -> tuple:
     return float(err[where]), tuple(int(k) for k in where)
 
 
+def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: int | None,
+            expected: np.ndarray, actual: np.ndarray, tol) -> Result:
+    """The one comparison: ``actual`` passes where ``|actual - expected| <= tol``
+    entry by entry (``tol`` an array of their shape, or one number; NaN never
+    passes). The ``Result`` holds the largest error (one that fails first),
+    where it is, the tolerance there, and both arrays; no diagnosis."""
+    err = entry_errors(expected, actual)
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
+    passed = bool(np.all(err <= tol))
+    max_error, where = worst(err, tol)
+    return Result(check, mode, against, out_idx, in_idx, passed, max_error, where,
+                  None if where is None else float(tol[where]), expected, actual)
+
+
 def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int, in_idx: int,
-                 atol: float, rtol: float, tol: np.ndarray | None = None) -> Result:
+                 atol: float, rtol: float, tol: np.ndarray | None = None,
+                 explain: bool = True) -> Result:
     """Compare ``actual[out_idx, in_idx]`` with ``expected[out_idx, in_idx]``.
 
     The comparison is PyTorch's, in the complex form of the blocks:
     ``|a - e| <= atol + rtol * |e|`` entry by entry, unless a tolerance
-    matrix ``tol`` (same shape) is given.
+    matrix ``tol`` (same shape) is given. A failure gets ``diagnose``'s
+    sentence unless ``explain`` is False (the caller gives its own).
     """
     e = expected.complex_form(out_idx, in_idx)
     a = actual.complex_form(out_idx, in_idx)
     if tol is None:
         tol = atol + rtol * np.abs(e)
-    err = entry_errors(e, a)
-    passed = bool(np.all(err <= tol))
-    max_error, where = worst(err, tol)
-    result = Result(check, actual.mode, expected.mode, out_idx, in_idx, passed, max_error,
-                    where, None if where is None else float(tol[where]), e, a)
-    if not passed:
+    result = compare(check, actual.mode, expected.mode, out_idx, in_idx, e, a, tol)
+    if not result.passed and explain:
         layout = actual.layout
         result.diagnosis = diagnose(
             expected[out_idx, in_idx], actual[out_idx, in_idx], tol, actual.mode,
@@ -90,11 +107,11 @@ def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int,
 
 
 def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: float,
-                      rtol: float, tolerances: dict | None = None) -> list:
+                      rtol: float, tolerances: dict | None = None, explain: bool = True) -> list:
     """``compare_pair`` for every pair the two Jacobians share."""
     results = []
     for key in sorted(actual.keys()):
         if key in expected:
             tol = None if tolerances is None else tolerances.get(key)
-            results.append(compare_pair(check, expected, actual, *key, atol, rtol, tol))
+            results.append(compare_pair(check, expected, actual, *key, atol, rtol, tol, explain))
     return results

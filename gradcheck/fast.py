@@ -39,11 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradcheck import coords
-from gradcheck.forward import tangents_to_real
-from gradcheck.jacobian import Jacobian, Layout
-from gradcheck.numerical import directional
+from gradcheck.evaluation import Evaluator
+from gradcheck.jacobian import Jacobian, projection_layout
 from gradcheck.problem import Problem
-from gradcheck.reverse import grads_to_real
+from gradcheck.sides import Side
 
 
 @dataclass
@@ -56,6 +55,11 @@ class Probes:
     @property
     def k(self) -> int:
         return next(iter(self.u.values())).shape[0]
+
+    def along(self, side: Side) -> tuple:
+        """``(on the carriers, on the receivers)`` of ``side``: ``(v, u)`` in
+        reverse mode, ``(u, v)`` in forward mode."""
+        return (self.v, self.u) if side.carrier == "output" else (self.u, self.v)
 
 
 def _unit_rows(rng, k, size):
@@ -71,72 +75,51 @@ def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1) -> Probe
     return Probes(u, v)
 
 
-def projection_layout(layout: Layout) -> Layout:
-    """All-real layout: fast blocks are (k, 1) columns of scalars."""
-    ins = {i: (1,) for i in layout.in_shapes}
-    outs = {o: (1,) for o in layout.out_shapes}
-    return Layout(ins, {i: False for i in ins}, outs, {o: False for o in outs})
+def _directional(ev: Evaluator, in_idx: int, direction: np.ndarray, step: float) -> dict:
+    """Outputs (real coordinates) at ``input + step * direction`` (real)."""
+    base = ev.problem.arrays[in_idx]
+    moved = coords.from_real(coords.to_real(base) + step * direction, base.shape, base.dtype)
+    outs = ev.evaluate({in_idx: moved}, "computing a directional finite difference")
+    return {o: coords.to_real(v) for o, v in outs.items()}
 
 
-def fast_numerical(problem: Problem, probes: Probes, eps: float):
+def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
     """Numerical projections and the tolerance scale ``||v * J_num u||_2``."""
-    start, before = time.perf_counter(), problem.counts["function"]
-    jac = Jacobian("numerical", projection_layout(problem.layout))
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["function"]
+    jac = Jacobian("numerical", projection_layout(p.layout))
     scale = {}
-    for in_idx in problem.diff_in:
-        for p in range(probes.k):
-            direction = probes.u[in_idx][p]
-            plus = directional(problem, {in_idx: direction}, eps)
-            minus = directional(problem, {in_idx: direction}, -eps)
-            for o in problem.float_out:
+    for in_idx in p.diff_in:
+        for o in p.float_out:
+            jac.blocks[o, in_idx] = np.zeros((probes.k, 1))
+            scale[o, in_idx] = np.zeros((probes.k, 1))
+        for k in range(probes.k):
+            direction = probes.u[in_idx][k]
+            plus = _directional(ev, in_idx, direction, eps)
+            minus = _directional(ev, in_idx, direction, -eps)
+            for o in p.float_out:
                 ju = (plus[o] - minus[o]) / (2 * eps)
-                jac.blocks.setdefault((o, in_idx), np.zeros((probes.k, 1)))[p, 0] = probes.v[o][p] @ ju
-                scale.setdefault((o, in_idx), np.zeros((probes.k, 1)))[p, 0] = np.linalg.norm(probes.v[o][p] * ju)
-    jac.counts = {"function": problem.counts["function"] - before}
+                jac.blocks[o, in_idx][k, 0] = probes.v[o][k] @ ju
+                scale[o, in_idx][k, 0] = np.linalg.norm(probes.v[o][k] * ju)
+    jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac, scale
 
 
-def fast_reverse(problem: Problem, probes: Probes):
-    """Reverse projections ``(J^T v) . u`` and the vectors ``J^T v``."""
-    start, before = time.perf_counter(), problem.counts["vjp"]
-    jac = Jacobian("fast-reverse", projection_layout(problem.layout))
-    jtv = {}
-    for out_idx in problem.diff_out:
-        base = problem.out_arrays[out_idx]
-        gos = coords.from_real_rows(probes.v[out_idx], base.shape, base.dtype)
-        batch = problem.with_extra("vjp", out_idx, gos, "fast mode")
-        for p in range(probes.k):
-            if batch is None:
-                grads = grads_to_real(problem, problem.vjp({out_idx: gos[p]}, "fast mode"))
-            else:
-                grads = grads_to_real(problem, {i: None if g is None else g[p]
-                                                for i, g in batch.items()})
-            for in_idx, g in grads.items():
-                jac.blocks.setdefault((out_idx, in_idx), np.zeros((probes.k, 1)))[p, 0] = g @ probes.u[in_idx][p]
-                jtv.setdefault((out_idx, in_idx), np.zeros((probes.k, g.size)))[p] = g
-    jac.counts = {"vjp": problem.counts["vjp"] - before}
+def fast_projections(ev: Evaluator, side: Side, probes: Probes):
+    """``side``'s projections ``v^T J u`` and the products themselves: ``J^T v``
+    (reverse) or ``J u`` (forward), each (k, receiver real size), by pair."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts[side.product]
+    jac = Jacobian(f"fast-{side.mode}", projection_layout(p.layout))
+    carried, received = probes.along(side)
+    products = {}
+    for idx in side.carriers(p):
+        results = side.products(ev, idx, side.vectors(p, idx, carried[idx]), "fast mode")
+        for r in side.receivers(p):
+            key = side.key(idx, r)
+            rows = products[key] = side.real_rows(p, r, results[r], probes.k)
+            jac.blocks[key] = np.array([[rows[k] @ received[r][k]] for k in range(probes.k)])
+    jac.counts = {side.product: p.counts[side.product] - before}
     jac.seconds = time.perf_counter() - start
-    return jac, jtv
-
-
-def fast_forward(problem: Problem, probes: Probes):
-    """Forward projections ``v . (J u)`` and the vectors ``J u``."""
-    start, before = time.perf_counter(), problem.counts["jvp"]
-    jac = Jacobian("fast-forward", projection_layout(problem.layout))
-    ju_all = {}
-    for in_idx in problem.diff_in:
-        base = problem.arrays[in_idx]
-        tangents = coords.from_real_rows(probes.u[in_idx], base.shape, base.dtype)
-        batch = problem.with_extra("jvp", in_idx, tangents, "fast mode")
-        for p in range(probes.k):
-            if batch is None:
-                outs = tangents_to_real(problem, problem.jvp({in_idx: tangents[p]}, "fast mode"))
-            else:
-                outs = tangents_to_real(problem, {o: t[p] for o, t in batch.items()})
-            for o in problem.diff_out:
-                jac.blocks.setdefault((o, in_idx), np.zeros((probes.k, 1)))[p, 0] = probes.v[o][p] @ outs[o]
-                ju_all.setdefault((o, in_idx), np.zeros((probes.k, outs[o].size)))[p] = outs[o]
-    jac.counts = {"jvp": problem.counts["jvp"] - before}
-    jac.seconds = time.perf_counter() - start
-    return jac, ju_all
+    return jac, products

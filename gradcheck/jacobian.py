@@ -2,9 +2,11 @@
 
 A ``Jacobian`` holds one real block per (output, input) pair, rows for the
 output's real coordinates and columns for the input's (see ``coords``), and
-a ``mode`` label saying how it was obtained: ``numerical``, ``reverse``,
-``forward``, ``fast-reverse``, ``fast-forward`` or ``reference``. Builders
-may attach a per-entry absolute error estimate (``errors``).
+a ``mode`` label saying how it was obtained (one of ``gradcheck.modes.SOURCES``:
+``numerical``, ``reverse``, ``forward``, ``fast-reverse``, ``fast-forward`` or
+``reference``). Producers may attach a per-entry absolute error estimate
+(``errors``). Fast mode's projections are Jacobians too, in the all-real
+``projection_layout``: one (k, 1) column of scalars per pair.
 """
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradcheck import coords
+from gradcheck.modes import SOURCES
 from gradcheck.serialize import json_array
 
-MODES = ("numerical", "reverse", "forward", "fast-reverse", "fast-forward", "reference")
+#: the labels a Jacobian may carry
+MODES = tuple(SOURCES)
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,13 @@ class Layout:
 
     def out_size(self, out_idx: int) -> int:
         return coords.real_size(self.out_shapes[out_idx], self.out_complex[out_idx])
+
+
+def projection_layout(layout: Layout) -> Layout:
+    """All-real layout with the same indices: projections are (k, 1) columns of scalars."""
+    ins = {i: (1,) for i in layout.in_shapes}
+    outs = {o: (1,) for o in layout.out_shapes}
+    return Layout(ins, {i: False for i in ins}, outs, {o: False for o in outs})
 
 
 @dataclass

@@ -11,7 +11,10 @@ it (``known_as``). The CLI's ``--check`` names, the registry's capability
 flags and known failures, the reports and the tests all read this table.
 
 ``SOURCES`` names how each Jacobian was obtained (the ``mode`` label every
-``Jacobian`` and ``Result`` carries).
+``Jacobian`` and ``Result`` carries). ``FAILURES`` says, for each thing a
+``Result`` checks, what its failure means; ``failure_text`` words it for a
+first- or second-order check (a second-order failure is named as such:
+"reverse-over-reverse (second-order) Jacobian differs from numerical").
 
 Example::
 
@@ -32,6 +35,44 @@ SOURCES = {
     "fast-reverse": "fast mode's reverse projections v^T J u",
     "fast-forward": "fast mode's forward projections v^T J u",
 }
+
+
+#: what a failing ``Result`` of each ``check`` means. ``{ad}`` is the AD that ran
+#: ("reverse-mode", or "reverse-over-reverse (second-order)"), ``{way}`` its
+#: direction ("reverse", or "reverse-over-reverse (second-order)"), ``{against}``
+#: the expected side's label
+FAILURES = {
+    "reverse": "{ad} Jacobian differs from {against}",
+    "forward": "{ad} Jacobian differs from {against}",
+    "fast-reverse": "fast-mode {way} check (v^T J u) differs from {against}",
+    "fast-forward": "fast-mode {way} check (v^T J u) differs from {against}",
+    "adjoint": "forward and reverse mode disagree (<v, J_forward u> against "
+               "<J_reverse^T v, u>, no finite differences involved)",
+    "reentrant": "{ad} AD is not reentrant (the same input and grad_output twice "
+                 "give different values)",
+    "scaling": "{ad} AD is not linear in its grad_output/tangent",
+    "undefined-grad": "backward mishandles undefined output gradients",
+    "grad-dtype": "gradient has the wrong dtype",
+    "batched-grad": "batched backward (is_grads_batched=True) differs from one vjp per entry",
+    "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
+    "detached": "an output that does not require grad depends on an input",
+}
+
+
+def failure_text(check: str, mode: str, against: str, order: int = 1) -> str:
+    """What a failing ``Result`` says it found, e.g. ``reverse-mode Jacobian
+    differs from numerical``; at order 2 the AD is named "reverse-over-reverse
+    (second-order)", and a check that names no AD ends "in the second-order check"."""
+    template = FAILURES.get(check, check)
+    way = mode.removeprefix("fast-")
+    if order == 2:
+        ad, way = f"{mode}-over-reverse (second-order)", f"{way}-over-reverse (second-order)"
+    else:
+        ad = f"{mode}-mode"
+    text = template.format(ad=ad, way=way, against=against)
+    if order == 2 and "{ad}" not in template and "{way}" not in template:
+        text += " in the second-order check"
+    return text
 
 
 @dataclass(frozen=True)

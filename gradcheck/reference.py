@@ -28,8 +28,10 @@ import numpy as np
 
 from gradcheck import coords
 from gradcheck.errors import GradcheckError
+from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.problem import Problem
+from refengine.pytree import tree_map
 
 #: working precision (decimal digits) of the reference differences
 WORK_DPS = 60
@@ -117,8 +119,10 @@ def mp_column(problem: Problem, ref, in_idx: int, coordinate: int) -> dict:
                 for o in problem.float_out}
 
 
-def reference_blocks(problem: Problem, ref) -> Jacobian:
-    """Central differences of ``ref`` at ``WORK_DPS`` digits, stored as float64."""
+def reference_blocks(ev: Evaluator, ref) -> Jacobian:
+    """Central differences of ``ref`` at ``WORK_DPS`` digits, stored as float64
+    (the engine is not evaluated: ``ev`` gives the problem's layout)."""
+    problem = ev.problem
     start = time.perf_counter()
     jac = Jacobian("reference", problem.layout, errors={})
     evaluations = 0
@@ -149,7 +153,7 @@ def reference_jacobian(ref, inputs, func=None) -> Jacobian:
     Returns a ``Jacobian`` labelled ``reference``.
     """
     problem = Problem(func or _engine_mirror(ref, inputs), inputs)
-    return reference_blocks(problem, ref)
+    return reference_blocks(Evaluator(problem), ref)
 
 
 def _engine_mirror(ref, inputs):
@@ -165,7 +169,9 @@ def _engine_mirror(ref, inputs):
         return engine.from_numpy(values, requires_grad=True)
 
     def mirror(*args):
-        mp_args = [to_mp(engine.to_numpy(a)) if engine.is_tensor(a) else a for a in args]
+        # tensors anywhere in the arguments (a list of them too) reach ref as mp arrays
+        mp_args = tree_map(lambda a: to_mp(engine.to_numpy(a)) if engine.is_tensor(a) else a,
+                           list(args))
         result = ref(*mp_args)
         if isinstance(result, (tuple, list)):
             return tuple(as_tensor(r) for r in result)

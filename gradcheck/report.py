@@ -5,23 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-WHAT = {
-    "reverse": "reverse-mode Jacobian differs from {against}",
-    "forward": "forward-mode Jacobian differs from {against}",
-    "fast-reverse": "fast-mode reverse check (v^T J u) differs from {against}",
-    "fast-forward": "fast-mode forward check (v^T J u) differs from {against}",
-    "adjoint": "forward and reverse mode disagree (<v, J_forward u> against "
-               "<J_reverse^T v, u>, no finite differences involved)",
-    "reentrant": "{mode}-mode AD is not reentrant (the same input and grad_output twice "
-                 "give different values)",
-    "scaling": "{mode}-mode AD is not linear in its grad_output/tangent",
-    "undefined-grad": "backward mishandles undefined output gradients",
-    "grad-dtype": "gradient has the wrong dtype",
-    "batched-grad": "batched backward (is_grads_batched=True) differs from one vjp per entry",
-    "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
-    "detached": "an output that does not require grad depends on an input",
-}
-
+from gradcheck.modes import failure_text
 
 #: checks whose failure explains the others come first
 PRIORITY = {"reentrant": 0, "scaling": 1, "undefined-grad": 2}
@@ -40,8 +24,12 @@ def _where(result) -> str:
 
 
 def describe(result, name: str) -> str:
-    """One line in the model of STYLE.md point 7."""
-    what = WHAT.get(result.check, result.check).format(against=result.against, mode=result.mode)
+    """One line in the model of STYLE.md point 7; a second-order result
+    (``result.order == 2``) is named as such (see ``modes.failure_text``).
+    ``result`` may be any object with ``Result``'s attributes (one read back
+    from JSON); without ``order`` it is taken as first order."""
+    order = getattr(result, "order", 1)
+    what = failure_text(result.check, result.mode, result.against, order)
     pair = []
     if result.out_idx is not None:
         pair.append(f"output {result.out_idx}")
@@ -82,6 +70,9 @@ class Report:
     and ``slow-reverse``/``slow-forward``, the full Jacobians). ``counts``:
     function, vjp and jvp evaluations. ``seconds``: wall time. ``seed``: the
     seed of the random probes (pass it back as ``seed=`` to repeat a run).
+    ``order``: 2 when the function checked was the first derivative
+    (``gradgradcheck``): its inputs are the function's inputs followed by the
+    grad_outputs, its outputs the gradients of the inputs that require grad.
     """
 
     name: str
@@ -98,6 +89,7 @@ class Report:
     #: loop was used instead (or None); ``looped_ops``, ops without a batching
     #: rule that ran once per example inside vmap
     batching: dict = field(default_factory=dict)
+    order: int = 1
 
     @property
     def passed(self) -> bool:
@@ -143,7 +135,7 @@ class Report:
     def to_dict(self) -> dict:
         """A JSON-serializable dict of the whole report."""
         return {
-            "name": self.name, "engine": self.engine, "passed": self.passed,
+            "name": self.name, "engine": self.engine, "order": self.order, "passed": self.passed,
             "diagnosis": self.diagnosis,
             "failures": [r.to_dict() for r in self.failures],
             "results": [r.to_dict() for r in self.results],

@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 from gradcheck import coords
-from gradcheck.errors import GradcheckError
+from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import perturbed, perturbed_batch
+from gradcheck.numerical import perturbed_outputs
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
@@ -31,62 +31,25 @@ ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
-def _differences(problem, in_idx, c, steps, out_idx_list, evaluated=None):
-    """Central differences and their rounding noise at each step.
-
-    ``evaluated`` (from ``_evaluate_batch``) holds the outputs at each
-    ``+h``/``-h`` already; without it they are computed one call at a time.
-    """
-    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in out_idx_list)
-    diffs, noises = [], []
-    for k, h in enumerate(steps):
-        if evaluated is not None:
-            plus, minus = evaluated[k]
-        else:
-            try:
-                plus = perturbed(problem, in_idx, c, h)
-                minus = perturbed(problem, in_idx, c, -h)
-            except GradcheckError:
-                plus = minus = {o: np.full(problem.layout.out_size(o), np.nan)
-                                for o in out_idx_list}
-        diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in out_idx_list})
-        noises.append({o: NOISE_ULPS * eps * (np.abs(plus[o]) + np.abs(minus[o])) / (2 * h)
-                       for o in out_idx_list})
-    return diffs, noises
-
-
-def _evaluate_batch(problem, in_idx, steps, columns) -> dict | None:
-    """The outputs at ``+steps[k, j]`` and ``-steps[k, j]`` on coordinate
-    ``columns[j]``, for every level ``k``, in one batched evaluation: by output,
-    ``(plus, minus)`` arrays of shape (levels, columns, output real size).
-    ``None``: the function does not batch."""
-    both = perturbed_batch(problem, in_idx, np.concatenate([steps, -steps]),
-                           f"extrapolating finite differences for input {in_idx}", columns)
-    if both is None:
-        return None
+def _stacked_differences(ev: Evaluator, in_idx, steps, columns) -> tuple:
+    """Central differences and their rounding noise at ``+-steps[k, j]`` on
+    coordinate ``columns[j]``: per level ``k``, by output, a (columns, output
+    size) matrix. A step where the function raises gives NaN (discarded)."""
+    p = ev.problem
+    outs = p.float_out
+    both = perturbed_outputs(ev, in_idx, np.concatenate([steps, -steps]),
+                             f"extrapolating finite differences for input {in_idx}", columns,
+                             tolerant=True)
     levels = len(steps)
-    return {o: (r[:levels], r[levels:]) for o, r in both.items()}
-
-
-def _stacked_differences(problem, in_idx, steps, columns) -> tuple:
-    """``_differences`` for several coordinates at once: per level, by output,
-    a (columns, output size) matrix; batched when the function allows."""
-    outs = problem.float_out
-    batch = _evaluate_batch(problem, in_idx, steps, columns)
-    if batch is None:
-        per_column = [_differences(problem, in_idx, c, steps[:, j], outs)
-                      for j, c in enumerate(columns)]
-        return ([{o: np.stack([col[0][k][o] for col in per_column]) for o in outs}
-                 for k in range(len(steps))],
-                [{o: np.stack([col[1][k][o] for col in per_column]) for o in outs}
-                 for k in range(len(steps))])
-    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in outs)
+    eps = max(coords.rounding_unit(p.out_arrays[o].dtype) for o in outs)
     diffs, noises = [], []
-    for k in range(len(steps)):
+    for k in range(levels):
         h = steps[k][:, None]
-        diffs.append({o: (batch[o][0][k] - batch[o][1][k]) / (2 * h) for o in outs})
-        noises.append({o: NOISE_ULPS * eps * (np.abs(batch[o][0][k]) + np.abs(batch[o][1][k]))
-                       / (2 * h) for o in outs})
+        plus = {o: both[o][k] for o in outs}
+        minus = {o: both[o][levels + k] for o in outs}
+        diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
+        noises.append({o: NOISE_ULPS * eps * (np.abs(plus[o]) + np.abs(minus[o])) / (2 * h)
+                       for o in outs})
     return diffs, noises
 
 
@@ -153,25 +116,26 @@ def _steps(x: np.ndarray) -> np.ndarray:
     return h0[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
 
 
-def _columns(problem: Problem, in_idx: int, steps: np.ndarray) -> dict:
+def _columns(ev: Evaluator, in_idx: int, steps: np.ndarray) -> dict:
     """(value, error) per output, each (coordinates, output size), for every
     coordinate of input ``in_idx``.
 
     The first ``FIRST_LEVELS`` steps are tried; coordinates whose estimates
-    have not converged get all ``LEVELS``. Each phase is one batched
-    evaluation when the function batches, else one call per step. The
-    extrapolation is elementwise, so doing all coordinates at once gives
-    what doing one at a time gives.
+    have not converged get all ``LEVELS``. Each phase is one stacked
+    evaluation (batched when the function batches). The extrapolation is
+    elementwise, so doing all coordinates at once gives what doing one at a
+    time gives.
     """
+    problem = ev.problem
     n = steps.shape[1]
     if n == 0:
         return {o: (np.zeros((0, problem.layout.out_size(o))),) * 2 for o in problem.float_out}
-    diffs, noises = _stacked_differences(problem, in_idx, steps[:FIRST_LEVELS], list(range(n)))
+    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], list(range(n)))
     result = _extrapolated(problem, diffs, noises)
     pending = np.flatnonzero(~_converged(problem, result))
     if pending.size:
-        extra, extra_noise = _stacked_differences(problem, in_idx,
-                                                  steps[FIRST_LEVELS:][:, pending], list(pending))
+        extra, extra_noise = _stacked_differences(ev, in_idx, steps[FIRST_LEVELS:][:, pending],
+                                                  list(pending))
         diffs = [{o: d[o][pending] for o in d} for d in diffs] + extra
         noises = [{o: v[o][pending] for o in v} for v in noises] + extra_noise
         redone = _extrapolated(problem, diffs, noises)
@@ -180,13 +144,14 @@ def _columns(problem: Problem, in_idx: int, steps: np.ndarray) -> dict:
     return result
 
 
-def richardson_blocks(problem: Problem) -> Jacobian:
+def richardson_blocks(ev: Evaluator) -> Jacobian:
     """The numerical Jacobian by extrapolation, with ``errors`` filled."""
+    problem = ev.problem
     start, before = time.perf_counter(), problem.counts["function"]
     jac = Jacobian("numerical", problem.layout, errors={})
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
-        for o, (best, err) in _columns(problem, in_idx, _steps(x)).items():
+        for o, (best, err) in _columns(ev, in_idx, _steps(x)).items():
             jac.blocks[o, in_idx], jac.errors[o, in_idx] = best.T.copy(), err.T.copy()
     jac.counts = {"function": problem.counts["function"] - before}
     jac.seconds = time.perf_counter() - start

@@ -1,9 +1,16 @@
-"""The first derivative as a function, for second-order checks."""
+"""The first derivative as a function, for second-order checks.
+
+A second-order check (``gradgradcheck``, ``check(order=2)``) checks this
+function like any other: its inputs are the function's inputs followed by
+the grad_outputs, its outputs the vjp (one gradient per input that requires
+grad and gets one). Failures are then named as second-order ones ("reverse
+over reverse"), see ``gradcheck.modes.failure_text``.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from gradcheck.problem import Problem, as_tuple, function_name
+from gradcheck.problem import Problem, as_tuple
 
 
 def _random_like(engine, array, rng):
@@ -14,7 +21,7 @@ def _random_like(engine, array, rng):
 
 
 def first_derivative(func, inputs, grad_outputs, rng, name=None):
-    """``(func', inputs + grad_outputs, name)`` where ``func'`` returns the vjp.
+    """``(func', inputs + grad_outputs)`` where ``func'`` returns the vjp.
 
     ``func'(*inputs, *grad_outputs)`` is ``autograd.grad`` of the outputs
     that require grad, with ``create_graph=True``; gradients that are
@@ -36,5 +43,4 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
         return tuple(g for g in grads if g is not None)
 
-    label = f"{name or function_name(func)} (first derivative)"
-    return first, problem.inputs + grad_outputs, label
+    return first, problem.inputs + grad_outputs

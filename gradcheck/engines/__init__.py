@@ -5,129 +5,17 @@ grad, computes vector-Jacobian products (``grad``) and Jacobian-vector
 products (through dual tensors). gradcheck works with NumPy arrays and calls
 these methods; it never imports an engine itself. ``engine_for(inputs)``
 picks the adapter from the inputs' tensor type; torch is imported only when
-torch tensors are given, jax only when JAX arrays are.
+torch tensors are given, jax only when JAX arrays are. The interface is
+``gradcheck.engines.base.Engine``; each adapter is a module of its own.
 """
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
-import numpy as np
+from gradcheck.engines.base import Engine
 
-
-class Engine:
-    """The adapter interface.
-
-    Both engines expose PyTorch's API (refengine mirrors it on purpose), so
-    the autograd calls are written once here against ``module``; an adapter
-    supplies what differs: ``is_tensor``, ``to_numpy`` and the optional
-    batched forward mode.
-    """
-
-    name = "engine"
-    module: Any = None
-    #: whether ``batched_grad`` and ``batched_jvp`` are available
-    supports_batched_grad = False
-    supports_batched_forward_grad = False
-    #: whether ``undefined_grad`` can express an undefined gradient (else zeros)
-    supports_undefined_grad = False
-
-    @property
-    def convert_hint(self) -> str:
-        """How a user turns a NumPy array ``x`` into an input to check."""
-        return f"{self.name}.from_numpy(x).requires_grad_()"
-
-    #: what to do when no input requires grad
-    requires_grad_hint = ("call .requires_grad_() on the inputs to differentiate (e.g. "
-                          "tensor(x, dtype=float64, requires_grad=True))")
-
-    def is_tensor(self, value) -> bool:
-        raise NotImplementedError
-
-    def to_numpy(self, tensor) -> np.ndarray:
-        """A detached NumPy copy of ``tensor``."""
-        raise NotImplementedError
-
-    def wrap_function(self, func):
-        """The function under check as the checks call it: ``func`` itself on an
-        engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
-        return func
-
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
-        """A new leaf tensor holding a copy of ``array`` (same dtype)."""
-        return self.module.from_numpy(np.array(array, copy=True)).requires_grad_(requires_grad)
-
-    def requires_grad(self, tensor) -> bool:
-        return bool(tensor.requires_grad)
-
-    def is_differentiable_dtype(self, tensor) -> bool:
-        return bool(tensor.is_floating_point() or tensor.is_complex())
-
-    def no_grad(self) -> AbstractContextManager:
-        return self.module.no_grad()
-
-    def enable_grad(self) -> AbstractContextManager:
-        return self.module.enable_grad()
-
-    def grad(self, outputs: Sequence, inputs: Sequence, grad_outputs: Sequence,
-             create_graph: bool = False) -> tuple:
-        """``autograd.grad`` with ``retain_graph=True, allow_unused=True``."""
-        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                         create_graph=create_graph, allow_unused=True)
-
-    def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
-        """``grad`` with ``is_grads_batched=True``."""
-        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                         allow_unused=True, is_grads_batched=True)
-
-    def dual_level(self) -> AbstractContextManager:
-        return self.module.autograd.forward_ad.dual_level()
-
-    def make_dual(self, tensor, tangent):
-        return self.module.autograd.forward_ad.make_dual(tensor, tangent)
-
-    def tangent(self, tensor):
-        """The tangent of a dual tensor at the current level, or ``None``."""
-        return self.module.autograd.forward_ad.unpack_dual(tensor).tangent
-
-    def vmap(self, func, in_dims):
-        """``func`` vectorized over ``in_dims`` (PyTorch's ``vmap`` signature), or
-        ``None`` when the engine cannot: gradcheck then makes one call per vector."""
-        return None
-
-    def looped_ops(self) -> AbstractContextManager:
-        """A context manager giving a dict of the ops that ran once per batch
-        element inside ``vmap`` (no batching rule), by name."""
-        return nullcontext({})
-
-    def jvp_outputs(self, func, primals, in_idx: int, tangent) -> tuple:
-        """Output tangents of ``func`` with ``tangent`` on input ``in_idx``
-        (zeros for outputs without one)."""
-        with self.dual_level():
-            args = list(primals)
-            args[in_idx] = self.make_dual(args[in_idx], tangent)
-            outs = func(*args)
-            outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-            result = []
-            for out in outs:
-                t = self.tangent(out) if self.is_tensor(out) else None
-                result.append(self.module.zeros_like(out) if t is None else t)
-            return tuple(result)
-
-    def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
-        """Output tangents for a batch of tangents of input ``in_idx``, in one
-        vmapped forward pass."""
-        mapped = self.vmap(lambda t: self.jvp_outputs(func, primals, in_idx, t), 0)
-        if mapped is None:
-            raise NotImplementedError(f"{self.name} has no vmap for batched forward AD")
-        return mapped(tangents)
-
-    def undefined_grad(self, tensor):
-        """``tensor`` passed through a node whose gradient is undefined, or
-        ``None`` when the engine cannot express undefined gradients."""
-        return
+__all__ = ["Engine", "engine_for"]
 
 
 def _torch_engine():

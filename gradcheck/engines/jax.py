@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradcheck.engines import Engine
+from gradcheck.engines.base import Engine
 
 #: float inputs held fixed (``nograd``), by id, alive only while the array is
 _HELD = weakref.WeakValueDictionary()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import refengine
-from gradcheck.engines import Engine
+from gradcheck.engines.base import Engine
 
 
 class RefEngine(Engine):

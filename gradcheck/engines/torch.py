@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gradcheck.engines import Engine
+from gradcheck.engines.base import Engine
 
 
 class TorchEngine(Engine):

@@ -12,6 +12,11 @@ check that must catch the bug:
 - ``gradgrad``: ``gradgradcheck`` (bugs only in the second derivative).
 
 ``Entry.diagnosis`` is a phrase the report's diagnosis must contain.
+
+The last section holds the named Functions the other test modules check
+(a vjp scaled in one entry, a backward that raises, an exp whose backward is
+noisy, ...), each built for either engine by the same ``function`` helper, so
+no test module keeps a copy of its own.
 """
 from __future__ import annotations
 
@@ -36,23 +41,32 @@ UNARY = {
 }
 
 
-def function(E, name: str, forward, backward, jvp, materialize=True):
-    """A custom Function of ``E`` saving its inputs for backward and jvp."""
+def function(E, name: str, forward_fn, backward_fn, jvp_fn=None, materialize=True):
+    """A custom Function of ``E`` saving its inputs for backward and jvp.
+
+    ``forward_fn(E, *inputs)``, ``backward_fn(E, *inputs, *grads)`` and
+    ``jvp_fn(E, *inputs, *tangents)`` are the formulas; without ``jvp_fn``
+    the Function has no jvp. ``materialize=False``: the backward receives
+    ``None`` for undefined output gradients (``ctx.set_materialize_grads``).
+    """
 
     class Fn(E.autograd.Function):
         @staticmethod
         def forward(ctx, *args):
+            if not materialize:
+                ctx.set_materialize_grads(False)
             ctx.save_for_backward(*args)
             ctx.save_for_forward(*args)
-            return forward(E, *args)
+            return forward_fn(E, *args)
 
         @staticmethod
         def backward(ctx, *grads):
-            return backward(E, *ctx.saved_tensors, *grads)
+            return backward_fn(E, *ctx.saved_tensors, *grads)
 
-        @staticmethod
-        def jvp(ctx, *tangents):
-            return jvp(E, *ctx.saved_tensors, *tangents)
+        if jvp_fn is not None:
+            @staticmethod
+            def jvp(ctx, *tangents):
+                return jvp_fn(E, *ctx.saved_tensors, *tangents)
 
     Fn.__name__ = Fn.__qualname__ = name
     return Fn
@@ -341,3 +355,96 @@ def bugs() -> list:
 
 def correct() -> list:
     return [e for e in all_entries() if not e.caught_by]
+
+
+def entry(name: str) -> Entry:
+    """The zoo entry called ``name`` (``"sin-vjp_missing_conj-complex"``)."""
+    found = [e for e in all_entries() if e.name == name]
+    if not found:
+        raise KeyError(f"no zoo entry {name!r}")
+    return found[0]
+
+
+# Named Functions the other test modules check. Each takes the engine module E.
+
+def scaled_vjp_sin(E, factor: float):
+    """sin whose vjp is ``factor`` times the right one (no jvp)."""
+    return function(E, "ScaledSin", lambda E, x: E.sin(x),
+                    lambda E, x, g: g * E.cos(x) * factor).apply
+
+
+def one_wrong_entry(E, entry: int = 2, extra: float = 0.5):
+    """3 x whose vjp is right except entry ``entry``, off by ``extra`` times g."""
+    def backward(E, x, g):
+        mask = np.zeros(tuple(x.shape))
+        mask[entry] = extra
+        return 3 * g + g * E.from_numpy(mask)
+    return function(E, "OneEntry", lambda E, x: x * 3, backward).apply
+
+
+def scaled_inv(E, rel: float, entry=None):
+    """linalg.inv whose vjp is off by a factor ``1 + rel`` in ``entry`` (or everywhere)."""
+    def backward(E, a, g):
+        inv = E.linalg.inv(a)
+        grad = -(inv.mH @ g @ inv.mH)
+        scale = np.ones(tuple(grad.shape))
+        scale[entry if entry is not None else ...] = 1.0 + rel
+        return grad * E.from_numpy(scale)
+    return function(E, "ScaledInv", lambda E, a: E.linalg.inv(a), backward).apply
+
+
+def exp_with(E, jvp_factor: float = 1.0, noise: float = 0.0):
+    """exp whose jvp is ``jvp_factor`` times the right one and whose vjp is
+    multiplied by fresh noise of relative size ``noise`` on every call."""
+    def backward(E, x, g):
+        jitter = E.from_numpy(noise * NOISE.standard_normal(tuple(x.shape)))
+        return g * E.exp(x) * (1 + jitter)
+    return function(E, "Exp", lambda E, x: E.exp(x), backward,
+                    lambda E, x, t: t * E.exp(x) * jvp_factor).apply
+
+
+def _raise(error):
+    raise error
+
+
+def no_backward(E):
+    """2 x whose backward raises ZeroDivisionError."""
+    return function(E, "NoBackward", lambda E, x: x * 2,
+                    lambda E, x, g: _raise(ZeroDivisionError("oops"))).apply
+
+
+def no_jvp(E):
+    """2 x with a right backward and no jvp."""
+    return function(E, "NoJvp", lambda E, x: x * 2, lambda E, x, g: 2 * g).apply
+
+
+def wrong_factor(E):
+    """2 x whose backward returns 3 g."""
+    return function(E, "Wrong", lambda E, x: x * 2, lambda E, x, g: 3 * g).apply
+
+
+def adds_constant(E):
+    """2 x whose backward adds 1: wrong where the output gradient is undefined."""
+    return function(E, "AddsConstant", lambda E, x: x * 2, lambda E, x, g: g * 2 + 1).apply
+
+
+def sincos_undefined_grads(E):
+    """(sin, cos) of x, receiving None for undefined output gradients, whose
+    backward assumes both are defined."""
+    return function(E, "SinCosNoneGrads", lambda E, x: (E.sin(x), E.cos(x)),
+                    lambda E, x, g0, g1: g0 * E.cos(x) - g1 * E.sin(x),
+                    materialize=False).apply
+
+
+def reads_its_tangent(E):
+    """2 x whose jvp reads a value of its tangent (cannot run under vmap)."""
+    return function(E, "ReadsItsTangent", lambda E, x: x * 2, lambda E, x, g: g * 2,
+                    lambda E, x, t: t * 2 if float(t.sum()) == float(t.sum()) else t).apply
+
+
+def wrong_second_derivative(E):
+    """sin whose vjp is right but whose own derivative is +sin instead of -sin."""
+    def backward(E, x, g):
+        # cos(x) written so that its derivative is +sin(x): right value, wrong slope
+        return g * (E.cos(x.detach()) + (x - x.detach()) * E.sin(x.detach()))
+    return function(E, "WrongSecond", lambda E, x: E.sin(x), backward).apply

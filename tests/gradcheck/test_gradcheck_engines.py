@@ -5,6 +5,7 @@ formulas torch's own gradcheck accepts) and, for refengine, the same verdict.
 """
 from __future__ import annotations
 
+import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 from gradcheck_support import load_engine
@@ -50,15 +51,7 @@ def test_plain_ops_pass_every_check(E, name, op, make):
 
 
 def test_undefined_output_grads_reach_a_custom_backward_as_zeros_or_none(E):
-    class AddsConstant(E.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2 + 1
-    report = check(AddsConstant.apply, (leaf(E, [0.5, 1.5]),), check_scaling=False)
+    report = check(zoo.adds_constant(E), (leaf(E, [0.5, 1.5]),), check_scaling=False)
     failing = {r.check for r in report.failures}
     assert "undefined-grad" in failing
 
@@ -68,24 +61,12 @@ def test_batched_forward_grad_runs_on_refengine_and_names_a_jvp_that_cannot_batc
     x = leaf(refengine, [0.5, -0.3])
     assert gradcheck(refengine.sin, (x,), check_forward_ad=True, check_batched_forward_grad=True)
 
-    class ReadsItsTangent(refengine.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
-        @staticmethod
-        def jvp(ctx, t):
-            return t * 2 if float(t.sum()) == float(t.sum()) else t   # reads a value
+    reads_its_tangent = zoo.reads_its_tangent(refengine)
     with pytest.raises(GradcheckError, match="check_batched_forward_grad=False"):
-        gradcheck(ReadsItsTangent.apply, (x,), check_forward_ad=True,
-                  check_batched_forward_grad=True)
+        gradcheck(reads_its_tangent, (x,), check_forward_ad=True, check_batched_forward_grad=True)
     # without the batched check, the same Function passes: the Jacobian
     # builders fall back to one tangent at a time, and the report says why
-    report = check(ReadsItsTangent.apply, (x,), check_forward_ad=True)
+    report = check(reads_its_tangent, (x,), check_forward_ad=True)
     assert report.passed
     assert "vmap raised" in report.batching["fallback"]
 

@@ -1,16 +1,16 @@
 """Fast mode: signed fresh probes, k probes, slow Jacobians on failure, and
 the escape probabilities its docstring states (checked by simulation against
-values computed independently with mpmath)."""
+values computed independently with mpmath). The checked functions run on
+each engine (the ``E`` fixture)."""
 from __future__ import annotations
 
+import gradcheck_zoo as zoo
 import mpmath
 import numpy as np
 import pytest
 
 from gradcheck import check
 from gradcheck.fast import _unit_rows
-
-torch = pytest.importorskip("torch", reason="the checked functions are torch functions")
 
 
 def single_entry_miss(t):
@@ -45,25 +45,14 @@ def test_probe_distribution_gives_the_stated_miss_rate(kind):
     assert observed == pytest.approx(expected, abs=0.015)
 
 
-class ConjBug(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, z):
-        ctx.save_for_backward(z)
-        return torch.exp(z)
-
-    @staticmethod
-    def backward(ctx, g):
-        z, = ctx.saved_tensors
-        return g * torch.exp(z)
+def linspace(E, n):
+    return E.from_numpy(np.linspace(0.1, 1.0, n)).requires_grad_()
 
 
-def z3():
-    return torch.tensor([0.2 + 0.9j, -0.4 + 0.1j, 1.0 - 0.5j], dtype=torch.complex128,
-                        requires_grad=True)
-
-
-def test_fast_failure_reports_the_slow_jacobians_and_their_diagnosis():
-    report = check(ConjBug.apply, (z3(),), fast_mode=True)
+def test_fast_failure_reports_the_slow_jacobians_and_their_diagnosis(E):
+    # exp on 3 complex numbers whose vjp lacks the conj()
+    bug = zoo.entry("exp-vjp_missing_conj-complex")
+    report = check(bug.build(E), bug.inputs(E), fast_mode=True)
     failure = report.failures[0]
     assert failure.check == "fast-reverse"
     assert failure.expected.shape == (6, 3) and failure.actual.shape == (6, 3)
@@ -72,28 +61,28 @@ def test_fast_failure_reports_the_slow_jacobians_and_their_diagnosis():
     assert f"seed={report.seed}" in report.message()
 
 
-def test_probes_are_signed_and_fresh_on_every_run():
-    x = torch.linspace(0.1, 1.0, 8, dtype=torch.float64).requires_grad_()
-    seeds = {check(torch.sin, (x,), fast_mode=True).seed for _ in range(3)}
+def test_probes_are_signed_and_fresh_on_every_run(E):
+    x = linspace(E, 8)
+    seeds = {check(E.sin, (x,), fast_mode=True).seed for _ in range(3)}
     assert len(seeds) == 3
     rows = _unit_rows(np.random.default_rng(0), 1, 1000)
     assert (rows < 0).any() and (rows > 0).any()
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0)
 
 
-def test_k_probes_and_the_seed_repeats_a_run():
-    x = torch.linspace(0.1, 1.0, 5, dtype=torch.float64).requires_grad_()
-    first = check(torch.exp, (x,), fast_mode=True, probes=4, seed=123)
-    second = check(torch.exp, (x,), fast_mode=True, probes=4, seed=123)
+def test_k_probes_and_the_seed_repeats_a_run(E):
+    x = linspace(E, 5)
+    first = check(E.exp, (x,), fast_mode=True, probes=4, seed=123)
+    second = check(E.exp, (x,), fast_mode=True, probes=4, seed=123)
     assert first.jacobians["fast-reverse"][0, 0].shape == (4, 1)
     np.testing.assert_array_equal(first.jacobians["numerical"][0, 0],
                                   second.jacobians["numerical"][0, 0])
     assert first.counts["vjp"] == 2 * 4 + 2 + 1  # probes twice (reentrancy), scaling, undefined
 
 
-def test_fast_mode_costs_less_than_slow_mode():
-    x = torch.linspace(0.1, 1.0, 20, dtype=torch.float64).requires_grad_()
-    fast = check(torch.sin, (x,), fast_mode=True, check_forward_ad=True, seed=0)
-    slow = check(torch.sin, (x,), check_forward_ad=True, seed=0)
+def test_fast_mode_costs_less_than_slow_mode(E):
+    x = linspace(E, 20)
+    fast = check(E.sin, (x,), fast_mode=True, check_forward_ad=True, seed=0)
+    slow = check(E.sin, (x,), check_forward_ad=True, seed=0)
     assert fast.passed and slow.passed
     assert fast.counts["function"] < slow.counts["function"] / 4

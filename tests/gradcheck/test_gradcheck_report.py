@@ -3,49 +3,46 @@ from __future__ import annotations
 
 import json
 
+import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
 from gradcheck import GradcheckError, Report, check, gradcheck
 from gradcheck.diagnosis import diagnose
 
-torch = pytest.importorskip("torch", reason="the failing functions are torch Functions")
+# sin on complex numbers whose vjp lacks the conj()
+CONJ_BUG = zoo.entry("sin-vjp_missing_conj-complex")
 
 
-class ConjBug(torch.autograd.Function):
-    """sin on complex inputs whose vjp lacks the conj()."""
-
-    @staticmethod
-    def forward(ctx, z):
-        ctx.save_for_backward(z)
-        return torch.sin(z)
-
-    @staticmethod
-    def backward(ctx, g):
-        z, = ctx.saved_tensors
-        return g * torch.cos(z)
-
-
-def zc():
-    return torch.tensor([0.5 + 0.5j, -1.0 + 0.2j], dtype=torch.complex128, requires_grad=True)
-
-
-def test_error_message_follows_the_model():
+def test_error_message_follows_the_model(E):
     with pytest.raises(GradcheckError) as info:
-        gradcheck(ConjBug.apply, (zc(),), seed=0)
+        gradcheck(CONJ_BUG.build(E), CONJ_BUG.inputs(E), seed=0)
     message = str(info.value)
     first = message.splitlines()[0]
-    assert first.startswith("ConjBug: reverse-mode Jacobian differs from numerical for output 0, "
-                            "input 0 (max error ")
+    assert first.startswith("sin_vjp_missing_conj: reverse-mode Jacobian differs from numerical "
+                            "for output 0, input 0 (max error ")
     assert "analytical is the conjugate of numerical: the vjp probably lacks a conj()" in first
     assert "\n  numerical:\n" in message and "\n  reverse:\n" in message
     assert isinstance(info.value, RuntimeError)
     assert isinstance(info.value.report, Report) and not info.value.report.passed
 
 
-def test_report_holds_jacobians_counts_and_time():
-    x = torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64, requires_grad=True)
-    report = check(torch.sin, (x,), check_forward_ad=True, seed=0)
+def test_second_order_failures_are_named_as_such(E):
+    bug = zoo.entry("sin-dd_sign-2nd-real")
+    report = check(bug.build(E), bug.inputs(E), order=2, check_forward_ad=True, seed=0)
+    lines = report.message().splitlines()
+    assert lines[0].startswith("sin_dd_sign_2nd: reverse-over-reverse (second-order) Jacobian "
+                               "differs from numerical for output 0, input 0 (max error "), lines[0]
+    assert any(line.startswith("sin_dd_sign_2nd: forward-over-reverse (second-order) Jacobian")
+               for line in lines), lines
+    assert report.name == "sin_dd_sign_2nd" and report.order == 2
+    assert {r.order for r in report.results} == {2}
+    assert report.to_dict()["failures"][0]["order"] == 2
+
+
+def test_report_holds_jacobians_counts_and_time(E):
+    x = E.from_numpy(np.array([0.1, 0.2, 0.3])).requires_grad_()
+    report = check(E.sin, (x,), check_forward_ad=True, seed=0)
     assert report.passed and report.diagnosis is None and report.failures == []
     assert set(report.jacobians) == {"numerical", "reverse", "forward"}
     # 1 call + 6 finite differences + 3 jvp columns + 2 jvps for scaling
@@ -58,8 +55,8 @@ def test_report_holds_jacobians_counts_and_time():
     assert {"reverse", "forward", "adjoint", "reentrant", "scaling", "undefined-grad"} <= checks
 
 
-def test_to_dict_is_json_serializable_with_out_idx_and_in_idx():
-    report = check(ConjBug.apply, (zc(),), seed=0)
+def test_to_dict_is_json_serializable_with_out_idx_and_in_idx(E):
+    report = check(CONJ_BUG.build(E), CONJ_BUG.inputs(E), seed=0)
     data = json.loads(json.dumps(report.to_dict()))
     assert data["passed"] is False
     failure = data["failures"][0]
@@ -67,21 +64,12 @@ def test_to_dict_is_json_serializable_with_out_idx_and_in_idx():
     assert failure["check"] == "reverse" and "conjugate" in failure["diagnosis"]
     assert data["jacobians"]["numerical"]["mode"] == "numerical"
     assert isinstance(failure["expected"][0][0], list)  # complex entries as [re, im]
+    assert data["settings"]["seed"] == 0 and data["settings"]["precise"] is False
 
 
-def test_where_points_at_the_largest_error():
-    class OneEntry(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 3
-
-        @staticmethod
-        def backward(ctx, g):
-            grad = 3 * g
-            grad[2] = grad[2] + 0.5 * g[2]
-            return grad
-    x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64, requires_grad=True)
-    report = check(OneEntry.apply, (x,), seed=0)
+def test_where_points_at_the_largest_error(E):
+    x = E.from_numpy(np.array([1.0, 2.0, 3.0, 4.0])).requires_grad_()
+    report = check(zoo.one_wrong_entry(E, entry=2, extra=0.5), (x,), seed=0)
     failure = report.failures[0]
     assert failure.where == (2, 2) and failure.max_error == pytest.approx(0.5, rel=1e-6)
     assert "only 1 of 4 nonzero entries differ" in report.diagnosis
@@ -123,3 +111,14 @@ def test_diagnosis_of_complex_error_shapes():
     no_imag = e.copy()
     no_imag[:, 1::2] = 0
     assert "imaginary axis" in diagnose(e, no_imag, tol, "reverse", True, True)
+
+
+def test_the_one_comparison_counts_nan_as_failing_and_points_at_a_failure():
+    from gradcheck.compare import compare
+    expected = np.array([[1.0, 2.0, 3.0]])
+    found = np.array([[1.0, 2.5, np.nan]])
+    result = compare("reverse", "reverse", "numerical", 0, 0, expected, found,
+                     np.array([[0.1, 1.0, 0.1]]))
+    assert not result.passed and result.where == (0, 2) and result.max_error == np.inf
+    within = compare("reverse", "reverse", "numerical", 0, 0, expected, expected + 0.05, 0.1)
+    assert within.passed and within.tolerance == 0.1 and within.diagnosis is None

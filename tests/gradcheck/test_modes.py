@@ -1,6 +1,7 @@
 """The vocabulary of checks: every place that names a check reads one table."""
 from __future__ import annotations
 
+import gradcheck_zoo as zoo
 import pytest
 
 import gradcheck
@@ -36,22 +37,6 @@ def test_defaults_and_unknown_names():
         check_named("backward")
 
 
-def _wrong_second_derivative(x):
-    """sin(x) whose second derivative is wrong: the vjp is right, its own vjp is not."""
-    class Sin(E.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return E.sin(x)
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            # cos(x) computed so that its own derivative is +sin(x) instead of -sin(x)
-            return grad * (E.cos(x.detach()) + (x - x.detach()) * E.sin(x.detach()))
-    return Sin.apply(x)
-
-
 @pytest.mark.parametrize("name", CHECK_NAMES)
 def test_keywords_run_what_the_entry_says(name):
     check = CHECKS[name]
@@ -74,8 +59,9 @@ def test_keywords_run_what_the_entry_says(name):
 def test_a_second_order_check_fails_where_only_the_second_derivative_is_wrong():
     x = E.rand(3, dtype=E.float64) + 0.5
     x.requires_grad_()
-    first = gradcheck.check(_wrong_second_derivative, (x,), seed=0,
-                            **CHECKS["reverse"].keywords())
-    second = gradcheck.check(_wrong_second_derivative, (x,), seed=0,
-                             **CHECKS["gradgrad"].keywords())
+    wrong = zoo.wrong_second_derivative(E)
+    first = gradcheck.check(wrong, (x,), seed=0, **CHECKS["reverse"].keywords())
+    second = gradcheck.check(wrong, (x,), seed=0, **CHECKS["gradgrad"].keywords())
     assert first.passed and not second.passed
+    assert second.failures[0].order == 2
+    assert "reverse-over-reverse (second-order) Jacobian" in second.message()

@@ -1,0 +1,313 @@
+"""Evaluations of a ``Problem`` in NumPy terms, one vector or many at a time.
+
+``Evaluator`` offers what every Jacobian producer and check needs:
+
+- one vector: ``evaluate`` (outputs with some inputs replaced), ``vjp``
+  (gradients for grad_outputs), ``jvp`` (output tangents for tangents);
+- many vectors, always as stacked arrays (a new first dimension, one entry
+  per vector): ``outputs_at`` (outputs at many points of one input),
+  ``vjps`` (many grad_outputs on one output), ``jvps`` (many tangents on one
+  input). Each is one call through the engine's vmap when it can be; when the
+  engine has no vmap, batching is off (``gradcheck.batching``), there is a
+  single vector, or the batched call raises, it loops one vector at a time
+  inside. A batched exception sends that kind ("function", "vjp", "jvp") to
+  the loop for the rest of the check, and ``Problem.batching`` records why;
+  the loop then reproduces any failure vector by vector, with its message.
+
+``prefetch(kind, idx, vectors)`` asks for the vjps (``kind="vjp"``, ``idx`` an
+output) or jvps (``"jvp"``, an input) of vectors a later check will need: the
+next ``vjps``/``jvps`` call on that index computes them in the same batch and
+keeps the results, and a later request for the same vectors is served from
+there (once). When that batch does not happen, nothing is kept and the later
+request computes them itself. Every evaluation is counted in
+``Problem.counts``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcheck.batching import batching_enabled
+from gradcheck.errors import GradcheckError
+from gradcheck.problem import Problem, as_tuple
+
+
+class Evaluator:
+    """The evaluations of one ``Problem`` (see the module docstring)."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self._unbatchable: set = set()
+        #: vectors asked for ahead, by kind and index; and their results, a list
+        #: (equal vectors may be asked for more than once) by (kind, index, vector)
+        self._pending: dict = {"vjp": {}, "jvp": {}}
+        self._kept: dict = {}
+
+    # ----- one vector -------------------------------------------------------
+    def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
+        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
+        p, E = self.problem, self.problem.engine
+        with E.enable_grad() if p.differentiates_inside else E.no_grad():
+            outs = p.call(p.fresh_inputs(overrides), what)
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:
+        """Gradients (NumPy, by ``in_idx``) for ``grad_outputs`` by ``out_idx``.
+
+        Outputs not in ``grad_outputs`` get no gradient (undefined). A
+        missing gradient is returned as ``None``.
+        """
+        p, E = self.problem, self.problem.engine
+        keys = list(grad_outputs)
+        gos = [E.from_numpy(np.asarray(grad_outputs[o], dtype=p.out_arrays[o].dtype))
+               for o in keys]
+        p.counts["vjp"] += 1
+        try:
+            grads = E.grad([p.outputs[o] for o in keys], [p.inputs[i] for i in p.diff_in], gos)
+        except Exception as exc:
+            others = len(p.diff_out) > len(keys)
+            hint = (" (the other outputs' gradients are undefined here: a Function that calls "
+                    "ctx.set_materialize_grads(False) receives None for them)") if others else ""
+            raise GradcheckError(
+                f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
+                f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
+        return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,
+                                                        f"input {i}", "vjp")
+                for i, g in zip(p.diff_in, grads)}
+
+    def jvp(self, tangents: dict, what: str = "computing a jvp") -> dict:
+        """Output tangents (NumPy, by ``out_idx``; ``None``: no tangent) for
+        ``tangents`` by ``in_idx``."""
+        p, E = self.problem, self.problem.engine
+        p.counts["jvp"] += 1
+        p.counts["function"] += 1
+        try:
+            with E.dual_level():
+                args = p.fresh_inputs({})
+                for i, t in tangents.items():
+                    args[i] = E.make_dual(args[i], E.from_numpy(
+                        np.asarray(t, dtype=p.arrays[i].dtype)))
+                outs = as_tuple(p.func(*args))
+                result = {o: E.tangent(outs[o]) for o in p.float_out}
+                result = {o: None if t is None else E.to_numpy(t) for o, t in result.items()}
+        except Exception as exc:
+            raise GradcheckError(
+                f"{p.name}: forward-mode AD{p.of} raised {type(exc).__name__} ({exc}) while "
+                f"{what}; check the jvp formula, or pass check_forward_ad=False "
+                "if the function has none") from exc
+        return {o: p.check_shape(t, p.out_arrays[o].shape, f"output {o}", "jvp")
+                for o, t in result.items()}
+
+    # ----- many vectors, stacked ---------------------------------------------
+    def outputs_at(self, in_idx: int, arrays: np.ndarray, what: str,
+                   each: str | None = None, tolerant: bool = False) -> dict:
+        """Outputs for each ``arrays[k]`` in place of input ``in_idx``: by
+        ``out_idx``, shape ``(len(arrays), *output shape)``.
+
+        ``what`` names the batch in messages, ``each`` one evaluation of the
+        loop (default ``what``). ``tolerant``: an evaluation of the loop that
+        raises gives NaN outputs instead of an error.
+        """
+        p = self.problem
+        arrays = np.asarray(arrays)
+        if len(arrays) == 0:
+            return {o: np.zeros((0, *a.shape), a.dtype) for o, a in p.out_arrays.items()}
+        result = self._batched("function", what, len(arrays),
+                               lambda: self._mapped_outputs(in_idx, arrays))
+        if result is not None:
+            p.counts["function"] += len(arrays)
+            return result
+        rows = [self._tolerant_evaluate(in_idx, a, each.format(k=k) if each else what, tolerant)
+                for k, a in enumerate(arrays)]
+        return {o: np.stack([row[o] for row in rows]) for o in p.float_out}
+
+    def vjps(self, out_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
+        """Gradients for each grad_output ``vectors[k]`` on output ``out_idx``: by
+        ``in_idx``, shape ``(len(vectors), *input shape)``, or ``None`` where no
+        vector gives that input a gradient."""
+        return self._products("vjp", out_idx, vectors, what, each)
+
+    def jvps(self, in_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
+        """Output tangents for each tangent ``vectors[k]`` on input ``in_idx``: by
+        ``out_idx`` (every float output), shape ``(len(vectors), *output shape)``;
+        an output without a tangent gets zeros."""
+        return self._products("jvp", in_idx, vectors, what, each)
+
+    def products(self, kind: str, idx: int, vectors: np.ndarray, what: str,
+                 each: str | None = None) -> dict:
+        """``vjps`` (``kind="vjp"``) or ``jvps`` (``"jvp"``)."""
+        return self._products(kind, idx, vectors, what, each)
+
+    def prefetch(self, kind: str, idx: int, vectors) -> None:
+        """Compute the ``kind`` products of ``vectors`` on ``idx`` along with the
+        next batch of that kind there, and keep them for a later request."""
+        self._pending[kind].setdefault(idx, []).extend(self._cast(kind, idx, vectors))
+
+    def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
+        """The engine's own batched call (``batched_grad`` or vmap over a jvp) on
+        ``vectors``, with no loop to fall back to: its exception propagates.
+        Counted as one evaluation. For the checks of batching itself."""
+        self.problem.counts[kind] += 1
+        compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
+        return compute(idx, self._cast(kind, idx, vectors))
+
+    # ----- inside -------------------------------------------------------------
+    def _cast(self, kind: str, idx: int, vectors) -> np.ndarray:
+        p = self.problem
+        dtype = (p.out_arrays[idx] if kind == "vjp" else p.arrays[idx]).dtype
+        return np.asarray(np.stack(vectors) if isinstance(vectors, list) else vectors,
+                          dtype=dtype)
+
+    def _products(self, kind, idx, vectors, what, each) -> dict:
+        vectors = self._cast(kind, idx, vectors)
+        kept = [self._take(kind, idx, v) for v in vectors]
+        missing = [k for k, row in enumerate(kept) if row is None]
+        pending = self._pending[kind].pop(idx, [])
+        if missing or pending:
+            batch = np.concatenate([vectors[missing], *([np.stack(pending)] if pending else [])])
+            computed = self._batched_products(kind, idx, batch, what)
+            if computed is None:  # the loop: only what was asked for
+                computed = [self._single(kind, idx, vectors[k],
+                                         each.format(k=k) if each else what) for k in missing]
+            for k, row in zip(missing, computed):
+                kept[k] = row
+            for v, row in zip(pending, computed[len(missing):]):
+                self._kept.setdefault((kind, idx, _key(v)), []).append(row)
+        zeros = self._zeros(kind, len(vectors))
+        # no gradient at all stays None (an unused input); a jvp without tangent is zero
+        absent = (lambda r: None) if kind == "vjp" else zeros
+        return _stack(kept, self._receivers(kind), zeros, absent)
+
+    def _take(self, kind, idx, vector) -> dict | None:
+        """A kept result for ``vector`` (each serves one request), or ``None``."""
+        rows = self._kept.get((kind, idx, _key(vector)))
+        return rows.pop(0) if rows else None
+
+    def _batched_products(self, kind, idx, batch, what) -> list | None:
+        """Per vector of ``batch``, its products (by receiver), from one batched
+        call; ``None`` when the loop must do it."""
+        p = self.problem
+        supported = (p.engine.supports_batched_grad if kind == "vjp"
+                     else p.engine.supports_batched_forward_grad)
+        if not supported:
+            return None
+        compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
+        result = self._batched(kind, what, len(batch), lambda: compute(idx, batch))
+        if result is None:
+            return None
+        p.counts[kind] += len(batch)
+        if kind == "jvp":
+            p.counts["function"] += len(batch)
+        for r, stacked in result.items():
+            if stacked is not None:
+                p.check_shape(stacked[0], self._receiver_shape(kind, r),
+                              f"{'input' if kind == 'vjp' else 'output'} {r}", kind)
+        return [{r: None if s is None else s[k] for r, s in result.items()}
+                for k in range(len(batch))]
+
+    def _single(self, kind, idx, vector, what) -> dict:
+        if kind == "vjp":
+            return self.vjp({idx: vector}, what)
+        return self.jvp({idx: vector}, what)
+
+    def _receivers(self, kind) -> list:
+        return self.problem.diff_in if kind == "vjp" else self.problem.float_out
+
+    def _receiver_shape(self, kind, r) -> tuple:
+        p = self.problem
+        return (p.arrays[r] if kind == "vjp" else p.out_arrays[r]).shape
+
+    def _zeros(self, kind, n):
+        """A maker of ``n`` stacked zeros in the shape and dtype of receiver ``r``."""
+        p = self.problem
+        arrays = p.arrays if kind == "vjp" else p.out_arrays
+        return lambda r: np.zeros((n, *arrays[r].shape), arrays[r].dtype)
+
+    def _tolerant_evaluate(self, in_idx, array, what, tolerant) -> dict:
+        try:
+            return self.evaluate({in_idx: array}, what)
+        except GradcheckError:
+            if not tolerant:
+                raise
+            # every real coordinate NaN: a step that left the domain is discarded
+            return {o: np.full(a.shape, complex(np.nan, np.nan) if np.iscomplexobj(a) else np.nan,
+                               a.dtype) for o, a in self.problem.out_arrays.items()}
+
+    def _batched(self, kind: str, what: str, size: int, compute):
+        """Run ``compute()``, a batched evaluation of ``kind``; on any exception
+        remember why, stop batching that kind, and return ``None`` (the loop
+        then reports a failure exactly as it would without batching)."""
+        p = self.problem
+        if not batching_enabled() or size <= 1 or kind in self._unbatchable:
+            return None     # (one vector: a plain call is cheaper than a batch of one)
+        try:
+            with p.engine.looped_ops() as looped:
+                result = compute()
+        except Exception as exc:  # the loop reproduces and reports it per vector
+            self._unbatchable.add(kind)
+            if p.batching["fallback"] is None:
+                p.batching["fallback"] = (
+                    f"{what} under vmap raised {type(exc).__name__} ({str(exc)[:200]}); "
+                    f"every {kind} evaluation ran one vector at a time")
+            return None
+        if result is None:
+            return None
+        p.batching["batched_calls"] += 1
+        for name, count in looped.items():
+            p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
+        return result
+
+    def _mapped_outputs(self, in_idx: int, arrays: np.ndarray) -> dict | None:
+        """Outputs for each ``arrays[k]`` in place of input ``in_idx`` in one
+        vmapped call (``None``: the engine has no vmap)."""
+        p, E = self.problem, self.problem.engine
+        grad = p.differentiates_inside
+        with E.enable_grad() if grad else E.no_grad():
+            args = p.fresh_inputs({})
+            dims = [None] * len(args)
+            args[in_idx] = E.from_numpy(arrays, requires_grad=grad and in_idx in p.diff_in)
+            dims[in_idx] = 0
+            if grad:
+                # the function differentiates inside: each example needs its
+                # own copy of every input, or their gradients would be summed
+                for i, a in p.arrays.items():
+                    if i != in_idx:
+                        copies = np.broadcast_to(a, (len(arrays), *a.shape))
+                        args[i] = E.from_numpy(copies, requires_grad=i in p.diff_in)
+                        dims[i] = 0
+            mapped = E.vmap(p.func, tuple(dims))
+            if mapped is None:
+                return None
+            outs = as_tuple(mapped(*args))
+            return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
+        p, E = self.problem, self.problem.engine
+        grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
+                               [E.from_numpy(grad_outputs)])
+        return {i: None if g is None else E.to_numpy(g) for i, g in zip(p.diff_in, grads)}
+
+    def _batched_jvps(self, in_idx: int, tangents: np.ndarray) -> dict:
+        p, E = self.problem, self.problem.engine
+        outs = as_tuple(E.batched_jvp(p.func, p.fresh_inputs({}), in_idx,
+                                      E.from_numpy(tangents)))
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+
+def _key(vector: np.ndarray) -> tuple:
+    """A vector as a dictionary key: its dtype, shape and bytes."""
+    return vector.dtype.str, vector.shape, vector.tobytes()
+
+
+def _stack(rows: list, receivers: list, zeros, absent) -> dict:
+    """Per receiver, its entries of ``rows`` (dicts by receiver) stacked: ``absent(r)``
+    where every entry is ``None``, else with ``zeros(r)[k]`` for a ``None``."""
+    stacked = {}
+    for r in receivers:
+        parts = [row.get(r) for row in rows]
+        if all(part is None for part in parts):
+            stacked[r] = absent(r)
+        else:
+            filler = zeros(r)
+            stacked[r] = np.stack([filler[k] if part is None else part
+                                   for k, part in enumerate(parts)])
+    return stacked

@@ -1,0 +1,184 @@
+"""The steps of one check, in order, for slow and fast mode.
+
+Slow mode: the expected Jacobian (finite differences, Richardson, or the
+mpmath reference), then each AD side's Jacobian compared with it (the
+reverse side twice, for reentrancy), the adjoint identity between the two
+sides, outputs detached from their inputs, and, against a reference, whether
+finite differences would have agreed. Fast mode: the same with one random
+projection ``v^T J u`` per pair instead of whole Jacobians, and the slow
+Jacobians computed to explain a failure. Then the other checks (scaling,
+undefined gradients, dtypes, batched products). Every step reads the
+``Options`` and adds ``Result``s and Jacobians to the ``Report``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcheck import checks
+from gradcheck.adjoint import adjoint_results, slow_projections
+from gradcheck.compare import compare_jacobians, compare_pair
+from gradcheck.coords import rounding_unit
+from gradcheck.evaluation import Evaluator
+from gradcheck.fast import draw_probes, fast_numerical, fast_projections
+from gradcheck.numerical import central_blocks
+from gradcheck.options import Options
+from gradcheck.precise import precise_tolerances
+from gradcheck.producers import ad_producer, expected_producer
+from gradcheck.report import Report, describe
+from gradcheck.sides import FORWARD, REVERSE, SIDES
+
+
+def sides(options: Options) -> list:
+    """The AD sides the options check, reverse first."""
+    return [side for side, wanted in ((REVERSE, options.check_backward_ad),
+                                      (FORWARD, options.check_forward_ad)) if wanted]
+
+
+def _epsilon(ev: Evaluator) -> float:
+    p = ev.problem
+    dtypes = [p.arrays[i].dtype for i in p.diff_in]
+    dtypes += [p.out_arrays[o].dtype for o in p.float_out]
+    return max(rounding_unit(d) for d in dtypes)
+
+
+def _magnitudes(numerical, scale=None, layout=None) -> dict:
+    """The floor of rounding tolerances, per block: the largest Frobenius norm
+    of any numerical block (rounding in one block's AD result scales with the
+    terms it shares with the others, even where that block is zero).
+
+    In fast mode only ``||v * J u||`` is known; times ``sqrt(m n)`` it is of
+    the order of ``||J||_F``.
+    """
+    if scale is None:
+        norms = {key: float(np.linalg.norm(numerical[key])) for key in numerical.blocks}
+    else:
+        norms = {(o, i): float(np.max(s) * np.sqrt(layout.out_size(o) * layout.in_size(i)))
+                 for (o, i), s in scale.items()}
+    largest = max(norms.values(), default=0.0)
+    return dict.fromkeys(norms, largest)
+
+
+def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
+    """Whole Jacobians, each AD side against the expected one."""
+    numerical = expected_producer(options)(ev)
+    report.jacobians[numerical.mode] = numerical
+    report.magnitudes = _magnitudes(numerical)
+    tols = precise_tolerances(numerical, _epsilon(ev)) if options.precise else None
+    built = {}
+    for side in sides(options):
+        produce = ad_producer(side, options)
+        jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
+        report.results += compare_jacobians(side.mode, numerical, jac, options.atol,
+                                            options.rtol, tols)
+        if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
+            report.results += checks.reentrant(jac, produce(ev), options.nondet_tol)
+    if len(built) == 2 and options.check_adjoint:
+        probes = draw_probes(ev.problem, rng, options.probes)
+        rev_p, jtv, fwd_p, ju = slow_projections(probes, built["reverse"], built["forward"],
+                                                 ev.problem.layout)
+        report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(ev),
+                                          options.nondet_tol, report.magnitudes)
+    report.results += checks.detached(ev, numerical, options.atol)
+    if numerical.mode == "reference":
+        _who_is_wrong(ev, report, options)
+
+
+def _who_is_wrong(ev: Evaluator, report: Report, options: Options) -> None:
+    """Against a reference, say whether finite differences would have agreed."""
+    reference = report.jacobians["reference"]
+    failing = [r for r in report.failures if r.against == "reference"]
+    if not failing:
+        return
+    fd = report.jacobians["numerical"] = central_blocks(ev, options.eps)
+    for result in failing:
+        agree = compare_pair("numerical", reference, fd, result.out_idx, result.in_idx,
+                             options.atol, options.rtol)
+        if agree.passed:
+            result.detail = ("finite differences agree with the mpmath reference: the "
+                             f"{result.mode}-mode formula is wrong")
+        else:
+            result.detail = (f"finite differences disagree with the mpmath reference too (max "
+                             f"error {agree.max_error:.1e}): judge by the reference")
+
+
+def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
+    """One random projection per pair each way, explained by the slow
+    Jacobians when it fails."""
+    probes = draw_probes(ev.problem, rng, options.probes)
+    numerical, scale = fast_numerical(ev, probes, options.eps)
+    report.jacobians["numerical"] = numerical
+    report.magnitudes = _magnitudes(numerical, scale, ev.problem.layout)
+    tols = {key: options.atol + options.rtol * s for key, s in scale.items()}
+    built, products = {}, {}
+    for side in sides(options):
+        jac, products[side.mode] = fast_projections(ev, side, probes)
+        report.results += compare_jacobians(jac.mode, numerical, jac, 0, 0, tols)
+        if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
+            again, _ = fast_projections(ev, side, probes)
+            report.results += checks.reentrant(jac, again, options.nondet_tol)
+        built[side.mode] = report.jacobians[jac.mode] = jac
+    if len(built) == 2 and options.check_adjoint:
+        report.results += adjoint_results(probes, built["reverse"], products["reverse"],
+                                          built["forward"], products["forward"], _epsilon(ev),
+                                          options.nondet_tol, report.magnitudes)
+    report.results += checks.detached(ev, numerical, options.atol)
+    _explain_fast(ev, report, options)
+
+
+def _explain_fast(ev: Evaluator, report: Report, options: Options) -> None:
+    """When a fast check fails, compute the slow Jacobians and report those."""
+    failing = [r for r in report.failures if r.check in ("fast-reverse", "fast-forward")]
+    if not failing:
+        return
+    numerical = report.jacobians["slow-numerical"] = central_blocks(ev, options.eps)
+    slow_jacobians = {}
+    for result in failing:
+        mode = result.check.removeprefix("fast-")
+        if mode not in slow_jacobians:
+            produce = ad_producer(SIDES[mode], options)
+            slow_jacobians[mode] = report.jacobians[f"slow-{mode}"] = produce(ev)
+        full = compare_pair(mode, numerical, slow_jacobians[mode], result.out_idx, result.in_idx,
+                            options.atol, options.rtol)
+        full.order = ev.problem.order
+        scalars = (f"fast-mode scalars v^T J u: numerical {result.expected.ravel().tolist()}, "
+                   f"{mode} {result.actual.ravel().tolist()}")
+        result.expected, result.actual = full.expected, full.actual
+        result.diagnosis = full.diagnosis
+        if full.passed:
+            result.detail = (f"{scalars}; the slow {mode}-mode Jacobian agrees with numerical "
+                             "within atol/rtol, so the error is below the slow tolerances; "
+                             "rerun with fast_mode=False to accept it")
+        else:
+            result.detail = f"{scalars}\n  slow check: " + describe(full, ev.problem.name)
+
+
+def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: dict) -> None:
+    """Scaling, undefined gradients, gradient dtypes and batched products."""
+    backward, forward = options.check_backward_ad, options.check_forward_ad
+    if scaling:
+        report.results += checks.scaling(ev, scaling, _epsilon(ev), options.nondet_tol,
+                                         report.magnitudes)
+    if backward and options.check_undefined_grad:
+        report.results += checks.undefined_grad(ev)
+    if backward and options.check_grad_dtypes:
+        report.results += checks.grad_dtypes(ev)
+    if backward and options.check_batched_grad:
+        report.results += checks.batched_products(ev, REVERSE, rng, options.atol, options.rtol)
+    if forward and options.check_batched_forward_grad:
+        engine = ev.problem.engine
+        if not engine.supports_batched_forward_grad:
+            raise ValueError(f"{ev.problem.name}: check_batched_forward_grad needs vmap over "
+                             f"forward AD, which {engine.name} does not have; pass "
+                             "check_batched_forward_grad=False")
+        report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
+
+
+def no_differentiable_output(ev: Evaluator, report: Report, options: Options) -> None:
+    """No output requires grad: only check that none depends on an input."""
+    numerical = report.jacobians["numerical"] = central_blocks(ev, options.eps)
+    report.results += checks.detached(ev, numerical, options.atol)
+    if report.passed:
+        raise ValueError(
+            f"{ev.problem.name}: no output requires grad: every output depends on no input "
+            "that requires grad, so there is nothing to check; make the outputs depend on "
+            "the inputs through differentiable operations")

@@ -1,0 +1,89 @@
+"""Jacobian producers: which one builds each Jacobian, and the public builders.
+
+A *producer* takes an ``Evaluator`` and returns a ``Jacobian`` (one real
+block per (output, input) pair, labelled with how it was obtained). The
+comparator, the diagnosis and the report read every producer's Jacobian the
+same way, so a new way of building one (chunked under a memory budget,
+compressed by column groups, probed, or a wider-precision numerical side) is
+a new producer chosen here from the ``Options``, not a flag passed down the
+call chain.
+
+- the expected side (``expected_producer``): the mpmath reference when one
+  is given, else Richardson extrapolation (``precise``), else central
+  differences at ``eps``;
+- the analytical side (``ad_producer``): every vjp or jvp of the side's
+  unit vectors (``analytical.ad_blocks``).
+
+``numerical_jacobian``, ``reverse_jacobian`` and ``forward_jacobian`` build
+one Jacobian of a function directly.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from gradcheck.analytical import ad_blocks
+from gradcheck.evaluation import Evaluator
+from gradcheck.jacobian import Jacobian
+from gradcheck.numerical import central_blocks
+from gradcheck.options import Options
+from gradcheck.problem import Problem
+from gradcheck.reference import reference_blocks
+from gradcheck.richardson import richardson_blocks
+from gradcheck.sides import FORWARD, REVERSE, Side
+
+Producer = Callable[[Evaluator], Jacobian]
+
+
+def expected_producer(options: Options) -> Producer:
+    """The producer of the Jacobian the AD sides are compared against."""
+    if options.reference is not None:
+        return partial(reference_blocks, ref=options.reference)
+    if options.precise:
+        return richardson_blocks
+    return partial(central_blocks, eps=options.eps)
+
+
+def ad_producer(side: Side, options: Options) -> Producer:
+    """The producer of ``side``'s Jacobian (the options choose none other yet)."""
+    return partial(ad_blocks, side=side)
+
+
+def numerical_jacobian(func, inputs, *, eps: float = 1e-6, precise: bool = False) -> Jacobian:
+    """The Jacobian of ``func`` at ``inputs`` by finite differences.
+
+    Each real coordinate of each input that requires grad is moved by
+    ``+eps`` and ``-eps`` (a complex element along its real and then its
+    imaginary axis) and the outputs' real coordinates are differenced:
+    ``(f(x + eps e_c) - f(x - eps e_c)) / (2 eps)``. Returns a ``Jacobian``
+    labelled ``numerical``; ``jac[out_idx, in_idx]`` is a real array of shape
+    ``(output real size, input real size)``.
+
+    With ``precise=True`` the entries come from Richardson extrapolation over
+    a sequence of steps (``eps`` is then ignored) and ``jac.errors`` holds an
+    estimate of each entry's absolute error.
+    """
+    produce = expected_producer(Options(eps=eps, precise=precise))
+    return produce(Evaluator(Problem(func, inputs)))
+
+
+def reverse_jacobian(func, inputs) -> Jacobian:
+    """The Jacobian of ``func`` at ``inputs`` from vector-Jacobian products.
+
+    The function runs once; then, for every real coordinate of every output
+    that requires grad, one vjp with a unit grad_output (``1``, or ``1j`` for
+    the imaginary part of a complex output) gives one row. Returns a
+    ``Jacobian`` labelled ``reverse`` in the layout of ``numerical_jacobian``.
+    """
+    return ad_blocks(Evaluator(Problem(func, inputs)), REVERSE)
+
+
+def forward_jacobian(func, inputs) -> Jacobian:
+    """The Jacobian of ``func`` at ``inputs`` from Jacobian-vector products.
+
+    For every real coordinate of every input that requires grad, the function
+    runs once on dual tensors whose tangent is that unit direction (``1``, or
+    ``1j`` for the imaginary part of a complex input); the output tangents
+    give one column. Returns a ``Jacobian`` labelled ``forward``.
+    """
+    return ad_blocks(Evaluator(Problem(func, inputs)), FORWARD)

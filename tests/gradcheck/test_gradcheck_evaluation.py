@@ -1,0 +1,103 @@
+"""The evaluation layer: stacked outputs, vjps and jvps, batched or looped
+inside, and vectors prefetched for a later check.
+
+The oracle for every stacked result is the same evaluation made one vector
+at a time (``vjp``, ``jvp``, ``evaluate``), whose formulas are known: for
+f(x) = (sin x, x * x) the vjp of (g0, g1) is g0 cos x + 2 g1 x.
+"""
+from __future__ import annotations
+
+import gradcheck_zoo as zoo
+import numpy as np
+import pytest
+
+from gradcheck import GradcheckError
+from gradcheck.batching import batching_enabled, set_batching
+from gradcheck.evaluation import Evaluator
+from gradcheck.problem import Problem
+
+X = np.array([0.3, -1.1, 0.7])
+
+
+@pytest.fixture(params=[True, False], ids=["batched", "looped"])
+def batching(request):
+    before = batching_enabled()
+    set_batching(request.param)
+    yield request.param
+    set_batching(before)
+
+
+def evaluator(E, func=None):
+    func = func or (lambda x: (E.sin(x), x * x))
+    return Evaluator(Problem(func, (E.from_numpy(X.copy()).requires_grad_(),)))
+
+
+def test_vjps_are_stacked_and_equal_the_formula(E, batching):
+    ev = evaluator(E)
+    vectors = np.random.default_rng(0).standard_normal((4, 3))
+    stacked = ev.vjps(0, vectors, "vjps")[0]
+    assert stacked.shape == (4, 3)
+    np.testing.assert_allclose(stacked, vectors * np.cos(X), rtol=1e-12)
+    assert ev.problem.counts["vjp"] == 4
+    assert (ev.problem.batching["batched_calls"] > 0) == batching
+
+
+def test_jvps_give_every_float_output_and_zeros_for_an_output_without_tangent(E, batching):
+    ev = evaluator(E, lambda x: (x * x, E.from_numpy(np.ones(2))))
+    tangents = np.eye(3)
+    stacked = ev.jvps(0, tangents, "jvps")
+    np.testing.assert_allclose(stacked[0], np.diag(2 * X), rtol=1e-12)
+    assert stacked[1].shape == (3, 2) and not stacked[1].any()
+
+
+def test_outputs_at_many_points_of_one_input(E, batching):
+    ev = evaluator(E)
+    points = X + np.linspace(0, 1, 5)[:, None]
+    outs = ev.outputs_at(0, points, "points")
+    np.testing.assert_allclose(outs[0], np.sin(points), rtol=1e-12)
+    np.testing.assert_allclose(outs[1], points * points, rtol=1e-12)
+    assert ev.outputs_at(0, np.zeros((0, 3)), "none")[0].shape == (0, 3)
+
+
+def test_a_prefetched_vector_rides_along_and_is_served_once(E, batching):
+    ev = evaluator(E)
+    extra = np.array([0.5, -2.0, 1.5])
+    ev.prefetch("vjp", 0, [extra])
+    ev.vjps(0, np.eye(3), "rows")
+    counted = ev.problem.counts["vjp"]
+    served = ev.vjps(0, extra[None], "later")[0]
+    np.testing.assert_allclose(served[0], extra * np.cos(X), rtol=1e-12)
+    # batched: computed along with the rows, served without a call; looped: computed now
+    assert ev.problem.counts["vjp"] == counted + (0 if batching else 1)
+    ev.vjps(0, extra[None], "again")
+    assert ev.problem.counts["vjp"] == counted + (1 if batching else 2)
+
+
+def test_equal_prefetched_vectors_are_each_served(E):
+    ev = evaluator(E)
+    zero = np.zeros(3)
+    ev.prefetch("vjp", 0, [zero, zero])
+    ev.vjps(0, np.eye(3), "rows")
+    before = ev.problem.counts["vjp"]
+    ev.vjps(0, np.stack([zero, zero]), "both")
+    assert ev.problem.counts["vjp"] == before
+
+
+def test_a_batch_that_raises_falls_back_to_the_loop_which_reports_per_vector():
+    refengine = pytest.importorskip("refengine")
+    ev = evaluator(refengine, zoo.reads_its_tangent(refengine))
+    stacked = ev.jvps(0, np.eye(3), "the columns", "column {k}")
+    np.testing.assert_allclose(stacked[0], 2 * np.eye(3))
+    assert "the columns under vmap raised" in ev.problem.batching["fallback"]
+    assert "every jvp evaluation ran one vector at a time" in ev.problem.batching["fallback"]
+    broken = evaluator(refengine, zoo.no_jvp(refengine))
+    with pytest.raises(GradcheckError, match="forward-mode AD raised .* while column 0"):
+        broken.jvps(0, np.eye(3), "the columns", "column {k}")
+
+
+def test_the_engines_own_batch_has_no_fallback():
+    refengine = pytest.importorskip("refengine")
+    ev = evaluator(refengine, zoo.reads_its_tangent(refengine))
+    with pytest.raises(Exception, match="vmap"):
+        ev.engine_batch("jvp", 0, np.eye(3))
+    assert ev.problem.counts["jvp"] == 1
