@@ -171,7 +171,7 @@ def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
 
 
 def _failure_dicts(report) -> list:
-    keep = ("check", "mode", "against", "out_idx", "in_idx", "max_error", "where",
+    keep = ("check", "mode", "against", "order", "out_idx", "in_idx", "max_error", "where",
             "tolerance", "diagnosis", "detail")
     return [{k: v for k, v in f.to_dict().items() if k in keep} for f in report.failures]
 

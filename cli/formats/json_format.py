@@ -40,7 +40,8 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "unbatched": str | null,           why Jacobians were built one vector at a
                                          time (no batching rule), or null
       "failures": [                      failing (out_idx, in_idx) pairs
-        {"check": str, "mode": str, "against": str, "out_idx": int | null,
+        {"check": str, "mode": str, "against": str, "order": 1 | 2,
+         "out_idx": int | null,
          "in_idx": int | null, "max_error": float | str, "where": [int] | null,
          "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
       ]

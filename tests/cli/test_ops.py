@@ -14,7 +14,7 @@ RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, ty
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),
           "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None))}
-FAILURE = {"check": str, "mode": str, "against": str, "out_idx": (int, type(None)),
+FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "max_error": (float, str), "where": (list, type(None)),
            "tolerance": (float, str, type(None)), "diagnosis": (str, type(None)),
            "detail": (str, type(None))}
