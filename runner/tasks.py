@@ -15,7 +15,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from runner.checks import DEFAULT_CHECKS, Policy, TargetSubject, derive_seed, run_checks
+from runner.checks import (
+    DEFAULT_CHECKS,
+    FAULTS,
+    Policy,
+    TargetSubject,
+    derive_seed,
+    fault_text,
+    run_checks,
+)
 from runner.pool import TaskTimeout, deadline
 from runner.registry import OPINFO
 from runner.results import TASK_CHECK, CheckResult
@@ -150,9 +158,9 @@ def execute(task, emit) -> list:
             done = progress["done"]
             message = (f"{exc} (--timeout); {done} samples were checked before it" if is_op
                        else f"{exc} (--timeout)")
-        except Exception as exc:  # noqa: BLE001 - making the samples, or the user's code
-            message = (f"could not make its samples: {type(exc).__name__}: {exc}" if is_op
-                       else f"{type(exc).__name__}: {exc}")
+        except FAULTS as exc:  # making the samples, or the user's code
+            message = (f"could not make its samples: {fault_text(exc)}" if is_op
+                       else fault_text(exc))
         if message is not None:
             emit(SampleOutcome(task.index, task.dtype, None,
                                [task_error(task, message, start, progress["family"])], [None]))
