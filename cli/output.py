@@ -46,6 +46,26 @@ def write_stdout(text: str) -> None:
         raise
 
 
+def emit(text: str) -> None:
+    """Write ``text`` to standard output; a failure is a usage error (one line, exit 2)."""
+    from cli.errors import InputError
+    try:
+        write_stdout(text)
+    except OSError as exc:
+        raise InputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def console_text(draw, color: bool, width: int = 120, soft_wrap: bool = True) -> str:
+    """What ``draw(console)`` prints on a rich console, as text (with colour codes
+    when ``color``, for a terminal)."""
+    from rich.console import Console
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color,
+                      width=None if color else width, highlight=False, soft_wrap=soft_wrap)
+    draw(console)
+    return buffer.getvalue()
+
+
 def render(fmt: str, report, *, color: bool = False, verbosity: int = 0) -> str:
     """The text of ``report`` in format ``fmt`` (see ``cli.formats``)."""
     from cli.formats import get_format

@@ -96,7 +96,8 @@ def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | N
     color = sys.stdout.isatty()
     status = publish(report, lambda r: render(fmt, r, color=color, verbosity=level), files)
     if report.interrupted:
-        click.echo("interrupted: the report above is partial", err=True)
+        by = "" if report.signal in (None, "SIGINT") else f" by {report.signal}"
+        click.echo(f"interrupted{by}: the report above is partial", err=True)
     raise click.exceptions.Exit(status)
 
 

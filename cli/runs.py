@@ -57,7 +57,10 @@ def recorded(settings, **extra) -> dict:
 def prestart() -> None:
     """Start a worker process now, so that it imports while this process selects."""
     from runner.pool import shared_pool
-    shared_pool().prestart(1)
+    try:
+        shared_pool().prestart(1)
+    except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
+        pass
 
 
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,

@@ -5,9 +5,10 @@ both must leave the partial report, as Ctrl-C does. While a command runs
 (``handled()``), each of SIGINT, SIGTERM and SIGHUP raises ``Stopped``, a
 ``KeyboardInterrupt``, so the runner and the commands treat all three as
 one; the first one received decides the exit status (128 + its number:
-130, 143, 129). Once a command writes its reports, ``defer()`` makes further
-signals wait, so a second Ctrl-C cannot cut a file in half (and the files
-are written atomically besides).
+130, 143, 129). After the first, and while a command writes its reports
+(``defer()``), further signals are only noted, so a second Ctrl-C cannot
+cut the partial report short (and the files are written atomically
+besides).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class Stopped(KeyboardInterrupt):
 
 def _raise(signum, frame):
     _received.append(signum)
+    defer()     # the first signal stops the run; the next ones must not stop the report
     raise Stopped(signum)
 
 

@@ -88,6 +88,18 @@ def describe_exit(exitcode: int | None, evidence: Evidence | None = None) -> str
     return f"was ended by signal {name} ({signal.strsignal(number) or 'no description'})"
 
 
+def status_text(exitcode: int | None) -> str:
+    """``"exit status 1"`` or ``"signal SIGSEGV"``: how a process ended, plainly."""
+    if exitcode is None:
+        return "no exit status"
+    if exitcode >= 0:
+        return f"exit status {exitcode}"
+    try:
+        return f"signal {signal.Signals(-exitcode).name}"
+    except ValueError:
+        return f"signal {-exitcode}"
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, encoding="ascii") as handle:

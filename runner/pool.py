@@ -38,7 +38,7 @@ from multiprocessing import connection  # noqa: F401 - see shared_pool
 from runner import deaths
 
 #: seconds past ``timeout`` before the parent kills a worker that did not stop
-GRACE = 2.0
+GRACE = 1.0
 #: seconds between looks at a busy worker (its memory, its deadline)
 POLL = 0.25
 
@@ -141,11 +141,27 @@ class Worker:
         return self.process.exitcode
 
 
+#: what the fork server imports once, so that a new worker starts warm: the
+#: libraries, not ``opinfo`` (its entry points may import anything, torch included,
+#: whose thread pools must not be forked)
+PRELOAD = ["numpy", "refengine", "gradcheck", "runner.tasks", "runner.worker"]
+
+
+def _context():
+    """Fork server where there is one (a new worker is a fork of a process that
+    has imported ``PRELOAD``: milliseconds), else spawn (a fresh interpreter)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
 class WorkerPool:
     """Warm worker processes, kept between runs; ``run`` one run at a time."""
 
     def __init__(self):
-        self.context = multiprocessing.get_context("spawn")
+        self.context = _context()
         self.workers: list = []
         self._available = deaths.available_memory()
 

@@ -43,8 +43,7 @@ class RunLoop:
 
     def loop(self) -> tuple:
         try:
-            with held_signals():
-                self.pool.prestart(self.size)
+            self._start_workers()
             while self.status == "done" and (self.pending or self._busy()):
                 self._hand_out()
                 if self.status == "done" and (self.pending or self._busy()):
@@ -141,12 +140,24 @@ class RunLoop:
             cause = deaths.describe_exit(code, worker.evidence)
             self._task_error(worker, f"the worker process checking it {cause}")
         elif not worker.ready:
-            why = worker.failure or (f"a worker process {deaths.describe_exit(code)} while "
-                                     "starting (importing adcheck's libraries)")
+            why = worker.failure or (f"a worker process ended while starting, with "
+                                     f"{deaths.status_text(code)} (what it printed, if "
+                                     "anything, is above on stderr)")
             self.cause = f"the worker processes cannot start: {why}"
             return
         if self.pending and self.status == "done":
-            self.pool.prestart(self.size)
+            self._start_workers()
+
+    def _start_workers(self) -> None:
+        """Start workers until ``size`` are alive; a failure to start any is the
+        run's end, said once."""
+        try:
+            with held_signals():
+                self.pool.prestart(self.size)
+        except Exception as exc:  # noqa: BLE001 - multiprocessing's own failures
+            self.status = "broken"
+            self.cause = (f"the worker processes cannot start: {type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())}")
 
     def _enforce_deadlines(self) -> None:
         now = time.monotonic()
@@ -161,8 +172,8 @@ class RunLoop:
                         f"{worker.kill_at - worker.since - timeout:g}s more (a call into C "
                         "code that does not return, or code that catches the timeout), so "
                         "its worker process was killed"))
-                    if self.pending and self.status == "done":
-                        self.pool.prestart(self.size)
+                if self.pending and self.status == "done":
+                    self._start_workers()
 
     def _task_error(self, worker: Worker, what: str) -> None:
         """End the worker's task with a task-level error saying ``what`` happened."""

@@ -66,6 +66,7 @@ class TargetTask:
     inputs: str        # the input spec (see runner.spec)
     engine: str        # engine of a plain function
     settings: Settings
+    name: str = ""     # the object's name, as its results carry it
 
     @property
     def dtype(self) -> str:
@@ -133,6 +134,7 @@ def _target_samples(task: TargetTask, emit, progress: dict) -> None:
     from runner.spec import build, parse
     from runner.target import resolve
     target = resolve(task.op, task.engine)
+    progress["family"] = target.kind
     policy = task.settings.policy
     rng = np.random.default_rng(derive_seed(policy.seed, "inputs", task.index))
     inputs = build(parse(task.inputs), target.engine, rng)
@@ -187,6 +189,6 @@ def warning_texts(caught: list, where: str) -> list:
 
 def task_error(task, message: str, start: float, family: str = "") -> CheckResult:
     """A task-level error (check "setup", no sample) of ``task``."""
-    return CheckResult(task.op, task.dtype, None, TASK_CHECK, "error",
-                       " ".join(message.split()), seconds=time.perf_counter() - start,
-                       family=family)
+    name = getattr(task, "name", "") or task.op
+    return CheckResult(name, task.dtype, None, TASK_CHECK, "error", " ".join(message.split()),
+                       seconds=time.perf_counter() - start, family=family)

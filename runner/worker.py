@@ -67,19 +67,21 @@ def _prepare(task, context: dict) -> str | None:
     try:
         os.chdir(context["cwd"])
     except OSError as exc:
-        return f"the worker cannot enter the folder {context['cwd']!r}: {exc.strerror}"
+        return f"a worker process cannot enter the folder {context['cwd']!r}: {exc.strerror}"
     if context.get("batching") is not None:
         from gradcheck import batching
         batching.set_batching(context["batching"])
     try:
         task.settings.registry.load_plugins(task.settings.plugins)
     except PluginError as exc:
-        return (f"{exc} in a worker process, although it loads in the adcheck process; "
-                "a plugin must import the same way in a fresh Python process (do not rely "
-                "on state of the process that runs adcheck)")
+        why = str(exc)
     except BaseException as exc:  # noqa: BLE001 - sys.exit and the like, while importing it
-        return f"loading a plugin in a worker process raised {type(exc).__name__}: {exc}"
-    return None
+        why = f"loading it raised {type(exc).__name__}: {exc}"
+    else:
+        return None
+    return (f"a worker process cannot load a plugin that loads in the adcheck process ({why}); "
+            "a plugin must import the same way in a fresh Python process: make it "
+            "independent of the state of the process that runs adcheck")
 
 
 def _serve(conn) -> None:

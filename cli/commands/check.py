@@ -42,7 +42,7 @@ def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level)
     from runner.tasks import TargetTask
     target = resolve(target_text, engine)
     require_engine(target.engine)
-    tasks = [TargetTask(i, target_text, text, engine, settings)
+    tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
              for i, text in enumerate(_inputs(specs, target))]
     policy = settings.policy
     record = {"engine": target.engine, "precise": policy.precise,
