@@ -41,6 +41,8 @@ from runner import deaths
 GRACE = 1.0
 #: seconds between looks at a busy worker (its memory, its deadline)
 POLL = 0.25
+#: seconds a new worker may take to import the libraries before it counts as failed
+START_LIMIT = 120.0
 
 
 class TaskTimeout(BaseException):
@@ -109,6 +111,7 @@ class Worker:
                                            name="adcheck-worker")
             self.process.start()
         child.close()
+        self.born = time.monotonic()
         self.ready, self.failure, self.dead = False, None, False
         self.task, self.since, self.kill_at = None, 0.0, None
         self.last_sample, self.samples = None, 0

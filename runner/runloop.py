@@ -19,13 +19,13 @@ from collections import deque
 from multiprocessing import connection
 
 from runner import deaths
-from runner.pool import POLL, Worker, held_signals
+from runner.pool import POLL, START_LIMIT, Worker, held_signals
 
 
 def _batching() -> bool | None:
-    """The parent's batching switch, when gradcheck is loaded here."""
-    module = sys.modules.get("gradcheck.batching")
-    enabled = getattr(module, "batching_enabled", None)
+    """The parent's ``gradcheck.set_batching`` switch, when gradcheck is loaded here
+    (the workers follow it, so that turning batching off reaches them)."""
+    enabled = getattr(sys.modules.get("gradcheck"), "batching_enabled", None)
     return enabled() if enabled is not None else None
 
 
@@ -62,7 +62,11 @@ class RunLoop:
         return [w for w in self.pool.workers if w.task is not None]
 
     def _hand_out(self) -> None:
-        idle = [w for w in self.pool.workers if w.ready and w.task is None and not w.dead]
+        for worker in [w for w in self.pool.workers if w.task is None]:
+            if worker.dead or worker.process.exitcode is not None:    # ended while idle
+                with held_signals():
+                    self.bury(worker)
+        idle = [w for w in self.pool.workers if w.ready and w.task is None]
         while self.pending and idle and len(self._busy()) < self.size:
             self.dispatch(idle.pop(0), self.pending.popleft())
         if self.pending and not self.pool.workers:
@@ -161,6 +165,12 @@ class RunLoop:
 
     def _enforce_deadlines(self) -> None:
         now = time.monotonic()
+        for worker in [w for w in self.pool.workers if not w.ready]:
+            if now - worker.born > START_LIMIT:
+                worker.failure = f"a worker process did not start within {START_LIMIT:g}s"
+                with held_signals():
+                    worker.kill()
+                    self.bury(worker)
         for worker in self._busy():
             if worker.kill_at is not None and now >= worker.kill_at and worker.task:
                 timeout = worker.task.settings.timeout

@@ -109,8 +109,9 @@ def describe_sample(sample) -> str:
     tensors = sample.tensors() if hasattr(sample, "tensors") else []
     shapes = ", ".join(f"{tuple(t.shape)}{'' if t.requires_grad else ' const'}"
                        for t in tensors)
-    others = [repr(a) for a in sample.args if not hasattr(a, "shape")]
-    others += [f"{k}={v!r}" for k, v in sample.kwargs.items() if not hasattr(v, "shape")]
+    others = [repr(a) for a in getattr(sample, "args", ()) if not hasattr(a, "shape")]
+    others += [f"{k}={v!r}" for k, v in getattr(sample, "kwargs", {}).items()
+               if not hasattr(v, "shape")]
     return shapes + (f"; {', '.join(others)}" if others else "")
 
 

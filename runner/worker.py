@@ -60,6 +60,14 @@ def _send_sample(conn, outcome) -> None:
         _send(conn, ("sample", outcome))
 
 
+def _set_batching(enabled: bool) -> None:
+    """Follow the parent's ``gradcheck.set_batching`` switch (where gradcheck has one)."""
+    import gradcheck
+    switch = getattr(gradcheck, "set_batching", None)
+    if switch is not None:
+        switch(enabled)
+
+
 def _prepare(task, context: dict) -> str | None:
     """Take the parent's working folder and batching switch, load the plugins;
     why the task cannot run here, or ``None``."""
@@ -69,8 +77,7 @@ def _prepare(task, context: dict) -> str | None:
     except OSError as exc:
         return f"a worker process cannot enter the folder {context['cwd']!r}: {exc.strerror}"
     if context.get("batching") is not None:
-        from gradcheck import batching
-        batching.set_batching(context["batching"])
+        _set_batching(context["batching"])
     try:
         task.settings.registry.load_plugins(task.settings.plugins)
     except PluginError as exc:
