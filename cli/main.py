@@ -10,6 +10,7 @@ import importlib
 
 import click
 
+from . import signals
 from .exit_codes import ExitCode
 
 #: command name -> "module:attribute"
@@ -28,8 +29,9 @@ PACKAGES = ("refengine", "gradcheck", "opinfo", "conformance", "runner", "cli")
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported on first use; Ctrl-C exits 130; the
-    runner's refusals (``runner.errors.RunnerError``) are usage errors (exit 2)."""
+    """A group whose commands are imported on first use. Ctrl-C, SIGTERM and
+    SIGHUP stop a command (``cli.signals``): exit 130, 143, 129. The runner's
+    refusals (``runner.errors.RunnerError``) are usage errors (exit 2)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -41,11 +43,17 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attribute)
 
     def invoke(self, ctx: click.Context):
+        with signals.handled():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
+            name = signals.first()
+            click.echo("interrupted" if name in (None, "SIGINT") else f"stopped by {name}",
+                       err=True)
+            raise click.exceptions.Exit(signals.exit_status(name)) from None
         except ValueError as exc:
             from runner.errors import RunnerError
             if not isinstance(exc, RunnerError):
@@ -72,7 +80,9 @@ def cli() -> None:
     reference autograd engine shipped with adcheck) or on PyTorch.
 
     Exit status: 0 all checks passed, 1 a check failed, 2 a usage or input
-    error, 130 interrupted (the partial report is written).
+    error (or an output that cannot be written), 130 interrupted, 143
+    terminated (SIGTERM), 129 hung up (SIGHUP); when stopped, the partial
+    report is written.
     """
 
 

@@ -1,6 +1,6 @@
 """The end of a run, shared by ``ops`` and ``check``: progress on stderr,
 then the baseline comparison, the report on stdout, the JUnit file, the
-written baseline, and the exit status."""
+HTML page, the written baseline, and the exit status."""
 from __future__ import annotations
 
 import sys
@@ -72,45 +72,36 @@ def progress_bar(total: int, enabled: bool):
 def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
            baseline_path: str | None, write_baseline: str | None, level: int,
            html: str | None = None) -> None:
-    """Compare, render, write the files, and exit with the report's status."""
-    try:
-        _finish(report, fmt, junit_xml, accepted, baseline_path, write_baseline, level)
-    finally:    # _finish() always exits; the page follows, with the baseline comparison
-        if html is not None:
-            from cli.formats.html import write_report
-            write_report(html, report)
-
-
-def _finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
-            baseline_path: str | None, write_baseline: str | None, level: int) -> None:
-    from cli.formats import get_format
+    """Compare with the baseline, write every output (``cli.output.publish``:
+    whole files, the true status in each), and exit with that status."""
+    from cli.output import publish, render
     from runner import baseline
     if accepted is not None:
         report.baseline = baseline.compare(report.results, accepted, baseline_path)
-    out = sys.stdout
-    get_format(fmt).render(report, out, color=out.isatty(), verbosity=level)
-    out.flush()
+    announce(report)
+    files = []
     if junit_xml is not None:
-        _write(junit_xml, lambda f: get_format("junit").render(report, f))
+        files.append((junit_xml, lambda r: render("junit", r), None))
+    if html is not None:
+        from cli.formats.html import page
+        files.append((html, page, None))
     if write_baseline is not None:
-        if report.interrupted:
-            warn(f"the run was interrupted: {write_baseline} not written")
+        if report.interrupted or report.error is not None:
+            warn(f"the run did not finish: {write_baseline} not written")
         else:
-            try:
-                count = baseline.write(write_baseline, report)
-            except OSError as exc:
-                raise InputError(f"cannot write {write_baseline!r}: {exc.strerror}; "
-                                 "choose a writable path") from None
-            plural = "" if count == 1 else "s"
-            click.echo(f"wrote {count} accepted failure{plural} to {write_baseline}", err=True)
+            count = len(baseline.entries_from_results(report.results))
+            files.append((write_baseline, baseline.text,
+                          f"wrote {count} accepted failure{'' if count == 1 else 's'} to "
+                          f"{write_baseline}"))
+    color = sys.stdout.isatty()
+    status = publish(report, lambda r: render(fmt, r, color=color, verbosity=level), files)
     if report.interrupted:
-        click.echo("interrupted: the report above is partial", err=True)
-    raise click.exceptions.Exit(int(report.exit_code()))
+        by = "" if report.signal in (None, "SIGINT") else f" by {report.signal}"
+        click.echo(f"interrupted{by}: the report above is partial", err=True)
+    raise click.exceptions.Exit(status)
 
 
-def _write(path: str, render) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            render(handle)
-    except OSError as exc:
-        raise InputError(f"cannot write {path!r}: {exc.strerror}; choose a writable path")
+def announce(report: RunReport) -> None:
+    """Say on stderr, in one line, why the run could not go on, if it could not."""
+    if report.error is not None:
+        click.echo(f"Error: {report.error}", err=True)

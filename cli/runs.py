@@ -54,9 +54,20 @@ def recorded(settings, **extra) -> dict:
             "plugins": list(settings.plugins), "timeout": settings.timeout, **extra}
 
 
+def prestart() -> None:
+    """Start a worker process now, so that it imports while this process selects."""
+    from runner.pool import shared_pool
+    try:
+        shared_pool().prestart(1)
+    except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
+        pass
+
+
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
         settings_record: dict):
-    """Run the tasks with a progress bar on stderr; returns the ``RunReport``."""
+    """Run the tasks in worker processes, with a progress bar on stderr;
+    returns the ``RunReport`` (partial when a stop signal came)."""
+    from cli import signals
     from cli.reporting import progress_bar, warn
     from runner.results import RunReport
     from runner.run import run_tasks
@@ -64,12 +75,17 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
         raise InputError("nothing to check: no selected op supports the selected dtypes; "
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
-    with progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
-        outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)
+    try:
+        with progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
+            outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)
+    finally:
+        signals.defer()     # the reports are written next: no signal may cut them short
     return RunReport(command, settings_record, outcome.results,
                      interrupted=outcome.status == "interrupted",
                      stopped_early=outcome.status == "stopped",
-                     seconds=time.perf_counter() - start, samples=outcome.samples)
+                     seconds=time.perf_counter() - start, samples=outcome.samples,
+                     signal=signals.first() if outcome.status == "interrupted" else None,
+                     error=outcome.cause if outcome.status == "broken" else None)
 
 
 def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", **extra):

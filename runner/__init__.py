@@ -12,11 +12,14 @@ returns; the pytest plugin (``pytest_adcheck``) calls it too.
   for a user's object); ``execute`` runs one, sample by sample.
 - ``runner.checks``: ``run_checks``, the one function that runs the checks of
   one sample and turns each into a ``CheckResult``.
-- ``runner.run``: ``run_tasks``, the one task runner (in this process or in
-  worker processes, ``runner.pool``).
+- ``runner.run``: ``run_tasks``, the one task runner: in worker processes
+  (``runner.pool``, ``runner.runloop``, ``runner.worker``: a warm pool where
+  a crash, an exit or a hang in C is that task's error, named by
+  ``runner.deaths``), or in this process for the pytest plugin.
 - ``runner.results``: ``CheckResult``, ``RunReport``, the exit statuses.
 - ``runner.baseline``, ``runner.target``, ``runner.spec``: accepted
   failures, ``MODULE:OBJECT`` targets, and the ``--inputs`` spec language.
+- ``runner.files``: files written whole or not at all.
 - ``runner.errors``: ``RunnerError``, raised for bad input (never for a
   fault of the code under check, which is a result).
 

@@ -78,11 +78,17 @@ def document(entries: list[dict]) -> dict:
             "accepted": sorted(entries, key=lambda e: e["key"])}
 
 
+def text(report: RunReport) -> str:
+    """The baseline file that accepts the run's failures."""
+    return json.dumps(document(entries_from_results(report.results)), indent=2) + "\n"
+
+
 def write(path: str | Path, report: RunReport) -> int:
-    """Write the run's failures as the accepted set; returns how many."""
-    entries = entries_from_results(report.results)
-    Path(path).write_text(json.dumps(document(entries), indent=2) + "\n")
-    return len(entries)
+    """Write the run's failures as the accepted set, whole or not at all
+    (``OSError`` when it cannot be written); returns how many."""
+    from runner.files import write_atomic
+    write_atomic(path, text(report))
+    return len(entries_from_results(report.results))
 
 
 def from_json_report(data: dict) -> list[dict]:

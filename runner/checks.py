@@ -32,6 +32,19 @@ class Policy:
     seed: int = 0
 
 
+#: what the code under check may raise that is its fault, not the run's: any
+#: ``Exception``, and ``SystemExit`` (``sys.exit`` must not end the run, nor pass)
+FAULTS = (Exception, SystemExit)
+
+
+def fault_text(exc: BaseException) -> str:
+    """One line naming what the code under check raised."""
+    if isinstance(exc, SystemExit):
+        code = "" if exc.code is None else repr(exc.code)
+        return f"SystemExit: the code under check called sys.exit({code})"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
 def derive_seed(base: int, *parts) -> int:
     """A seed for one check, stable across runs, platforms and ``--jobs``."""
     text = ":".join(str(p) for p in (base, *parts))
@@ -128,8 +141,8 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
                        family=subject.family, sample_name=subject.sample_name)
     try:
         call, problem = subject.call()
-    except Exception as exc:  # noqa: BLE001 - the op itself raised
-        base.message = f"the op raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+    except FAULTS as exc:  # the op itself raised
+        base.message = f"the op raised {fault_text(exc)}"
         return [(base, None)]
     if problem is not None:
         base.message = problem
@@ -189,8 +202,8 @@ def _verdict(func, inputs, name: str, seed: int, kwargs: dict):
         report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
     except ValueError as exc:  # gradcheck: nothing here can be checked (see check())
         return "skipped", " ".join(str(exc).split()), None, [], None
-    except Exception as exc:  # noqa: BLE001 - any exception of the code under check
-        return "error", f"{type(exc).__name__}: {' '.join(str(exc).split())}", None, [], None
+    except FAULTS as exc:  # anything the code under check raised
+        return "error", fault_text(exc), None, [], None
     if report.passed:
         return "passed", "", None, [], report
     return "failed", _first_line(report), report.diagnosis, _failure_dicts(report), report

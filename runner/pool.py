@@ -1,25 +1,48 @@
-"""Run tasks in this process or in N worker processes, with a per-task deadline.
+"""Worker processes for the task runner: a warm pool, isolated, bounded in time.
 
-``run_tasks(tasks, work, jobs, on_done)`` calls ``work(task)`` for every task
-and hands each outcome to ``on_done`` as it arrives; the caller sorts them,
-so ``--jobs 1`` and ``--jobs N`` give the same report. Workers are started
-with ``spawn`` (safe with torch's thread pools, which ``fork`` is not) and
-ignore SIGINT: Ctrl-C reaches this process only, which terminates the
-workers and returns ``"interrupted"`` with what has arrived so far.
+Every task of a run goes to a worker process (``runner.worker``), so the
+death of the code under check (``sys.exit``, ``os._exit``, a segmentation
+fault, the out-of-memory killer) cannot take the run with it. The workers
+are started once with ``spawn`` (safe with torch's thread pools, which
+``fork`` is not), import the libraries once, and are reused task after
+task, run after run (``shared_pool()``); ``bench/worker_bench.py`` measures
+what that costs.
 
-``deadline(seconds)`` bounds one task: it raises ``TaskTimeout`` from
-SIGALRM inside the task (the worker catches it and reports the op as an
-error). A long call inside C code is interrupted when it returns to Python.
-As a last resort, if no worker reports for ``stall_seconds`` (a worker died,
-or hangs in C), the pool is terminated and ``"stalled"`` returned.
+The parent (``runner.runloop.RunLoop``) waits on the workers' pipes and on their process
+sentinels at once, so it sees every message and every death as it happens:
+
+- a worker that dies while it runs a task makes that task an error naming
+  the cause (``runner.deaths``), within a moment; the samples it had already
+  sent are kept, and a fresh worker takes its place;
+- a task that runs past ``timeout`` is stopped inside the worker (SIGALRM
+  raises ``TaskTimeout``, see ``deadline``); one that does not return to
+  Python, or swallows that exception, is killed by the parent ``GRACE``
+  seconds later, whatever it is doing in C;
+- a worker that cannot start, or cannot load a plugin that loads in this
+  process, ends the run with status "broken" and the cause, said once
+  (a worker that fails so is not replaced: no storm of restarts);
+- Ctrl-C (and SIGTERM, SIGHUP as the CLI maps them to it) reaches this
+  process only: the workers ignore those signals, are killed with SIGKILL
+  (quietly), and the run returns "interrupted" with what had arrived.
 """
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import signal
 import threading
-from collections.abc import Callable, Iterable
+import time
 from contextlib import contextmanager
+from multiprocessing import connection  # noqa: F401 - see shared_pool
+
+from runner import deaths
+
+#: seconds past ``timeout`` before the parent kills a worker that did not stop
+GRACE = 1.0
+#: seconds between looks at a busy worker (its memory, its deadline)
+POLL = 0.25
+#: seconds a new worker may take to import the libraries before it counts as failed
+START_LIMIT = 120.0
 
 
 class TaskTimeout(BaseException):
@@ -54,78 +77,128 @@ def deadline(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _worker_init(initializer: Callable | None, initargs: tuple) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if initializer is not None:
-        initializer(*initargs)
+def hard_deadline(timeout: float) -> float:
+    """Seconds after dispatch at which the parent kills a worker still on its task."""
+    return timeout + max(GRACE, 0.1 * timeout)
 
 
-def _run_serial(tasks: list, work: Callable, on_done: Callable) -> str:
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextmanager
+def held_signals():
+    """Hold SIGINT, SIGTERM and SIGHUP (they stay pending) in the block: a
+    worker started here inherits them held until it ignores them, and the
+    pool's bookkeeping is not cut in half."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
-        for task in tasks:
-            if on_done(work(task)) is False:
-                return "stopped"
-    except KeyboardInterrupt:
-        return "interrupted"
-    return "done"
-
-
-def _hold_sigint():
-    """Block SIGINT (it stays pending); returns what to give ``_release_sigint``."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _release_sigint(previous) -> None:
-    if previous is not None:
+        yield
+    finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _run_pool(tasks: list, work: Callable, jobs: int, on_done: Callable, initializer,
-              initargs: tuple, stall_seconds: float | None) -> str:
-    context = multiprocessing.get_context("spawn")
-    # A Ctrl-C while the workers start or stop would escape the handler below
-    # and leave the pool's threads hanging the exit: hold it until the loop.
-    held = _hold_sigint()
-    pool = context.Pool(jobs, initializer=_worker_init, initargs=(initializer, initargs))
-    status = "done"
-    try:
-        _release_sigint(held)   # a Ctrl-C held during start-up is raised here
-        outcomes = pool.imap_unordered(work, tasks, chunksize=1)
-        for _ in range(len(tasks)):
-            try:
-                outcome = outcomes.next(timeout=stall_seconds)
-            except multiprocessing.TimeoutError:
-                status = "stalled"
-                break
-            if on_done(outcome) is False:
-                status = "stopped"
-                break
-    except KeyboardInterrupt:
-        status = "interrupted"
-    finally:
-        held = _hold_sigint()
+class Worker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, context):
+        from runner.worker import main
+        self.conn, child = context.Pipe()
+        with held_signals():
+            self.process = context.Process(target=main, args=(child,), daemon=True,
+                                           name="adcheck-worker")
+            self.process.start()
+        child.close()
+        self.born = time.monotonic()
+        self.ready, self.failure, self.dead = False, None, False
+        self.task, self.since, self.kill_at = None, 0.0, None
+        self.last_sample, self.samples = None, 0
+        self.evidence = deaths.Evidence()
+
+    def assign(self, task, available: int | None) -> None:
+        timeout = task.settings.timeout
+        self.task, self.since = task, time.monotonic()
+        self.kill_at = self.since + hard_deadline(timeout) if timeout else None
+        self.last_sample, self.samples = None, 0
+        self.evidence = deaths.Evidence(deaths.oom_kills(), available=available)
+
+    def watch(self) -> None:
+        """Note the busy worker's peak memory (evidence if it is killed)."""
+        peak = deaths.resident_memory(self.process.pid)
+        if peak is not None:
+            self.evidence.peak_rss = max(peak, self.evidence.peak_rss or 0)
+
+    def kill(self) -> None:
         try:
-            if status == "done":
-                pool.close()
-            else:
-                pool.terminate()
-            pool.join()
-        finally:
-            _release_sigint(held)
-    return status
+            self.process.kill()
+        except (OSError, ValueError):
+            pass
+        self.reap()
+
+    def reap(self) -> int | None:
+        self.process.join(timeout=10)
+        self.conn.close()
+        self.dead = True
+        return self.process.exitcode
 
 
-def run_tasks(tasks: Iterable, work: Callable, jobs: int, on_done: Callable, *,
-              initializer: Callable | None = None, initargs: tuple = (),
-              stall_seconds: float | None = None) -> str:
-    """Run ``work`` on every task; returns "done", "stopped" (``on_done``
-    returned False), "interrupted" (Ctrl-C) or "stalled" (no worker reported
-    for ``stall_seconds``). ``work``, ``initializer`` and the tasks must be
-    picklable when ``jobs > 1``; the initializer runs once per worker."""
-    tasks = list(tasks)
-    if jobs <= 1 or len(tasks) <= 1:
-        return _run_serial(tasks, work, on_done)
-    return _run_pool(tasks, work, min(jobs, len(tasks)), on_done, initializer, initargs,
-                     stall_seconds)
+#: what the fork server imports once, so that a new worker starts warm: the
+#: libraries, not ``opinfo`` (its entry points may import anything, torch included,
+#: whose thread pools must not be forked)
+PRELOAD = ["numpy", "refengine", "gradcheck", "runner.tasks", "runner.worker"]
+
+
+def _context():
+    """Fork server where there is one (a new worker is a fork of a process that
+    has imported ``PRELOAD``: milliseconds), else spawn (a fresh interpreter)."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class WorkerPool:
+    """Warm worker processes, kept between runs; ``run`` one run at a time."""
+
+    def __init__(self):
+        self.context = _context()
+        self.workers: list = []
+        self._available = deaths.available_memory()
+
+    def prestart(self, count: int) -> None:
+        """Start workers until ``count`` are alive (they import in the background)."""
+        while len(self.workers) < count:
+            self.workers.append(Worker(self.context))
+
+    def run(self, tasks: list, jobs: int, collector) -> tuple:
+        """Run the tasks on at most ``jobs`` workers; ``(status, cause)``."""
+        from runner.runloop import RunLoop
+        return RunLoop(self, tasks, jobs, collector).loop()
+
+    def remove(self, worker: Worker) -> None:
+        if worker in self.workers:
+            self.workers.remove(worker)
+
+    def shutdown(self) -> None:
+        """Stop every worker (they hold nothing worth waiting for)."""
+        with held_signals():
+            for worker in self.workers:
+                worker.kill()
+            self.workers = []
+
+
+_SHARED: list = []
+
+
+def shared_pool() -> WorkerPool:
+    """This process's pool, started on first use and stopped when it exits."""
+    if not _SHARED:
+        _SHARED.append(WorkerPool())
+        # multiprocessing's exit handler (registered when multiprocessing.connection
+        # imported multiprocessing.util, above) would send our workers SIGTERM, which
+        # they ignore, and wait for them forever; ours, registered later, runs first
+        atexit.register(_SHARED[0].shutdown)
+    return _SHARED[0]

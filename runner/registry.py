@@ -101,6 +101,10 @@ class OpinfoRegistry:
                 _PLUGIN_OPS[key] = opinfo.load_plugin(path)
             except ValueError as exc:
                 raise PluginError(str(exc)) from None
+            except SystemExit as exc:   # sys.exit in a plugin must not end the run, nor pass
+                raise PluginError(f"plugin {str(path)!r} called sys.exit({exc.code!r}) while "
+                                  "loading; a plugin must only define or register OpInfos") \
+                    from None
         return _PLUGIN_OPS[key]
 
     def ops(self) -> list:

@@ -18,8 +18,15 @@ class ExitCode(IntEnum):
 
     OK = 0             # every check passed
     FAILED = 1         # a check failed (a wrong formula)
-    USAGE = 2          # the user called us wrong, or gave bad input
-    INTERRUPTED = 130  # Ctrl-C; the partial report was written
+    USAGE = 2          # bad input, an output that cannot be written, workers that cannot run
+    HANGUP = 129       # SIGHUP (128 + 1); the partial report was written
+    INTERRUPTED = 130  # Ctrl-C, SIGINT (128 + 2); the partial report was written
+    TERMINATED = 143   # SIGTERM (128 + 15), as CI sends on cancel; the partial report was written
+
+
+#: the exit status of a run stopped by each signal
+STOPPED_BY = {"SIGHUP": ExitCode.HANGUP, "SIGINT": ExitCode.INTERRUPTED,
+              "SIGTERM": ExitCode.TERMINATED}
 
 #: statuses, in the order summaries show them
 STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
@@ -95,13 +102,23 @@ class BaselineDiff:
 
 @dataclass
 class RunReport:
-    """Everything a run of ``adcheck ops``, ``op`` or ``check`` found."""
+    """Everything a run of ``adcheck ops``, ``op`` or ``check`` found.
+
+    ``interrupted``: a stop signal (``signal``: "SIGINT", "SIGTERM" or
+    "SIGHUP") ended the run early; ``error``: why the run could not go on
+    (the worker processes cannot run its tasks); ``output_error``: an output
+    that could not be written. Each makes the results partial or the run
+    unusable, and the exit status says so.
+    """
 
     command: str
     settings: dict
     results: list = field(default_factory=list)
     interrupted: bool = False
     stopped_early: bool = False
+    signal: str | None = None
+    error: str | None = None
+    output_error: str | None = None
     seconds: float = 0.0
     baseline: BaselineDiff | None = None
     #: the ``runner.tasks.SampleOutcome``s the results came in (with gradcheck's
@@ -119,9 +136,12 @@ class RunReport:
 
     def exit_code(self) -> ExitCode:
         """0 when nothing failed (or every failure is in the baseline), else 1;
-        130 when interrupted (the partial report is still written)."""
+        2 when the workers could not run or an output could not be written;
+        128 + the signal's number when stopped by one (130 for Ctrl-C)."""
+        if self.error is not None or self.output_error is not None:
+            return ExitCode.USAGE
         if self.interrupted:
-            return ExitCode.INTERRUPTED
+            return STOPPED_BY.get(self.signal or "SIGINT", ExitCode.INTERRUPTED)
         if self.baseline is not None:
             return ExitCode.FAILED if self.baseline.new else ExitCode.OK
         return ExitCode.FAILED if self.failing() else ExitCode.OK

@@ -1,15 +1,20 @@
 """The task runner: one way to run tasks, for ``adcheck ops``, ``op``, ``check``
 and the pytest plugin.
 
-``run_tasks(tasks, jobs)`` runs every task (``runner.tasks``) and returns a
-``RunOutcome``: the sample outcomes in task order, then sample order, so the
-result does not depend on ``jobs``, and how the run ended (``status``):
+``run_tasks(tasks, jobs)`` runs every task (``runner.tasks``) in worker
+processes (``runner.pool``: a warm pool, where the death of the code under
+check, or a hang in C, is that task's error and nothing else's), or, with
+``in_process=True``, here, one after the other (the pytest plugin, whose
+tests pytest-xdist can isolate). It returns a ``RunOutcome``: the sample
+outcomes in task order, then sample order, so the result does not depend on
+``jobs``, and how the run ended (``status``):
 
 - "done": every task ran;
 - "stopped": ``fail_fast`` and a task failed;
-- "interrupted": Ctrl-C (what had arrived is kept);
-- "stalled": the worker processes stopped reporting (the tasks without a
-  result are errors saying so).
+- "interrupted": Ctrl-C, or a stop signal the caller turns into one (what
+  had arrived is kept);
+- "broken": the worker processes cannot run the tasks (``cause`` says why,
+  once: they cannot start, or cannot load a plugin that loads here).
 
 ``progress(task, outcome)`` is called as each task finishes,
 ``warn(text)`` once per distinct warning, ``on_sample(outcome)`` as each
@@ -17,20 +22,19 @@ sample's checks arrive.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from runner import tasks as task_module
-from runner.pool import run_tasks as pool_run
 
 
 @dataclass
 class RunOutcome:
     """What a run produced: ``samples`` (``SampleOutcome``s in task, then sample
-    order) and ``status`` (see the module docstring)."""
+    order), ``status`` (see the module docstring) and, for "broken", ``cause``."""
 
     samples: list = field(default_factory=list)
     status: str = "done"
+    cause: str | None = None
 
     @property
     def results(self) -> list:
@@ -82,42 +86,20 @@ def _serial(tasks: list, collector: _Collector) -> str:
     return "done"
 
 
-def _load_plugins(registry, paths: tuple) -> None:
-    """Worker initializer: register the plugin files' ops."""
-    registry.load_plugins(paths)
-
-
-def _in_pool(tasks: list, jobs: int, collector: _Collector) -> str:
-    def on_done(outcome) -> bool:
-        for sample in outcome.samples:
-            collector.sample(sample)
-        return collector.done(outcome.index, outcome.warnings)
-
-    settings = tasks[0].settings
-    timeouts = [t.settings.timeout for t in tasks if t.settings.timeout]
-    stall = 2 * max(timeouts) + 60 if timeouts else None
-    return pool_run(tasks, task_module.run_task, jobs, on_done, initializer=_load_plugins,
-                    initargs=(settings.registry, settings.plugins), stall_seconds=stall)
-
-
 def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=None,
-              warn=None, on_sample=None, in_process: bool | None = None) -> RunOutcome:
-    """Run the tasks and return the outcome. ``in_process``: run them here, one
-    after the other (default: when ``jobs`` is 1 or there is one task)."""
+              warn=None, on_sample=None, in_process: bool = False) -> RunOutcome:
+    """Run the tasks on up to ``jobs`` worker processes (``in_process``: here)
+    and return the outcome."""
+    from runner.pool import shared_pool
     tasks = list(tasks)
     collector = _Collector(tasks, fail_fast, progress, warn, on_sample)
-    if in_process is None:
-        in_process = jobs <= 1 or len(tasks) <= 1
-    if in_process:
+    cause = None
+    if not tasks:
+        status = "done"
+    elif in_process:
         status = _serial(tasks, collector)
     else:
-        status = _in_pool(tasks, jobs, collector)
+        status, cause = shared_pool().run(tasks, jobs, collector)
     outcome = collector.outcome(status)
-    if status == "stalled":
-        start = time.perf_counter()
-        missing = [t for t in tasks if t.index not in collector.finished]
-        outcome.samples += [task_module.SampleOutcome(t.index, t.dtype, None, [
-            task_module.task_error(t, "no result: its worker process died or hung (rerun "
-                                   "with --jobs 1 to see why)", start)], [None])
-            for t in missing]
+    outcome.cause = cause
     return outcome

@@ -69,7 +69,7 @@ def load_object(text: str):
         raise TargetError(f"cannot import {module_name!r} ({type(exc).__name__}: {exc}); run "
                           "adcheck from the directory that contains it, or pass a path "
                           "such as path/to/ops.py:OBJECT") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+    except (Exception, SystemExit) as exc:  # the user's module failed while importing
         raise TargetError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}; "
                           "fix the module so that it imports") from None
     obj = module

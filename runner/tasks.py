@@ -15,7 +15,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from runner.checks import DEFAULT_CHECKS, Policy, TargetSubject, derive_seed, run_checks
+from runner.checks import (
+    DEFAULT_CHECKS,
+    FAULTS,
+    Policy,
+    TargetSubject,
+    derive_seed,
+    fault_text,
+    run_checks,
+)
 from runner.pool import TaskTimeout, deadline
 from runner.registry import OPINFO
 from runner.results import TASK_CHECK, CheckResult
@@ -58,6 +66,7 @@ class TargetTask:
     inputs: str        # the input spec (see runner.spec)
     engine: str        # engine of a plain function
     settings: Settings
+    name: str = ""     # the object's name, as its results carry it
 
     @property
     def dtype(self) -> str:
@@ -100,8 +109,9 @@ def describe_sample(sample) -> str:
     tensors = sample.tensors() if hasattr(sample, "tensors") else []
     shapes = ", ".join(f"{tuple(t.shape)}{'' if t.requires_grad else ' const'}"
                        for t in tensors)
-    others = [repr(a) for a in sample.args if not hasattr(a, "shape")]
-    others += [f"{k}={v!r}" for k, v in sample.kwargs.items() if not hasattr(v, "shape")]
+    others = [repr(a) for a in getattr(sample, "args", ()) if not hasattr(a, "shape")]
+    others += [f"{k}={v!r}" for k, v in getattr(sample, "kwargs", {}).items()
+               if not hasattr(v, "shape")]
     return shapes + (f"; {', '.join(others)}" if others else "")
 
 
@@ -125,6 +135,7 @@ def _target_samples(task: TargetTask, emit, progress: dict) -> None:
     from runner.spec import build, parse
     from runner.target import resolve
     target = resolve(task.op, task.engine)
+    progress["family"] = target.kind
     policy = task.settings.policy
     rng = np.random.default_rng(derive_seed(policy.seed, "inputs", task.index))
     inputs = build(parse(task.inputs), target.engine, rng)
@@ -150,9 +161,9 @@ def execute(task, emit) -> list:
             done = progress["done"]
             message = (f"{exc} (--timeout); {done} samples were checked before it" if is_op
                        else f"{exc} (--timeout)")
-        except Exception as exc:  # noqa: BLE001 - making the samples, or the user's code
-            message = (f"could not make its samples: {type(exc).__name__}: {exc}" if is_op
-                       else f"{type(exc).__name__}: {exc}")
+        except FAULTS as exc:  # making the samples, or the user's code
+            message = (f"could not make its samples: {fault_text(exc)}" if is_op
+                       else fault_text(exc))
         if message is not None:
             emit(SampleOutcome(task.index, task.dtype, None,
                                [task_error(task, message, start, progress["family"])], [None]))
@@ -179,6 +190,6 @@ def warning_texts(caught: list, where: str) -> list:
 
 def task_error(task, message: str, start: float, family: str = "") -> CheckResult:
     """A task-level error (check "setup", no sample) of ``task``."""
-    return CheckResult(task.op, task.dtype, None, TASK_CHECK, "error",
-                       " ".join(message.split()), seconds=time.perf_counter() - start,
-                       family=family)
+    name = getattr(task, "name", "") or task.op
+    return CheckResult(name, task.dtype, None, TASK_CHECK, "error", " ".join(message.split()),
+                       seconds=time.perf_counter() - start, family=family)

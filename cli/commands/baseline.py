@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
@@ -20,7 +19,9 @@ def baseline(report, output):
     """Turn a saved JSON report ('adcheck ops --format json > run.json') into
     a baseline for --baseline: its failures and errors become the accepted
     set. 'adcheck ops --write-baseline FILE' does the same in one step."""
+    from cli.output import emit
     from runner import baseline as baselines
+    from runner.files import write_atomic
     try:
         with click.open_file(report, "r", encoding="utf-8") as handle:
             data = json.load(handle)
@@ -34,12 +35,12 @@ def baseline(report, output):
     except baselines.BaselineError as exc:
         raise InputError(f"{report!r}: {exc}") from None
     text = json.dumps(baselines.document(entries), indent=2) + "\n"
+    if output == "-":
+        emit(text)
+        return
     try:
-        with click.open_file(output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_atomic(output, text)
     except OSError as exc:
         raise InputError(f"cannot write {output!r}: {exc.strerror}") from None
-    if output != "-":
-        plural = "" if len(entries) == 1 else "s"
-        click.echo(f"wrote {len(entries)} accepted failure{plural} to {output}", err=True)
-    sys.stdout.flush()
+    plural = "" if len(entries) == 1 else "s"
+    click.echo(f"wrote {len(entries)} accepted failure{plural} to {output}", err=True)

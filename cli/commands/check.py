@@ -42,7 +42,7 @@ def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level)
     from runner.tasks import TargetTask
     target = resolve(target_text, engine)
     require_engine(target.engine)
-    tasks = [TargetTask(i, target_text, text, engine, settings)
+    tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
              for i, text in enumerate(_inputs(specs, target))]
     policy = settings.policy
     record = {"engine": target.engine, "precise": policy.precise,
@@ -93,6 +93,7 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     """
     from cli.options import parse_dtypes
     from cli.reporting import check_writable, finish, load_baseline
+    from cli.runs import prestart
     from runner.checks import Policy
     from runner.tasks import Settings
     level = verbosity(verbose, quiet)
@@ -106,6 +107,7 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     accepted = load_baseline(baseline)
+    prestart()
     settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
                         (str(plugin),) if plugin else ())
     if plugin is not None:

@@ -8,8 +8,10 @@ from collections import Counter
 
 import click
 
+from cli import signals
 from cli.errors import InputError
 from cli.exit_codes import ExitCode
+from cli.output import console_text, emit
 from cli.options import ENGINES, require_engine, verbosity
 
 STATUSES = ("passed", "failed", "error", "not-applicable")
@@ -26,13 +28,9 @@ def _document(engine: str, results: list) -> dict:
                          "source": r.case.source} for r in results]}
 
 
-def _table(engine: str, results: list, out, level: int) -> None:
-    from rich.console import Console
+def _table(engine: str, results: list, console, level: int) -> None:
     from rich.table import Table
     from rich.text import Text
-    color = out.isatty()
-    console = Console(file=out, force_terminal=color, no_color=not color,
-                      width=None if color else 120, highlight=False, soft_wrap=True)
     by_area: dict = {}
     for r in results:
         by_area.setdefault(r.case.area, Counter())[r.status] += 1
@@ -87,6 +85,7 @@ def conformance(engine, areas, list_areas, fmt, verbose, quiet):
                 warnings.simplefilter("ignore")
                 results.append(suites.run_case(case, engine))
     except KeyboardInterrupt:
+        signals.defer()
         click.echo("interrupted: the report below is partial", err=True)
         interrupted = True
     else:
@@ -94,10 +93,11 @@ def conformance(engine, areas, list_areas, fmt, verbose, quiet):
     if fmt == "json":
         document = _document(engine, results)
         document["interrupted"] = interrupted
-        json.dump(document, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        emit(json.dumps(document, indent=2) + "\n")
     else:
-        _table(engine, results, sys.stdout, level)
+        emit(console_text(lambda console: _table(engine, results, console, level),
+                          sys.stdout.isatty()))
     failing = any(r.status in ("failed", "error") for r in results)
-    code = ExitCode.INTERRUPTED if interrupted else ExitCode.FAILED if failing else ExitCode.OK
+    code = signals.exit_status(signals.first()) if interrupted else \
+        ExitCode.FAILED if failing else ExitCode.OK
     raise click.exceptions.Exit(int(code))

@@ -7,12 +7,12 @@ import sys
 import click
 
 from cli.options import verbosity
+from cli.output import console_text, emit
 
 SHORT_DTYPE = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
 
 
-def _table(rows: list, out, verbose: bool) -> None:
-    from rich.console import Console
+def _table(rows: list, verbose: bool):
     from rich.table import Table
     from rich.text import Text
 
@@ -36,9 +36,7 @@ def _table(rows: list, out, verbose: bool) -> None:
                       Text(" ".join(SHORT_DTYPE.get(d, d) for d in row["dtypes"])),
                       *(mark[row["modes"][m]] for m in MODES), mark[row["mpmath_ref"]],
                       Text(known_text, style="yellow"))
-    console = Console(file=out, force_terminal=out.isatty(), no_color=not out.isatty(),
-                      width=None if out.isatty() else 140, highlight=False)
-    console.print(table)
+    return table
 
 
 @click.command("list")
@@ -58,8 +56,9 @@ def list_ops(families, fmt, plugins, verbose):
     registry = load_registry(plugins)
     rows = [describe(info) for info in select(registry, (), families, "refengine")]
     if fmt == "json":
-        json.dump({"schema": "adcheck-list", "schema_version": 1, "ops": rows}, sys.stdout,
-                  indent=2)
-        sys.stdout.write("\n")
+        emit(json.dumps({"schema": "adcheck-list", "schema_version": 1, "ops": rows},
+                        indent=2) + "\n")
     else:
-        _table(rows, sys.stdout, level > 0)
+        table = _table(rows, level > 0)
+        emit(console_text(lambda console: console.print(table), sys.stdout.isatty(), 140,
+                          soft_wrap=False))

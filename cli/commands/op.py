@@ -44,9 +44,9 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
        html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
-    from cli.formats import get_format
-    from cli.reporting import check_writable
-    from cli.runs import load_registry, recorded, run
+    from cli.output import publish, render
+    from cli.reporting import announce, check_writable
+    from cli.runs import load_registry, prestart, recorded, run
     from runner.checks import Policy
     from runner.registry import describe
     from runner.selection import get_op, plan
@@ -55,6 +55,7 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     check_writable(html)
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
+    prestart()
     registry = load_registry(plugins)
     info = get_op(registry, name)
     if engine == "torch" and info.torch_name is None:
@@ -66,13 +67,14 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     tasks = plan([info], wanted, settings, sample=index)
     report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted))
     report.subject = describe(info)
-    out = sys.stdout
-    get_format(f"op-{fmt}").render(report, out, color=out.isatty(), verbosity=level)
+    announce(report)
+    color = sys.stdout.isatty()
+    files = []
     if html is not None:
-        from cli.formats.html import write_report
-        write_report(html, report)
-    if report.interrupted:
-        if html is not None:
-            click.echo(f"interrupted: {html} holds the checks done so far", err=True)
-        raise KeyboardInterrupt
-    raise click.exceptions.Exit(int(report.exit_code()))
+        from cli.formats.html import page
+        files.append((html, page, None))
+    status = publish(report, lambda r: render(f"op-{fmt}", r, color=color, verbosity=level),
+                     files)
+    if report.interrupted and html is not None:
+        click.echo(f"interrupted: {html} holds the checks done so far", err=True)
+    raise click.exceptions.Exit(status)

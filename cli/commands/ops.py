@@ -41,7 +41,7 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     check failed or errored, 2 a usage or input error, 130 interrupted.
     """
     from cli.reporting import check_writable, finish, load_baseline
-    from cli.runs import load_registry, select, sweep
+    from cli.runs import load_registry, prestart, select, sweep
     from runner.checks import Policy
     from runner.tasks import Settings
     level = verbosity(verbose, quiet)
@@ -49,6 +49,7 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     accepted = load_baseline(baseline)
+    prestart()
     registry = load_registry(plugins)
     infos = select(registry, patterns, families, engine)
     if engine == "torch" and not infos:

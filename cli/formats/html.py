@@ -12,12 +12,11 @@ imaginary part.
 Self-contained: CSS and SVG are inline, fonts are the system's, there is no
 script and no link out of the page; its Content-Security-Policy forbids
 loading anything, so a browser opens it offline. Every text from the run is
-escaped. ``write_report`` renders first and then replaces the file in one
-step, so a failure or Ctrl-C never leaves half a page.
+escaped. The page is written whole or not at all (``runner.files``), so a
+failure or a second Ctrl-C never leaves half a page.
 """
 from __future__ import annotations
 
-import os
 import shlex
 from html import escape
 from types import SimpleNamespace
@@ -147,7 +146,7 @@ def _header(report: RunReport) -> str:
             "precise tolerances" if s.get("precise") else "torch tolerances",
             f"seed {s.get('seed')}", f"checks {', '.join(s.get('checks') or [])}",
             f"dtypes {', '.join(s.get('dtypes') or ['float64', 'complex128'])}",
-            f"{report.seconds:.1f} s"]
+            f"{report.seconds:.1f} s", f"exit status {int(report.exit_code())}"]
     counts = report.counts()
     badges = "".join(f'<span class="badge {status if counts[status] else "none"}">'
                      f"{counts[status]} {_plural(status, counts[status])}</span>"
@@ -155,8 +154,12 @@ def _header(report: RunReport) -> str:
     out = [f"<header><h1>adcheck {escape(_subject(report))} <small>report</small></h1>",
            f'<p class="meta">{escape(" · ".join(meta))}</p>',
            f'<div class="totals">{badges}</div>']
+    if report.error is not None:
+        out.append(f'<p class="banner"><b>Stopped</b>: {escape(report.error)}; this report '
+                   "holds the results that arrived before.</p>")
     if report.interrupted:
-        out.append('<p class="banner"><b>Interrupted</b> (Ctrl-C): this report is partial; '
+        by = "Ctrl-C" if report.signal in (None, "SIGINT") else escape(report.signal)
+        out.append(f'<p class="banner"><b>Interrupted</b> ({by}): this report is partial; '
                    "it holds the results that arrived before the interrupt.</p>")
     elif report.stopped_early:
         out.append('<p class="banner">Stopped at the first failing op (--fail-fast).</p>')
@@ -345,15 +348,10 @@ class HtmlFormat:
 def write_report(path: str, report: RunReport) -> None:
     """Render the page, then put it at ``path`` in one step (a failure while
     rendering or writing leaves any earlier file as it was)."""
+    from runner.files import write_atomic
     text = page(report)
-    partial = f"{path}.{os.getpid()}.partial"
     try:
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(partial, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise InputError(f"cannot write {path!r}: {exc.strerror}; choose a writable path") \
             from None
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)

@@ -17,10 +17,15 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
     "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
   },                                     is, and the --inputs specs
-  "interrupted": bool,                   Ctrl-C: the results are partial
+  "interrupted": bool,                   stopped by a signal: the results are partial
+  "signal": "SIGINT" | "SIGTERM" | "SIGHUP" | null,   the signal that stopped it
+  "error": str | null,                   why the run could not go on (the worker
+                                         processes cannot run its tasks), or null
   "stopped_early": bool,                 --fail-fast stopped at the first failure
   "seconds": float,                      wall time of the run
-  "exit_code": 0 | 1 | 130,              the status the command exits with
+  "exit_code": 0 | 1 | 2 | 129 | 130 | 143,   the status the command exits with
+                                         (2: the run broke, or an output could not
+                                         be written; 129/130/143: SIGHUP/SIGINT/SIGTERM)
   "summary": {"total": int, "passed": int, "failed": int,
               "known-failure": int, "skipped": int, "error": int},
   "results": [                           one per op, dtype, sample and check
@@ -96,7 +101,9 @@ def document(report: RunReport) -> dict:
     return _finite({
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "adcheck_version": _version(),
         "command": report.command, "settings": report.settings,
-        "interrupted": report.interrupted, "stopped_early": report.stopped_early,
+        "interrupted": report.interrupted,
+        "signal": (report.signal or "SIGINT") if report.interrupted else None,
+        "error": report.error, "stopped_early": report.stopped_early,
         "seconds": round(report.seconds, 3), "exit_code": int(report.exit_code()),
         "summary": {"total": len(report.results), **counts},
         "results": [r.to_dict() for r in report.results],

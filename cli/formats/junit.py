@@ -5,7 +5,10 @@ sample and check: ``classname`` is ``adcheck.<command>.<op>`` and ``name`` is
 ``<dtype>[<sample>] <check>``. A failed check is a ``<failure>``, an error
 an ``<error>`` (``type`` is ``<check>-<status>``, the text adds the
 diagnosis, sample and seed), a skip or a known failure a ``<skipped>`` (its
-message says which). Written with ``xml.etree``, so text is escaped.
+message says which). The suite's properties hold the settings, the exit
+status of the run (``exit_code``) and, for a partial run, ``interrupted``
+with the ``signal``, or the ``error`` that stopped it. Written with
+``xml.etree``, so text is escaped.
 """
 from __future__ import annotations
 
@@ -47,6 +50,10 @@ def tree(report: RunReport) -> ET.ElementTree:
         ET.SubElement(props, "property", name=name, value=str(value))
     if report.interrupted:
         ET.SubElement(props, "property", name="interrupted", value="true")
+        ET.SubElement(props, "property", name="signal", value=report.signal or "SIGINT")
+    if report.error is not None:
+        ET.SubElement(props, "property", name="error", value=report.error)
+    ET.SubElement(props, "property", name="exit_code", value=str(int(report.exit_code())))
     for r in report.results:
         suite.append(_case(report, r))
     root = ET.Element("testsuites")

@@ -12,7 +12,8 @@ Both read a ``RunReport`` whose ``subject`` describes the op and whose
   "schema_version": 1, "op": <the op as adcheck list describes it>,
   "results": [<a result of the adcheck-report schema, plus "report": the
   full gradcheck report (Report.to_dict(), Jacobians included) or null>],
-  "interrupted": bool, "exit_code": int}``.
+  "interrupted": bool, "signal": str | null, "error": str | null,
+  "exit_code": int}`` (the last four as in ``adcheck-report``).
 """
 from __future__ import annotations
 
@@ -109,6 +110,7 @@ class OpJsonFormat:
             results.append(entry)
         document = {"schema": "adcheck-op", "schema_version": 1, "op": report.subject,
                     "results": results, "interrupted": report.interrupted,
-                    "exit_code": int(report.exit_code())}
+                    "signal": (report.signal or "SIGINT") if report.interrupted else None,
+                    "error": report.error, "exit_code": int(report.exit_code())}
         json.dump(_finite(document), out, indent=2, allow_nan=False)
         out.write("\n")

@@ -77,8 +77,11 @@ def totals_line(report: RunReport) -> Text:
         line.append(f"{counts[status]} {label}",
                     style=STYLE[status] if counts[status] else "")
     line.append(f" in {report.seconds:.1f}s")
-    if report.interrupted:
-        line.append("  (interrupted: partial report)", style="bold yellow")
+    if report.error is not None:
+        line.append("  (the run could not go on: partial report)", style="bold magenta")
+    elif report.interrupted:
+        by = "" if report.signal in (None, "SIGINT") else f" by {report.signal}"
+        line.append(f"  (interrupted{by}: partial report)", style="bold yellow")
     elif report.stopped_early:
         line.append("  (stopped at the first failure: --fail-fast)", style="yellow")
     return line

@@ -22,8 +22,8 @@ from cli_paths import CLI_TEST_OPS, USER_FUNCTIONS, WRONG_OPS
 
 import refengine as E
 import runner.checks
+import runner.runloop
 import runner.selection
-import runner.tasks
 from cli.formats.html import page, write_report
 from refengine.autograd import Function
 from runner.checks import run_check
@@ -248,14 +248,14 @@ def test_an_unwritable_html_path_exits_2_before_any_work(run, command, monkeypat
 
 
 def test_ctrl_c_in_ops_writes_a_partial_html_report(run, monkeypatch, tmp_path):
-    real, calls = runner.tasks.execute, []
+    real, calls = runner.runloop.RunLoop.dispatch, []
 
-    def interrupted_on_second_task(task, emit):
+    def interrupted_on_second_task(self, worker, task):
         calls.append(task)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(task, emit)
-    monkeypatch.setattr(runner.tasks, "execute", interrupted_on_second_task)
+        return real(self, worker, task)
+    monkeypatch.setattr(runner.runloop.RunLoop, "dispatch", interrupted_on_second_task)
     path = tmp_path / "partial.html"
     result = run("ops", *CLI_TEST_OPS, "--check", "reverse", "--jobs", "1", "--html", path)
     assert result.exit_code == 130
@@ -266,14 +266,15 @@ def test_ctrl_c_in_ops_writes_a_partial_html_report(run, monkeypatch, tmp_path):
 
 
 def test_ctrl_c_in_op_writes_the_checks_done_so_far(run, monkeypatch, tmp_path):
-    real, calls = runner.checks.check_sample, []
+    real, calls = runner.runloop.RunLoop.receive, []
 
-    def interrupted_on_second_sample(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-    monkeypatch.setattr(runner.checks, "check_sample", interrupted_on_second_sample)
+    def interrupted_on_second_sample(self, worker, message):
+        if message[0] == "sample":
+            calls.append(message)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+        return real(self, worker, message)
+    monkeypatch.setattr(runner.runloop.RunLoop, "receive", interrupted_on_second_sample)
     path = tmp_path / "partial.html"
     result = run("op", "cli_doubled_sin", "--plugin", WRONG_OPS, "--check", "reverse",
                  "--html", path)

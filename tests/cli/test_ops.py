@@ -7,7 +7,8 @@ import pytest
 from cli_paths import CLI_TEST_OPS, WRONG_OPS
 
 TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "command": str,
-             "settings": dict, "interrupted": bool, "stopped_early": bool,
+             "settings": dict, "interrupted": bool, "signal": (str, type(None)),
+             "error": (str, type(None)), "stopped_early": bool,
              "seconds": (int, float), "exit_code": int, "summary": dict, "results": list,
              "slowest": list, "baseline": (dict, type(None))}
 RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, type(None)),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cli_paths import CLI_TEST_OPS, UNRULY_OPS
 
-import runner.tasks
+import runner.runloop
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,15 +41,15 @@ def test_raising_nan_hanging_and_sampleless_ops_are_errors_and_the_sweep_goes_on
 
 
 def test_ctrl_c_in_a_serial_sweep_writes_the_partial_report_and_exits_130(run, monkeypatch):
-    real = runner.tasks.execute
+    real = runner.runloop.RunLoop.dispatch
     calls = []
 
-    def interrupted_on_second_task(task, emit):
+    def interrupted_on_second_task(self, worker, task):
         calls.append(task)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(task, emit)
-    monkeypatch.setattr(runner.tasks, "execute", interrupted_on_second_task)
+        return real(self, worker, task)
+    monkeypatch.setattr(runner.runloop.RunLoop, "dispatch", interrupted_on_second_task)
     result = run("ops", *CLI_TEST_OPS, "--check", "reverse", "--jobs", "1",
                  "--format", "json")
     assert result.exit_code == 130

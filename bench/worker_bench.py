@@ -1,0 +1,115 @@
+"""What isolating every check in a worker process costs (runner.pool).
+
+    python bench/worker_bench.py [--repeats N]
+
+Measures, each as the median of N repeats:
+
+- cold start: a new pool's first worker, from ``prestart`` to its "ready"
+  (the fork server starts and imports the libraries, then forks the worker);
+- respawn: one more worker once the fork server runs (what replacing a
+  crashed worker costs);
+- spawn start: a worker started with ``spawn`` instead (a fresh interpreter
+  that imports everything: the cost without a fork server);
+- per task: one small task (sin, float64, sample 0, the reverse check) run on
+  a warm worker, against the same task run in this process.
+
+Not a test: the numbers depend on the machine and its load.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ready(pool) -> float:
+    """Seconds until the newest worker of ``pool`` says it is ready."""
+    start = time.perf_counter()
+    pool.prestart(len(pool.workers) + 1)
+    worker = pool.workers[-1]
+    message = worker.conn.recv()
+    assert message == ("ready",), message
+    worker.ready = True
+    return time.perf_counter() - start
+
+
+def _cold_start(context_name: str) -> float:
+    from runner import pool as pools
+    pool = pools.WorkerPool()
+    if context_name != "default":
+        pool.context = multiprocessing.get_context(context_name)
+    try:
+        return _ready(pool)
+    finally:
+        pool.shutdown()
+
+
+def cold_start(context_name: str = "default") -> float:
+    """A cold start in a fresh Python process (the fork server is one per process)."""
+    found = subprocess.run([sys.executable, __file__, "--cold", context_name], check=True,
+                           capture_output=True, text=True, cwd=REPO,
+                           env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return float(found.stdout.split()[-1])
+
+
+def respawn(repeats: int) -> list:
+    from runner import pool as pools
+    pool = pools.WorkerPool()
+    try:
+        _ready(pool)
+        return [_ready(pool) for _ in range(repeats)]
+    finally:
+        pool.shutdown()
+
+
+def per_task(repeats: int) -> tuple:
+    from runner.checks import Policy
+    from runner.run import run_tasks
+    from runner.tasks import OpTask, Settings
+    task = OpTask(0, "sin", "float64", Settings(("reverse",), Policy(), timeout=60), 0)
+    run_tasks([task])                          # warm the pool and this process alike
+    run_tasks([task], in_process=True)
+    timings = {True: [], False: []}
+    for _ in range(repeats):
+        for here in (True, False):
+            start = time.perf_counter()
+            outcome = run_tasks([task], in_process=here)
+            timings[here].append(time.perf_counter() - start)
+            assert [r.status for r in outcome.results] == ["passed"]
+    return timings[True], timings[False]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cold", metavar="CONTEXT", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.cold:
+        print(_cold_start(options.cold))
+        return
+    repeats = options.repeats
+    ms = 1000.0
+    rows = [("cold start (fork server + first worker)",
+             statistics.median(cold_start() for _ in range(repeats))),
+            ("respawn (a fork of the warm server)", statistics.median(respawn(repeats))),
+            ("spawn start (no fork server)",
+             statistics.median(cold_start("spawn") for _ in range(repeats)))]
+    here, isolated = per_task(4 * repeats)
+    rows += [("one small task, in this process", statistics.median(here)),
+             ("one small task, on a warm worker", statistics.median(isolated))]
+    width = max(len(name) for name, _ in rows)
+    for name, seconds in rows:
+        print(f"{name:<{width}}  {seconds * ms:8.1f} ms")
+    print(f"{'overhead per task':<{width}}  "
+          f"{(statistics.median(isolated) - statistics.median(here)) * ms:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

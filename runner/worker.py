@@ -1,0 +1,124 @@
+"""The worker process: runs the tasks the parent sends, one at a time.
+
+``main(conn)`` is the whole life of a worker (``runner.pool`` starts it with
+``spawn``). It makes itself quiet and safe first: SIGINT, SIGHUP and SIGTERM
+are ignored (the parent decides when a worker ends, and kills it with
+SIGKILL, so no traceback is ever printed), it dies with its parent (Linux's
+``PR_SET_PDEATHSIG``), and its standard output goes to standard error, so
+what the code under check prints can never mix into a report on stdout. It
+then imports the libraries once (a warm worker), says ``("ready",)``, and
+serves tasks until told to stop or until the parent is gone.
+
+Messages to the parent: ``("ready",)``; ``("failed", text)`` when it cannot
+start; per task ``("sample", SampleOutcome)`` as each sample is done, then
+``("done", index, warnings)``; or ``("broken", text)`` when a task cannot
+run in a worker at all (a plugin that loads in the parent but not here).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+
+
+def _quiet() -> None:
+    for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    held = {signal.SIGINT, signal.SIGHUP, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)   # the parent held them while starting us
+    os.dup2(2, 1)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
+def _send(conn, message) -> None:
+    """Send, or end quietly when the parent is gone."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        os._exit(0)
+
+
+def _send_sample(conn, outcome) -> None:
+    try:
+        conn.send(("sample", outcome))
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        os._exit(0)
+    except Exception:  # noqa: BLE001 - a report that does not pickle: send the results
+        outcome.reports = [None] * len(outcome.results)
+        _send(conn, ("sample", outcome))
+
+
+def _set_batching(enabled: bool) -> None:
+    """Follow the parent's ``gradcheck.set_batching`` switch (where gradcheck has one)."""
+    import gradcheck
+    switch = getattr(gradcheck, "set_batching", None)
+    if switch is not None:
+        switch(enabled)
+
+
+def _prepare(task, context: dict) -> str | None:
+    """Take the parent's working folder and batching switch, load the plugins;
+    why the task cannot run here, or ``None``."""
+    from runner.errors import PluginError
+    try:
+        os.chdir(context["cwd"])
+    except OSError as exc:
+        return f"a worker process cannot enter the folder {context['cwd']!r}: {exc.strerror}"
+    if context.get("batching") is not None:
+        _set_batching(context["batching"])
+    try:
+        task.settings.registry.load_plugins(task.settings.plugins)
+    except PluginError as exc:
+        why = str(exc)
+    except BaseException as exc:  # noqa: BLE001 - sys.exit and the like, while importing it
+        why = f"loading it raised {type(exc).__name__}: {exc}"
+    else:
+        return None
+    return (f"a worker process cannot load a plugin that loads in the adcheck process ({why}); "
+            "a plugin must import the same way in a fresh Python process: make it "
+            "independent of the state of the process that runs adcheck")
+
+
+def _serve(conn) -> None:
+    from runner.tasks import execute
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        task, context = message
+        problem = _prepare(task, context)
+        if problem is not None:
+            _send(conn, ("broken", problem))
+            continue
+        warnings = execute(task, lambda outcome: _send_sample(conn, outcome))
+        _send(conn, ("done", task.index, warnings))
+
+
+def main(conn) -> None:
+    """A worker's life: start quietly, import once, serve tasks."""
+    _quiet()
+    try:
+        import gradcheck  # noqa: F401 - imported once here, so that every task finds it warm
+        import opinfo  # noqa: F401
+        import runner.tasks  # noqa: F401
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which says why
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        _send(conn, ("failed", f"importing adcheck's libraries raised {detail}"))
+        return
+    _send(conn, ("ready",))
+    _serve(conn)
