@@ -31,7 +31,7 @@ REGISTRY = "torch"
 _cache: dict = {}
 
 
-def _build(inplace: bool) -> tuple[list, list]:
+def _build() -> tuple[list, list]:
     from .loader import op_db
     kept, excluded = [], []
     for op in op_db():
@@ -43,7 +43,7 @@ def _build(inplace: bool) -> tuple[list, list]:
             excluded.append((entry.name, "no dtype supports backward on CPU"))
             continue
         kept.append(entry)
-        if inplace and op.get_inplace() is not None and op.supports_inplace_autograd:
+        if op.get_inplace() is not None and op.supports_inplace_autograd:
             kept.append(TorchOpEntry(op, "inplace"))
     seen: dict = {}
     for entry in kept:
@@ -58,15 +58,19 @@ def _build(inplace: bool) -> tuple[list, list]:
 def entries(inplace: bool = False) -> list:
     """Every op_db OpInfo with autograd on CPU, in op_db's order; with ``inplace``,
     each in-place variant torch's tests check follows its op (named ``<op>_``)."""
-    if inplace not in _cache:
-        _cache[inplace] = _build(inplace)
-    return _cache[inplace][0]
+    if "all" not in _cache:
+        _cache["all"], _cache["excluded"] = _build()
+    if inplace:
+        return _cache["all"]
+    if "function" not in _cache:
+        _cache["function"] = [e for e in _cache["all"] if e.variant == "function"]
+    return _cache["function"]
 
 
 def excluded() -> list:
     """``[(name, reason)]`` for the OpInfos left out (no autograd on CPU)."""
     entries()
-    return _cache[False][1]
+    return _cache["excluded"]
 
 
 def get(name: str) -> TorchOpEntry:

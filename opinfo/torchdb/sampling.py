@@ -92,7 +92,9 @@ class TorchSample:
             return prefix + own
         summary = self.sample.summary()
         summary = summary.removeprefix("SampleInput(").removesuffix(")")
-        summary = summary.replace(', device="cpu"', "").replace("dtype=torch.", "")
+        summary = summary.replace("dtype=torch.", "")
+        for noise in (', device="cpu"', "torch.", ", broadcasts_input=False", ", name=''"):
+            summary = summary.replace(noise, "")
         return prefix + (summary if len(summary) <= 160 else summary[:157] + "...")
 
     def __repr__(self) -> str:
