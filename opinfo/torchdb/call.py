@@ -144,14 +144,20 @@ _SHARED = ("nondet_tol", "check_grad_dtypes", "check_undefined_grad", "check_bat
 
 
 def adcheck_options(op, check: str, precise: bool, tolerance, inplace: bool = False) -> dict:
-    """``gradcheck.check`` keywords for ``check`` with the flags torch's test passes
-    (``precise``: error-estimated tolerances, else ``tolerance``'s atol/rtol)."""
+    """``gradcheck.check`` keywords for the adcheck check ``check`` with the flags
+    torch's test passes (``precise``: error-estimated tolerances, else
+    ``tolerance``'s atol/rtol). ``fast`` takes the flags of the reverse test; there
+    is no ``reference`` check (op_db has no mpmath references)."""
     from gradcheck.modes import check_named
-    name, flags = torch_runs(op, check, inplace)[0]
+    if check == "reference":
+        raise ValueError("op_db entries have no mpmath reference; the reference check "
+                         "does not apply to them")
+    name, flags = torch_runs(op, "reverse" if check == "fast" else check, inplace)[0]
     options = check_named(check).keywords(precise=precise, atol=tolerance.atol,
-                                          rtol=tolerance.rtol)
+                                          rtol=tolerance.rtol,
+                                          has_forward=bool(op.supports_forward_ad))
     options.update({k: flags[k] for k in _SHARED if k in flags})
-    if not precise:
+    if not precise and check != "fast":
         options["fast_mode"] = flags["fast_mode"]
     return options
 
