@@ -81,13 +81,13 @@ def plan(entries: list, dtypes: list | None, patterns: list, skip: set, args) ->
             if (dtypes is None or name in dtypes) and (entry.name, name) not in skip:
                 tasks.append({"id": len(tasks), "op": entry.name, "dtype": name,
                               "samples": args.samples, "checks": args.checks,
-                              "timeout": args.timeout})
+                              "timeout": args.timeout, "tools": args.tools})
     return tasks
 
 
-def _crash_record(started: dict, why: str) -> dict:
+def _crash_record(started: dict, why: str, tools) -> dict:
     record = {k: v for k, v in started.items() if k != "tool"}
-    for tool in worker.TOOLS:
+    for tool in tools:
         if tool not in record:
             record[tool] = {"status": "crash", "error": "WorkerDied", "message": why}
             if tool != started["tool"]:
@@ -101,7 +101,7 @@ def run(tasks: list, args, out) -> None:
     queue = list(reversed(tasks))
     workers = [Worker(ctx, args.threads, args.memory_gb) for _ in range(min(args.jobs,
                                                                                len(tasks)))]
-    limit = args.samples * len(args.checks) * len(worker.TOOLS) * args.timeout + 120
+    limit = args.samples * len(args.checks) * len(args.tools) * args.timeout + 120
     done = 0
     start = time.monotonic()
     for w in workers:
@@ -161,7 +161,7 @@ def _serve(w: Worker, ready: list, out) -> tuple[bool, str | None]:
 def _replace(workers, i, w: Worker, why: str, out, args) -> None:
     w.stop()
     if w.started is not None:
-        out.write(json.dumps(_crash_record(w.started, why), default=str) + "\n")
+        out.write(json.dumps(_crash_record(w.started, why, args.tools), default=str) + "\n")
     fresh = Worker(mp.get_context("fork"), args.threads, args.memory_gb)
     fresh.task = w.task
     workers[i] = fresh
@@ -188,14 +188,23 @@ def parse(argv=None):
     parser.add_argument("--checks", default="reverse",
                         help="comma-separated: reverse, forward, gradgrad, fwgrad_bwgrad")
     parser.add_argument("--ops", nargs="*", default=[], help="glob patterns of op names")
+    parser.add_argument("--tools", default=",".join(worker.TOOLS),
+                        help="comma-separated, from " + ", ".join(worker.TOOLS +
+                                                               worker.EXTRA_TOOLS))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per tool")
     parser.add_argument("--memory-gb", type=float, default=8.0,
                         help="address-space cap per worker (0: none)")
     parser.add_argument("--resume", action="store_true", help="skip (op, dtype) pairs done")
+    parser.add_argument("--merge", nargs="*", default=[],
+                        help="other results.jsonl whose tools join these in the summary")
     args = parser.parse_args(argv)
     args.checks = [c for c in args.checks.split(",") if c]
+    args.tools = [t for t in args.tools.split(",") if t]
+    unknown = set(args.tools) - set(worker.TOOLS + worker.EXTRA_TOOLS)
+    if unknown:
+        parser.error(f"unknown tools {sorted(unknown)}")
     return args
 
 
@@ -215,7 +224,7 @@ def main(argv=None) -> int:
     with results.open("a") as out:
         run(tasks, args, out)
     import opdb_survey_report as report
-    summary = report.summarize(report.load(results))
+    summary = report.summarize(report.load(results, *args.merge))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (out_dir / "summary.md").write_text(report.markdown(summary))
     print(f"wrote {out_dir / 'summary.md'}", file=sys.stderr)

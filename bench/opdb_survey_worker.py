@@ -17,8 +17,10 @@ import time
 import traceback
 from itertools import islice
 
-#: the tools, in the order they run
+#: the tools, in the order they run (``torch_slow``, torch's gradcheck with
+#: fast_mode=False, is there to time adcheck's slow-mode checks against; not by default)
 TOOLS = ("torch", "adcheck_gradcheck", "adcheck_precise")
+EXTRA_TOOLS = ("torch_slow",)
 
 MESSAGE_CHARS = 1500
 
@@ -98,6 +100,16 @@ def _torch(entry, sample, check):
     return {"status": status, "error": verdict.error, "message": _short(verdict.message)}
 
 
+def _torch_slow(entry, sample, check):
+    from opinfo.torchdb.call import torch_verdict
+    runs = [(name, dict(flags, fast_mode=False)) for name, flags in entry.torch_runs(check)]
+    verdict = torch_verdict(entry.call(sample), runs)
+    if verdict.passed:
+        return {"status": "pass"}
+    status = "fail" if verdict.error == "GradcheckError" else "error"
+    return {"status": status, "error": verdict.error, "message": _short(verdict.message)}
+
+
 def _adcheck_gradcheck(entry, sample, check):
     import gradcheck
     call = entry.call(sample)
@@ -138,7 +150,7 @@ def run_task(task: dict, send) -> None:
                       "sample": index, "check": check}
             kf = entry.known_failure(f"torch_{check}", dtype)
             record["known"] = None if kf is None else {"kind": kf.kind, "reason": kf.reason}
-            for tool in TOOLS:
+            for tool in task.get("tools", TOOLS):
                 send("start", dict(record, tool=tool))
                 record[tool] = _timed(lambda: _one(entry, dtype, index, check, tool, record),
                                       task["timeout"])
@@ -150,6 +162,8 @@ def _one(entry, dtype, index, check, tool, record):
     record.update(info)
     if tool == "torch":
         return _torch(entry, sample, check)
+    if tool == "torch_slow":
+        return _torch_slow(entry, sample, check)
     if tool == "adcheck_gradcheck":
         return _adcheck_gradcheck(entry, sample, check)
     return _adcheck_precise(entry, sample, check, dtype)
