@@ -241,16 +241,18 @@ class TorchOpEntry:
         """torch's own verdict on ``sample`` for ``check``, as its test reaches it."""
         return _call.torch_verdict(self.call(sample), self.torch_runs(check))
 
-    def reproducer(self, index: int, dtype, check: str = "reverse",
-                   precise: bool = True) -> str:
+    def reproducer(self, index: int, dtype, check: str = "reverse", precise: bool = True,
+                   seed: int = 0) -> str:
         """Python that rebuilds sample ``index`` and runs adcheck's check on it."""
+        name = dtype_name(dtype_named(dtype))
         return (f"import gradcheck\nfrom opinfo import torchdb\n\n"
                 f"entry = torchdb.get({self.name!r})\n"
-                f"sample = entry.sample({index}, {dtype_name(dtype_named(dtype))!r})\n"
+                f"sample = entry.sample({index}, {name!r})\n"
                 f"call = entry.call(sample)\n"
-                f"options = entry.adcheck_options({check!r}, {dtype_name(dtype_named(dtype))!r}, "
-                f"precise={precise})\n"
-                f"print(gradcheck.check(call.func, call.inputs, **options).message())\n")
+                f"options = entry.adcheck_options({check!r}, {name!r}, precise={precise})\n"
+                f"report = gradcheck.check(call.func, call.inputs, name=entry.name, "
+                f"seed={seed}, **options)\n"
+                f"print(report.message())\n")
 
     def __repr__(self) -> str:
         return f"TorchOpEntry({self.name!r}, family={self.family!r})"

@@ -327,6 +327,29 @@ def test_adcheck_through_the_adapter_gives_torchs_verdict(db, name, dtype, index
     assert getattr(gradcheck, fn)(call.func, call.inputs, seed=0, **flags)
 
 
+def test_the_reproducer_reruns_the_check(db, capsys):
+    exec(torchdb.get("mul").reproducer(2, "complex128"), {})
+    assert capsys.readouterr().out.strip() == "mul: all checks passed"
+
+
+def test_hardsigmoids_single_precision_sixth_is_caught_where_torch_passes(db):
+    # the survey's torch formula bug: the float64 backward multiplies by float32(1/6)
+    import gradcheck
+    entry = torchdb.get("nn.functional.hardsigmoid")
+    call = entry.call(entry.sample(0, "float64"))
+    x = call.inputs[0]
+    grad, = torch.autograd.grad(call.func(x).sum(), x)
+    inside = grad[(x.detach().abs() < 3)]
+    sixth32 = float(torch.tensor(1 / 6, dtype=torch.float32))
+    assert inside.numel() and bool((inside == sixth32).all()) and sixth32 != 1 / 6
+    assert entry.torch_verdict(entry.sample(0, "float64")).passed
+    report = gradcheck.check(call.func, call.inputs, seed=0,
+                             **entry.adcheck_options("reverse", "float64", precise=True))
+    (failure,) = [f for f in report.failures if f.check == "reverse"]
+    relative = abs(1 / 6 - sixth32) / (1 / 6)
+    assert failure.max_error == pytest.approx(relative / 6, rel=0.5)
+
+
 def test_seeds_are_a_stable_hash_of_name_dtype_and_index():
     from opinfo.torchdb.sampling import sample_seed
     digest = hashlib.sha256(b"cat:float64:1").digest()[:4]
