@@ -60,6 +60,9 @@ REFINED = {
     ("float", "numerical mismatch"): "low-precision output",
     ("cfloat", "numerical mismatch"): "low-precision output",
     ("half", "numerical mismatch"): "low-precision output",
+    ("bfloat16", "numerical mismatch"): "low-precision output",
+    ("chalf", "numerical mismatch"): "low-precision output",
+    ("sparse.mm.reduce", "numerical mismatch"): "sparse",
     ("as_strided_scatter", "numerical mismatch"): "torch formula error (op_db xfail)",
     ("native_group_norm", "numerical mismatch"): "torch formula error (op_db xfail)",
     ("normal", "numerical mismatch"): "torch formula error (op_db skip)",
@@ -158,6 +161,21 @@ def _disagreements(records: list) -> dict:
     return out
 
 
+def _by_class(records: list, tools: list) -> dict:
+    """For every class, how many results of each tool that are not a pass fall in it,
+    and the ops."""
+    table: dict = defaultdict(lambda: {"ops": set(), **{t: 0 for t in tools}})
+    for r in records:
+        for tool in tools:
+            res = r.get(tool, {})
+            if res.get("status") in (None, "pass", "not-run"):
+                continue
+            row = table[classify(res, r["op"])]
+            row[tool] += 1
+            row["ops"].add(r["op"])
+    return {k: dict(v, ops=sorted(v["ops"])) for k, v in sorted(table.items())}
+
+
 def _agreed(records: list) -> dict:
     """Samples where torch and both adcheck tools fail (or error): by op, with the
     known failure op_db declares, if any."""
@@ -204,7 +222,7 @@ def summarize(records: list) -> dict:
     return {"records": len(records), "ops": len({r["op"] for r in records}),
             "dtypes": dict(Counter(r["dtype"] for r in records)), "statuses": statuses,
             "exceptions": _exceptions(records), "disagreements": _disagreements(records),
-            "agreed_failures": _agreed(records),
+            "agreed_failures": _agreed(records), "by_class": _by_class(records, tools),
             "times": _times(records),
             "classes": {name: meaning for name, meaning, _ in RULES}}
 
@@ -255,6 +273,18 @@ def _md_disagreements(summary: dict) -> list:
     return lines
 
 
+def _md_classes(summary: dict) -> list:
+    tools = list(summary["statuses"])
+    lines = ["## Every result that is not a pass, by class", "",
+             "| class | " + " | ".join(tools) + " | ops |", "|---|" + "---|" * (len(tools) + 1)]
+    for name, row in summary["by_class"].items():
+        ops = ", ".join(row["ops"][:10]) + (f" (+{len(row['ops']) - 10})"
+                                            if len(row["ops"]) > 10 else "")
+        lines.append(f"| {name} | " + " | ".join(str(row.get(t, 0)) for t in tools)
+                     + f" | {ops} |")
+    return lines + [""]
+
+
 def _md_agreed(summary: dict) -> list:
     rows = summary["agreed_failures"]
     lines = ["## Samples torch and adcheck both fail", ""]
@@ -285,5 +315,6 @@ def markdown(summary: dict) -> str:
         lines.append(f"| {tool} | {t['samples']} | {t['total_ratio']:.2f} | "
                      f"{t['median_ratio']:.2f} | {t['adcheck_s']:.1f} | {t['torch_s']:.1f} |")
     lines.append("")
+    lines += _md_classes(summary)
     lines += _md_exceptions(summary) + _md_disagreements(summary) + _md_agreed(summary)
     return "\n".join(lines) + "\n"
