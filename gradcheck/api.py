@@ -73,7 +73,7 @@ def run(func, inputs, options: Options) -> Report:
     problem = Problem(func, inputs, name, order=options.order)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
-    ev = Evaluator(problem)
+    ev = Evaluator(problem, options.memory_budget)
     if not problem.diff_out:
         flow.no_differentiable_output(ev, report, options)
     else:

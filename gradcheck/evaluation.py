@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcheck import budget as budgets
 from gradcheck.batching import batching_enabled
 from gradcheck.errors import GradcheckError
 from gradcheck.problem import Problem, as_tuple
@@ -34,8 +35,10 @@ from gradcheck.problem import Problem, as_tuple
 class Evaluator:
     """The evaluations of one ``Problem`` (see the module docstring)."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, budget: int = budgets.DEFAULT_BUDGET):
         self.problem = problem
+        #: bytes the stacked evaluations may hold (``Options.memory_budget``)
+        self.budget = budget
         self._unbatchable: set = set()
         #: vectors asked for ahead, by kind and index; and their results, a list
         #: (equal vectors may be asked for more than once) by (kind, index, vector)
@@ -111,6 +114,11 @@ class Evaluator:
         arrays = np.asarray(arrays)
         if len(arrays) == 0:
             return {o: np.zeros((0, *a.shape), a.dtype) for o, a in p.out_arrays.items()}
+        size = self.batch_size("function")
+        if len(arrays) > size:
+            parts = [self.outputs_at(in_idx, arrays[a:b], what, each, tolerant)
+                     for a, b in budgets.chunks(len(arrays), size)]
+            return {o: np.concatenate([part[o] for part in parts]) for o in p.float_out}
         result = self._batched("function", what, len(arrays),
                                lambda: self._mapped_outputs(in_idx, arrays))
         if result is not None:
@@ -157,8 +165,22 @@ class Evaluator:
         return np.asarray(np.stack(vectors) if isinstance(vectors, list) else vectors,
                           dtype=dtype)
 
+    def batch_size(self, kind: str) -> int:
+        """Vectors per batched ``kind`` evaluation ("function", "vjp", "jvp")
+        that the budget allows: each holds every input and output (and, in a
+        function that differentiates inside, a copy of every input)."""
+        p = self.problem
+        size = sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.arrays.values())
+        size += sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.out_arrays.values())
+        return budgets.batch_size(self.budget, size)
+
     def _products(self, kind, idx, vectors, what, each) -> dict:
         vectors = self._cast(kind, idx, vectors)
+        size = self.batch_size(kind)
+        if len(vectors) > size:
+            parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
+                     for a, b in budgets.chunks(len(vectors), size)]
+            return _join(parts, lambda r, n: self._zeros(kind, n)(r))
         kept = [self._take(kind, idx, v) for v in vectors]
         missing = [k for k, row in enumerate(kept) if row is None]
         pending = self._pending[kind].pop(idx, [])
@@ -296,6 +318,21 @@ class Evaluator:
 def _key(vector: np.ndarray) -> tuple:
     """A vector as a dictionary key: its dtype, shape and bytes."""
     return vector.dtype.str, vector.shape, vector.tobytes()
+
+
+def _join(parts: list, zeros) -> dict:
+    """Stacked products of consecutive batches joined: ``None`` (no gradient)
+    where every batch has none, else ``zeros(r, n)`` for a batch of ``n``
+    vectors without one. ``parts``: ``(n, products by receiver)``."""
+    joined = {}
+    for r in parts[0][1]:
+        pieces = [(n, part[r]) for n, part in parts]
+        if all(piece is None for _, piece in pieces):
+            joined[r] = None
+        else:
+            joined[r] = np.concatenate([zeros(r, n) if piece is None else piece
+                                        for n, piece in pieces])
+    return joined
 
 
 def _stack(rows: list, receivers: list, zeros, absent) -> dict:

@@ -1,34 +1,68 @@
-"""The numerical Jacobian: central differences, one column per coordinate."""
+"""The numerical Jacobian: central differences, one column per coordinate.
+
+Columns are built in chunks the memory budget allows (``gradcheck.budget``):
+each chunk's perturbed inputs are one stacked evaluation, so no array of
+``2 N`` perturbed inputs or outputs is ever held at once.
+"""
 from __future__ import annotations
 
 import time
 
 import numpy as np
 
+from gradcheck import budget as budgets
 from gradcheck import coords
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 
 
 def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
-                      columns=None, tolerant: bool = False) -> dict:
+                      columns=None, tolerant: bool = False, directions=None) -> dict:
     """The outputs with coordinate ``columns[j]`` of input ``in_idx`` moved by
     ``steps[k, j]`` (default: every coordinate), in real coordinates: by output,
     an array of shape ``(len(steps), len(columns), output real size)``.
-    ``tolerant``: a point where the function raises gives NaN outputs."""
+    ``directions`` (one real vector per column, in the input's coordinates)
+    moves the input along ``directions[j]`` instead of along coordinate
+    ``columns[j]``. ``tolerant``: a point where the function raises gives NaN
+    outputs."""
     p = ev.problem
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     n = vector.size
-    columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
-    moved = np.broadcast_to(vector, (len(steps), len(columns), n)).copy()
-    moved[:, np.arange(len(columns)), columns] += steps
+    if directions is not None:
+        moved = vector + steps[:, :, None] * np.asarray(directions)[None, :, :]
+        columns = np.arange(len(directions))
+    else:
+        columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
+        moved = np.broadcast_to(vector, (len(steps), len(columns), n)).copy()
+        moved[:, np.arange(len(columns)), columns] += steps
     arrays = coords.from_real_rows(moved.reshape(len(steps) * len(columns), n), base.shape,
                                    base.dtype)
     outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
                          tolerant)
     return {o: coords.to_real_rows(v).reshape(len(steps), len(columns), p.layout.out_size(o))
             for o, v in outs.items()}
+
+
+def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,
+                    directions=None) -> dict:
+    """Central differences at step ``eps`` of input ``in_idx``'s coordinates
+    ``columns`` (or along ``directions``, see ``perturbed_outputs``): by output,
+    a ``(output real size, len(columns))`` block."""
+    count = len(directions) if directions is not None else len(columns)
+    steps = np.array([[eps] * count, [-eps] * count])
+    both = perturbed_outputs(ev, in_idx, steps, f"computing finite differences for input "
+                             f"{in_idx}", columns, directions=directions)
+    return {o: ((both[o][0] - both[o][1]) / (2 * eps)).T for o in ev.problem.float_out}
+
+
+def column_chunk(ev: Evaluator, copies: int = budgets.COMPARISON_COPIES) -> int:
+    """Columns of every block built at once: their perturbed inputs and outputs
+    (``copies`` of each) within the budget."""
+    p = ev.problem
+    size = sum(p.layout.in_size(i) for i in p.diff_in)
+    size += sum(p.layout.out_size(o) for o in p.float_out)
+    return budgets.chunk_columns(ev.budget, size, copies)
 
 
 def central_blocks(ev: Evaluator, eps: float) -> Jacobian:
@@ -38,11 +72,11 @@ def central_blocks(ev: Evaluator, eps: float) -> Jacobian:
     jac = Jacobian("numerical", p.layout)
     for in_idx in p.diff_in:
         n_in = p.layout.in_size(in_idx)
-        steps = np.array([[eps] * n_in, [-eps] * n_in])
-        both = perturbed_outputs(ev, in_idx, steps,
-                                 f"computing finite differences for input {in_idx}")
         for o in p.float_out:
-            jac.blocks[o, in_idx] = ((both[o][0] - both[o][1]) / (2 * eps)).T
+            jac.blocks[o, in_idx] = np.empty((p.layout.out_size(o), n_in))
+        for a, b in budgets.chunks(n_in, column_chunk(ev)):
+            for o, block in central_columns(ev, in_idx, eps, np.arange(a, b)).items():
+                jac.blocks[o, in_idx][:, a:b] = block
     jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac

@@ -18,6 +18,15 @@ import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
+from gradcheck.budget import DEFAULT_BUDGET
+
+#: bytes one check may hold in arrays it makes (``memory_budget``): 512 MiB
+DEFAULT_MEMORY_BUDGET = DEFAULT_BUDGET
+#: the least budget accepted: below it a single evaluation's arrays may not fit
+MIN_MEMORY_BUDGET = 2**20
+#: how the Jacobians are built (``jacobian``), see ``gradcheck.producers``
+JACOBIAN_KINDS = ("auto", "dense", "compressed", "probed")
+
 
 @dataclass(frozen=True)
 class Options:
@@ -44,6 +53,8 @@ class Options:
     check_adjoint: bool = True
     order: int = 1
     grad_outputs: Any = None
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    jacobian: str = "auto"
 
     def __post_init__(self):
         if self.order not in (1, 2):
@@ -64,6 +75,19 @@ class Options:
                 or self.probes < 1:
             raise ValueError(f"check: probes must be an integer >= 1 (the number of random "
                              f"probes), not {self.probes!r}")
+        if not isinstance(self.memory_budget, numbers.Integral) \
+                or isinstance(self.memory_budget, bool) \
+                or self.memory_budget < MIN_MEMORY_BUDGET:
+            raise ValueError(f"check: memory_budget must be a number of bytes >= "
+                             f"{MIN_MEMORY_BUDGET} (1 MiB), not {self.memory_budget!r}; "
+                             "for example memory_budget=512 * 2**20")
+        if self.jacobian not in JACOBIAN_KINDS:
+            raise ValueError(f"check: jacobian must be one of {', '.join(JACOBIAN_KINDS)}, "
+                             f"not {self.jacobian!r}")
+        if self.jacobian in ("compressed", "probed") and self.reference is not None:
+            raise ValueError(f"check: jacobian={self.jacobian!r} compares finite differences "
+                             "along directions; an mpmath reference gives whole Jacobians "
+                             "only: pass jacobian='auto' or 'dense' with reference=")
 
     @classmethod
     def from_keywords(cls, **keywords) -> Options:

@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
+from gradcheck import budget as budgets
 from gradcheck import coords
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import perturbed_outputs
+from gradcheck.numerical import column_chunk, perturbed_outputs
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
@@ -31,15 +32,16 @@ ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
-def _stacked_differences(ev: Evaluator, in_idx, steps, columns) -> tuple:
+def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None) -> tuple:
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
-    coordinate ``columns[j]``: per level ``k``, by output, a (columns, output
-    size) matrix. A step where the function raises gives NaN (discarded)."""
+    coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
+    output, a (columns, output size) matrix. A step where the function raises
+    gives NaN (discarded)."""
     p = ev.problem
     outs = p.float_out
     both = perturbed_outputs(ev, in_idx, np.concatenate([steps, -steps]),
                              f"extrapolating finite differences for input {in_idx}", columns,
-                             tolerant=True)
+                             tolerant=True, directions=directions)
     levels = len(steps)
     eps = max(coords.rounding_unit(p.out_arrays[o].dtype) for o in outs)
     diffs, noises = [], []
@@ -110,15 +112,27 @@ def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
             for o in problem.float_out}
 
 
-def _steps(x: np.ndarray) -> np.ndarray:
-    """Steps ``h_k`` by level (rows) and coordinate (columns)."""
-    h0 = np.maximum(np.abs(x), 2.0 ** -6) / 32.0
+def step_scale(x: np.ndarray) -> np.ndarray:
+    """The first step ``h_0`` of each coordinate of ``x`` (real coordinates)."""
+    return np.maximum(np.abs(x), 2.0 ** -6) / 32.0
+
+
+def level_steps(h0: np.ndarray) -> np.ndarray:
+    """Steps ``h_0 * 2**-k`` by level (rows) and column (``h0``'s entries)."""
     return h0[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
 
 
-def _columns(ev: Evaluator, in_idx: int, steps: np.ndarray) -> dict:
-    """(value, error) per output, each (coordinates, output size), for every
-    coordinate of input ``in_idx``.
+def _steps(x: np.ndarray) -> np.ndarray:
+    """Steps ``h_k`` by level (rows) and coordinate (columns)."""
+    return level_steps(step_scale(x))
+
+
+def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
+                         directions=None) -> dict:
+    """(value, error) per output, each (coordinates, output size), for the
+    coordinates of input ``in_idx`` that the columns of ``steps`` move: with
+    ``directions`` (one real vector per column), along those directions
+    (``steps[k, j]`` times ``directions[j]``), else every coordinate in order.
 
     The first ``FIRST_LEVELS`` steps are tried; coordinates whose estimates
     have not converged get all ``LEVELS``. Each phase is one stacked
@@ -130,12 +144,14 @@ def _columns(ev: Evaluator, in_idx: int, steps: np.ndarray) -> dict:
     n = steps.shape[1]
     if n == 0:
         return {o: (np.zeros((0, problem.layout.out_size(o))),) * 2 for o in problem.float_out}
-    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], list(range(n)))
+    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], list(range(n)),
+                                         directions)
     result = _extrapolated(problem, diffs, noises)
     pending = np.flatnonzero(~_converged(problem, result))
     if pending.size:
-        extra, extra_noise = _stacked_differences(ev, in_idx, steps[FIRST_LEVELS:][:, pending],
-                                                  list(pending))
+        extra, extra_noise = _stacked_differences(
+            ev, in_idx, steps[FIRST_LEVELS:][:, pending], list(pending),
+            None if directions is None else np.asarray(directions)[pending])
         diffs = [{o: d[o][pending] for o in d} for d in diffs] + extra
         noises = [{o: v[o][pending] for o in v} for v in noises] + extra_noise
         redone = _extrapolated(problem, diffs, noises)
@@ -149,10 +165,16 @@ def richardson_blocks(ev: Evaluator) -> Jacobian:
     problem = ev.problem
     start, before = time.perf_counter(), problem.counts["function"]
     jac = Jacobian("numerical", problem.layout, errors={})
+    width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES)
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
-        for o, (best, err) in _columns(ev, in_idx, _steps(x)).items():
-            jac.blocks[o, in_idx], jac.errors[o, in_idx] = best.T.copy(), err.T.copy()
+        steps = _steps(x)
+        parts = [extrapolated_columns(ev, in_idx, steps[:, a:b])
+                 for a, b in budgets.chunks(x.size, width)]
+        parts = parts or [extrapolated_columns(ev, in_idx, steps)]  # no coordinate at all
+        for o in problem.float_out:
+            jac.blocks[o, in_idx] = np.concatenate([part[o][0] for part in parts]).T.copy()
+            jac.errors[o, in_idx] = np.concatenate([part[o][1] for part in parts]).T.copy()
     jac.counts = {"function": problem.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac

@@ -1,0 +1,51 @@
+"""The memory budget of one check, in bytes: how much goes in one batch.
+
+Every array a check makes is sized from ``Options.memory_budget`` (512 MiB
+unless asked otherwise): a batched evaluation stacks at most ``batch_size``
+examples (their inputs, outputs and the engine's temporaries for them), a
+Jacobian block is built and compared ``chunk_columns`` columns at a time, and
+a block is held whole only when ``fits`` says it may. The multipliers below
+are what one example or one entry costs, counted generously: a budget is
+a ceiling the check stays under, not a target it fills.
+"""
+from __future__ import annotations
+
+#: the budget when none is given (``Options.memory_budget``'s default)
+DEFAULT_BUDGET = 512 * 2**20
+#: bytes of one real coordinate (float64; a complex128 element is two)
+BYTES = 8
+#: what one example of a batched evaluation holds, in copies of its inputs
+#: and outputs: the stacked arguments, the results, and the temporaries of
+#: the function or of its backward (a few intermediates of each size)
+EVALUATION_COPIES = 8
+#: what one entry of a Jacobian block costs while it is built and compared:
+#: the expected and actual values, an error estimate, a tolerance, the
+#: difference, and the extrapolation tableau's rows for a chunk of columns
+COMPARISON_COPIES = 8
+#: Richardson extrapolation holds this many values per entry while it works
+#: (the central differences at every step and their tableau)
+EXTRAPOLATION_COPIES = 64
+
+
+def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES) -> int:
+    """Examples per batched evaluation when one example has ``example_size``
+    real coordinates in all (inputs plus outputs); at least 1."""
+    per_example = max(1, example_size) * BYTES * copies
+    return max(1, budget // per_example)
+
+
+def chunk_columns(budget: int, rows: int, copies: int = COMPARISON_COPIES) -> int:
+    """Columns of a ``rows``-row block that one chunk may hold; at least 1."""
+    return max(1, budget // (max(1, rows) * BYTES * copies))
+
+
+def fits(budget: int, entries: int, copies: int = COMPARISON_COPIES) -> bool:
+    """Whether ``entries`` real numbers, ``copies`` times over, fit in the budget."""
+    return entries * BYTES * copies <= budget
+
+
+def chunks(count: int, size: int):
+    """``(start, stop)`` of consecutive chunks of at most ``size`` out of ``count``."""
+    size = max(1, int(size))
+    for start in range(0, count, size):
+        yield start, min(count, start + size)
