@@ -48,9 +48,11 @@ def ad_blocks(ev: Evaluator, side: Side) -> Jacobian:
     for idx in side.carriers(p):
         n = side.carrier_size(p.layout, idx)
         for r in side.receivers(p):
-            shape = (n, side.receiver_size(p.layout, r))
-            jac.blocks[side.key(idx, r)] = np.empty(shape if side.part == "row" else shape[::-1])
-        for a, b in budgets.chunks(n, ev.batch_size(side.product)):
+            # a block of columns is stored transposed, as a batch of them is made
+            jac.blocks[side.key(idx, r)] = side.block(np.empty((n, side.receiver_size(p.layout,
+                                                                                      r))))
+        # (no coordinate at all: one empty batch still carries the prefetched vectors)
+        for a, b in list(budgets.chunks(n, ev.batch_size(side.product))) or [(0, 0)]:
             for r, part in ad_parts(ev, side, idx, a, b).items():
                 if side.part == "row":
                     jac.blocks[side.key(idx, r)][a:b] = part

@@ -110,7 +110,7 @@ def _parts(e, a, tol, out_complex, in_complex) -> str | None:
     return None
 
 
-def _subset(e, a, tol) -> str | None:
+def _subset(e, a, tol, origin=(0, 0)) -> str | None:
     wrong = np.abs(a - e) > tol
     active = (np.abs(e) > tol) | (np.abs(a) > tol) | wrong
     n_wrong, n_active = int(wrong.sum()), int(active.sum())
@@ -123,7 +123,7 @@ def _subset(e, a, tol) -> str | None:
     elif square and np.all(rows != cols):
         where = "all off the diagonal: the cross terms are wrong or missing"
     elif n_wrong * 2 <= n_active:
-        where = f"first at [{rows[0]}, {cols[0]}]"
+        where = f"first at [{rows[0] + origin[0]}, {cols[0] + origin[1]}]"
     else:
         return None
     return (f"only {n_wrong} of {n_active} nonzero entries differ, {where}; the formula is "
@@ -131,20 +131,24 @@ def _subset(e, a, tol) -> str | None:
 
 
 def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: str,
-             out_complex: bool, in_complex: bool) -> str | None:
+             out_complex: bool, in_complex: bool, origin=(0, 0),
+             whole: bool = True) -> str | None:
     """One sentence naming the kind of error between two real blocks.
 
     ``tol`` is the comparison's tolerance in complex form (PyTorch's form);
-    it is spread to the real coordinates for the candidate tests.
+    it is spread to the real coordinates for the candidate tests. The blocks
+    may be a window of a larger block whose first row and (complex form)
+    column are ``origin``: entries are then named in the whole block, and
+    with ``whole=False`` nothing is said about the whole block's being zero.
     """
     e, a = np.asarray(expected, float), np.asarray(actual, float)
     if not np.all(np.isfinite(a)):
         return f"the {_verb(mode)} returns NaN or inf"
     tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
-    if not np.any(a) and np.any(np.abs(e) > tol_r):
+    if whole and not np.any(a) and np.any(np.abs(e) > tol_r):
         return (f"analytical is zero: the {_verb(mode)} returns no gradient (None or zeros) "
                 "for an input the function uses")
-    if not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
+    if whole and not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
         return (f"numerical is zero but analytical is not: the function does not use this "
                 f"input, yet the {_verb(mode)} returns a gradient for it")
     for explain in (_factor(e, a, tol_r, mode),
@@ -159,7 +163,7 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
         if not _fits(candidate, e, tol_r) and _fits(candidate, a, tol_r):
             return (f"analytical is the transpose of numerical: the {_verb(mode)} multiplies "
                     "by J where it needs J^T (a missing .T/.mT or swapped matmul operands)")
-    return _parts(e, a, tol_r, out_complex, in_complex) or _subset(e, a, tol_r)
+    return _parts(e, a, tol_r, out_complex, in_complex) or _subset(e, a, tol_r, origin)
 
 
 def _cplx(block, in_complex):

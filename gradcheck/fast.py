@@ -68,10 +68,13 @@ def _unit_rows(rng, k, size):
     return rows / np.where(norms == 0, 1, norms)
 
 
-def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1) -> Probes:
-    """Signed random unit directions for every input and every float output."""
-    u = {i: _unit_rows(rng, k, problem.layout.in_size(i)) for i in problem.diff_in}
-    v = {o: _unit_rows(rng, k, problem.layout.out_size(o)) for o in problem.float_out}
+def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1,
+                layout=None) -> Probes:
+    """Signed random unit directions for every input and every float output,
+    sized by ``layout`` (default the problem's)."""
+    layout = layout or problem.layout
+    u = {i: _unit_rows(rng, k, layout.in_size(i)) for i in problem.diff_in}
+    v = {o: _unit_rows(rng, k, layout.out_size(o)) for o in problem.float_out}
     return Probes(u, v)
 
 

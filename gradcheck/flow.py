@@ -23,7 +23,10 @@ from gradcheck.fast import draw_probes, fast_numerical, fast_projections
 from gradcheck.numerical import central_blocks
 from gradcheck.options import Options
 from gradcheck.precise import precise_tolerances
-from gradcheck.producers import ad_producer, expected_producer
+from gradcheck.jacobian import cell_layout
+from gradcheck.producers import ad_producer, choose, expected_producer
+from gradcheck.streamed import streamed
+from gradcheck.window import explain
 from gradcheck.report import Report, describe
 from gradcheck.sides import FORWARD, REVERSE, SIDES
 
@@ -59,21 +62,29 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
 
 
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
-    """Whole Jacobians, each AD side against the expected one."""
-    numerical = expected_producer(options)(ev)
+    """Whole Jacobians (or their compressed cells), each AD side against the
+    expected one; a plan of chunks goes to ``streamed``."""
+    plan = choose(ev, rng, options, _epsilon(ev))
+    report.plan = plan.kind
+    if plan.kind == "chunked":
+        return streamed(ev, report, rng, options)
+    numerical = expected_producer(options, plan)(ev)
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)
     tols = precise_tolerances(numerical, _epsilon(ev)) if options.precise else None
     built = {}
     for side in sides(options):
-        produce = ad_producer(side, options)
+        produce = ad_producer(side, options, plan)
         jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
         report.results += compare_jacobians(side.mode, numerical, jac, options.atol,
                                             options.rtol, tols)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             report.results += checks.reentrant(jac, produce(ev), options.nondet_tol)
+    if plan.seeds:
+        _explain_cells(ev, report, options)
     if len(built) == 2 and options.check_adjoint:
-        probes = draw_probes(ev.problem, rng, options.probes)
+        layout = cell_layout(ev.problem.layout, plan.seeds)
+        probes = draw_probes(ev.problem, rng, options.probes, layout)
         rev_p, jtv, fwd_p, ju = slow_projections(probes, built["reverse"], built["forward"],
                                                  ev.problem.layout)
         report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(ev),
@@ -81,6 +92,14 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     report.results += checks.detached(ev, numerical, options.atol)
     if numerical.mode == "reference":
         _who_is_wrong(ev, report, options)
+
+
+def _explain_cells(ev: Evaluator, report: Report, options: Options) -> None:
+    """A compressed check failed in a cell: name the entry, show its window."""
+    for result in report.failures:
+        jac = report.jacobians.get(result.mode)
+        if result.check in SIDES and jac is not None and jac.seeds and result.where:
+            explain(ev, result, jac, options, _epsilon(ev))
 
 
 def _who_is_wrong(ev: Evaluator, report: Report, options: Options) -> None:

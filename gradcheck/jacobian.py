@@ -7,6 +7,13 @@ a ``mode`` label saying how it was obtained (one of ``gradcheck.modes.SOURCES``:
 ``reference``). Producers may attach a per-entry absolute error estimate
 (``errors``). Fast mode's projections are Jacobians too, in the all-real
 ``projection_layout``: one (k, 1) column of scalars per pair.
+
+A Jacobian may hold its blocks compressed: with ``seeds`` (by input index,
+see ``gradcheck.seeds``) block ``(out_idx, in_idx)`` is ``J S`` for the seed
+matrix ``S = seeds[in_idx]``: its columns are cells, not input coordinates,
+and ``complex_form`` leaves them as they are. ``producer`` names what made it
+(``dense``, ``compressed``, ``probed``, ``chunked``) and ``note`` says what
+it could have missed, for the report.
 """
 from __future__ import annotations
 
@@ -45,6 +52,17 @@ def projection_layout(layout: Layout) -> Layout:
     return Layout(ins, {i: False for i in ins}, outs, {o: False for o in outs})
 
 
+def cell_layout(layout: Layout, seeds: dict | None) -> Layout:
+    """``layout`` with each seeded input counted in cells: all-real, one
+    coordinate per seed column (what random projections of compressed blocks
+    are drawn in)."""
+    if not seeds:
+        return layout
+    shapes = {i: (seeds[i].count,) if i in seeds else s for i, s in layout.in_shapes.items()}
+    complex_ = {i: False if i in seeds else c for i, c in layout.in_complex.items()}
+    return Layout(shapes, complex_, layout.out_shapes, layout.out_complex)
+
+
 @dataclass
 class Jacobian:
     """Jacobian blocks of one mode, indexed ``jac[out_idx, in_idx]``.
@@ -64,6 +82,9 @@ class Jacobian:
     errors: dict | None = None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
+    seeds: dict | None = None
+    producer: str = "dense"
+    note: str | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -78,9 +99,16 @@ class Jacobian:
     def keys(self):
         return self.blocks.keys()
 
+    def compressed(self, in_idx: int) -> bool:
+        """Whether the blocks of input ``in_idx`` hold cells of ``J S``."""
+        return bool(self.seeds) and in_idx in self.seeds
+
     def complex_form(self, out_idx: int, in_idx: int) -> np.ndarray:
-        """The block with complex-input columns combined (PyTorch's form)."""
+        """The block with complex-input columns combined (PyTorch's form);
+        compressed blocks as they are."""
         block = self.blocks[out_idx, in_idx]
+        if self.compressed(in_idx):
+            return block
         return coords.complex_columns(block, self.layout.in_complex[in_idx])
 
     def error_form(self, out_idx: int, in_idx: int) -> np.ndarray | None:
@@ -88,7 +116,7 @@ class Jacobian:
         if not self.errors or (out_idx, in_idx) not in self.errors:
             return None
         err = self.errors[out_idx, in_idx]
-        if self.layout.in_complex[in_idx]:
+        if self.layout.in_complex[in_idx] and not self.compressed(in_idx):
             return np.hypot(err[:, 0::2], err[:, 1::2])
         return err
 
@@ -99,4 +127,6 @@ class Jacobian:
             pairs.append({"out_idx": out_idx, "in_idx": in_idx,
                           "shape": list(block.shape), "values": json_array(block)})
         return {"mode": self.mode, "pairs": pairs, "counts": dict(self.counts),
-                "seconds": self.seconds}
+                "seconds": self.seconds, "producer": self.producer, "note": self.note,
+                "seeds": None if not self.seeds else
+                {str(i): {"kind": s.kind, "count": s.count} for i, s in self.seeds.items()}}

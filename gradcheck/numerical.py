@@ -73,7 +73,7 @@ def central_blocks(ev: Evaluator, eps: float) -> Jacobian:
     for in_idx in p.diff_in:
         n_in = p.layout.in_size(in_idx)
         for o in p.float_out:
-            jac.blocks[o, in_idx] = np.empty((p.layout.out_size(o), n_in))
+            jac.blocks[o, in_idx] = np.empty((n_in, p.layout.out_size(o))).T  # as a batch is made
         for a, b in budgets.chunks(n_in, column_chunk(ev)):
             for o, block in central_columns(ev, in_idx, eps, np.arange(a, b)).items():
                 jac.blocks[o, in_idx][:, a:b] = block

@@ -22,13 +22,18 @@ AD_ULPS = 4096
 
 def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
     """A tolerance matrix (complex form) for each block of ``numerical``."""
-    tolerances = {}
-    for key in numerical.blocks:
-        values = np.abs(numerical.complex_form(*key))
-        error = numerical.error_form(*key)
-        if error is None:
-            error = np.zeros_like(values)
+    return {key: entry_tolerance(numerical.complex_form(*key), numerical.error_form(*key),
+                                 epsilon) for key in numerical.blocks}
+
+
+def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float,
+                    scale: float | None = None) -> np.ndarray:
+    """The tolerance of each entry of ``values`` (numerical, complex form) with
+    its error estimate; ``scale``: the largest entry of the whole block (by
+    default of ``values``)."""
+    values = np.abs(values)
+    error = np.zeros_like(values) if error is None else error
+    if scale is None:
         scale = values.max() if values.size else 0.0
-        relative = np.sqrt(epsilon) / 2
-        tolerances[key] = SAFETY * error + relative * values + AD_ULPS * epsilon * scale + 1e-300
-    return tolerances
+    relative = np.sqrt(epsilon) / 2
+    return SAFETY * error + relative * values + AD_ULPS * epsilon * scale + 1e-300

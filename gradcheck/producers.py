@@ -14,15 +14,44 @@ call chain.
 - the analytical side (``ad_producer``): every vjp or jvp of the side's
   unit vectors (``analytical.ad_blocks``).
 
+``choose`` makes the ``Plan`` of one check from the options and the sizes
+(``Options.jacobian``, default ``"auto"``):
+
+- ``dense``: whole blocks, as above. ``auto`` keeps it for blocks of up to
+  ``compressed.AUTO_ENTRIES`` entries in all, so small checks run as they
+  always have;
+- ``compressed``: larger blocks whose pattern (read from the formula) puts
+  the columns into at least ``AUTO_GAIN`` times fewer groups: every side
+  builds ``J S`` (``gradcheck.compressed``, ``gradcheck.decompress``);
+- ``chunked``: dense blocks too large for the memory budget, built and
+  compared a chunk of columns at a time (``gradcheck.streamed``);
+- ``probed`` (only when asked): ``J U`` for Gaussian directions ``U``, with
+  the probability that a wrong entry escapes in the report
+  (``gradcheck.probed``).
+
 ``numerical_jacobian``, ``reverse_jacobian`` and ``forward_jacobian`` build
 one Jacobian of a function directly.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+import numpy as np
+
+from gradcheck import budget as budgets
 from gradcheck.analytical import ad_blocks
+from gradcheck.compressed import (
+    Compression,
+    compressed_forward,
+    compressed_numerical,
+    compression,
+    large,
+    pattern_side,
+    worth_it,
+)
+from gradcheck.decompress import compressed_reverse
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.numerical import central_blocks
@@ -35,8 +64,47 @@ from gradcheck.sides import FORWARD, REVERSE, Side
 Producer = Callable[[Evaluator], Jacobian]
 
 
-def expected_producer(options: Options) -> Producer:
+@dataclass
+class Plan:
+    """How one check builds its Jacobians (see the module docstring)."""
+
+    kind: str = "dense"
+    compression: Compression | None = None
+    epsilon: float = 0.0
+
+    @property
+    def seeds(self) -> dict | None:
+        """The seeds of a compressed plan, by input."""
+        return None if self.compression is None else self.compression.seeds
+
+
+def entries(ev: Evaluator) -> int:
+    """Real entries of every block together."""
+    p = ev.problem
+    return sum(p.layout.out_size(o) * p.layout.in_size(i) for o in p.float_out
+               for i in p.diff_in)
+
+
+def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
+    """The ``Plan`` of a slow check (see the module docstring)."""
+    kind = options.jacobian
+    if options.reference is not None:
+        kind = "dense"
+    comp = None
+    if kind == "compressed" or (kind == "auto" and large(ev)):
+        child = np.random.default_rng(rng.integers(2**63))
+        comp = compression(ev, child, options.precise, pattern_side(options))
+        kind = "compressed" if kind == "compressed" or worth_it(ev, comp) else "auto"
+    if kind in ("auto", "dense"):   # every entry: whole blocks, or chunks of them
+        kind = "dense" if budgets.fits(ev.budget, entries(ev)) else "chunked"
+    return Plan(kind, comp if kind == "compressed" else None, epsilon)
+
+
+def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
     """The producer of the Jacobian the AD sides are compared against."""
+    if plan is not None and plan.kind == "compressed":
+        return partial(compressed_numerical, comp=plan.compression, precise=options.precise,
+                       eps=options.eps)
     if options.reference is not None:
         return partial(reference_blocks, ref=options.reference)
     if options.precise:
@@ -44,8 +112,12 @@ def expected_producer(options: Options) -> Producer:
     return partial(central_blocks, eps=options.eps)
 
 
-def ad_producer(side: Side, options: Options) -> Producer:
-    """The producer of ``side``'s Jacobian (the options choose none other yet)."""
+def ad_producer(side: Side, options: Options, plan: Plan | None = None) -> Producer:
+    """The producer of ``side``'s Jacobian."""
+    if plan is not None and plan.kind == "compressed":
+        if side is FORWARD:
+            return partial(compressed_forward, comp=plan.compression)
+        return partial(compressed_reverse, comp=plan.compression, epsilon=plan.epsilon)
     return partial(ad_blocks, side=side)
 
 

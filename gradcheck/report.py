@@ -90,6 +90,10 @@ class Report:
     #: rule that ran once per example inside vmap
     batching: dict = field(default_factory=dict)
     order: int = 1
+    #: how the slow Jacobians were built: ``dense``, ``compressed``,
+    #: ``chunked`` or ``probed`` (``gradcheck.producers.choose``); ``None`` in
+    #: fast mode
+    plan: str | None = None
 
     @property
     def passed(self) -> bool:

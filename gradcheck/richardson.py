@@ -128,11 +128,12 @@ def _steps(x: np.ndarray) -> np.ndarray:
 
 
 def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
-                         directions=None) -> dict:
+                         directions=None, columns=None) -> dict:
     """(value, error) per output, each (coordinates, output size), for the
     coordinates of input ``in_idx`` that the columns of ``steps`` move: with
     ``directions`` (one real vector per column), along those directions
-    (``steps[k, j]`` times ``directions[j]``), else every coordinate in order.
+    (``steps[k, j]`` times ``directions[j]``), else coordinates ``columns``
+    (default: every coordinate in order).
 
     The first ``FIRST_LEVELS`` steps are tried; coordinates whose estimates
     have not converged get all ``LEVELS``. Each phase is one stacked
@@ -144,13 +145,13 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     n = steps.shape[1]
     if n == 0:
         return {o: (np.zeros((0, problem.layout.out_size(o))),) * 2 for o in problem.float_out}
-    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], list(range(n)),
-                                         directions)
+    columns = np.arange(n) if columns is None else np.asarray(columns)
+    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], columns, directions)
     result = _extrapolated(problem, diffs, noises)
     pending = np.flatnonzero(~_converged(problem, result))
     if pending.size:
         extra, extra_noise = _stacked_differences(
-            ev, in_idx, steps[FIRST_LEVELS:][:, pending], list(pending),
+            ev, in_idx, steps[FIRST_LEVELS:][:, pending], columns[pending],
             None if directions is None else np.asarray(directions)[pending])
         diffs = [{o: d[o][pending] for o in d} for d in diffs] + extra
         noises = [{o: v[o][pending] for o in v} for v in noises] + extra_noise
@@ -169,7 +170,7 @@ def richardson_blocks(ev: Evaluator) -> Jacobian:
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
         steps = _steps(x)
-        parts = [extrapolated_columns(ev, in_idx, steps[:, a:b])
+        parts = [extrapolated_columns(ev, in_idx, steps[:, a:b], columns=np.arange(a, b))
                  for a, b in budgets.chunks(x.size, width)]
         parts = parts or [extrapolated_columns(ev, in_idx, steps)]  # no coordinate at all
         for o in problem.float_out:

@@ -1,0 +1,81 @@
+"""Cells of ``J S``: the columns of a Jacobian block pushed through seeds.
+
+Every compressed, probed or chunked producer builds its blocks from these,
+``start:stop`` cell columns at a time (``gradcheck.seeds`` for ``S``):
+
+- ``numerical_cells``: finite differences along each column of ``S``
+  (central at ``eps``, or Richardson-extrapolated with an error estimate;
+  for ``Identity`` seeds exactly the dense producers' columns);
+- ``forward_cells``: one jvp per column of ``S``;
+- ``reverse_row_cells``: vjps of unit grad_outputs (rows of the block),
+  multiplied by ``S``.
+
+Seeds meant for extrapolation carry the first step of each coordinate in
+their weights (``direction_scale``), so a step ``2**-k`` along a column moves
+each coordinate by its own ``h_0`` times its weight, as the dense
+extrapolation does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcheck import coords
+from gradcheck.analytical import ad_parts
+from gradcheck.evaluation import Evaluator
+from gradcheck.numerical import central_columns
+from gradcheck.richardson import LEVELS, _steps, extrapolated_columns, step_scale
+from gradcheck.seeds import Seeds
+from gradcheck.sides import FORWARD, REVERSE
+
+
+def direction_scale(ev: Evaluator, in_idx: int, precise: bool) -> np.ndarray:
+    """What to multiply seed weights by so that finite differences along them
+    step as the dense ones do: ``h_0`` per coordinate when extrapolating, 1
+    otherwise."""
+    if not precise:
+        return np.ones(ev.problem.layout.in_size(in_idx))
+    return step_scale(coords.to_real(ev.problem.arrays[in_idx]))
+
+
+def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int,
+                    precise: bool, eps: float) -> dict:
+    """``(cells, errors)`` by output, each ``(output real size, stop - start)``;
+    ``errors`` is ``None`` unless ``precise``."""
+    directions = seeds.directions(start, stop)
+    columns = np.arange(start, stop)
+    if not precise:
+        found = central_columns(ev, in_idx, eps, columns, directions)
+        return {o: (block, None) for o, block in found.items()}
+    if directions is None:
+        steps = _steps(coords.to_real(ev.problem.arrays[in_idx]))[:, start:stop]
+        found = extrapolated_columns(ev, in_idx, steps, columns=columns)
+    else:
+        steps = np.broadcast_to(2.0 ** -np.arange(LEVELS)[:, None], (LEVELS, stop - start))
+        found = extrapolated_columns(ev, in_idx, np.array(steps), directions)
+    return {o: (best.T.copy(), err.T.copy()) for o, (best, err) in found.items()}
+
+
+def forward_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int) -> dict:
+    """``A S[:, start:stop]`` by output from one jvp per seed column."""
+    directions = seeds.directions(start, stop)
+    if directions is None:
+        return ad_parts(ev, FORWARD, in_idx, start, stop)
+    p = ev.problem
+    results = FORWARD.products(ev, in_idx, FORWARD.vectors(p, in_idx, directions),
+                               f"computing jvps along seed columns {start} to {stop - 1} of "
+                               f"input {in_idx}")
+    return {o: FORWARD.block(FORWARD.real_rows(p, o, results[o], stop - start))
+            for o in FORWARD.receivers(p)}
+
+
+def reverse_row_cells(ev: Evaluator, out_idx: int, seeds: dict, start: int, stop: int,
+                      columns: dict | None = None) -> dict:
+    """Rows ``start:stop`` of ``A S`` for output ``out_idx`` by input: vjps of
+    unit grad_outputs, each row multiplied by that input's seeds (only cell
+    columns ``columns[in_idx] = (a, b)`` when given)."""
+    rows = ad_parts(ev, REVERSE, out_idx, start, stop)
+    cells = {}
+    for in_idx, block in rows.items():
+        a, b = (columns or {}).get(in_idx, (0, seeds[in_idx].count))
+        cells[in_idx] = seeds[in_idx].compress(block, a, b)
+    return cells

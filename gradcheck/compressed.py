@@ -1,0 +1,240 @@
+"""Compressed Jacobians: columns that share no row, finite-differenced together.
+
+When a block's pattern is sparse or structured (``gradcheck.structure``:
+elementwise, row-wise, block-diagonal over batches, banded), its columns fall
+into ``G`` groups of columns that share no row. With a random weight ``w_j``
+on every coordinate (sign random, magnitude uniform in [1, 2), see
+``seeds.signed_weights``), the seed matrix ``S`` has one column per group,
+and every producer builds ``J S`` instead of ``J``: the numerical side
+differences along each group's direction (``G`` directions instead of ``N``
+coordinates: 2 evaluations each, or 16 to 28 when extrapolating), forward
+mode takes one jvp per group, and reverse mode decompresses row-grouped vjps
+(``gradcheck.decompress``). The one comparator compares the cells entry by
+entry, within the tolerances it uses for entries.
+
+Why an error in any single entry still shows, and why a wrong sparsity in the
+formula cannot hide. Let ``J`` be the true Jacobian, ``A`` the formula's and
+``E = A - J``. Cell ``(i, g)`` of the comparison holds
+``(E S)[i, g] = sum over j in g of w_j E[i, j]``.
+
+1. The groups come from ``A``'s pattern ``P`` (read from a few exact rows of
+   ``A``): columns of one group share no row of ``P``, so an error on ``P``
+   is alone in its cell, where it shows as ``w_j E[i, j]`` against a
+   tolerance computed for ``w_j J[i, j]``: exactly as in the dense
+   comparison (``|w_j| >= 1``; when extrapolating, ``w_j`` also carries the
+   coordinate's first step, which scales the cell and its tolerance alike).
+2. An error off ``P`` (an entry the true Jacobian has and the formula lacks,
+   such as a missing cross term, or one the formula has and the truth lacks)
+   may share its cell with other errors. Its row's cell still compares
+   ``A``'s cell (``0`` when the row has no entry of ``P`` in that group)
+   with the numerical one, which holds the missing entry. The errors of one
+   cell cancel only if their weights do: conditioned on every other weight,
+   the weight ``w_1`` of the cell's largest error ``E_1`` must land in an
+   interval of length ``2 tau / |E_1|`` (``tau`` the cell's tolerance),
+   which has probability at most ``tau / |E_1|`` (the density of ``w_1`` is
+   1/2 on each of ``[-2, -1)`` and ``[1, 2)``). An error 100 times the
+   tolerance escapes its cell with probability at most 1 %, and a missing
+   term escapes only if every cell it touches cancels. The weights come from
+   the check's seed, drawn independently of the function; ``seed=`` repeats
+   them.
+3. The pattern is trusted only where correctness depends on it: reverse mode
+   reconstructs the cells from vjps of row groups, which is exact only when
+   ``A`` has no entry off ``P``. One more random product ``v^T A u`` (one
+   vjp) is compared, to rounding, with the sum over the reconstructed
+   entries; an entry of ``A`` off ``P`` makes them differ for every ``u, v``
+   outside a set of measure zero (the difference is a nonzero polynomial in
+   the Gaussian ``u`` and ``v``), and then that output's cells come from all
+   ``M`` rows of ``A`` instead, multiplied by ``S``. Forward mode and finite
+   differences push ``S`` through directly and need no pattern at all.
+
+So the pattern decides the cost and how precisely a report can point at an
+entry, never whether an error beyond the tolerances is seen.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradcheck import budget as budgets
+from gradcheck.cells import direction_scale, forward_cells, numerical_cells
+from gradcheck.evaluation import Evaluator
+from gradcheck.jacobian import Jacobian
+from gradcheck.numerical import column_chunk
+from gradcheck.seeds import Groups, signed_weights
+from gradcheck.sides import FORWARD, REVERSE, Side
+from gradcheck.structure import combined, propose, real_shape
+
+#: rows (or columns) of the formula read to propose a pattern, per carrier
+SAMPLES = 3
+#: ``jacobian="auto"`` compresses only blocks with more entries than this in all
+AUTO_ENTRIES = 2 ** 18
+#: ... and only when the columns to difference drop at least this many times
+AUTO_GAIN = 4
+
+
+@dataclass
+class Compression:
+    """The seeds of every input and the patterns they came from."""
+
+    seeds: dict         # in_idx -> seeds.Groups
+    patterns: dict      # (out_idx, in_idx) -> structure.Pattern
+    source: str         # the AD side the patterns were read from
+    #: out_idx -> (row group of each output coordinate, number of groups, row
+    #: weights, (v, u by input): the random product that checks the pattern),
+    #: drawn once so that reverse mode reconstructs the same cells every time
+    rows: dict = field(default_factory=dict)
+
+    @property
+    def groups(self) -> int:
+        return sum(s.count for s in self.seeds.values())
+
+    def describe(self) -> str:
+        kinds = sorted({p.describe() for p in self.patterns.values()})
+        return "; ".join(kinds)
+
+
+def shapes(problem, out_idx: int, in_idx: int) -> tuple:
+    """The real shapes of a block's rows and columns."""
+    layout = problem.layout
+    return (real_shape(layout.out_shapes[out_idx], layout.out_complex[out_idx]),
+            real_shape(layout.in_shapes[in_idx], layout.in_complex[in_idx]))
+
+
+def _sample_positions(size: int, shape: tuple, rng) -> np.ndarray:
+    """The centre coordinate (a full band is seen there) and random others."""
+    centre = int(np.ravel_multi_index(tuple(n // 2 for n in shape), shape))
+    others = rng.integers(0, size, SAMPLES - 1) if size > 1 else []
+    return np.unique(np.concatenate([[centre], others]).astype(np.int64))
+
+
+def detect(ev: Evaluator, side: Side, rng) -> dict:
+    """A pattern for every (output, input) pair that requires grad, from the
+    exact nonzeros of a few rows (reverse) or columns (forward) of the
+    formula."""
+    p = ev.problem
+    found = {}
+    for idx in side.carriers(p):
+        size = side.carrier_size(p.layout, idx)
+        base = side.base(p, idx)
+        carrier_shape = real_shape(base.shape, np.iscomplexobj(base))
+        where = _sample_positions(size, carrier_shape, rng)
+        units = np.zeros((len(where), size))
+        units[np.arange(len(where)), where] = 1.0
+        results = side.products(ev, idx, side.vectors(p, idx, units),
+                                "reading the formula's sparsity pattern")
+        for r in side.receivers(p):
+            key = side.key(idx, r)
+            if key[0] not in p.diff_out:
+                continue
+            k, hit = np.nonzero(side.real_rows(p, r, results[r], len(where)))
+            rows, cols = (where[k], hit) if side is REVERSE else (hit, where[k])
+            found[key] = propose(*shapes(p, *key), rows, cols)
+    return found
+
+
+def compression(ev: Evaluator, rng, precise: bool, side: Side) -> Compression:
+    """Seeds for every input from the patterns ``side`` shows."""
+    p = ev.problem
+    patterns = detect(ev, side, rng)
+    seeds = {}
+    for in_idx in p.diff_in:
+        mine = {o: patterns[o, in_idx] for o in p.diff_out if (o, in_idx) in patterns}
+        colours = {o: pattern.column_colours() for o, pattern in mine.items()}
+        size = p.layout.in_size(in_idx)
+        groups, count = combined(list(colours.values())) if colours else \
+            (np.zeros(size, dtype=np.int64), min(size, 1))
+        weights = signed_weights(rng, size) * direction_scale(ev, in_idx, precise)
+        seeds[in_idx] = Groups(groups, weights, count, mine, colours)
+    comp = Compression(seeds, patterns, side.mode)
+    for out_idx in p.diff_out:
+        colourings = [patterns[out_idx, i].row_colours() for i in p.diff_in
+                      if (out_idx, i) in patterns]
+        m = p.layout.out_size(out_idx)
+        groups, count = combined(colourings) if colourings else \
+            (np.zeros(m, dtype=np.int64), min(m, 1))
+        check = (rng.standard_normal(m),
+                 {i: rng.standard_normal(p.layout.in_size(i)) for i in p.diff_in})
+        comp.rows[out_idx] = (groups, count, signed_weights(rng, m), check)
+    return comp
+
+
+def worth_it(ev: Evaluator, comp: Compression) -> bool:
+    """``jacobian="auto"``: whether compressing pays (large blocks, many
+    fewer columns to difference)."""
+    p = ev.problem
+    entries = sum(p.layout.out_size(o) * p.layout.in_size(i)
+                  for o in p.float_out for i in p.diff_in)
+    columns = sum(p.layout.in_size(i) for i in p.diff_in)
+    return entries > AUTO_ENTRIES and comp.groups * AUTO_GAIN <= columns
+
+
+def large(ev: Evaluator) -> bool:
+    """Whether the blocks are large enough for ``auto`` to try compressing."""
+    p = ev.problem
+    return sum(p.layout.out_size(o) * p.layout.in_size(i)
+               for o in p.float_out for i in p.diff_in) > AUTO_ENTRIES
+
+
+def _note(comp: Compression, what: str) -> str:
+    columns = sum(s.size for s in comp.seeds.values())
+    return (f"{what}: {columns} input coordinates in {comp.groups} groups of columns that share "
+            f"no row of the formula's pattern ({comp.describe()}, read from {comp.source} "
+            "mode), one weighted direction per group; an entry alone in its cell is compared "
+            "as in a dense check, wrong entries sharing a cell escape together with "
+            "probability at most tolerance / |largest of them|")
+
+
+def _assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
+    """Join chunks of cells (by output) into the blocks of ``in_idx``."""
+    p = ev.problem
+    for o in p.float_out:
+        if not parts:
+            jac.blocks[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
+            if jac.errors is not None:
+                jac.errors[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
+            continue
+        values = [part[o] if isinstance(part[o], np.ndarray) else part[o][0] for part in parts]
+        jac.blocks[o, in_idx] = np.concatenate(values, axis=1)
+        if jac.errors is not None:
+            jac.errors[o, in_idx] = np.concatenate([part[o][1] for part in parts], axis=1)
+
+
+def compressed_numerical(ev: Evaluator, comp: Compression, precise: bool,
+                         eps: float) -> Jacobian:
+    """``J S`` by finite differences along each group's direction."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["function"]
+    jac = Jacobian("numerical", p.layout, errors={} if precise else None, seeds=comp.seeds,
+                   producer="compressed", note=_note(comp, "finite differences of J S"))
+    copies = budgets.EXTRAPOLATION_COPIES if precise else budgets.COMPARISON_COPIES
+    for in_idx in p.diff_in:
+        seeds = comp.seeds[in_idx]
+        parts = [numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
+                 for a, b in budgets.chunks(seeds.count, column_chunk(ev, copies))]
+        _assemble(jac, ev, in_idx, parts)
+    jac.counts = {"function": p.counts["function"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac
+
+
+def compressed_forward(ev: Evaluator, comp: Compression) -> Jacobian:
+    """``A S`` from one jvp per group."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["jvp"]
+    jac = Jacobian("forward", p.layout, seeds=comp.seeds, producer="compressed",
+                   note=_note(comp, "forward mode A S, one jvp per group"))
+    for in_idx in p.diff_in:
+        seeds = comp.seeds[in_idx]
+        parts = [forward_cells(ev, in_idx, seeds, a, b)
+                 for a, b in budgets.chunks(seeds.count, ev.batch_size("jvp"))]
+        _assemble(jac, ev, in_idx, parts)
+    jac.counts = {"jvp": p.counts["jvp"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac
+
+
+def pattern_side(options) -> Side:
+    """The side whose formula the pattern is read from: reverse when checked."""
+    return REVERSE if options.check_backward_ad else FORWARD
