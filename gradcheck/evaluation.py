@@ -283,6 +283,8 @@ class Evaluator:
         vmapped call (``None``: the engine has no vmap)."""
         p, E = self.problem, self.problem.engine
         grad = p.differentiates_inside
+        if grad and not E.vmap_differentiates:
+            return None
         with E.enable_grad() if grad else E.no_grad():
             args = p.fresh_inputs({})
             dims = [None] * len(args)

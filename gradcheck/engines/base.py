@@ -24,6 +24,8 @@ class Engine:
     supports_batched_forward_grad = False
     #: whether ``undefined_grad`` can express an undefined gradient (else zeros)
     supports_undefined_grad = False
+    #: whether ``vmap`` can map a function that differentiates inside
+    vmap_differentiates = True
 
     @property
     def convert_hint(self) -> str:

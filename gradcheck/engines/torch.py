@@ -1,10 +1,29 @@
-"""The torch adapter. Imported only when the inputs are torch tensors."""
+"""The torch adapter. Imported only when the inputs are torch tensors.
+
+Function evaluations are batched with ``torch.func.vmap`` (finite
+differences evaluate the function at many points of one input in one call).
+A function vmap cannot run (randomness, ``.item()`` or ``.numpy()``, data-
+dependent control flow, an ``autograd.Function`` without a vmap rule) raises
+inside it, and gradcheck then evaluates one point at a time and says why in
+``Report.batching``. Ops that torch runs in a loop inside vmap (no batching
+rule: torch warns "There is a performance drop...") are counted by name in
+``Report.batching["looped_ops"]``. A function that differentiates inside
+(the first derivative of a second-order check) is not vmapped: torch.func
+does not follow ``autograd.grad`` through vmap.
+"""
 from __future__ import annotations
+
+import re
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from gradcheck.engines.base import Engine
+
+#: torch's warning for an op without a batching rule, and the op it names
+_LOOPED = re.compile(r"batching rule for (\S+?)\.? ")
 
 
 class TorchEngine(Engine):
@@ -15,6 +34,8 @@ class TorchEngine(Engine):
     supports_batched_grad = True
     supports_batched_forward_grad = True
     supports_undefined_grad = True
+    #: torch.func.vmap cannot map a function that calls autograd.grad inside
+    vmap_differentiates = False
 
     def is_tensor(self, value) -> bool:
         return isinstance(value, torch.Tensor)
@@ -22,6 +43,23 @@ class TorchEngine(Engine):
     def to_numpy(self, tensor) -> np.ndarray:
         tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
         return np.array(tensor.numpy(), copy=True)
+
+    def vmap(self, func, in_dims):
+        return torch.func.vmap(func, in_dims=in_dims)
+
+    @contextmanager
+    def looped_ops(self):
+        found: dict = {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield found
+        for warning in caught:
+            match = _LOOPED.search(str(warning.message))
+            if match:
+                found[match.group(1)] = found.get(match.group(1), 0) + 1
+            else:  # not ours to swallow: issue it again where it came from
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
 
     def batched_jvp(self, func, primals, in_idx, tangents):
         from torch._vmap_internals import _vmap  # the batching forward AD supports
