@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+import time
+
+from gradcheck import budget as budgets
 from gradcheck import coords
 from gradcheck.analytical import ad_parts
 from gradcheck.evaluation import Evaluator
-from gradcheck.numerical import central_columns
+from gradcheck.jacobian import Jacobian
+from gradcheck.numerical import central_columns, column_chunk
 from gradcheck.richardson import LEVELS, _steps, extrapolated_columns, step_scale
 from gradcheck.seeds import Seeds
 from gradcheck.sides import FORWARD, REVERSE
@@ -79,3 +83,51 @@ def reverse_row_cells(ev: Evaluator, out_idx: int, seeds: dict, start: int, stop
         a, b = (columns or {}).get(in_idx, (0, seeds[in_idx].count))
         cells[in_idx] = seeds[in_idx].compress(block, a, b)
     return cells
+
+
+def assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
+    """Join chunks of cells (by output: an array, or ``(cells, errors)``) into
+    the blocks of ``in_idx``."""
+    p = ev.problem
+    for o in p.float_out:
+        if not parts:
+            jac.blocks[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
+            if jac.errors is not None:
+                jac.errors[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
+            continue
+        values = [part[o] if isinstance(part[o], np.ndarray) else part[o][0] for part in parts]
+        jac.blocks[o, in_idx] = np.concatenate(values, axis=1)
+        if jac.errors is not None:
+            jac.errors[o, in_idx] = np.concatenate([part[o][1] for part in parts], axis=1)
+
+
+def seeded_numerical(ev: Evaluator, seeds: dict, precise: bool, eps: float, producer: str,
+                     note: str) -> Jacobian:
+    """``J S`` for every input's seeds, by finite differences along each seed
+    column, a budget's chunk of columns at a time."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["function"]
+    jac = Jacobian("numerical", p.layout, errors={} if precise else None, seeds=seeds,
+                   producer=producer, note=note)
+    copies = budgets.EXTRAPOLATION_COPIES if precise else budgets.COMPARISON_COPIES
+    for in_idx in p.diff_in:
+        parts = [numerical_cells(ev, in_idx, seeds[in_idx], a, b, precise, eps)
+                 for a, b in budgets.chunks(seeds[in_idx].count, column_chunk(ev, copies))]
+        assemble(jac, ev, in_idx, parts)
+    jac.counts = {"function": p.counts["function"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac
+
+
+def seeded_forward(ev: Evaluator, seeds: dict, producer: str, note: str) -> Jacobian:
+    """``A S`` for every input's seeds, one jvp per seed column."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["jvp"]
+    jac = Jacobian("forward", p.layout, seeds=seeds, producer=producer, note=note)
+    for in_idx in p.diff_in:
+        parts = [forward_cells(ev, in_idx, seeds[in_idx], a, b)
+                 for a, b in budgets.chunks(seeds[in_idx].count, ev.batch_size("jvp"))]
+        assemble(jac, ev, in_idx, parts)
+    jac.counts = {"jvp": p.counts["jvp"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac

@@ -119,3 +119,89 @@ def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: fl
             tol = None if tolerances is None else tolerances.get(key)
             results.append(compare_pair(check, expected, actual, *key, atol, rtol, tol, explain))
     return results
+
+
+class Tally:
+    """``compare`` over a block seen a chunk at a time, without holding it.
+
+    Each ``add`` brings expected and actual entries of some columns (all rows)
+    and their tolerance in two parts: ``base`` (per entry) and a floor of
+    ``floor_unit`` times the largest ``|expected|`` of the whole block, which
+    is known only at the end. ``result`` then says what ``compare`` would on
+    the whole block: passed, the largest error (one that fails first) and
+    where, the tolerance there. Failing candidates are kept ``KEEP`` at a
+    time (those above the floor so far, largest errors first); the floor only
+    grows, so the final failures are among them unless more than ``KEEP``
+    entries lie between the floor seen so far and the final one. It also
+    counts what the diagnosis needs (``sums``, ``wrong``, ``active``,
+    failures on and off the diagonal, the first failing entry).
+    """
+
+    KEEP = 256
+
+    def __init__(self, floor_unit: float = 0.0):
+        self.floor_unit = floor_unit
+        self.scale = 0.0
+        self.best = (-1.0, None, 0.0)           # (error, where, tolerance) overall
+        self.candidates: list = []              # (error, where, base tolerance)
+        self.sums = np.zeros(3)                 # e.e, e.a, a.a
+        self.counts = {"wrong": 0, "active": 0, "diagonal": 0, "off": 0}
+        self.first: tuple | None = None
+
+    def floor(self) -> float:
+        return self.floor_unit * self.scale + 1e-300 if self.floor_unit else 0.0
+
+    def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
+            row0: int = 0, col0: int = 0) -> None:
+        """Entries ``[row0:, col0:]`` of the block (complex form)."""
+        if expected.size == 0:
+            return
+        err = entry_errors(expected, actual)
+        self.scale = max(self.scale, float(np.max(np.abs(expected))))
+        tol = base + self.floor()
+        flat = int(np.argmax(err))
+        if err.flat[flat] > self.best[0]:
+            r, c = np.unravel_index(flat, err.shape)
+            self.best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0),
+                         float(tol.flat[flat]))
+        bad = err > tol
+        self._count(expected, actual, tol, bad, row0, col0)
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            order = np.argsort(-err[rows, cols], kind="stable")[:self.KEEP]
+            self.candidates += [(float(err[r, c]), (int(r) + row0, int(c) + col0),
+                                 float(base[r, c])) for r, c in zip(rows[order], cols[order])]
+            self.candidates.sort(key=lambda item: -item[0])
+            del self.candidates[self.KEEP:]
+
+    def _count(self, expected, actual, tol, bad, row0, col0) -> None:
+        e, a = _reals(expected), _reals(actual)
+        self.sums += (float(e @ e), float(e @ a), float(a @ a))
+        active = (np.abs(expected) > tol) | (np.abs(actual) > tol) | bad
+        self.counts["active"] += int(active.sum())
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            self.counts["wrong"] += len(rows)
+            on = int(np.sum(rows + row0 == cols + col0))
+            self.counts["diagonal"] += on
+            self.counts["off"] += len(rows) - on
+            if self.first is None:
+                self.first = (int(rows[0]) + row0, int(cols[0]) + col0)
+
+    def result(self, check, mode, against, out_idx, in_idx) -> Result:
+        """The ``Result`` of the whole block (without arrays or diagnosis)."""
+        floor = self.floor()
+        failing = [c for c in self.candidates if c[0] > c[2] + floor]
+        if failing:
+            error, where, base = failing[0]
+            return Result(check, mode, against, out_idx, in_idx, False, error, where,
+                          base + floor)
+        error, where, tol = self.best
+        return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def _reals(array: np.ndarray) -> np.ndarray:
+    """Every real coordinate of ``array``, flat."""
+    if np.iscomplexobj(array):
+        return np.concatenate([array.real.ravel(), array.imag.ravel()])
+    return np.asarray(array, dtype=float).ravel()

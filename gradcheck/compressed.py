@@ -52,16 +52,13 @@ entry, never whether an error beyond the tolerances is seen.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradcheck import budget as budgets
-from gradcheck.cells import direction_scale, forward_cells, numerical_cells
+from gradcheck.cells import direction_scale, seeded_forward, seeded_numerical
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import column_chunk
 from gradcheck.seeds import Groups, signed_weights
 from gradcheck.sides import FORWARD, REVERSE, Side
 from gradcheck.structure import combined, propose, real_shape
@@ -186,53 +183,17 @@ def _note(comp: Compression, what: str) -> str:
             "probability at most tolerance / |largest of them|")
 
 
-def _assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
-    """Join chunks of cells (by output) into the blocks of ``in_idx``."""
-    p = ev.problem
-    for o in p.float_out:
-        if not parts:
-            jac.blocks[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
-            if jac.errors is not None:
-                jac.errors[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
-            continue
-        values = [part[o] if isinstance(part[o], np.ndarray) else part[o][0] for part in parts]
-        jac.blocks[o, in_idx] = np.concatenate(values, axis=1)
-        if jac.errors is not None:
-            jac.errors[o, in_idx] = np.concatenate([part[o][1] for part in parts], axis=1)
-
-
 def compressed_numerical(ev: Evaluator, comp: Compression, precise: bool,
                          eps: float) -> Jacobian:
     """``J S`` by finite differences along each group's direction."""
-    p = ev.problem
-    start, before = time.perf_counter(), p.counts["function"]
-    jac = Jacobian("numerical", p.layout, errors={} if precise else None, seeds=comp.seeds,
-                   producer="compressed", note=_note(comp, "finite differences of J S"))
-    copies = budgets.EXTRAPOLATION_COPIES if precise else budgets.COMPARISON_COPIES
-    for in_idx in p.diff_in:
-        seeds = comp.seeds[in_idx]
-        parts = [numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
-                 for a, b in budgets.chunks(seeds.count, column_chunk(ev, copies))]
-        _assemble(jac, ev, in_idx, parts)
-    jac.counts = {"function": p.counts["function"] - before}
-    jac.seconds = time.perf_counter() - start
-    return jac
+    return seeded_numerical(ev, comp.seeds, precise, eps, "compressed",
+                            _note(comp, "finite differences of J S"))
 
 
 def compressed_forward(ev: Evaluator, comp: Compression) -> Jacobian:
     """``A S`` from one jvp per group."""
-    p = ev.problem
-    start, before = time.perf_counter(), p.counts["jvp"]
-    jac = Jacobian("forward", p.layout, seeds=comp.seeds, producer="compressed",
-                   note=_note(comp, "forward mode A S, one jvp per group"))
-    for in_idx in p.diff_in:
-        seeds = comp.seeds[in_idx]
-        parts = [forward_cells(ev, in_idx, seeds, a, b)
-                 for a, b in budgets.chunks(seeds.count, ev.batch_size("jvp"))]
-        _assemble(jac, ev, in_idx, parts)
-    jac.counts = {"jvp": p.counts["jvp"] - before}
-    jac.seconds = time.perf_counter() - start
-    return jac
+    return seeded_forward(ev, comp.seeds, "compressed",
+                          _note(comp, "forward mode A S, one jvp per group"))
 
 
 def pattern_side(options) -> Side:

@@ -117,7 +117,8 @@ def _subset(e, a, tol, origin=(0, 0)) -> str | None:
     if n_wrong == 0 or n_wrong == n_active:
         return None
     rows, cols = np.nonzero(wrong)
-    square = e.shape[0] == e.shape[1] and e.shape[0] > 1
+    # (a window off the block's diagonal has no diagonal to speak of)
+    square = e.shape[0] == e.shape[1] and e.shape[0] > 1 and origin[0] == origin[1]
     if square and np.all(rows == cols):
         where = "all on the diagonal"
     elif square and np.all(rows != cols):

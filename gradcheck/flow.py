@@ -26,6 +26,7 @@ from gradcheck.precise import precise_tolerances
 from gradcheck.jacobian import cell_layout
 from gradcheck.producers import ad_producer, choose, expected_producer
 from gradcheck.streamed import streamed
+from gradcheck.probed import escape_odds
 from gradcheck.window import explain
 from gradcheck.report import Report, describe
 from gradcheck.sides import FORWARD, REVERSE, SIDES
@@ -62,27 +63,29 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
 
 
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
-    """Whole Jacobians (or their compressed cells), each AD side against the
-    expected one; a plan of chunks goes to ``streamed``."""
+    """Whole Jacobians (or their cells, compressed or probed), each AD side
+    against the expected one; a plan of chunks goes to ``streamed``."""
     plan = choose(ev, rng, options, _epsilon(ev))
     report.plan = plan.kind
     if plan.kind == "chunked":
-        return streamed(ev, report, rng, options)
+        return streamed(ev, report, rng, options, sides(options), _epsilon(ev))
     numerical = expected_producer(options, plan)(ev)
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)
     tols = precise_tolerances(numerical, _epsilon(ev)) if options.precise else None
-    built = {}
+    built, compared = {}, {}
     for side in sides(options):
         produce = ad_producer(side, options, plan)
         jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
-        report.results += compare_jacobians(side.mode, numerical, jac, options.atol,
-                                            options.rtol, tols)
+        expected, side_tols = compared[side.mode] = plan.against(side, numerical, options, tols)
+        report.results += compare_jacobians(side.mode, expected, jac, options.atol,
+                                            options.rtol, side_tols)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             report.results += checks.reentrant(jac, produce(ev), options.nondet_tol)
     if plan.seeds:
-        _explain_cells(ev, report, options)
-    if len(built) == 2 and options.check_adjoint:
+        _cover(report, plan, numerical, compared, options, _epsilon(ev))
+        _explain_cells(ev, report, options, numerical)
+    if len(built) == 2 and options.check_adjoint and plan.kind != "probed":
         layout = cell_layout(ev.problem.layout, plan.seeds)
         probes = draw_probes(ev.problem, rng, options.probes, layout)
         rev_p, jtv, fwd_p, ju = slow_projections(probes, built["reverse"], built["forward"],
@@ -94,12 +97,25 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         _who_is_wrong(ev, report, options)
 
 
-def _explain_cells(ev: Evaluator, report: Report, options: Options) -> None:
+def _cover(report: Report, plan, numerical, compared: dict, options, epsilon) -> None:
+    """What the compressed or probed Jacobians could have missed, by mode."""
+    for mode, jac in report.jacobians.items():
+        report.coverage[mode] = jac.note
+    if plan.kind == "probed":
+        tols = compared.get("forward", (None, None))[1]
+        if tols is None:
+            tols = precise_tolerances(numerical, epsilon) if options.precise else \
+                {k: options.atol + options.rtol * np.abs(b) for k, b in numerical.blocks.items()}
+        reverse = compared.get("reverse", (None, None))[1]
+        report.escape = escape_odds(numerical, tols, reverse, plan.probes, options, epsilon)
+
+
+def _explain_cells(ev: Evaluator, report: Report, options: Options, numerical) -> None:
     """A compressed check failed in a cell: name the entry, show its window."""
     for result in report.failures:
         jac = report.jacobians.get(result.mode)
         if result.check in SIDES and jac is not None and jac.seeds and result.where:
-            explain(ev, result, jac, options, _epsilon(ev))
+            explain(ev, result, jac, options, _epsilon(ev), numerical)
 
 
 def _who_is_wrong(ev: Evaluator, report: Report, options: Options) -> None:

@@ -13,7 +13,8 @@ see ``gradcheck.seeds``) block ``(out_idx, in_idx)`` is ``J S`` for the seed
 matrix ``S = seeds[in_idx]``: its columns are cells, not input coordinates,
 and ``complex_form`` leaves them as they are. ``producer`` names what made it
 (``dense``, ``compressed``, ``probed``, ``chunked``) and ``note`` says what
-it could have missed, for the report.
+it could have missed, for the report. With ``row_seeds`` (by output index)
+the rows are projected too: the block is ``W^T J S``.
 """
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ class Jacobian:
     seeds: dict | None = None
     producer: str = "dense"
     note: str | None = None
+    #: by output index, the rows ``W`` of ``W^T J S`` when the rows are
+    #: projected too (reverse mode in a probed check)
+    row_seeds: dict | None = None
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -52,6 +52,14 @@ from gradcheck.compressed import (
     worth_it,
 )
 from gradcheck.decompress import compressed_reverse
+from gradcheck.probed import (
+    ProbePlan,
+    probe_plan,
+    probed_forward,
+    probed_numerical,
+    probed_reverse,
+    projected,
+)
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.numerical import central_blocks
@@ -71,11 +79,22 @@ class Plan:
     kind: str = "dense"
     compression: Compression | None = None
     epsilon: float = 0.0
+    probes: ProbePlan | None = None
 
     @property
     def seeds(self) -> dict | None:
-        """The seeds of a compressed plan, by input."""
+        """The seeds of a compressed or probed plan, by input."""
+        if self.probes is not None:
+            return self.probes.seeds
         return None if self.compression is None else self.compression.seeds
+
+    def against(self, side: Side, numerical: Jacobian, options: Options,
+                tolerances: dict | None) -> tuple:
+        """What ``side``'s Jacobian is compared with, and the tolerances:
+        ``numerical`` itself, or its rows projected (reverse mode, probed)."""
+        if self.kind == "probed" and side is REVERSE:
+            return projected(numerical, self.probes, options, self.epsilon)
+        return numerical, tolerances
 
 
 def entries(ev: Evaluator) -> int:
@@ -90,6 +109,9 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     kind = options.jacobian
     if options.reference is not None:
         kind = "dense"
+    if kind == "probed":
+        child = np.random.default_rng(rng.integers(2**63))
+        return Plan(kind, None, epsilon, probe_plan(ev, child, options.probes, options.precise))
     comp = None
     if kind == "compressed" or (kind == "auto" and large(ev)):
         child = np.random.default_rng(rng.integers(2**63))
@@ -102,6 +124,9 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
 
 def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
     """The producer of the Jacobian the AD sides are compared against."""
+    if plan is not None and plan.kind == "probed":
+        return partial(probed_numerical, plan=plan.probes, precise=options.precise,
+                       eps=options.eps)
     if plan is not None and plan.kind == "compressed":
         return partial(compressed_numerical, comp=plan.compression, precise=options.precise,
                        eps=options.eps)
@@ -114,6 +139,10 @@ def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
 
 def ad_producer(side: Side, options: Options, plan: Plan | None = None) -> Producer:
     """The producer of ``side``'s Jacobian."""
+    if plan is not None and plan.kind == "probed":
+        if side is FORWARD:
+            return partial(probed_forward, plan=plan.probes)
+        return partial(probed_reverse, plan=plan.probes)
     if plan is not None and plan.kind == "compressed":
         if side is FORWARD:
             return partial(compressed_forward, comp=plan.compression)

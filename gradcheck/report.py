@@ -94,6 +94,13 @@ class Report:
     #: ``chunked`` or ``probed`` (``gradcheck.producers.choose``); ``None`` in
     #: fast mode
     plan: str | None = None
+    #: by Jacobian mode, what its producer could have missed (compressed and
+    #: probed checks; see ``Jacobian.note``)
+    coverage: dict = field(default_factory=dict)
+    #: a probed check: the probability that one entry wrong by
+    #: ``relative_error`` times its row's norm escapes, by AD mode (``forward``,
+    #: ``reverse``); see ``gradcheck.probed``
+    escape: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -117,7 +124,7 @@ class Report:
         evidence and diagnosis, and both Jacobians (or scalars) of the first."""
         failures = self.failures
         if not failures:
-            return f"{self.name}: all checks passed"
+            return f"{self.name}: all checks passed" + self._escape_text()
         lines = [describe(f, self.name) for f in failures[:limit]]
         if len(failures) > limit:
             lines.append(f"... and {len(failures) - limit} more failing checks")
@@ -133,6 +140,16 @@ class Report:
                      f"(seed={self.seed} repeats the probes)\n")
         return text.rstrip("\n")
 
+    def _escape_text(self) -> str:
+        """A probed check's odds that a wrong entry escaped, in words."""
+        if not self.escape:
+            return ""
+        r = self.escape["relative_error"]
+        modes = [m for m in ("forward", "reverse") if m in self.jacobians]
+        odds = ", ".join(f"{m} mode {self.escape[m]:.1e}" for m in modes)
+        return (f" (probed along random directions: a single entry wrong by {r:.0e} of its "
+                f"row's norm escapes with probability at most {odds})")
+
     def __str__(self) -> str:
         return self.message()
 
@@ -145,7 +162,8 @@ class Report:
             "results": [r.to_dict() for r in self.results],
             "jacobians": {mode: jac.to_dict() for mode, jac in self.jacobians.items()},
             "counts": dict(self.counts), "seconds": self.seconds, "seed": self.seed,
-            "batching": dict(self.batching),
+            "batching": dict(self.batching), "plan": self.plan,
+            "coverage": dict(self.coverage), "escape": dict(self.escape),
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }

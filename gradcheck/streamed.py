@@ -1,3 +1,199 @@
-"""Placeholder replaced below."""
-def streamed(ev, report, rng, options):
-    raise NotImplementedError
+"""Dense Jacobians beyond the memory budget: built and compared a chunk of columns at a time.
+
+When every entry must be compared (no pattern makes compression pay, or
+``jacobian="dense"``) and the blocks do not fit in the budget, each input's
+columns are taken ``width`` at a time: the numerical columns (finite
+differences or Richardson of those coordinates, themselves in budget-sized
+sub-chunks), forward mode's jvps of the same unit vectors, and reverse
+mode's rows restricted to those columns. Reverse mode makes rows, not
+columns, so all its rows are recomputed (in budget-sized batches of vjps)
+for every chunk of columns: its cost is multiplied by the number of chunks,
+which the report states. Each chunk is compared at once and dropped; a
+``compare.Tally`` keeps what the result needs. A failing pair is then shown
+as the dense window around its worst entry (``window.dense_window``),
+diagnosed there, with the counts of the whole block. Reentrancy (the vjp
+run twice) is checked on the first chunk.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gradcheck import budget as budgets
+from gradcheck import checks
+from gradcheck.adjoint import adjoint_results
+from gradcheck.analytical import ad_parts
+from gradcheck.cells import forward_cells, numerical_cells
+from gradcheck.compare import Tally, compare
+from gradcheck.diagnosis import diagnose
+from gradcheck.evaluation import Evaluator
+from gradcheck.fast import draw_probes, fast_projections
+from gradcheck.jacobian import Jacobian
+from gradcheck.precise import AD_ULPS, SAFETY
+from gradcheck.seeds import Identity
+from gradcheck.sides import FORWARD, REVERSE
+from gradcheck.window import dense_window
+
+
+def _width(ev: Evaluator, in_idx: int) -> int:
+    """Real columns per chunk: every output's rows, a few copies each."""
+    p = ev.problem
+    rows = sum(p.layout.out_size(o) for o in p.float_out)
+    width = budgets.chunk_columns(ev.budget, rows, budgets.COMPARISON_COPIES * 2)
+    return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
+
+
+def _reverse_columns(ev: Evaluator, out_idx: int, in_idx: int, a: int, b: int) -> np.ndarray:
+    """Columns ``a:b`` of the reverse block, from all of its rows."""
+    p = ev.problem
+    m = p.layout.out_size(out_idx)
+    out = np.empty((m, b - a))
+    for r0, r1 in budgets.chunks(m, ev.batch_size("vjp")):
+        out[r0:r1] = ad_parts(ev, REVERSE, out_idx, r0, r1)[in_idx][:, a:b]
+    return out
+
+
+def _base(expected, errors, options, epsilon) -> np.ndarray:
+    """The tolerance of each entry but the floor that depends on the whole block."""
+    if not options.precise:
+        return options.atol + options.rtol * np.abs(expected)
+    err = np.zeros(expected.shape) if errors is None else errors
+    return SAFETY * err + np.sqrt(epsilon) / 2 * np.abs(expected)
+
+
+def _complex(block, in_complex):
+    return block[:, 0::2] + 1j * block[:, 1::2] if in_complex else block
+
+
+def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float) -> None:
+    """The slow check of a chunked plan (see the module docstring)."""
+    p = ev.problem
+    start = time.perf_counter()
+    floor = AD_ULPS * epsilon if options.precise else 0.0
+    tallies = {}
+    chunks = 0
+    for in_idx in p.diff_in:
+        n = p.layout.in_size(in_idx)
+        cplx = p.layout.in_complex[in_idx]
+        identity = Identity(n)
+        for a, b in budgets.chunks(n, _width(ev, in_idx)):
+            chunks += 1
+            found = numerical_cells(ev, in_idx, identity, a, b, options.precise, options.eps)
+            sides_found = {}
+            if FORWARD in sides:
+                sides_found["forward"] = forward_cells(ev, in_idx, identity, a, b)
+            if REVERSE in sides:
+                sides_found["reverse"] = {o: _reverse_columns(ev, o, in_idx, a, b)
+                                          for o in p.diff_out}
+                if a == 0:
+                    again = {o: _reverse_columns(ev, o, in_idx, a, b) for o in p.diff_out}
+                    report.results += _reentrant(p, sides_found["reverse"], again, in_idx,
+                                                 options.nondet_tol)
+            for o, (values, errors) in found.items():
+                e = _complex(values, cplx)
+                base = _base(e, None if errors is None else _complex(np.abs(errors), cplx),
+                             options, epsilon)
+                _tally(tallies, ("numerical", o, in_idx), e, e, base, floor, 0, 0)
+                for mode, blocks in sides_found.items():
+                    if o in blocks:
+                        _tally(tallies, (mode, o, in_idx), e, _complex(blocks[o], cplx), base,
+                               floor, 0, a // (2 if cplx else 1))
+    norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
+    report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
+                                      max(norms, default=0.0))
+    _results(ev, report, tallies, options, epsilon)
+    if len(sides) == 2 and options.check_adjoint:
+        report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
+    report.coverage["chunked"] = (
+        f"dense blocks beyond the memory budget ({ev.budget} bytes): {chunks} chunks of "
+        "columns, each built, compared and dropped; reverse mode recomputed all rows for "
+        "each chunk; reentrancy checked on the first chunk")
+    report.jacobians["numerical"] = Jacobian("numerical", p.layout, producer="chunked",
+                                             note=report.coverage["chunked"],
+                                             seconds=time.perf_counter() - start)
+
+
+def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
+    """The adjoint identity from one vjp and one jvp per probe (no Jacobian
+    needed): ``<v, J_forward u>`` against ``<J_reverse^T v, u>``."""
+    probes = draw_probes(ev.problem, rng, options.probes)
+    reverse, jtv = fast_projections(ev, REVERSE, probes)
+    forward, ju = fast_projections(ev, FORWARD, probes)
+    reverse.mode, forward.mode = "reverse", "forward"
+    return adjoint_results(probes, reverse, jtv, forward, ju, epsilon, options.nondet_tol,
+                           magnitudes)
+
+
+def _tally(tallies, key, e, a, base, floor, row0, col0) -> None:
+    tally = tallies.setdefault(key, Tally(floor))
+    tally.add(e, a, base, row0, col0)
+
+
+def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> list:
+    one = Jacobian("reverse", p.layout, {(o, in_idx): b for o, b in first.items()})
+    two = Jacobian("reverse", p.layout, {(o, in_idx): b for o, b in second.items()})
+    return checks.reentrant(one, two, nondet_tol)
+
+
+def _results(ev, report, tallies, options, epsilon) -> None:
+    """One ``Result`` per (side, pair); a failure shown by its window."""
+    p = ev.problem
+    for (mode, o, i), tally in sorted(tallies.items()):
+        if mode == "numerical":
+            continue
+        result = tally.result(mode, mode, "numerical", o, i)
+        if not result.passed:
+            _window(ev, result, tally, options, epsilon)
+        report.results.append(result)
+    for o in p.float_out:
+        if o in p.diff_out:
+            continue
+        for i in p.diff_in:   # an output that does not require grad: numerical must be zero
+            largest = tallies[("numerical", o, i)].scale
+            result = compare("detached", "numerical", "zero", o, i, np.zeros(1),
+                             np.array([largest]), options.atol)
+            if not result.passed:
+                result.diagnosis = (f"output {o} does not require grad, yet it depends on input "
+                                    f"{i}: the function detaches it from the graph")
+            report.results.append(result)
+
+
+def _window(ev, result, tally, options, epsilon) -> None:
+    """The dense window around a failing pair's worst entry, and its diagnosis."""
+    p = ev.problem
+    cplx = p.layout.in_complex[result.in_idx]
+    unit = 2 if cplx else 1
+    row, col = result.where
+    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col * unit,
+                       options.precise, options.eps)
+    e, a = _complex(win["expected"], cplx), _complex(win["actual"], cplx)
+    err = None if win["errors"] is None else _complex(np.abs(win["errors"]), cplx)
+    tol = _base(e, err, options, epsilon) + tally.floor()
+    result.expected, result.actual, result.origin = e, a, (win["row"], win["column"])
+    found = diagnose(win["expected"], win["actual"], np.real(tol), result.mode,
+                     p.layout.out_complex[result.out_idx], cplx, origin=result.origin,
+                     whole=False)
+    counts = tally.counts
+    if found and found.startswith("only "):
+        where = ("all on the diagonal" if counts["off"] == 0 else
+                 "all off the diagonal: the cross terms are wrong or missing"
+                 if counts["diagonal"] == 0 else f"first at [{tally.first[0]}, {tally.first[1]}]")
+        found = (f"only {counts['wrong']} of {counts['active']} nonzero entries differ, {where};"
+                 " the formula is wrong for some elements only (a branch, a mask, an index or "
+                 "a broadcast)")
+    if found and "times numerical" in found and not _factor_holds(tally):
+        found = None    # the window's factor is not the whole block's
+    result.diagnosis = found
+    result.detail = ("a dense block beyond the memory budget, compared a chunk of columns at a "
+                     "time; shown: the window around the worst entry")
+
+
+def _factor_holds(tally) -> bool:
+    """Whether ``actual = c * expected`` over the whole block (from its sums)."""
+    ee, ea, aa = tally.sums
+    if ee <= 0 or aa <= 0:
+        return False
+    c = ea / ee
+    residual = aa - 2 * c * ea + c * c * ee
+    return residual <= 1e-10 * aa

@@ -72,6 +72,34 @@ def find_column(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, s
     return int(candidates[0])
 
 
+def find_row(ev: Evaluator, out_idx: int, in_idx: int, w: np.ndarray, cells: np.ndarray,
+             direction: np.ndarray) -> int:
+    """The output coordinate whose error dominates ``w^T (A - J) u``: the
+    numerical side is ``cells`` (``J u``, held), the analytical side one vjp of
+    ``w`` restricted to the half kept, per halving."""
+    p = ev.problem
+
+    def residual(rows):
+        vector = np.zeros(len(w))
+        vector[rows] = w[rows]
+        found = REVERSE.products(ev, out_idx, REVERSE.vectors(p, out_idx, vector[None]),
+                                 "locating a wrong entry")
+        row = REVERSE.real_rows(p, in_idx, found[in_idx], 1)[0]
+        return float(vector @ cells) - float(row @ direction)
+
+    candidates = np.flatnonzero(w)
+    total = residual(candidates)
+    while candidates.size > 1:
+        half = candidates.size // 2
+        first = residual(candidates[:half])
+        second = total - first
+        if abs(first) >= abs(second):
+            candidates, total = candidates[:half], first
+        else:
+            candidates, total = candidates[half:], second
+    return int(candidates[0])
+
+
 def _span(centre: int, size: int, width: int, unit: int = 1) -> tuple:
     start = max(0, min(centre - width // 2, size - width))
     start -= start % unit
@@ -108,12 +136,18 @@ def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, 
             "actual": actual, "row": r0, "column": c0 // unit, "unit": unit}
 
 
-def explain(ev: Evaluator, result, jac, options, epsilon: float) -> None:
+def explain(ev: Evaluator, result, jac, options, epsilon: float, numerical=None) -> None:
     """Rewrite a failing cell ``Result`` of ``jac`` (compressed or probed) to
-    name its entry and hold the window around it (see the module docstring)."""
+    name its entry and hold the window around it (see the module docstring).
+    ``numerical``: the expected Jacobian, whose cells locate the row of a
+    cell with projected rows (``jac.row_seeds``)."""
     p = ev.problem
     seeds = jac.seeds[result.in_idx]
     row, g = result.where
+    if jac.row_seeds:
+        w = jac.row_seeds[result.out_idx][row]
+        cells = numerical[result.out_idx, result.in_idx][:, g]
+        row = find_row(ev, result.out_idx, result.in_idx, w, cells, seeds.directions(g, g + 1)[0])
     col = find_column(ev, result.mode, result.out_idx, result.in_idx, row, seeds, g,
                       options.precise, options.eps)
     win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col,
@@ -128,7 +162,7 @@ def explain(ev: Evaluator, result, jac, options, epsilon: float) -> None:
         options.atol + options.rtol * np.abs(e)
     found = compare(result.check, result.mode, result.against, result.out_idx, result.in_idx,
                     e, a, tol)
-    cell = (f"found in cell [{row}, {g}] of J S ({seeds.kind}: {seeds.count} seed columns; "
+    cell = (f"found in cell [{result.where[0]}, {g}] of {'W^T ' if jac.row_seeds else ''}J S ({seeds.kind}: {seeds.count} seed columns; "
             f"cell error {result.max_error:.1e}, tolerance {result.tolerance:.1e})")
     result.expected, result.actual = e, a
     result.origin = (win["row"], win["column"])
