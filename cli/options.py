@@ -32,8 +32,13 @@ def _apply(options):
     return decorate
 
 
+#: --memory-budget's default, in MiB (gradcheck.options.DEFAULT_MEMORY_BUDGET)
+MEMORY_BUDGET_MIB = 512
+
+
 def check_options(default_checks: str, engines: tuple = ENGINES):
-    """--check, --engine, --precise/--torch-tolerances, --seed, --timeout."""
+    """--check, --engine, --precise/--torch-tolerances, --seed, --timeout,
+    --memory-budget."""
     return _apply([
         click.option("--check", "checks", default=default_checks, show_default=True,
                      metavar="LIST", help="Comma-separated checks: " + CHECK_HELP + "."),
@@ -54,6 +59,10 @@ def check_options(default_checks: str, engines: tuple = ENGINES):
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300,
                      show_default=True, metavar="SECONDS",
                      help="Report an op (one dtype) that runs longer as an error and go on."),
+        click.option("--memory-budget", "memory_budget", type=click.IntRange(min=1),
+                     default=MEMORY_BUDGET_MIB, show_default=True, metavar="MIB",
+                     help="Memory each check may hold in arrays, in MiB: evaluations run in "
+                          "batches and Jacobians are built and compared in chunks within it."),
     ])
 
 

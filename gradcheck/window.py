@@ -162,8 +162,9 @@ def explain(ev: Evaluator, result, jac, options, epsilon: float, numerical=None)
         options.atol + options.rtol * np.abs(e)
     found = compare(result.check, result.mode, result.against, result.out_idx, result.in_idx,
                     e, a, tol)
-    cell = (f"found in cell [{result.where[0]}, {g}] of {'W^T ' if jac.row_seeds else ''}J S ({seeds.kind}: {seeds.count} seed columns; "
-            f"cell error {result.max_error:.1e}, tolerance {result.tolerance:.1e})")
+    space = "W^T J S" if jac.row_seeds else "J S"
+    cell = (f"found in cell [{result.where[0]}, {g}] of {space} ({seeds.kind}: {seeds.count} "
+            f"seed columns; cell error {result.max_error:.1e}, tolerance {result.tolerance:.1e})")
     result.expected, result.actual = e, a
     result.origin = (win["row"], win["column"])
     if found.passed:

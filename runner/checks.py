@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from gradcheck.budget import DEFAULT_BUDGET
 from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 from runner.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
 
@@ -25,11 +26,13 @@ from runner.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
 @dataclass(frozen=True)
 class Policy:
     """How checks are run: ``precise`` or the OpInfo's torch-style
-    tolerances, the engine, and the base seed of the random probes."""
+    tolerances, the engine, the base seed of the random probes, and the
+    memory budget of each check in bytes (``None``: gradcheck's default)."""
 
     precise: bool = True
     engine: str = "refengine"
     seed: int = 0
+    memory_budget: int | None = None
 
 
 #: what the code under check may raise that is its fault, not the run's: any
@@ -55,8 +58,11 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
             reference=None) -> dict:
     """The ``gradcheck.check`` keywords of a check name."""
     tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
-    return check_named(check).keywords(precise=policy.precise, has_forward=forward,
-                                       reference=reference, **tol)
+    keywords = check_named(check).keywords(precise=policy.precise, has_forward=forward,
+                                           reference=reference, **tol)
+    if policy.memory_budget is not None and policy.memory_budget != DEFAULT_BUDGET:
+        keywords["memory_budget"] = policy.memory_budget
+    return keywords
 
 
 class OpSubject:
@@ -185,7 +191,7 @@ def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
 
 def _failure_dicts(report) -> list:
     keep = ("check", "mode", "against", "order", "out_idx", "in_idx", "max_error", "where",
-            "tolerance", "diagnosis", "detail")
+            "tolerance", "diagnosis", "detail", "origin")
     return [{k: v for k, v in f.to_dict().items() if k in keep} for f in report.failures]
 
 

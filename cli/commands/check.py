@@ -80,8 +80,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
               help="Worker processes; the results are the same for any number.")
 @report_options
 @html_option
-def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, jobs, fmt,
-          junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
+def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, memory_budget,
+          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -108,7 +108,8 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     require_engine(engine)
     accepted = load_baseline(baseline)
     prestart()
-    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
+    policy = Policy(precise, engine, seed, memory_budget * 2**20)
+    settings = Settings(chosen_checks, policy, timeout,
                         (str(plugin),) if plugin else ())
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)

@@ -40,8 +40,8 @@ def _dtypes(info, chosen) -> list:
                                       "reports, Jacobians included (schema adcheck-op v1).")
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")
 @html_option
-def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt, verbose,
-       html):
+def op(name, index, dtypes, checks, engine, precise, seed, timeout, memory_budget, plugins, fmt,
+       verbose, html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from cli.output import publish, render
@@ -62,7 +62,8 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")
     wanted = _dtypes(info, chosen_dtypes)
-    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
+    policy = Policy(precise, engine, seed, memory_budget * 2**20)
+    settings = Settings(chosen_checks, policy, timeout,
                         tuple(str(p) for p in plugins), keep_reports=True)
     tasks = plan([info], wanted, settings, sample=index)
     report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted))

@@ -32,8 +32,8 @@ from cli.options import (
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
 @report_options
 @html_option
-def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs, plugins,
-        fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
+def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, memory_budget, jobs,
+        plugins, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -55,7 +55,8 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     if engine == "torch" and not infos:
         raise InputError("no selected op names a torch op (torch_name), so --engine torch "
                          "has nothing to check")
-    settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
+    policy = Policy(precise, engine, seed, memory_budget * 2**20)
+    settings = Settings(chosen_checks, policy, timeout,
                         tuple(str(p) for p in plugins))
     report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level,
                    patterns=list(patterns), family=list(families) or None, target=None)

@@ -41,18 +41,18 @@ def _heat(ratio: float) -> str | None:
 
 
 def _matrix(title: str, values: np.ndarray, errors: np.ndarray, tol: float, rows, cols,
-            mark: bool) -> Table:
+            mark: bool, origin: tuple = (0, 0)) -> Table:
     table = Table(title=title, show_edge=False, pad_edge=False, box=None, padding=(0, 1))
     table.add_column("", style="dim", justify="right")
     for c in cols:
-        table.add_column(str(c), justify="right")
+        table.add_column(str(c + origin[1]), justify="right")
     for r in rows:
         cells = []
         for c in cols:
             style = _heat(errors[r, c] / tol) if mark and tol > 0 else None
             text = _entry(values[r, c]) + ("*" if style else " ")
             cells.append(Text(text, style=style or ""))
-        table.add_row(str(r), *cells)
+        table.add_row(str(r + origin[0]), *cells)
     return table
 
 
@@ -63,15 +63,19 @@ def jacobian_pair(failure, label: str) -> Group:
     with np.errstate(invalid="ignore"):
         errors = np.abs(actual - expected).astype(float)
     errors[np.isnan(errors)] = np.inf
-    where = failure.where if failure.where and len(failure.where) == 2 else (0, 0)
+    # a window of a block too large to hold (origin: its first row and column)
+    origin = tuple(getattr(failure, "origin", None) or (0, 0))
+    where = failure.where if failure.where and len(failure.where) == 2 else origin
+    where = (where[0] - origin[0], where[1] - origin[1])
     rows, cols = _window(expected.shape[0], where[0]), _window(expected.shape[1], where[1])
     tol = failure.tolerance or 0.0
-    cut = "" if (len(rows), len(cols)) == expected.shape else \
-        f" (rows {rows.start}-{rows.stop - 1}, columns {cols.start}-{cols.stop - 1} of " \
-        f"{expected.shape[0]}x{expected.shape[1]})"
+    cut = "" if (len(rows), len(cols)) == expected.shape and origin == (0, 0) else \
+        f" (rows {rows.start + origin[0]}-{rows.stop - 1 + origin[0]}, columns " \
+        f"{cols.start + origin[1]}-{cols.stop - 1 + origin[1]})"
     grid = Table.grid(padding=(0, 4))
-    grid.add_row(_matrix(f"{failure.against}", expected, errors, tol, rows, cols, False),
-                 _matrix(f"{failure.mode}", actual, errors, tol, rows, cols, True))
+    grid.add_row(_matrix(f"{failure.against}", expected, errors, tol, rows, cols, False,
+                         origin),
+                 _matrix(f"{failure.mode}", actual, errors, tol, rows, cols, True, origin))
     legend = Text(f"{label}{cut}: * marks |{failure.mode} - {failure.against}| above the "
                   f"tolerance at the worst entry ({tol:.1e}); colour: ", style="dim")
     for factor, style in reversed(HEAT):

@@ -82,14 +82,16 @@ class _Grid:
     printed: bool       # values printed in the cells
     left: int = 0
     top: int = 20
+    #: the whole block's indices of the drawn array's [0, 0] (a window of it)
+    origin: tuple = (0, 0)
 
     @classmethod
-    def fit(cls, rows: range, cols: range) -> _Grid:
-        left = 12 + 7 * len(str(rows[-1]))
+    def fit(cls, rows: range, cols: range, origin: tuple = (0, 0)) -> _Grid:
+        left = 12 + 7 * len(str(rows[-1] + origin[0]))
         if len(cols) <= _TEXT_COLUMNS and len(rows) <= _TEXT_ROWS:
-            return cls(rows, cols, 60, 26, True, left)
+            return cls(rows, cols, 60, 26, True, left, origin=origin)
         side = max(8, min(22, 360 // len(cols)))
-        return cls(rows, cols, side, side, False, left)
+        return cls(rows, cols, side, side, False, left, origin=origin)
 
     def corner(self, r: int, c: int) -> tuple:
         return (self.left + self.cw * (c - self.cols.start),
@@ -102,26 +104,28 @@ class _Grid:
         for c in self.cols[::step]:
             x = self.corner(self.rows.start, c)[0] + self.cw / 2
             out.append(f'<text class="axis" x="{x:g}" y="{self.top - 6}" '
-                       f'text-anchor="middle">{c}</text>')
+                       f'text-anchor="middle">{c + self.origin[1]}</text>')
         step = max(1, math.ceil(22 / self.ch))
         for r in self.rows[::step]:
             y = self.corner(r, self.cols.start)[1] + self.ch / 2 + 4
             out.append(f'<text class="axis" x="{self.left - 5}" y="{y:g}" '
-                       f'text-anchor="end">{r}</text>')
+                       f'text-anchor="end">{r + self.origin[0]}</text>')
         return out
 
 
 def heatmap(values: np.ndarray, rows: range, cols: range, *, vmax: float,
             marked: np.ndarray, worst: tuple | None, tooltip: Callable[[int, int], str],
-            label: str) -> str:
+            label: str, origin: tuple = (0, 0)) -> str:
     """The ``rows`` x ``cols`` window (not empty) of the real matrix ``values``
     as an ``<svg>``.
 
     ``vmax`` maps to the ends of the scale; ``marked`` (a boolean matrix of
     the same shape) says which entries differ; ``worst`` is ``(row, col)``
-    or ``None``; ``tooltip(row, col)`` gives a cell's tooltip text.
+    or ``None``; ``tooltip(row, col)`` gives a cell's tooltip text. ``origin``:
+    the whole block's indices of ``values[0, 0]`` when it is a window of it
+    (the axes are labelled in the whole block's indices).
     """
-    grid = _Grid.fit(rows, cols)
+    grid = _Grid.fit(rows, cols, origin)
     width = grid.left + grid.cw * len(cols) + 3
     height = grid.top + grid.ch * len(rows) + 3
     parts = [f'<svg class="heatmap" role="img" aria-label="{escape(label)}" width="{width}" '
@@ -171,7 +175,10 @@ def _worst(failure: dict, err: np.ndarray) -> tuple:
     """The entry gradcheck reported, or (fast and adjoint checks report a probe,
     not an entry) the largest error."""
     where = failure.get("where")
+    origin = failure.get("origin") or (0, 0)
     by_probe = failure["check"].startswith("fast") or failure["check"] == "adjoint"
+    if where and len(where) == 2 and not by_probe:
+        where = (where[0] - origin[0], where[1] - origin[1])
     if where and len(where) == 2 and not by_probe and all(
             0 <= k < n for k, n in zip(where, err.shape)):
         return int(where[0]), int(where[1])
@@ -206,15 +213,18 @@ def jacobian_pair(failure: dict, expected, actual) -> str:
     vmax = scale_of(*(take(m) for _, take in parts for m in (e, a)))
     dmax = scale_of(*(take(diff) for _, take in parts))
 
+    r0, c0 = failure.get("origin") or (0, 0)
+
     def tip(r: int, c: int) -> str:
-        lines = [f"[{r}, {c}]", f"{against}: {_full(e[r, c])}", f"{mode}: {_full(a[r, c])}",
+        lines = [f"[{r + r0}, {c + c0}]", f"{against}: {_full(e[r, c])}", f"{mode}: {_full(a[r, c])}",
                  f"|difference|: {err[r, c]:.3e}"]
         if marked[r, c]:
             lines.append("differs beyond the tolerance" + (" (worst entry)"
                                                            if (r, c) == worst else ""))
         return "\n".join(lines)
 
-    draw = {"rows": rows, "cols": cols, "marked": marked, "worst": worst, "tooltip": tip}
+    draw = {"rows": rows, "cols": cols, "marked": marked, "worst": worst, "tooltip": tip,
+            "origin": (r0, c0)}
     figures = []
     for part, take in parts:     # one row of three figures per part, on one grid
         figures += [_figure(against, "expected", part, take(e), vmax, draw),
@@ -240,6 +250,7 @@ def _notes(failure: dict, e, a, err, tol: float | None, draw: dict, complex_: bo
     against, mode = failure["against"], failure["mode"]
     marked, rows, cols = draw["marked"], draw["rows"], draw["cols"]
     r, c = draw["worst"]
+    r0, c0 = draw["origin"]
     tol_text = "none" if tol is None else f"{tol:.2e}"
     ratio = f" ({err[r, c] / tol:.3g} times the tolerance)" if tol else ""
     lines = [f'<p class="key"><span><span class="swatch"></span>differs: |{escape(mode)} − '
@@ -247,10 +258,15 @@ def _notes(failure: dict, e, a, err, tol: float | None, draw: dict, complex_: bo
              f"{int(marked.sum())} of {marked.size} entries</span><span><span class=\"swatch "
              'worst"></span>the worst entry</span><span>rows: output coordinates, columns: '
              "input elements</span></p>",
-             f'<p class="note"><b>worst entry [{r}, {c}]</b>: {escape(against)} '
+             f'<p class="note"><b>worst entry [{r + r0}, {c + c0}]</b>: {escape(against)} '
              f"{escape(_full(e[r, c]))}, {escape(mode)} {escape(_full(a[r, c]))}, "
              f"|difference| {err[r, c]:.3e}, tolerance {tol_text}{ratio}</p>"]
-    if (len(rows), len(cols)) != err.shape:
+    if failure.get("origin") is not None:
+        lines.append(f'<p class="note dim">Drawn: rows {r0}–{r0 + err.shape[0] - 1} and columns '
+                     f"{c0}–{c0 + err.shape[1] - 1} of the whole block, a window built around "
+                     "the worst entry (the block itself was compared in chunks or compressed "
+                     "cells, never held whole).</p>")
+    elif (len(rows), len(cols)) != err.shape:
         outside = int(marked.sum() - marked[rows.start:rows.stop, cols.start:cols.stop].sum())
         lies = "entry lies" if outside == 1 else "entries lie"
         lines.append(f'<p class="note dim">Drawn: rows {rows.start}–{rows.stop - 1} and columns '

@@ -48,7 +48,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,
          "in_idx": int | null, "max_error": float | str, "where": [int] | null,
-         "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
+         "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null,
+         "origin": [int, int] | null}   a Jacobian too large to hold was checked in
+                                         chunks or cells: the [row, column] of the
+                                         window the HTML report draws, else null
       ]
     }
   ],

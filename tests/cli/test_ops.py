@@ -18,7 +18,7 @@ RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, ty
 FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "max_error": (float, str), "where": (list, type(None)),
            "tolerance": (float, str, type(None)), "diagnosis": (str, type(None)),
-           "detail": (str, type(None))}
+           "detail": (str, type(None)), "origin": (list, type(None))}
 STATUSES = {"passed", "failed", "known-failure", "skipped", "error"}
 
 
