@@ -22,6 +22,8 @@ EVALUATION_COPIES = 8
 #: the expected and actual values, an error estimate, a tolerance, the
 #: difference, and the extrapolation tableau's rows for a chunk of columns
 COMPARISON_COPIES = 8
+#: the part of the budget a batch, a chunk or a sub-chunk may take
+SHARE = 4
 #: Richardson extrapolation holds this many values per entry while it works
 #: (the central differences at every step and their tableau)
 EXTRAPOLATION_COPIES = 64
@@ -31,12 +33,12 @@ def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES) 
     """Examples per batched evaluation when one example has ``example_size``
     real coordinates in all (inputs plus outputs); at least 1."""
     per_example = max(1, example_size) * BYTES * copies
-    return max(1, budget // per_example)
+    return max(1, budget // SHARE // per_example)
 
 
 def chunk_columns(budget: int, rows: int, copies: int = COMPARISON_COPIES) -> int:
     """Columns of a ``rows``-row block that one chunk may hold; at least 1."""
-    return max(1, budget // (max(1, rows) * BYTES * copies))
+    return max(1, budget // SHARE // (max(1, rows) * BYTES * copies))
 
 
 def fits(budget: int, entries: int, copies: int = COMPARISON_COPIES) -> bool:

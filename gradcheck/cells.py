@@ -44,7 +44,20 @@ def direction_scale(ev: Evaluator, in_idx: int, precise: bool) -> np.ndarray:
 def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int,
                     precise: bool, eps: float) -> dict:
     """``(cells, errors)`` by output, each ``(output real size, stop - start)``;
-    ``errors`` is ``None`` unless ``precise``."""
+    ``errors`` is ``None`` unless ``precise``. Columns go in sub-chunks the
+    budget allows (extrapolation holds a few dozen values per entry)."""
+    width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
+                         else budgets.COMPARISON_COPIES)
+    if stop - start > width:
+        parts = [_numerical_cells(ev, in_idx, seeds, a, min(stop, a + width), precise, eps)
+                 for a in range(start, stop, width)]
+        return {o: (np.concatenate([q[o][0] for q in parts], axis=1),
+                    None if not precise else np.concatenate([q[o][1] for q in parts], axis=1))
+                for o in parts[0]}
+    return _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps)
+
+
+def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
     directions = seeds.directions(start, stop)
     columns = np.arange(start, stop)
     if not precise:

@@ -134,7 +134,8 @@ class Tally:
     grows, so the final failures are among them unless more than ``KEEP``
     entries lie between the floor seen so far and the final one. It also
     counts what the diagnosis needs (``sums``, ``wrong``, ``active``,
-    failures on and off the diagonal, the first failing entry).
+    failures on and off the diagonal, the first failing entry, entries above
+    the tolerance on each side, nonzero analytical entries).
     """
 
     KEEP = 256
@@ -145,7 +146,8 @@ class Tally:
         self.best = (-1.0, None, 0.0)           # (error, where, tolerance) overall
         self.candidates: list = []              # (error, where, base tolerance)
         self.sums = np.zeros(3)                 # e.e, e.a, a.a
-        self.counts = {"wrong": 0, "active": 0, "diagonal": 0, "off": 0}
+        self.counts = {"wrong": 0, "active": 0, "diagonal": 0, "off": 0,
+                       "expected": 0, "actual": 0, "nonzero": 0}
         self.first: tuple | None = None
 
     def floor(self) -> float:
@@ -177,8 +179,11 @@ class Tally:
     def _count(self, expected, actual, tol, bad, row0, col0) -> None:
         e, a = _reals(expected), _reals(actual)
         self.sums += (float(e @ e), float(e @ a), float(a @ a))
-        active = (np.abs(expected) > tol) | (np.abs(actual) > tol) | bad
-        self.counts["active"] += int(active.sum())
+        big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
+        self.counts["active"] += int((big_e | big_a | bad).sum())
+        self.counts["expected"] += int(big_e.sum())
+        self.counts["actual"] += int(big_a.sum())
+        self.counts["nonzero"] += int(np.count_nonzero(actual))
         if bad.any():
             rows, cols = np.nonzero(bad)
             self.counts["wrong"] += len(rows)

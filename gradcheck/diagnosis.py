@@ -32,6 +32,18 @@ def _factor_name(c) -> str:
     return f"{c:.9g}"
 
 
+def zero_analytical(mode: str) -> str:
+    """The sentence for an analytical block that is all zero."""
+    return (f"analytical is zero: the {_verb(mode)} returns no gradient (None or zeros) "
+            "for an input the function uses")
+
+
+def zero_numerical(mode: str) -> str:
+    """The sentence for a numerical block that is zero where analytical is not."""
+    return (f"numerical is zero but analytical is not: the function does not use this "
+            f"input, yet the {_verb(mode)} returns a gradient for it")
+
+
 def _factor(e, a, tol, mode) -> str | None:
     denom = float(np.vdot(e, e).real)
     if denom == 0.0:
@@ -147,11 +159,9 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
         return f"the {_verb(mode)} returns NaN or inf"
     tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
     if whole and not np.any(a) and np.any(np.abs(e) > tol_r):
-        return (f"analytical is zero: the {_verb(mode)} returns no gradient (None or zeros) "
-                "for an input the function uses")
+        return zero_analytical(mode)
     if whole and not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
-        return (f"numerical is zero but analytical is not: the function does not use this "
-                f"input, yet the {_verb(mode)} returns a gradient for it")
+        return zero_numerical(mode)
     for explain in (_factor(e, a, tol_r, mode),
                     _complex_factor(_cplx(e, in_complex), _cplx(a, in_complex), tol, mode)):
         if explain:

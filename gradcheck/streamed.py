@@ -26,7 +26,7 @@ from gradcheck.adjoint import adjoint_results
 from gradcheck.analytical import ad_parts
 from gradcheck.cells import forward_cells, numerical_cells
 from gradcheck.compare import Tally, compare
-from gradcheck.diagnosis import diagnose
+from gradcheck.diagnosis import diagnose, zero_analytical, zero_numerical
 from gradcheck.evaluation import Evaluator
 from gradcheck.fast import draw_probes, fast_projections
 from gradcheck.jacobian import Jacobian
@@ -40,7 +40,7 @@ def _width(ev: Evaluator, in_idx: int) -> int:
     """Real columns per chunk: every output's rows, a few copies each."""
     p = ev.problem
     rows = sum(p.layout.out_size(o) for o in p.float_out)
-    width = budgets.chunk_columns(ev.budget, rows, budgets.COMPARISON_COPIES * 2)
+    width = budgets.chunk_columns(ev.budget, rows, budgets.COMPARISON_COPIES)
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
@@ -60,6 +60,11 @@ def _base(expected, errors, options, epsilon) -> np.ndarray:
         return options.atol + options.rtol * np.abs(expected)
     err = np.zeros(expected.shape) if errors is None else errors
     return SAFETY * err + np.sqrt(epsilon) / 2 * np.abs(expected)
+
+
+def _magnitude(errors, in_complex):
+    """Error estimates in the complex form (of a complex input's two columns)."""
+    return np.hypot(errors[:, 0::2], errors[:, 1::2]) if in_complex else errors
 
 
 def _complex(block, in_complex):
@@ -92,7 +97,7 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float) -
                                                  options.nondet_tol)
             for o, (values, errors) in found.items():
                 e = _complex(values, cplx)
-                base = _base(e, None if errors is None else _complex(np.abs(errors), cplx),
+                base = _base(e, None if errors is None else _magnitude(errors, cplx),
                              options, epsilon)
                 _tally(tallies, ("numerical", o, in_idx), e, e, base, floor, 0, 0)
                 for mode, blocks in sides_found.items():
@@ -168,14 +173,18 @@ def _window(ev, result, tally, options, epsilon) -> None:
     win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col * unit,
                        options.precise, options.eps)
     e, a = _complex(win["expected"], cplx), _complex(win["actual"], cplx)
-    err = None if win["errors"] is None else _complex(np.abs(win["errors"]), cplx)
+    err = None if win["errors"] is None else _magnitude(win["errors"], cplx)
     tol = _base(e, err, options, epsilon) + tally.floor()
     result.expected, result.actual, result.origin = e, a, (win["row"], win["column"])
     found = diagnose(win["expected"], win["actual"], np.real(tol), result.mode,
                      p.layout.out_complex[result.out_idx], cplx, origin=result.origin,
                      whole=False)
     counts = tally.counts
-    if found and found.startswith("only "):
+    if counts["nonzero"] == 0 and counts["expected"]:
+        found = zero_analytical(result.mode)
+    elif counts["expected"] == 0 and counts["actual"]:
+        found = zero_numerical(result.mode)
+    elif found and found.startswith("only "):
         where = ("all on the diagonal" if counts["off"] == 0 else
                  "all off the diagonal: the cross terms are wrong or missing"
                  if counts["diagonal"] == 0 else f"first at [{tally.first[0]}, {tally.first[1]}]")

@@ -1,0 +1,88 @@
+"""Probed Jacobians: every output along a few random directions, with stated escape odds.
+
+The odds come from formulas (``gradcheck.probed``); they are checked here
+against closed forms and Monte Carlo draws, and a probed check of a dense
+block (cumsum) must pass when right, catch and locate a planted single-entry
+error when wrong, and state its odds in the report.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from gradcheck_support import one_torch_thread  # noqa: F401  (a fixture)
+
+from gradcheck import check
+from gradcheck.probed import forward_escape, reverse_escape
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+N = 1500
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.3, 2.0])
+def test_forward_escape_is_the_ratio_of_two_gaussians(alpha):
+    # P(|X| <= alpha |Y|) = (2 / pi) atan(alpha) for independent standard Gaussians
+    exact = 2 / math.pi * math.atan(alpha)
+    assert forward_escape(alpha, 0.0, 1) == pytest.approx(exact, rel=1e-3)
+    assert forward_escape(alpha, 0.0, 3) == pytest.approx(exact ** 3, rel=3e-3)
+
+
+@pytest.mark.parametrize("t, k", [(0.05, 1), (0.5, 1), (1.5, 2), (3.0, 3)])
+def test_reverse_escape_matches_monte_carlo(t, k):
+    rng = np.random.default_rng(11)
+    draws = 400_000
+    x = np.abs(rng.standard_normal((draws, k))).max(axis=1)
+    y = np.abs(rng.standard_normal((draws, k))).max(axis=1)
+    measured = float(np.mean(x * y <= t))
+    sigma = math.sqrt(measured * (1 - measured) / draws)
+    assert abs(reverse_escape(t, k, k) - measured) < 5 * sigma + 1e-4
+
+
+def cumsum_function(E, bug: float = 0.0, row: int = 1100, col: int = 321):
+    """cumsum whose vjp and jvp add ``bug`` to entry ``[row, col]``."""
+    go = np.zeros(N)
+    go[col] = bug
+
+    class Cumsum(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return E.cumsum(x, 0)
+
+        @staticmethod
+        def backward(ctx, g):
+            gx = E.flip(E.cumsum(E.flip(g, [0]), 0), [0])
+            return gx + E.from_numpy(go) * g[row]
+
+        @staticmethod
+        def jvp(ctx, t):
+            out = E.cumsum(t, 0)
+            picked = np.zeros(N)
+            picked[row] = 1.0
+            return out + E.from_numpy(picked) * t[col] * bug
+    return Cumsum.apply
+
+
+def _x(E):
+    return E.from_numpy(np.random.default_rng(3).standard_normal(N)).requires_grad_()
+
+
+def test_a_correct_formula_passes_and_the_report_states_the_odds(E):
+    report = check(cumsum_function(E), (_x(E),), precise=True, check_forward_ad=True,
+                   jacobian="probed", probes=3, seed=0)
+    assert report.passed, report.message()
+    assert report.plan == "probed"
+    assert report.jacobians["numerical"][0, 0].shape == (N, 3)
+    assert 0 <= report.escape["forward"] < 1e-6
+    assert 0 <= report.escape["reverse"] <= 1
+    assert "escapes with probability at most forward mode" in report.message()
+
+
+def test_a_single_wrong_entry_is_caught_and_located(E):
+    # the entry is 1 among 1101 entries of its row: 3e-5 of the row's norm
+    report = check(cumsum_function(E, bug=1e-3), (_x(E),), precise=True,
+                   check_forward_ad=True, jacobian="probed", probes=3, seed=1)
+    forward = [r for r in report.failures if r.check == "forward"]
+    assert forward and forward[0].where == (1100, 321)
+    assert forward[0].max_error == pytest.approx(1e-3, rel=1e-4)
