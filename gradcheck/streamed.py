@@ -37,21 +37,13 @@ from gradcheck.window import dense_window
 
 
 def _width(ev: Evaluator, in_idx: int) -> int:
-    """Real columns per chunk: every output's rows, a few copies each."""
+    """Real columns per chunk: the numerical columns of every output (values,
+    error estimates, tolerances, the complex form) held while the sides are
+    compared with them."""
     p = ev.problem
     rows = sum(p.layout.out_size(o) for o in p.float_out)
-    width = budgets.chunk_columns(ev.budget, rows, budgets.COMPARISON_COPIES)
+    width = budgets.chunk_columns(ev.budget, rows, 4)
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
-
-
-def _reverse_columns(ev: Evaluator, out_idx: int, in_idx: int, a: int, b: int) -> np.ndarray:
-    """Columns ``a:b`` of the reverse block, from all of its rows."""
-    p = ev.problem
-    m = p.layout.out_size(out_idx)
-    out = np.empty((m, b - a))
-    for r0, r1 in budgets.chunks(m, ev.batch_size("vjp")):
-        out[r0:r1] = ad_parts(ev, REVERSE, out_idx, r0, r1)[in_idx][:, a:b]
-    return out
 
 
 def _base(expected, errors, options, epsilon) -> np.ndarray:
@@ -76,47 +68,68 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float) -
     p = ev.problem
     start = time.perf_counter()
     floor = AD_ULPS * epsilon if options.precise else 0.0
-    tallies = {}
-    chunks = 0
+    tallies, chunks = {}, 0
     for in_idx in p.diff_in:
-        n = p.layout.in_size(in_idx)
         cplx = p.layout.in_complex[in_idx]
-        identity = Identity(n)
-        for a, b in budgets.chunks(n, _width(ev, in_idx)):
+        identity = Identity(p.layout.in_size(in_idx))
+        for a, b in budgets.chunks(identity.size, _width(ev, in_idx)):
             chunks += 1
+            col0 = a // (2 if cplx else 1)
             found = numerical_cells(ev, in_idx, identity, a, b, options.precise, options.eps)
-            sides_found = {}
-            if FORWARD in sides:
-                sides_found["forward"] = forward_cells(ev, in_idx, identity, a, b)
-            if REVERSE in sides:
-                sides_found["reverse"] = {o: _reverse_columns(ev, o, in_idx, a, b)
-                                          for o in p.diff_out}
-                if a == 0:
-                    again = {o: _reverse_columns(ev, o, in_idx, a, b) for o in p.diff_out}
-                    report.results += _reentrant(p, sides_found["reverse"], again, in_idx,
-                                                 options.nondet_tol)
+            expected = {}
             for o, (values, errors) in found.items():
                 e = _complex(values, cplx)
                 base = _base(e, None if errors is None else _magnitude(errors, cplx),
                              options, epsilon)
+                expected[o] = (e, base)
                 _tally(tallies, ("numerical", o, in_idx), e, e, base, floor, 0, 0)
-                for mode, blocks in sides_found.items():
-                    if o in blocks:
-                        _tally(tallies, (mode, o, in_idx), e, _complex(blocks[o], cplx), base,
-                               floor, 0, a // (2 if cplx else 1))
+            del found
+            if FORWARD in sides:
+                for o, block in forward_cells(ev, in_idx, identity, a, b).items():
+                    e, base = expected[o]
+                    _tally(tallies, ("forward", o, in_idx), e, _complex(block, cplx), base,
+                           floor, 0, col0)
+            if REVERSE in sides:
+                report.results += _reverse(ev, tallies, expected, in_idx, (a, b), floor,
+                                           options.nondet_tol if a == 0 else None)
+    _finish(ev, report, rng, options, sides, epsilon, tallies)
+    report.coverage["chunked"] = (
+        f"dense blocks beyond the memory budget ({ev.budget} bytes): {chunks} chunks of "
+        "columns, each built, compared and dropped; reverse mode recomputed all rows for "
+        "each chunk; reentrancy checked on the first rows of the first chunk")
+    report.jacobians["numerical"] = Jacobian("numerical", p.layout, producer="chunked",
+                                             note=report.coverage["chunked"],
+                                             seconds=time.perf_counter() - start)
+
+
+def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
+    """Columns ``span`` of every reverse block, a batch of rows at a time, each
+    compared as it comes; ``nondet_tol`` (first chunk only): the first batch
+    again, for reentrancy."""
+    p = ev.problem
+    a, b = span
+    cplx = p.layout.in_complex[in_idx]
+    results = []
+    for o in p.diff_out:
+        e, base = expected[o]
+        for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
+            rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
+            _tally(tallies, ("reverse", o, in_idx), e[r0:r1], _complex(rows, cplx),
+                   base[r0:r1], floor, r0, a // (2 if cplx else 1))
+            if nondet_tol is not None and r0 == 0:
+                again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
+                results += _reentrant(p, {o: rows}, {o: again}, in_idx, nondet_tol)
+    return results
+
+
+def _finish(ev, report, rng, options, sides, epsilon, tallies) -> None:
+    """Magnitudes, the results of every tally, and the adjoint identity."""
     norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
     report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
                                       max(norms, default=0.0))
     _results(ev, report, tallies, options, epsilon)
     if len(sides) == 2 and options.check_adjoint:
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
-    report.coverage["chunked"] = (
-        f"dense blocks beyond the memory budget ({ev.budget} bytes): {chunks} chunks of "
-        "columns, each built, compared and dropped; reverse mode recomputed all rows for "
-        "each chunk; reentrancy checked on the first chunk")
-    report.jacobians["numerical"] = Jacobian("numerical", p.layout, producer="chunked",
-                                             note=report.coverage["chunked"],
-                                             seconds=time.perf_counter() - start)
 
 
 def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
