@@ -109,9 +109,20 @@ def assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
                 jac.errors[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
             continue
         values = [part[o] if isinstance(part[o], np.ndarray) else part[o][0] for part in parts]
-        jac.blocks[o, in_idx] = np.concatenate(values, axis=1)
+        jac.blocks[o, in_idx] = _columns(values)
         if jac.errors is not None:
-            jac.errors[o, in_idx] = np.concatenate([part[o][1] for part in parts], axis=1)
+            jac.errors[o, in_idx] = _columns([part[o][1] for part in parts])
+
+
+def _columns(parts: list) -> np.ndarray:
+    """Blocks side by side, stored column by column (as they were made)."""
+    rows = parts[0].shape[0]
+    out = np.empty((sum(part.shape[1] for part in parts), rows)).T
+    start = 0
+    for part in parts:
+        out[:, start:start + part.shape[1]] = part
+        start += part.shape[1]
+    return out
 
 
 def seeded_numerical(ev: Evaluator, seeds: dict, precise: bool, eps: float, producer: str,

@@ -78,9 +78,10 @@ class Compression:
     seeds: dict         # in_idx -> seeds.Groups
     patterns: dict      # (out_idx, in_idx) -> structure.Pattern
     source: str         # the AD side the patterns were read from
-    #: out_idx -> (row group of each output coordinate, number of groups, row
-    #: weights, (v, u by input): the random product that checks the pattern),
-    #: drawn once so that reverse mode reconstructs the same cells every time
+    #: (out_idx, in_idx) -> (row group of each output coordinate, number of
+    #: groups, row weights, (v, u): the random product that checks the
+    #: pattern), drawn once so that reverse mode reconstructs the same cells
+    #: every time
     rows: dict = field(default_factory=dict)
 
     @property
@@ -145,15 +146,10 @@ def compression(ev: Evaluator, rng, precise: bool, side: Side) -> Compression:
         weights = signed_weights(rng, size) * direction_scale(ev, in_idx, precise)
         seeds[in_idx] = Groups(groups, weights, count, mine, colours)
     comp = Compression(seeds, patterns, side.mode)
-    for out_idx in p.diff_out:
-        colourings = [patterns[out_idx, i].row_colours() for i in p.diff_in
-                      if (out_idx, i) in patterns]
-        m = p.layout.out_size(out_idx)
-        groups, count = combined(colourings) if colourings else \
-            (np.zeros(m, dtype=np.int64), min(m, 1))
-        check = (rng.standard_normal(m),
-                 {i: rng.standard_normal(p.layout.in_size(i)) for i in p.diff_in})
-        comp.rows[out_idx] = (groups, count, signed_weights(rng, m), check)
+    for (out_idx, in_idx), pattern in patterns.items():
+        groups, m = pattern.row_colours(), p.layout.out_size(out_idx)
+        check = (rng.standard_normal(m), rng.standard_normal(p.layout.in_size(in_idx)))
+        comp.rows[out_idx, in_idx] = (groups, pattern.row_count, signed_weights(rng, m), check)
     return comp
 
 

@@ -31,12 +31,13 @@ def to_real(array: np.ndarray) -> np.ndarray:
 
 
 def to_real_rows(arrays: np.ndarray) -> np.ndarray:
-    """``to_real`` of each ``arrays[k]``, as the rows of a float64 matrix."""
+    """``to_real`` of each ``arrays[k]``, as the rows of a float64 matrix (which
+    may share memory with ``arrays``)."""
     arrays = np.asarray(arrays)
     flat = arrays.reshape(arrays.shape[0], int(np.prod(arrays.shape[1:], dtype=np.int64)))
     if is_complex(flat):
         flat = np.stack([flat.real, flat.imag], axis=-1).reshape(flat.shape[0], 2 * flat.shape[1])
-    return flat.astype(np.float64)
+    return flat.astype(np.float64, copy=False)
 
 
 def from_real_rows(vectors: np.ndarray, shape, dtype) -> np.ndarray:
@@ -46,13 +47,14 @@ def from_real_rows(vectors: np.ndarray, shape, dtype) -> np.ndarray:
 
 
 def from_real(vector: np.ndarray, shape, dtype) -> np.ndarray:
-    """Build an array of ``shape`` and ``dtype`` from its real coordinates."""
+    """Build an array of ``shape`` and ``dtype`` from its real coordinates (it
+    may share memory with ``vector``)."""
     vector = np.asarray(vector, dtype=np.float64)
     if np.issubdtype(dtype, np.complexfloating):
         pairs = vector.reshape(-1, 2)
         values = pairs[:, 0] + 1j * pairs[:, 1]
-        return values.reshape(shape).astype(dtype)
-    return vector.reshape(shape).astype(dtype)
+        return values.reshape(shape).astype(dtype, copy=False)
+    return vector.reshape(shape).astype(dtype, copy=False)
 
 
 def complex_columns(block: np.ndarray, in_complex: bool) -> np.ndarray:

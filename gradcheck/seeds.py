@@ -133,6 +133,19 @@ class Groups(Seeds):
         columns = np.asarray(columns)
         return np.where(self.groups[columns] == g, self.weights[columns], 0.0)
 
+    def cell_table(self, out_idx: int, rows: int) -> np.ndarray:
+        """``locate`` for every row and cell column at once: ``(rows, count)``
+        input coordinates, -1 where a cell holds no entry (kept once made)."""
+        tables = self.__dict__.setdefault("_tables", {})
+        if out_idx not in tables:
+            everything = np.arange(rows)
+            dtype = np.int32 if self.size < 2**31 else np.int64
+            table = np.empty((self.count, rows), dtype=dtype)
+            for g in range(self.count):
+                table[g] = self.locate(out_idx, everything, g)
+            tables[out_idx] = table.T
+        return tables[out_idx]
+
 
 @dataclass
 class Probes(Seeds):
