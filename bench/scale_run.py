@@ -20,9 +20,9 @@ MODE: ``torch-slow`` and ``torch-fast`` (``torch.autograd.gradcheck``,
 ``compressed``, ``probed`` (adcheck on torch functions), and
 ``precise-refengine`` (the same function written with refengine).
 Every check has ``check_forward_ad=True``; torch runs on one thread. A
-planted error: ``MODE+planted`` wraps the function in a custom Function
-whose vjp is off by a relative 1e-6 in one diagonal entry (forward mode is
-then not checked: the Function has no jvp).
+planted error: ``precise+planted`` (``sin`` and ``softmax`` only) checks a
+custom Function whose vjp is off by a relative 1e-6 in one diagonal entry
+(forward mode is then not checked: the Function has no jvp).
 """
 from __future__ import annotations
 
@@ -69,29 +69,34 @@ def inputs(name: str, n: int, E) -> tuple:
     return tuple(E.from_numpy(a).requires_grad_() for a in arrays)
 
 
-def planted(f, E):
-    """``f`` (one input) as a custom Function whose vjp is off by a relative
-    1e-6 in one diagonal entry: output and input coordinate ``k``, the middle
-    one (its other entries come from ``f``'s own vjp)."""
+def planted(name: str, n: int, E):
+    """``sin`` or ``softmax`` as a custom Function written as a hand-written
+    kernel would be, whose vjp is off by a relative 1e-6 in one diagonal entry
+    (output and input coordinate ``k``, the middle one). It can be vmapped
+    (``setup_context``, ``generate_vmap_rule``), as a torch Function should."""
+    k = n // 2
+    mask = np.zeros(n)
+    mask[k] = 1e-6
+    mask = E.from_numpy(mask.reshape(shapes(name, n)[0]))
+
     class Planted(E.autograd.Function):
+        generate_vmap_rule = True
+
         @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return f(x)
+        def forward(x):
+            return E.sin(x) if name == "sin" else E.nn.functional.softmax(x, dim=-1)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0], output)
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            k = x.numel() // 2
-            with E.enable_grad():
-                xd = x.detach().requires_grad_()
-                y = f(xd)
-                (back,) = E.autograd.grad(y, xd, g, retain_graph=True)
-                (row,) = E.autograd.grad(y.reshape(-1)[k], xd)
-            onehot = E.zeros(x.numel(), dtype=x.dtype)
-            onehot[k] = 1.0
-            wrong = 1e-6 * row.reshape(-1)[k] * g.reshape(-1)[k]
-            return back + wrong * onehot.reshape(x.shape)
+            x, y = ctx.saved_tensors
+            if name == "sin":
+                return g * E.cos(x) * (1 + mask)
+            right = y * (g - (g * y).sum(-1, keepdim=True))
+            return right + mask * g * y * (1 - y)    # J[k, k] = y_k (1 - y_k)
     return Planted.apply
 
 
@@ -104,11 +109,10 @@ def run_check(name: str, mode: str, n: int) -> dict:
         import refengine as E
     else:
         E = torch
-    f = function(name, E)
-    if plant:
-        f = planted(f, E)
+    f = planted(name, n, E) if plant else function(name, E)
     call = _caller(base, E, forward=not plant)
-    call(f, inputs(name, 8 if name != "conv2d" else 40, E))    # warm up: lazy imports
+    small = 64 if name != "conv2d" else 40
+    call(planted(name, small, E) if plant else f, inputs(name, small, E))  # warm up: imports
     xs = inputs(name, n, E)
     before = _rss_mb()
     start = time.perf_counter()

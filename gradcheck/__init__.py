@@ -18,22 +18,32 @@ Example::
 
 Inputs may be ``refengine`` or ``torch`` tensors, or JAX arrays; the engine
 is taken from them (see ``gradcheck.engines``). Jacobians are built in
-batches through the engine's vmap (see ``gradcheck.evaluation``).
+batches through the engine's vmap (see ``gradcheck.evaluation``), within a
+memory budget (``memory_budget``, see ``gradcheck.budget``). Large blocks
+are built as ``J S`` for seeds ``S`` (compressed by their sparsity pattern,
+or probed along random directions) or in chunks: ``gradcheck.producers``
+says which and when.
 
 Layout, each layer importing only from those above it:
 
 - ``coords``, ``serialize``, ``modes`` (the vocabulary of checks), ``errors``,
-  ``batching``, ``options`` (the validated keywords), ``engines`` (adapters);
+  ``batching``, ``budget``, ``options`` (the validated keywords), ``engines``
+  (adapters), ``structure`` (sparsity patterns), ``seeds`` (the ``S`` of
+  ``J S``);
 - ``jacobian``: the one ``Jacobian`` type;
 - ``problem`` (a validated function and inputs), ``evaluation`` (outputs,
   vjps and jvps, batched or looped inside), ``sides`` (reverse and forward
   mode described once);
 - producers: ``numerical`` (central differences), ``richardson``,
   ``reference`` (mpmath), ``analytical`` (reverse and forward), ``fast``
-  (projections), chosen from the options in ``producers``;
-- ``diagnosis``, ``compare`` (the one comparator), ``precise``, ``adjoint``;
+  (projections), ``cells`` (columns of ``J S``), ``compressed`` and
+  ``decompress`` (structured blocks), ``probed`` (random directions), chosen
+  from the options and the sizes in ``producers``;
+- ``diagnosis``, ``compare`` (the one comparator, whole or by chunks),
+  ``precise``, ``adjoint``, ``window`` (a failure in cells located and shown);
 - ``checks`` (scaling, reentrancy, undefined gradients, ...), ``report``,
-  ``secondorder``, ``flow`` (the steps of a check);
+  ``secondorder``, ``streamed`` (chunked dense blocks), ``flow`` (the steps
+  of a check);
 - ``api``: ``check``, ``run``, ``gradcheck``, ``gradgradcheck``.
 """
 from gradcheck.api import check, gradcheck, gradgradcheck

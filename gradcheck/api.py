@@ -49,6 +49,18 @@ def check(func, inputs, **keywords) -> Report:
       ``gradgradcheck`` checks), with ``grad_outputs`` as in gradgradcheck;
       failures are then named "reverse over reverse" or "forward over reverse".
     - ``name``: the name used in messages (default: the function's).
+    - ``memory_budget`` (512 MiB, in bytes): the arrays a check holds at once;
+      evaluations run in batches and Jacobians are built and compared in
+      chunks within it (``gradcheck.budget``).
+    - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
+      ``"dense"``: every entry, in chunks when the blocks exceed the budget;
+      ``"compressed"``: ``J S`` for groups of columns that share no row of
+      the formula's sparsity pattern, every entry still compared
+      (``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
+      Gaussian directions, with the odds that a wrong entry escapes in
+      ``Report.escape`` (``gradcheck.probed``); ``"auto"``: dense for small
+      blocks, compressed for large ones whose pattern pays, else dense in
+      chunks. ``Report.plan`` says which ran.
 
     An unknown keyword raises ``TypeError`` naming the known ones; a value out
     of range, and bad calls (no input requiring grad, NumPy arrays, integer

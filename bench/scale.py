@@ -1,0 +1,161 @@
+"""Time and peak memory of gradient checks against the number of inputs.
+
+    python bench/scale.py                       # the full run (30 to 60 minutes)
+    python bench/scale.py --limit 20 --sizes 128,1024,4096 --json /tmp/s.json
+    python bench/scale.py --plot-only bench/scale.json   # redraw from a saved run
+
+Six functions (``sin``, row-wise ``softmax`` over rows of 64, ``cumsum`` of a
+vector, ``matmul`` of two square matrices, ``conv2d`` of a 3-channel image
+with a (4, 3, 3, 3) kernel, ``layer_norm`` over rows of 64), each at about
+128, 1,024, 4,096, 16,384 and 102,400 inputs (the fast and probed modes also
+at 1,048,576), in every mode of ``scale_run.py``: torch's
+``torch.autograd.gradcheck`` slow and fast, and adcheck's ``gradcheck()``,
+``check(precise=True)``, fast mode, ``jacobian="compressed"`` and
+``jacobian="probed"`` on the torch function, and ``check(precise=True)`` on
+the same function written with refengine. Every check has
+``check_forward_ad=True``; torch runs on one thread.
+
+Each run is its own process (``scale_run.py``): time is the check's wall
+time; memory is the peak resident set (``ru_maxrss``) minus the resident set
+just before the check (after the imports, the inputs and a warm-up check at
+a tiny size). The runs are interleaved: for each size, each function, every
+mode in turn, so that a change in the machine's load falls on all of them.
+A mode whose next size would take longer than ``--limit`` seconds (its last
+time scaled by the growth of its last two sizes, at least linear) is
+skipped from there on; a run past three times the limit is stopped.
+
+Two canaries per run at 102,400 inputs: ``sin`` and ``softmax`` with a vjp
+wrong by a relative 1e-6 in one entry, checked precisely; they must fail.
+
+It writes the results as JSON (``--json``, default ``bench/scale.json``), a
+plot (``--png``, default ``bench/scale.png``; needs matplotlib, a bench-only
+dependency: ``python -m pip install matplotlib``) and prints the table the
+README shows and the targets of issue 16, met or not, with their numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FUNCTIONS = ("sin", "softmax", "cumsum", "matmul", "conv2d", "layer_norm")
+MODES = ("torch-slow", "torch-fast", "gradcheck", "precise", "fast", "compressed", "probed",
+         "precise-refengine")
+SIZES = (128, 1024, 4096, 16384, 102400)
+LARGE = 1048576
+LARGE_MODES = ("torch-fast", "fast", "probed")
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def run_one(function: str, mode: str, n: int, limit: float) -> dict:
+    """One run in a fresh process; a run past ``3 * limit`` is stopped."""
+    command = [sys.executable, str(HERE / "scale_run.py"), function, mode, str(n)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=3 * limit)
+    except subprocess.TimeoutExpired:
+        return {"verdict": "timeout", "seconds": time.perf_counter() - start}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"verdict": f"error: exit {done.returncode}: {tail[0][:300]}"}
+    return json.loads(lines[-1])
+
+
+def predicted(history: list, n: int) -> float:
+    """The time a mode would take at ``n``, from its last two runs."""
+    if not history:
+        return 0.0
+    (n1, t1) = history[-1]
+    growth = 2.0
+    if len(history) >= 2:
+        (n0, t0) = history[-2]
+        if t0 > 0.05 and n1 > n0:
+            slope = math.log(max(t1, 1e-3) / t0) / math.log(n1 / n0)
+            growth = max(1.0, min(2.5, slope))
+    return t1 * (n / n1) ** growth
+
+
+def sweep(functions, modes, sizes, limit: float, say) -> list:
+    """Every (size, function, mode), interleaved, skipping what would pass the limit."""
+    runs, history, stopped = [], {}, set()
+    for n in sizes:
+        for function in functions:
+            for mode in modes:
+                if n == LARGE and mode not in LARGE_MODES:
+                    continue
+                key = (function, mode)
+                guess = predicted(history.get(key, []), n)
+                if key in stopped or guess > limit:
+                    stopped.add(key)
+                    runs.append({"function": function, "mode": mode, "n": n,
+                                 "verdict": "skipped", "predicted": guess})
+                    continue
+                found = run_one(function, mode, n, limit)
+                found.update(function=function, mode=mode, n=n, load=load_average())
+                runs.append(found)
+                say(_line(found))
+                if found["verdict"] in ("passed", "failed"):
+                    history.setdefault(key, []).append((found.get("inputs", n),
+                                                        found["seconds"]))
+                else:
+                    stopped.add(key)
+    return runs
+
+
+def canaries(limit: float, say) -> list:
+    found = []
+    for function in ("sin", "softmax"):
+        run = run_one(function, "precise+planted", 102400, limit)
+        run.update(function=function, mode="precise+planted", n=102400, load=load_average())
+        say(_line(run))
+        found.append(run)
+    return found
+
+
+def _line(run: dict) -> str:
+    extra = f" plan {run['plan']}" if run.get("plan") else ""
+    memory = f", {run['peak_mb']:.0f} MB" if "peak_mb" in run else ""
+    seconds = f"{run['seconds']:.2f} s" if "seconds" in run else "-"
+    return (f"{run['function']:>10} {run['mode']:<18} {run['n']:>8}: {run['verdict'][:60]:<8} "
+            f"{seconds}{memory}{extra} (load {run['load']:.1f})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=float, default=90.0, help="seconds a run may take")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES + (LARGE,))))
+    parser.add_argument("--functions", default=",".join(FUNCTIONS))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--json", default=str(HERE / "scale.json"))
+    parser.add_argument("--png", default=str(HERE / "scale.png"))
+    parser.add_argument("--plot-only", metavar="JSON", help="redraw from a saved run")
+    args = parser.parse_args(argv)
+    from scale_report import plot, print_report
+    if args.plot_only:
+        document = json.loads(Path(args.plot_only).read_text())
+    else:
+        document = {"load_before": load_average(), "started": time.strftime("%Y-%m-%d %H:%M")}
+        say = lambda text: print(text, flush=True)  # noqa: E731
+        document["runs"] = sweep(args.functions.split(","), args.modes.split(","),
+                                 [int(s) for s in args.sizes.split(",")], args.limit, say)
+        document["canaries"] = canaries(args.limit, say)
+        document["load_after"] = load_average()
+        Path(args.json).write_text(json.dumps(document, indent=1))
+        print(f"wrote {args.json}")
+    print_report(document)
+    return plot(document, args.png)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    sys.exit(main())
