@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from gradcheck import checks, flow
+from gradcheck import checks, faults, flow
 from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.options import Options
@@ -77,13 +77,16 @@ def run(func, inputs, options: Options) -> Report:
     if not problem.diff_out:
         flow.no_differentiable_output(ev, report, options)
     else:
+        report.results += faults.determinism_results(ev, options.nondet_tol)
         sides = flow.sides(options)
         scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
         if options.check_backward_ad and options.check_undefined_grad:
             checks.request_undefined_grad(ev)
         (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
         flow.other_checks(ev, report, rng, options, scaling)
+        report.results += faults.nonfinite_results(problem, report.jacobians)
         report.batching = dict(problem.batching)
+    report.results += faults.mutation_results(problem)
     for result in report.results:
         result.order = options.order
     report.counts = dict(problem.counts)

@@ -28,7 +28,7 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
         error = numerical.error_form(*key)
         if error is None:
             error = np.zeros_like(values)
-        scale = values.max() if values.size else 0.0
+        scale = np.max(values, initial=0.0, where=np.isfinite(values))  # NaN is no scale
         relative = np.sqrt(epsilon) / 2
         tolerances[key] = SAFETY * error + relative * values + AD_ULPS * epsilon * scale + 1e-300
     return tolerances

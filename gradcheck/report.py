@@ -8,7 +8,8 @@ import numpy as np
 from gradcheck.modes import failure_text
 
 #: checks whose failure explains the others come first
-PRIORITY = {"reentrant": 0, "scaling": 1, "undefined-grad": 2}
+PRIORITY = {"input-mutation": 0, "deterministic": 1, "nonfinite-output": 2, "nonfinite": 3,
+            "discontinuous": 4, "reentrant": 5, "scaling": 6, "undefined-grad": 7}
 
 
 def _fmt(value) -> str:

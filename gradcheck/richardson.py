@@ -99,8 +99,8 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
     are skipped)."""
     eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
     target = CONVERGED * np.sqrt(eps) / 2
-    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0) for best, _ in result.values()],
-                   axis=0)
+    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))
+                    for best, _ in result.values()], axis=0)
     return np.all([np.all(err <= target * (np.abs(best) + scale[:, None]), axis=1)
                    for best, err in result.values()], axis=0)
 
@@ -112,7 +112,8 @@ def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
 
 def _steps(x: np.ndarray) -> np.ndarray:
     """Steps ``h_k`` by level (rows) and coordinate (columns)."""
-    h0 = np.maximum(np.abs(x), 2.0 ** -6) / 32.0
+    # at an infinite coordinate x + h is x for any finite h: the floor step
+    h0 = np.maximum(np.where(np.isfinite(x), np.abs(x), 0.0), 2.0 ** -6) / 32.0
     return h0[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
 
 
