@@ -45,6 +45,11 @@ def check(func, inputs, **keywords) -> Report:
     - ``check_scaling`` (True): the vjp scales with grad_output and the jvp
       with the tangent. ``check_adjoint`` (True): when both modes are
       checked, ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.
+    - ``check_detached`` (True): an output that does not require grad must
+      not depend on an input that does (a stray ``.detach()``). PyTorch's
+      gradcheck ignores such outputs; pass False for outputs declared
+      non-differentiable (``mark_non_differentiable``, or an op's saved
+      statistics such as ``native_layer_norm``'s mean and inverse std).
     - ``order`` (1): 2 checks the first derivative itself (the function
       ``gradgradcheck`` checks), with ``grad_outputs`` as in gradgradcheck;
       failures are then named "reverse over reverse" or "forward over reverse".

@@ -240,7 +240,8 @@ def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
                 result.diagnosis = (
                     f"output {out_idx} does not require grad, yet it depends on input "
                     f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
-                    "no_grad, or a Function that marks it non-differentiable)")
+                    "no_grad, or a Function that marks it non-differentiable); if it is "
+                    "declared non-differentiable on purpose, pass check_detached=False")
             results.append(result)
     return results
 

@@ -42,6 +42,7 @@ class Options:
     name: str | None = None
     check_scaling: bool = True
     check_adjoint: bool = True
+    check_detached: bool = True
     order: int = 1
     grad_outputs: Any = None
 

@@ -78,6 +78,11 @@ class Problem:
                 raise ValueError(
                     f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
                     f"convert it with {E.convert_hint} to check it")
+            if E.is_tensor(x) and E.layout_of(x) is not None:
+                raise ValueError(
+                    f"{self.name}: input {i} is a sparse tensor ({E.layout_of(x)}); gradcheck "
+                    "checks dense (strided) tensors only: pass x.to_dense(), and convert it "
+                    "back inside the function if the function needs a sparse input")
         for i in self.diff_in:
             if not E.is_differentiable_dtype(self.inputs[i]):
                 raise ValueError(
@@ -105,6 +110,11 @@ class Problem:
         self.out_arrays = {}
         self.float_out, self.diff_out = [], []
         for o, out in enumerate(self.outputs):
+            if E.is_tensor(out) and E.layout_of(out) is not None:
+                raise ValueError(
+                    f"{self.name}: output {o} is a sparse tensor ({E.layout_of(out)}); "
+                    "gradcheck checks dense outputs only: return out.to_dense() (PyTorch's "
+                    "gradcheck asks the same, as to_dense(masked_grad=...))")
             if not E.is_tensor(out) or not E.is_differentiable_dtype(out):
                 continue
             self.out_arrays[o] = E.to_numpy(out)
@@ -158,8 +168,8 @@ class Problem:
         args = list(self.inputs)
         for i in self.arrays:
             grad = self.differentiates_inside and i in self.diff_in
-            args[i] = self.engine.from_numpy(overrides.get(i, self.arrays[i]),
-                                             requires_grad=grad)
+            args[i] = self.engine.from_numpy_like(overrides.get(i, self.arrays[i]),
+                                                  self.inputs[i], requires_grad=grad)
         return args
 
     def check_shape(self, array, shape, who: str, mode: str):

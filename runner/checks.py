@@ -90,8 +90,11 @@ class OpSubject:
         return None
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
-        return options(check, policy, self.info.tolerance(self.dtype),
-                       self.info.supports("forward", self.dtype), call.reference)
+        keywords = options(check, policy, self.info.tolerance(self.dtype),
+                           self.info.supports("forward", self.dtype), call.reference)
+        if not getattr(self.info, "check_detached", True):  # a registry whose ops declare
+            keywords["check_detached"] = False              # outputs non-differentiable
+        return keywords
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, self.name, self.dtype_name, self.index, check)
