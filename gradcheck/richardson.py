@@ -48,9 +48,20 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns) -> tuple:
         plus = {o: both[o][k] for o in outs}
         minus = {o: both[o][levels + k] for o in outs}
         diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-        noises.append({o: NOISE_ULPS * eps * (np.abs(plus[o]) + np.abs(minus[o])) / (2 * h)
-                       for o in outs})
+        noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
+                                              + _magnitude(minus[o], p.layout.out_complex[o]))
+                       / (2 * h) for o in outs})
     return diffs, noises
+
+
+def _magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
+    """The scale of each real coordinate's rounding: its absolute value, or for
+    a complex output the modulus of its element (both parts were computed from
+    terms that large: a variance's imaginary part is noise of the modulus' size)."""
+    if not complex_:
+        return np.abs(values)
+    modulus = np.hypot(values[..., 0::2], values[..., 1::2])
+    return np.repeat(modulus, 2, axis=-1)
 
 
 def _tableau(diffs: list, noises: list) -> tuple:
