@@ -12,7 +12,9 @@ says that instead of "the formula is wrong" or "not reentrant":
   finite differences noise);
 - ``nonfinite_results``: NaN or inf in the outputs at the given inputs or in
   any Jacobian, naming the side (finite differences, the vjp, the jvp) and
-  the first entry.
+  the first entry; and the entries that Richardson extrapolation could not
+  resolve because every step straddled a jump (``Jacobian.unresolved``),
+  named as a discontinuity, not as a formula error.
 
 Each returns failing ``Result``s only: a fault that was not seen adds
 nothing to the report.
@@ -100,11 +102,27 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             continue   # fast mode's projection: the full Jacobian says where
         for key in sorted(jac.blocks):
             block = jac.blocks[key]
+            if jac.unresolved and key in jac.unresolved:
+                results.append(_unresolved(key, jac.unresolved[key]))
+                block = np.where(jac.unresolved[key], 0.0, block)
             if not np.all(np.isfinite(block)):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
                 results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
     return results
+
+
+def _unresolved(key, mask: np.ndarray) -> Result:
+    out_idx, in_idx = key
+    where = _where(mask)
+    return Result(
+        "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
+        diagnosis=(f"at {int(mask.sum())} of {mask.size} entries, first [{where[0]}, "
+                   f"{where[1]}] (output coordinate {where[0]}, input coordinate {where[1]}), "
+                   "every step down to 2**-36 of the input straddles a jump or a kink: the "
+                   "function is discontinuous or not differentiable there, so those entries "
+                   "are no evidence for or against the formula; check it at a point away "
+                   "from the jump"))
 
 
 def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs) -> Result:
