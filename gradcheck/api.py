@@ -78,25 +78,40 @@ def run(func, inputs, options: Options) -> Report:
     problem = Problem(func, inputs, name, order=options.order)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
-    ev = Evaluator(problem)
-    if not problem.diff_out:
-        flow.no_differentiable_output(ev, report, options)
+    try:
+        _checks(Evaluator(problem), report, rng, options)
+    except GradcheckError as exc:
+        if not problem.mutations:
+            raise
+        # an input changed in place: what failed after it is its consequence
+        # (torch: "modified by an inplace operation"), and the report says so
+        report.results += faults.mutation_results(problem)
+        for result in report.results[-len(problem.mutations):]:
+            result.detail = f"after that: {exc}"
     else:
-        report.results += faults.determinism_results(ev, options.nondet_tol)
-        sides = flow.sides(options)
-        scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
-        if options.check_backward_ad and options.check_undefined_grad:
-            checks.request_undefined_grad(ev)
-        (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
-        flow.other_checks(ev, report, rng, options, scaling)
-        report.results += faults.nonfinite_results(problem, report.jacobians)
-        report.batching = dict(problem.batching)
-    report.results += faults.mutation_results(problem)
+        report.results += faults.mutation_results(problem)
     for result in report.results:
         result.order = options.order
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
+    """Every check of ``options`` in order (see ``gradcheck.flow``)."""
+    problem = ev.problem
+    if not problem.diff_out:
+        flow.no_differentiable_output(ev, report, options)
+        return
+    report.results += faults.determinism_results(ev, options.nondet_tol)
+    sides = flow.sides(options)
+    scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
+    if options.check_backward_ad and options.check_undefined_grad:
+        checks.request_undefined_grad(ev)
+    (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
+    flow.other_checks(ev, report, rng, options, scaling)
+    report.results += faults.nonfinite_results(problem, report.jacobians)
+    report.batching = dict(problem.batching)
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
