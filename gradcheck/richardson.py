@@ -154,12 +154,16 @@ def _straddling(diffs: list, noises: list) -> tuple:
     ``GROWTH`` times larger than every move since the last break (and well
     above rounding noise): the levels before it straddle something and are
     no evidence of the derivative, which is the limit of the levels after.
+    The floor of a move is the output's largest rounding noise: a quotient
+    that noise dominates doubles as ``h`` halves, as a jump's does.
     """
     marked, unresolved = [dict(d) for d in diffs], {}
     levels = len(diffs)
     for o in diffs[0]:
         d = np.stack([level[o] for level in diffs])
-        n = np.stack([level[o] for level in noises])
+        # an entry that cancels to almost nothing (a convolution's) rounds like
+        # its terms: the output's largest noise is the floor, not its own
+        n = np.max(np.stack([level[o] for level in noises]), axis=-1, keepdims=True)
         last = np.full(d.shape[1:], -1)
         with np.errstate(invalid="ignore"):
             moves = np.abs(d[1:] - d[:-1])
@@ -243,7 +247,8 @@ def _disagree(problem: Problem, current: dict, sentinel: tuple, active) -> np.nd
     eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
     far = []
     for o, (best, err) in current.items():
-        d, noise = sentinel[0][o][active], sentinel[1][o][active]
+        d = sentinel[0][o][active]
+        noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True)  # see _straddling
         scale = np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))[:, None]
         with np.errstate(invalid="ignore"):
             gap = np.abs(d - best)
