@@ -134,9 +134,9 @@ def _target_samples(task: TargetTask, emit, progress: dict) -> None:
 
     from runner.spec import build, parse
     from runner.target import resolve
-    target = resolve(task.op, task.engine)
-    progress["family"] = target.kind
     policy = task.settings.policy
+    target = resolve(task.op, task.engine, derive_seed(policy.seed, "module", task.op))
+    progress["family"] = target.kind
     rng = np.random.default_rng(derive_seed(policy.seed, "inputs", task.index))
     inputs = build(parse(task.inputs), target.engine, rng)
     subject = TargetSubject(target, tuple(inputs), task.inputs, task.index, task.dtype)

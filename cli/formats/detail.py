@@ -110,7 +110,9 @@ def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2,
         parts.append(Text(describe(failure, report.name)))
         if failure.expected is not None and failure.actual is not None \
                 and np.ndim(failure.expected) == 2:
-            pair = f"output {failure.out_idx}, input {failure.in_idx}"
+            name = getattr(failure, "in_name", None)
+            pair = f"output {failure.out_idx}, input {failure.in_idx}" + \
+                (f" ({name})" if name else "")
             parts.append(jacobian_pair(failure, pair))
     if len(report.failures) > limit:
         parts.append(Text(f"... and {len(report.failures) - limit} more failing pairs "

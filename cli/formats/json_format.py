@@ -47,7 +47,9 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,
-         "in_idx": int | null, "max_error": float | str, "where": [int] | null,
+         "in_idx": int | null, "in_name": str | null,   in_name: a module's parameter
+                                         ("layer.0.weight"), a pytree leaf's path, or null
+         "max_error": float | str, "where": [int] | null,
          "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
       ]
     }
