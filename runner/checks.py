@@ -184,7 +184,7 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
                                    subject.seed(policy.seed, check), base,
                                    subject.known_failure(check),
                                    skip and (lambda exc, check=check: skip(check, exc)))
-        keep_evidence(result, report, kwargs)
+        keep_evidence(result, report)
         out.append((result, report if keep_reports else None))
     return out
 
@@ -195,16 +195,14 @@ def check_sample(info, sample, dtype, settings, keep_reports: bool = False) -> l
     return run_checks(subject, settings.checks, settings.policy, keep_reports)
 
 
-def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
+def keep_evidence(result: CheckResult, report) -> None:
     """Give a failed ``result`` what the HTML report draws: the Jacobians of
-    its first failing pairs and the keywords that reproduce it (small and
-    picklable: the reference function itself stays behind)."""
+    its first failing pairs."""
     if report is None or not result.failures:
         return
     import numpy as np
     result.jacobians = [(f.expected, f.actual) if np.ndim(f.expected) == np.ndim(f.actual) == 2
                         else None for f in report.failures[:JACOBIAN_PAIRS]]
-    result.check_kwargs = {k: True if k == "reference" else v for k, v in kwargs.items()}
 
 
 def _failure_dicts(report) -> list:
