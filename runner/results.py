@@ -124,6 +124,9 @@ class RunReport:
     samples: list = field(default_factory=list, repr=False)
     #: the op a single-op run is about, as ``runner.registry.describe`` gives it
     subject: dict | None = None
+    #: a shard's place in the whole run (``runner.shard.record``), ``{"merged": N}``
+    #: for the report ``adcheck merge`` made of N shards, ``None`` for a whole run
+    shard: dict | None = None
 
     def counts(self) -> dict:
         found = Counter(r.status for r in self.results)

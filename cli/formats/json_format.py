@@ -55,7 +55,12 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     }
   ],
   "slowest": [{"op": str, "seconds": float}],   the five slowest ops
-  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]}
+  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]},
+  "shard": null                          a whole run ('adcheck ops' without --shard)
+         | {"index": int, "count": int,  'adcheck ops --shard K/N': K and N,
+            "plan": ["op|dtype"],        every task of the whole run, in its order,
+            "tasks": ["op|dtype"]}       and this shard's tasks
+         | {"merged": int}               'adcheck merge' of that many shards
 }
 ```
 
@@ -110,7 +115,7 @@ def document(report: RunReport) -> dict:
         "summary": {"total": len(report.results), **counts},
         "results": [r.to_dict() for r in report.results],
         "slowest": [{"op": op, "seconds": round(s, 3)} for op, s in report.slowest()],
-        "baseline": baseline,
+        "baseline": baseline, "shard": report.shard,
     })
 
 
