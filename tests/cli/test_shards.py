@@ -77,6 +77,9 @@ def test_the_merged_junit_file_is_the_unsharded_one(runs, tmp_path):
         return counts, [(c.get("classname"), c.get("name"), [e.tag for e in c])
                         for c in suite.iter("testcase")]
     assert cases(tmp_path / "merged.xml") == cases(paths[0].parent / "whole.xml")
+    props = {p.get("name"): p.get("value")
+             for p in ET.parse(tmp_path / "merged.xml").getroot().iter("property")}
+    assert props["shard"] == "3 merged" and props["exit_code"] == "1"
 
 
 def test_a_baseline_applies_to_the_merged_run_as_to_the_whole(runs, tmp_path):
