@@ -64,14 +64,15 @@ def prestart() -> None:
 
 
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
-        settings_record: dict):
+        settings_record: dict, planned: list | None = None):
     """Run the tasks in worker processes, with a progress bar on stderr;
-    returns the ``RunReport`` (partial when a stop signal came)."""
+    returns the ``RunReport`` (partial when a stop signal came). ``planned``:
+    the whole plan ``tasks`` are a shard of (which may then be empty)."""
     from cli import signals
     from cli.reporting import progress_bar, warn
     from runner.results import RunReport
     from runner.run import run_tasks
-    if not tasks:
+    if not (tasks if planned is None else planned):
         raise InputError("nothing to check: no selected op supports the selected dtypes; "
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
@@ -88,9 +89,18 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
                      error=outcome.cause if outcome.status == "broken" else None)
 
 
-def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", **extra):
-    """Plan and run the tasks of ``infos`` (every sample of each op and dtype)."""
+def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", shard=None,
+          **extra):
+    """Plan and run the tasks of ``infos`` (every sample of each op and dtype);
+    ``shard``: ``(k, n)``, run only shard k of n of the plan (``runner.shard``)."""
     from runner.selection import plan
     tasks = plan(infos, dtypes, settings)
     record = recorded(settings, dtypes=dtypes, fail_fast=fail_fast, **extra)
-    return run(command, tasks, jobs, fail_fast, level, record)
+    if shard is None:
+        return run(command, tasks, jobs, fail_fast, level, record)
+    from runner.shard import record as shard_record
+    from runner.shard import shard_tasks
+    mine = shard_tasks(tasks, *shard)
+    report = run(command, mine, jobs, fail_fast, level, record, planned=tasks)
+    report.shard = shard_record(tasks, mine, *shard)
+    return report

@@ -4,8 +4,9 @@
 ``Options`` and calls ``run``; ``gradcheck()`` and ``gradgradcheck()``
 translate PyTorch's flags into ``Options`` once and raise on failure. ``run``
 is the one place a check is put together (see ``gradcheck.flow`` for the
-order of its steps); a front end that checks something else (a module's
-parameters, a registry's samples) builds ``Options`` and calls ``run``.
+order of its steps); a module or nested inputs are first flattened into
+named inputs (``gradcheck.modules``); a front end that checks something else
+(a registry's samples) builds ``Options`` and calls ``run``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 
-from gradcheck import checks, faults, flow
+from gradcheck import checks, faults, flow, modules
 from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.options import Options
@@ -54,6 +55,15 @@ def check(func, inputs, **keywords) -> Report:
       ``gradgradcheck`` checks), with ``grad_outputs`` as in gradgradcheck;
       failures are then named "reverse over reverse" or "forward over reverse".
     - ``name``: the name used in messages (default: the function's).
+    - ``input_names``: a name per input, shown beside its index in messages
+      and kept in ``Result.in_name`` and ``Report.input_names``.
+    - ``buffers`` (False): with a module, also check its floating point buffers.
+
+    ``func`` may be a torch or refengine ``nn.Module``: its floating point
+    parameters that require grad are then checked too, after the inputs, each
+    named as ``named_parameters()`` names it; and an input may be a nested
+    dict, list or tuple of tensors (a JAX pytree on JAX), checked leaf by
+    leaf, each leaf named by its path (see ``gradcheck.modules``).
 
     An unknown keyword raises ``TypeError`` naming the known ones; a value out
     of range, and bad calls (no input requiring grad, NumPy arrays, integer
@@ -66,11 +76,11 @@ def check(func, inputs, **keywords) -> Report:
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
     start = time.perf_counter()
+    func, inputs, names, name = modules.prepare(func, inputs, options)
     seed = options.seed
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = int(np.random.SeedSequence().entropy % 2**53)
     rng = np.random.default_rng(seed)
-    name = options.name
     if options.order == 2:
         from gradcheck.secondorder import first_derivative
         name = name or function_name(func)
@@ -92,6 +102,7 @@ def run(func, inputs, options: Options) -> Report:
         report.results += faults.mutation_results(problem)
     for result in report.results:
         result.order = options.order
+    modules.name_results(report, names, len(problem.inputs))
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report

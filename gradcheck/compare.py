@@ -37,6 +37,9 @@ class Result:
     detail: str | None = None
     #: 1, or 2 when the function checked was the first derivative (gradgradcheck)
     order: int = 1
+    #: the input's name (a module's parameter, ``"layer.0.weight"``; a pytree leaf's
+    #: path), or ``None`` when the inputs are not named
+    in_name: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""
@@ -47,7 +50,8 @@ class Result:
             "where": None if self.where is None else [int(k) for k in self.where],
             "tolerance": json_float(self.tolerance),
             "expected": json_array(self.expected), "actual": json_array(self.actual),
-            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order}
+            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order,
+            "in_name": self.in_name}
 
 
 def entry_errors(expected: np.ndarray, actual: np.ndarray,

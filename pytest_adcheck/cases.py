@@ -1,7 +1,7 @@
 """The registry as test parameters: one ``OpCase`` per OpInfo, dtype and sample.
 
 ``plan_cases`` reads the ``adcheck_ops`` marker's selection (name patterns,
-families, dtypes, checks) and returns the cases in registry order, then
+families, dtypes, checks, engine) and returns the cases in registry order, then
 dtype, then sample index, so every pytest-xdist worker collects the same
 ids in the same order. The selection is ``adcheck ops``'s
 (``runner.selection``), and a case runs its checks through the runner's
@@ -38,37 +38,68 @@ def _checked(names: tuple, allowed: tuple, what: str) -> tuple:
     return names
 
 
-def settings_for(checks: tuple, seed: int):
-    """The runner's ``Settings`` for these checks (all: the CLI's defaults)."""
+#: the engines whose formulas a marker can check
+ENGINES = ("refengine", "torch")
+
+
+def settings_for(checks: tuple, seed: int, engine: str = "refengine", plugins: tuple = ()):
+    """The runner's ``Settings`` for these checks (all: the CLI's defaults) on
+    ``engine``; ``plugins``: the plugin files loaded (the reproducers load them)."""
     from runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
     from runner.tasks import Settings
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else DEFAULT_CHECKS
-    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed),
-                    keep_reports=True)
+    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed),
+                    plugins=tuple(plugins), keep_reports=True)
 
 
-def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0) -> list:
-    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=)``
-    selects; ``SelectionError`` when it selects nothing or names something unknown."""
+def _engine(engine) -> str:
+    if engine not in ENGINES:
+        raise SelectionError(f"engine={engine!r}: choose from {', '.join(map(repr, ENGINES))}")
+    if engine == "torch":
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            raise SelectionError("engine='torch' needs PyTorch, which is not installed; "
+                                 "install it with 'pip install adcheck[torch]'")
+    return engine
+
+
+def _selected(settings, patterns: tuple, family, engine: str) -> list:
     from runner.errors import RunnerError
-    from runner.registry import DTYPE_NAMES
-    from runner.selection import plan, select
-    dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
-    settings = settings_for(_names(checks, "checks"), seed)
-    registry = settings.registry
+    from runner.selection import select
     try:
-        infos = select(registry, tuple(patterns), _names(family, "family"), "refengine").infos
+        chosen = select(settings.registry, tuple(patterns), _names(family, "family"), engine)
     except RunnerError as exc:
         raise SelectionError(str(exc)) from None
-    if not infos:
+    if not chosen.infos:
         raise SelectionError("selects no op: no op matches both the name patterns and the "
-                             "families")
+                             "families" + (" and names a torch op (torch_name)"
+                                           if chosen.without_torch else ""))
+    return chosen.infos
+
+
+def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0,
+               engine: str = "refengine", plugins: tuple = (), shard=None) -> list:
+    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=,
+    engine=)`` selects (``engine="torch"``: torch's own formulas, for the ops that
+    name a torch op); ``shard``: ``(k, n)``, only the tasks of shard k of n, as
+    ``adcheck ops --shard k/n`` runs them. ``SelectionError`` when it selects
+    nothing or names something unknown."""
+    from runner.registry import DTYPE_NAMES
+    from runner.selection import plan
+    dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
+    settings = settings_for(_names(checks, "checks"), seed, _engine(engine), plugins)
+    registry = settings.registry
+    tasks = plan(_selected(settings, patterns, family, engine), list(dtype_names) or None,
+                 settings)
+    if shard is not None:
+        from runner.shard import shard_tasks
+        tasks = shard_tasks(tasks, *shard)
     cases = []
-    for task in plan(infos, list(dtype_names) or None, settings):
+    for task in tasks:
         info = registry.get(task.op)
         names = registry.sample_names(info, registry.dtype(task.dtype))
         cases += [OpCase(task.op, task.dtype, i, name, settings) for i, name in enumerate(names)]
-    if not cases:
+    if not cases and shard is None:
         raise SelectionError("selects no sample: no selected op supports the selected "
                              "dtypes; widen the patterns or dtypes")
     return cases
@@ -158,7 +189,8 @@ class OpCase:
         results = [result for result, _ in outcomes]
         failing = [(r, report) for r, report in outcomes if r.failing]
         if failing:
-            raise AssertionError("\n".join(_failure(r, report) for r, report in failing))
+            raise AssertionError("\n".join(_failure(r, report, self.settings)
+                                            for r, report in failing))
         known = [r for r in results if r.status == "known-failure"]
         if known:
             pytest.xfail("; ".join(f"{r.check}: {r.message}" for r in known))
@@ -170,9 +202,14 @@ class OpCase:
         return f"OpCase({self.id!r}, checks={','.join(self.checks)})"
 
 
-def _failure(result, report) -> str:
+def _failure(result, report, settings) -> str:
     from pytest_adcheck.assertion import failure_text
+    from runner.reproduction import reproducer
     head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
     if report is None or report.passed:
         return f"{head}: {result.message}"
-    return f"{head}\n{failure_text(report)}"
+    policy = settings.policy
+    code = reproducer(result, {"engine": policy.engine, "seed": policy.seed,
+                               "precise": policy.precise, "plugins": list(settings.plugins)})
+    return f"{head}\n{failure_text(report)}\n  reproduce:\n" + \
+        "".join(f"    {line}\n" for line in code.splitlines())

@@ -51,9 +51,8 @@ class CheckResult:
     (``None`` when every evaluation was batched). For the HTML report a failed
     check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
     NumPy blocks of its first ``JACOBIAN_PAIRS`` failing pairs (``None`` for
-    a pair with no matrix), and ``check_kwargs``: the ``gradcheck.check``
-    keywords it ran with (``reference=True`` standing for the reference
-    function), from which a reproducer is written.
+    a pair with no matrix). ``runner.rebuild`` reruns any check from its
+    ``op``, ``dtype``, ``sample`` and ``check`` and the run's settings.
     """
 
     op: str
@@ -70,7 +69,6 @@ class CheckResult:
     failures: list = field(default_factory=list)
     unbatched: str | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
-    check_kwargs: dict | None = field(default=None, **_IN_MEMORY)
 
     @property
     def key(self) -> str:
@@ -126,6 +124,9 @@ class RunReport:
     samples: list = field(default_factory=list, repr=False)
     #: the op a single-op run is about, as ``runner.registry.describe`` gives it
     subject: dict | None = None
+    #: a shard's place in the whole run (``runner.shard.record``), ``{"merged": N}``
+    #: for the report ``adcheck merge`` made of N shards, ``None`` for a whole run
+    shard: dict | None = None
 
     def counts(self) -> dict:
         found = Counter(r.status for r in self.results)

@@ -30,10 +30,14 @@ from cli.options import (
               help="Worker processes; the results are the same for any number.")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
+@click.option("--shard", metavar="K/N",
+              help="Run only shard K of N of the selection: a deterministic part, balanced "
+                   "by measured or estimated cost, the same on every machine. Save each "
+                   "shard's --format json and join them with 'adcheck merge'.")
 @report_options
 @html_option
 def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs, plugins,
-        fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
+        shard, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -43,10 +47,12 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     from cli.reporting import check_writable, finish, load_baseline
     from cli.runs import load_registry, prestart, select, sweep
     from runner.checks import Policy
+    from runner.shard import parse_shard
     from runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
+    part = None if shard is None else parse_shard(shard)
     require_engine(engine)
     accepted = load_baseline(baseline)
     prestart()
@@ -57,6 +63,6 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
                          "has nothing to check")
     settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
                         tuple(str(p) for p in plugins))
-    report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level,
+    report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level, shard=part,
                    patterns=list(patterns), family=list(families) or None, target=None)
     finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html)

@@ -228,29 +228,25 @@ def _cells(r) -> int:
 
 
 def _reproducer(report: RunReport):
-    """How a failed check is reproduced: Python for an op of the registry; for
-    a user's object (``adcheck check MODULE:OBJECT``) the command line, since
-    its inputs come from the --inputs specs and the seed."""
+    """How a failed check is reproduced: the Python of ``runner.rebuild`` (an op
+    of a registry) or ``runner.rebuild_target`` (a user's object), with the
+    command line too for the latter."""
+    from runner.reproduction import reproducer
     settings = report.settings
-    engine = settings.get("engine", "refengine")
     if report.command == "check" and settings.get("kind"):
         def command(r) -> str:
             words = ["adcheck", "check", settings["target"]]
             for spec in settings.get("inputs") or []:
                 words += ["--inputs", spec]
             words += ["--check", r.check, "--seed", str(settings.get("seed"))]
-            if engine != "refengine":
-                words += ["--engine", engine]
+            if settings.get("engine", "refengine") != "refengine":
+                words += ["--engine", settings["engine"]]
             if not settings.get("precise", True):
                 words.append("--torch-tolerances")
-            return " ".join(shlex.quote(w) for w in words) + "\n"
+            line = " ".join(shlex.quote(w) for w in words)
+            return f"{reproducer(r, settings)}\n# or, the whole command:\n# {line}\n"
         return command
-
-    def python(r) -> str:
-        from cli.formats.detail import snippet
-        return snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs,
-                       tuple(settings.get("plugins") or ())).code
-    return python
+    return lambda r: reproducer(r, settings)
 
 
 def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
@@ -269,8 +265,8 @@ def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
     if len(r.failures) > len(r.jacobians) and drawn:
         out.append(f'<p class="note dim">Jacobians are drawn for the first {len(r.jacobians)} '
                    "failing pairs.</p>")
-    if r.check_kwargs is not None and r.sample is not None:
-        code = reproduce(r)
+    code = reproduce(r)
+    if code is not None:
         out.append(f"<details open><summary>Reproduce</summary><pre><code>{escape(code)}"
                    "</code></pre></details>")
     out.append("</section>")

@@ -47,13 +47,20 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,
-         "in_idx": int | null, "max_error": float | str, "where": [int] | null,
+         "in_idx": int | null, "in_name": str | null,   in_name: a module's parameter
+                                         ("layer.0.weight"), a pytree leaf's path, or null
+         "max_error": float | str, "where": [int] | null,
          "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
       ]
     }
   ],
   "slowest": [{"op": str, "seconds": float}],   the five slowest ops
-  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]}
+  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]},
+  "shard": null                          a whole run ('adcheck ops' without --shard)
+         | {"index": int, "count": int,  'adcheck ops --shard K/N': K and N,
+            "plan": ["op|dtype"],        every task of the whole run, in its order,
+            "tasks": ["op|dtype"]}       and this shard's tasks
+         | {"merged": int}               'adcheck merge' of that many shards
 }
 ```
 
@@ -108,7 +115,7 @@ def document(report: RunReport) -> dict:
         "summary": {"total": len(report.results), **counts},
         "results": [r.to_dict() for r in report.results],
         "slowest": [{"op": op, "seconds": round(s, 3)} for op, s in report.slowest()],
-        "baseline": baseline,
+        "baseline": baseline, "shard": report.shard,
     })
 
 

@@ -83,10 +83,8 @@ class OpTableFormat:
         settings = report.settings
         for result, gc_report in _pairs(report):
             if result.status == "failed" and gc_report is not None:
-                console.print(failure_panel(result, gc_report, result.check_kwargs or {},
-                                            settings.get("engine", "refengine"),
-                                            limit=99 if verbosity > 0 else 2,
-                                            plugins=tuple(settings.get("plugins") or ())))
+                console.print(failure_panel(result, gc_report, settings,
+                                            limit=99 if verbosity > 0 else 2))
             elif result.status in ("error", "known-failure") or (
                     verbosity > 0 and result.status == "skipped"):
                 sample = "*" if result.sample is None else result.sample

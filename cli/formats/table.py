@@ -52,7 +52,10 @@ def summary_table(report: RunReport) -> Table:
 def _title(report: RunReport) -> str:
     s = report.settings
     tolerance = "precise" if s.get("precise") else "torch tolerances"
-    return f"engine {s.get('engine', '?')}, {tolerance}, seed {s.get('seed')}"
+    shard = report.shard or {}
+    part = (f", shard {shard['index']}/{shard['count']}" if "index" in shard else
+            f", {shard['merged']} shards merged" if "merged" in shard else "")
+    return f"engine {s.get('engine', '?')}, {tolerance}, seed {s.get('seed')}{part}"
 
 
 def _result_line(r) -> Text:
