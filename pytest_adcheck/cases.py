@@ -1,7 +1,8 @@
 """The registry as test parameters: one ``OpCase`` per OpInfo, dtype and sample.
 
 ``plan_cases`` reads the ``adcheck_ops`` marker's selection (name patterns,
-families, dtypes, checks) and returns the cases in registry order, then
+families, dtypes, checks, and the registry: adcheck's own, or ``"torch"``
+for PyTorch's op_db) and returns the cases in registry order, then
 dtype, then sample index, so every pytest-xdist worker collects the same
 ids in the same order. The selection is ``adcheck ops``'s
 (``runner.selection``), and a case runs its checks through the runner's
@@ -38,26 +39,43 @@ def _checked(names: tuple, allowed: tuple, what: str) -> tuple:
     return names
 
 
-def settings_for(checks: tuple, seed: int):
-    """The runner's ``Settings`` for these checks (all: the CLI's defaults)."""
+def settings_for(checks: tuple, seed: int, registry=None):
+    """The runner's ``Settings`` for these checks (none: the registry's defaults,
+    else the CLI's) on ``registry`` (default: adcheck's own)."""
     from runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from runner.registry import OPINFO
     from runner.tasks import Settings
-    chosen = _checked(checks, CHECK_NAMES, "check") if checks else DEFAULT_CHECKS
-    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed),
-                    keep_reports=True)
+    registry = OPINFO if registry is None else registry
+    defaults = getattr(registry, "default_checks", None) or DEFAULT_CHECKS
+    chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
+    engine = getattr(registry, "engine", None) or "refengine"
+    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed),
+                    registry=registry, keep_reports=True)
 
 
-def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0) -> list:
-    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=)``
-    selects; ``SelectionError`` when it selects nothing or names something unknown."""
+def _registry(name: str):
+    from runner.errors import RunnerError
+    from runner.registry import named
+    try:
+        return named(str(name))
+    except RunnerError as exc:
+        raise SelectionError(str(exc)) from None
+
+
+def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0,
+               registry: str = "opinfo") -> list:
+    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=,
+    registry=)`` selects; ``SelectionError`` when it selects nothing or names
+    something unknown."""
     from runner.errors import RunnerError
     from runner.registry import DTYPE_NAMES
     from runner.selection import plan, select
-    dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
-    settings = settings_for(_names(checks, "checks"), seed)
-    registry = settings.registry
+    chosen = _registry(registry)
+    known = getattr(chosen, "dtype_names", DTYPE_NAMES)
+    dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
+    settings = settings_for(_names(checks, "checks"), seed, chosen)
     try:
-        infos = select(registry, tuple(patterns), _names(family, "family"), "refengine").infos
+        infos = select(chosen, tuple(patterns), _names(family, "family"), "refengine").infos
     except RunnerError as exc:
         raise SelectionError(str(exc)) from None
     if not infos:
@@ -65,8 +83,8 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
                              "families")
     cases = []
     for task in plan(infos, list(dtype_names) or None, settings):
-        info = registry.get(task.op)
-        names = registry.sample_names(info, registry.dtype(task.dtype))
+        info = chosen.get(task.op)
+        names = chosen.sample_names(info, chosen.dtype(task.dtype))
         cases += [OpCase(task.op, task.dtype, i, name, settings) for i, name in enumerate(names)]
     if not cases:
         raise SelectionError("selects no sample: no selected op supports the selected "
@@ -111,7 +129,7 @@ class OpCase:
 
     @property
     def dtype(self):
-        """The refengine dtype."""
+        """The dtype (refengine's, or torch's for PyTorch's op_db)."""
         return self.settings.registry.dtype(self.dtype_name)
 
     @property
@@ -137,7 +155,8 @@ class OpCase:
         settings = self.settings
         if checks is not None:
             settings = replace(settings, checks=settings_for(_names(checks, "checks"),
-                                                             settings.policy.seed).checks)
+                                                             settings.policy.seed,
+                                                             settings.registry).checks)
         task = OpTask(0, self.op_name, self.dtype_name, settings, self.index)
         outcome = run_tasks([task], in_process=True, warn=warnings.warn)
         if outcome.status == "interrupted":
@@ -151,14 +170,20 @@ class OpCase:
         failure's report (diagnosis, worst entry, both Jacobians) and seed.
         Otherwise a check declared a known failure on the OpInfo makes the
         test xfail with its reason, and a case whose every check was skipped
-        skips with the reasons.
+        skips with the reasons; a check that passes although declared a known
+        failure (a stale declaration) warns.
         """
         __tracebackhide__ = True
+        import warnings
         outcomes = self.run(checks)
         results = [result for result, _ in outcomes]
         failing = [(r, report) for r, report in outcomes if r.failing]
         if failing:
             raise AssertionError("\n".join(_failure(r, report) for r, report in failing))
+        for r in results:
+            if r.stale:   # not a failure, but the declaration it contradicts wants updating
+                warnings.warn(f"{r.op} {r.dtype}[{r.sample}] {r.check}: {r.message}",
+                              stacklevel=2)
         known = [r for r in results if r.status == "known-failure"]
         if known:
             pytest.xfail("; ".join(f"{r.check}: {r.message}" for r in known))

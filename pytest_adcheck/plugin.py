@@ -14,10 +14,11 @@ from pytest_adcheck.assertion import assert_gradients as _assert_gradients
 
 MARKER = "adcheck_ops"
 CASE_ARG = "adcheck_case"
-_MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None): one test per "
-                "OpInfo, dtype and sample of adcheck's registry (name patterns are globs "
-                "such as 'log*'); the test takes an `adcheck_case` argument and usually calls "
-                "adcheck_case.assert_passes().")
+_MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None, "
+                "registry='opinfo'): one test per OpInfo, dtype and sample of adcheck's "
+                "registry, or of PyTorch's op_db with registry='torch' (name patterns are "
+                "globs such as 'log*'); the test takes an `adcheck_case` argument and usually "
+                "calls adcheck_case.assert_passes().")
 
 
 def pytest_addoption(parser):
@@ -62,10 +63,11 @@ def pytest_generate_tests(metafunc):
         pytest.fail(f"{metafunc.definition.nodeid}: a test marked {MARKER} must take an "
                     f"argument named {CASE_ARG!r}", pytrace=False)
     from pytest_adcheck.cases import SelectionError, plan_cases
-    unknown = set(marker.kwargs) - {"family", "dtypes", "checks"}
+    unknown = set(marker.kwargs) - {"family", "dtypes", "checks", "registry"}
     if unknown:
         pytest.fail(f"{metafunc.definition.nodeid}: {MARKER}: takes the keywords family, "
-                    f"dtypes and checks, not {', '.join(sorted(unknown))}", pytrace=False)
+                    f"dtypes, checks and registry, not {', '.join(sorted(unknown))}",
+                    pytrace=False)
     problem = None
     try:
         cases = plan_cases(marker.args, seed=metafunc.config.getoption("adcheck_seed"),

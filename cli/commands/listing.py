@@ -6,20 +6,22 @@ import sys
 
 import click
 
-from cli.options import verbosity
+from cli.options import registry_option, verbosity
 from cli.output import console_text, emit
 
-SHORT_DTYPE = {"float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
+SHORT_DTYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+               "complex32": "c32", "complex64": "c64", "complex128": "c128"}
 
 
-def _table(rows: list, verbose: bool):
+def _table(rows: list, verbose: bool, registry: str):
     from rich.table import Table
     from rich.text import Text
 
     from gradcheck.modes import CAPABILITIES as MODES
     from gradcheck.modes import CHECKS
     headers = {mode: CHECKS[mode].short for mode in MODES}
-    table = Table(title=f"{len(rows)} ops", title_justify="left",
+    where = "" if registry == "opinfo" else f" of the registry {registry}"
+    table = Table(title=f"{len(rows)} ops{where}", title_justify="left",
                   caption=", ".join(f"{headers[m]}: {m}" for m in MODES)
                   + " (supported modes); mpmath: has an mpmath reference",
                   caption_justify="left")
@@ -47,18 +49,19 @@ def _table(rows: list, verbose: bool):
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the reasons of known failures.")
-def list_ops(families, fmt, plugins, verbose):
+@registry_option
+def list_ops(families, fmt, plugins, verbose, registry_name):
     """List the registry: each op's family, torch name, dtypes, the modes it
     supports, whether it has an mpmath reference, and its known failures."""
-    from cli.runs import load_registry, select
+    from cli.runs import load_registry, open_registry, select
     from runner.registry import describe
     level = verbosity(verbose, False)
-    registry = load_registry(plugins)
+    registry = load_registry(plugins, open_registry(registry_name, plugins))
     rows = [describe(info) for info in select(registry, (), families, "refengine")]
     if fmt == "json":
-        emit(json.dumps({"schema": "adcheck-list", "schema_version": 1, "ops": rows},
-                        indent=2) + "\n")
+        emit(json.dumps({"schema": "adcheck-list", "schema_version": 1,
+                         "registry": registry.name, "ops": rows}, indent=2) + "\n")
     else:
-        table = _table(rows, level > 0)
+        table = _table(rows, level > 0, registry.name)
         emit(console_text(lambda console: console.print(table), sys.stdout.isatty(), 140,
                           soft_wrap=False))

@@ -101,9 +101,22 @@ def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: di
     return Syntax(code, "python", theme="ansi_dark", background_color="default")
 
 
-def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2,
-                  plugins: tuple = ()) -> Panel:
-    """One failing check: each failing pair's Jacobians, the diagnosis, a snippet."""
+def reproducer(result, settings: dict) -> str:
+    """Python that reproduces the failed check ``result`` of a run with ``settings``
+    (the report's): for PyTorch's op_db, the adapter's own reproducer."""
+    if settings.get("registry", "opinfo") == "torch":
+        from opinfo import torchdb
+        return torchdb.get(result.op).reproducer(
+            result.sample, result.dtype, result.check,
+            precise=bool(settings.get("precise", True)), seed=result.seed)
+    return snippet(result.op, result.dtype, result.sample, settings.get("engine", "refengine"),
+                   result.seed, result.check_kwargs or {},
+                   tuple(settings.get("plugins") or ())).code
+
+
+def failure_panel(result, report, settings: dict, limit: int = 2) -> Panel:
+    """One failing check: each failing pair's Jacobians, the diagnosis, a snippet
+    (``settings``: the run's, as its report records them)."""
     parts = []
     for failure in report.failures[:limit]:
         from gradcheck.report import describe
@@ -118,8 +131,8 @@ def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2,
     parts.append(Text(f"\ndiagnosis: {report.diagnosis or 'no recognised pattern'}",
                       style="bold cyan"))
     parts.append(Text("\nreproduce:", style="bold"))
-    parts.append(snippet(result.op, result.dtype, result.sample, engine, result.seed, kwargs,
-                         plugins))
+    parts.append(Syntax(reproducer(result, settings), "python", theme="ansi_dark",
+                        background_color="default"))
     title = Text(f"{result.op} {result.dtype}[{result.sample}] {result.check}: "
                  f"{result.status}", style="bold red")
     return Panel(Group(*parts), title=title, title_align="left", border_style="red")
