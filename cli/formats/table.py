@@ -73,8 +73,9 @@ def _stale_lines(report: RunReport, verbosity: int) -> list:
             line.append(f"{r.op} {r.dtype}[{sample}] {r.check}", style="bold")
             lines.append(line.append(f": {r.message}"))
     plural = "check passes" if len(stale) == 1 else "checks pass"
-    lines.append(Text(f"{len(stale)} {plural} although declared a known failure: the "
-                      "declaration is stale", style="cyan"))
+    lines.append(Text(f"{len(stale)} {plural} although declared a known failure (the "
+                      "declaration does not hold for these samples: stale, or too wide)",
+                      style="cyan"))
     return lines
 
 
