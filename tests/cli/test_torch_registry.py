@@ -81,10 +81,14 @@ def test_known_failures_come_from_op_db_and_stale_ones_are_reported(swept):
                if (r["op"], r["sample"], r["check"]) in stale)
 
 
-def test_the_table_lists_stale_declarations(run):
+def test_the_table_and_the_html_list_stale_declarations(run, tmp_path):
+    page = tmp_path / "cov.html"
     result = run("ops", "cov", "--registry", "torch", "--dtype", "float64", "--check",
-                 "reverse", "--jobs", "1")
+                 "reverse", "--jobs", "1", "--html", page)
     assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "registry torch" in html
+    assert 'Passed although declared known failures <span class="dim">(2)</span>' in html
     assert "registry torch, engine torch" in result.stdout
     assert "STALE cov float64[0] reverse: passed although declared a known failure" \
         in result.stdout
