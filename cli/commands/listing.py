@@ -20,24 +20,29 @@ def _table(rows: list, verbose: bool, registry: str):
     from gradcheck.modes import CAPABILITIES as MODES
     from gradcheck.modes import CHECKS
     headers = {mode: CHECKS[mode].short for mode in MODES}
-    where = "" if registry == "opinfo" else f" of the registry {registry}"
+    # another registry's ops are torch's own, named as torch names them, and have no
+    # mpmath references: those columns would say nothing
+    own = registry == "opinfo"
+    where = "" if own else f" of the registry {registry}"
     table = Table(title=f"{len(rows)} ops{where}", title_justify="left",
-                  caption=", ".join(f"{headers[m]}: {m}" for m in MODES)
-                  + " (supported modes); mpmath: has an mpmath reference",
+                  caption=", ".join(f"{headers[m]}: {m}" for m in MODES) + " (supported modes)"
+                  + ("; mpmath: has an mpmath reference" if own else ""),
                   caption_justify="left")
-    for column in ("op", "family", "torch", "dtypes", *(headers[m] for m in MODES), "mpmath",
-                   "known failures"):
+    columns = ("op", "family", "torch", "dtypes", *(headers[m] for m in MODES), "mpmath",
+               "known failures")
+    for column in columns if own else [c for c in columns if c not in ("torch", "mpmath")]:
         table.add_column(column, no_wrap=column != "known failures")
     mark = {True: Text("yes", style="green"), False: Text("-", style="dim")}
     for row in rows:
         known = row["known_failures"]
         known_text = ("; ".join(f"{k['check']}: {k['reason']}" for k in known) if verbose
                       else str(len(known)) if known else "")
-        table.add_row(Text(row["name"], style="bold"), Text(row["family"]),
-                      Text(row["torch_name"] or "-"),
-                      Text(" ".join(SHORT_DTYPE.get(d, d) for d in row["dtypes"])),
-                      *(mark[row["modes"][m]] for m in MODES), mark[row["mpmath_ref"]],
-                      Text(known_text, style="yellow"))
+        cells = [Text(row["name"], style="bold"), Text(row["family"]),
+                 Text(row["torch_name"] or "-"),
+                 Text(" ".join(SHORT_DTYPE.get(d, d) for d in row["dtypes"])),
+                 *(mark[row["modes"][m]] for m in MODES), mark[row["mpmath_ref"]],
+                 Text(known_text, style="yellow")]
+        table.add_row(*(cells if own else cells[:2] + cells[3:-2] + cells[-1:]))
     return table
 
 
