@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
-from runner.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
+from runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,10 @@ class OpSubject:
         capability = CHECKS[check].capability
         if not self.info.supports(capability, self.dtype):
             return f"the op does not declare support for {capability} mode on {self.dtype}"
+        own = getattr(self.registry, "skip_reason", None)
+        reason = None if own is None else own(self.info, self.dtype, check)
+        if reason is not None:
+            return reason
         if check == "reference":
             if self.info.mpmath_ref is None:
                 return "the op has no mpmath reference"
@@ -90,6 +94,9 @@ class OpSubject:
         return None
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
+        own = getattr(self.registry, "check_keywords", None)
+        if own is not None:
+            return own(self.info, check, self.dtype, policy.precise)
         keywords = options(check, policy, self.info.tolerance(self.dtype),
                            self.info.supports("forward", self.dtype), call.reference)
         if not getattr(self.info, "check_detached", True):  # a registry whose ops declare
@@ -247,7 +254,7 @@ def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
                                                             fault_skip)
     if known is not None:
         if status == "passed":
-            message = f"passed although declared a known failure ({known.reason})"
+            message = f"{STALE} ({known.reason})"
         elif status in ("failed", "error"):
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,

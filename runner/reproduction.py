@@ -42,12 +42,11 @@ class Rebuilt(NamedTuple):
 
 
 def _registry(registry):
-    from runner.registry import OPINFO
+    from runner.registry import OPINFO, named
     if registry is None or registry == "opinfo":
         return OPINFO
     if isinstance(registry, str):
-        raise RunnerError(f"registry {registry!r} is not known to rebuild; pass 'opinfo' or "
-                          "the registry object itself")
+        return named(registry)
     return registry
 
 
@@ -138,6 +137,11 @@ def reproducer(result, settings: dict) -> str | None:
         return None
     common = {"engine": settings.get("engine", "refengine"), "seed": settings.get("seed", 0),
               "precise": settings.get("precise", True)}
+    if settings.get("registry") == "torch":   # PyTorch's op_db: its adapter's own snippet
+        from opinfo import torchdb
+        return torchdb.get(result.op).reproducer(
+            result.sample, result.dtype, result.check,
+            precise=bool(settings.get("precise", True)), seed=result.seed)
     if settings.get("kind"):      # a user's object: adcheck check MODULE:OBJECT
         specs, index = settings.get("inputs") or [], result.sample
         call = _call("rebuild_target", [settings["target"], specs[index], result.check],

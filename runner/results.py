@@ -34,6 +34,8 @@ STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
 FAILING = ("failed", "error")
 #: the check name of an outcome that concerns a whole task (setup, timeout)
 TASK_CHECK = "setup"
+#: how the message of a passed check declared a known failure begins (a stale declaration)
+STALE = "passed although declared a known failure"
 #: how many failing pairs of a check keep their Jacobians (the HTML report draws them)
 JACOBIAN_PAIRS = 4
 #: fields that stay in memory only: never in ``to_dict()``, so never in JSON
@@ -79,6 +81,11 @@ class CheckResult:
     @property
     def failing(self) -> bool:
         return self.status in FAILING
+
+    @property
+    def stale(self) -> bool:
+        """Passed although a known failure is declared for it: the declaration is stale."""
+        return self.status == "passed" and self.message.startswith(STALE)
 
     def to_dict(self) -> dict:
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
@@ -134,6 +141,10 @@ class RunReport:
 
     def failing(self) -> list:
         return [r for r in self.results if r.failing]
+
+    def stale(self) -> list:
+        """The passed checks declared known failures (see ``CheckResult.stale``)."""
+        return [r for r in self.results if r.stale]
 
     def exit_code(self) -> ExitCode:
         """0 when nothing failed (or every failure is in the baseline), else 1;

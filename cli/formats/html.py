@@ -142,10 +142,13 @@ def _version() -> str:
 
 def _header(report: RunReport) -> str:
     s = report.settings
-    meta = [f"engine {s.get('engine', '?')}",
+    registry = s.get("registry", "opinfo")
+    dtypes = s.get("dtypes") or (["float64", "complex128"] if registry == "opinfo"
+                                 else ["every dtype of each op"])
+    meta = [f"registry {registry}", f"engine {s.get('engine', '?')}",
             "precise tolerances" if s.get("precise") else "torch tolerances",
             f"seed {s.get('seed')}", f"checks {', '.join(s.get('checks') or [])}",
-            f"dtypes {', '.join(s.get('dtypes') or ['float64', 'complex128'])}",
+            f"dtypes {', '.join(dtypes)}",
             f"{report.seconds:.1f} s", f"exit status {int(report.exit_code())}"]
     counts = report.counts()
     badges = "".join(f'<span class="badge {status if counts[status] else "none"}">'
@@ -310,9 +313,11 @@ def _others(report: RunReport) -> str:
     """Errors in the open; known failures and skips folded away."""
     out = []
     for status, title, folded in (("error", "Errors", False),
+                                  ("stale", "Passed although declared known failures", False),
                                   ("known-failure", "Known failures", True),
                                   ("skipped", "Skipped", True)):
-        found = [r for r in report.results if r.status == status]
+        found = report.stale() if status == "stale" else \
+            [r for r in report.results if r.status == status]
         if not found:
             continue
         items = "".join(f'<li><span class="mono">{escape(_label(r))}</span>: '

@@ -14,6 +14,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
     "seed": int, "timeout": float | null, "fail_fast": bool,
     "plugins": [str],                    the --plugin files (not for 'check')
+    "registry": "opinfo" | "torch",      where the ops came from (--registry); a
+                                         baseline or a merge keeps to one registry
+    "samples_per_dtype": int | null,     --registry torch: the samples checked per op
+    "torch_version": str,                and dtype (null: all), and torch's version
     "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
     "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
   },                                     is, and the --inputs specs
