@@ -51,8 +51,11 @@ class Options:
     name: str | None = None
     check_scaling: bool = True
     check_adjoint: bool = True
+    check_detached: bool = True
     order: int = 1
     grad_outputs: Any = None
+    buffers: bool = False
+    input_names: tuple | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     jacobian: str = "auto"
 
@@ -71,6 +74,12 @@ class Options:
             value = getattr(self, name)
             if not _number(value) or not value >= 0:
                 raise ValueError(f"check: {name} must be a number >= 0, not {value!r}")
+        if self.input_names is not None:
+            names = self.input_names
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"check: input_names must be a sequence of strings, one per "
+                                 f"input, not {names!r}")
+            object.__setattr__(self, "input_names", tuple(names))
         if not isinstance(self.probes, numbers.Integral) or isinstance(self.probes, bool) \
                 or self.probes < 1:
             raise ValueError(f"check: probes must be an integer >= 1 (the number of random "

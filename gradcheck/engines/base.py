@@ -52,6 +52,16 @@ class Engine:
         """A new leaf tensor holding a copy of ``array`` (same dtype)."""
         return self.module.from_numpy(np.array(array, copy=True)).requires_grad_(requires_grad)
 
+    def from_numpy_like(self, array: np.ndarray, template, requires_grad: bool = False):
+        """``array`` in a new tensor laid out in memory as ``template`` (an
+        input of the function), for an engine where the layout can change what
+        a function computes; ``from_numpy`` elsewhere."""
+        return self.from_numpy(array, requires_grad)
+
+    def layout_of(self, tensor) -> str | None:
+        """``None`` for a dense tensor, else the name of its layout (sparse)."""
+        return None
+
     def requires_grad(self, tensor) -> bool:
         return bool(tensor.requires_grad)
 

@@ -41,7 +41,10 @@ class TorchEngine(Engine):
         return isinstance(value, torch.Tensor)
 
     def to_numpy(self, tensor) -> np.ndarray:
-        tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
+        tensor = tensor.detach()
+        if tensor._is_zerotensor():  # an exact zero (sgn's vjp) that refuses .numpy()
+            return np.zeros(tuple(tensor.shape), torch.empty(0, dtype=tensor.dtype).numpy().dtype)
+        tensor = tensor.cpu().resolve_conj().resolve_neg()
         return np.array(tensor.numpy(), copy=True)
 
     def vmap(self, func, in_dims):
@@ -60,6 +63,31 @@ class TorchEngine(Engine):
             else:  # not ours to swallow: issue it again where it came from
                 warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                        warning.lineno)
+
+    def layout_of(self, tensor) -> str | None:
+        return None if tensor.layout == torch.strided else str(tensor.layout)
+
+    def from_numpy_like(self, array: np.ndarray, template, requires_grad: bool = False):
+        """``array`` in a tensor laid out as ``template``: a copy of its whole
+        storage, viewed with its sizes, strides and offset, holding ``array``.
+
+        An op that reads storage (``as_strided``) computes another function of
+        a contiguous copy; torch's gradcheck perturbs the input itself. Plain
+        contiguous inputs, and those with overlapping elements or a conj/neg
+        bit, are made by ``from_numpy``.
+        """
+        plain = (template.is_contiguous() and template.storage_offset() == 0
+                 and template.untyped_storage().nbytes() == template.numel()
+                 * template.element_size())
+        if plain or template.layout != torch.strided or template.is_conj() \
+                or template.is_neg() or torch._debug_has_internal_overlap(template) != 0:
+            return self.from_numpy(array, requires_grad)
+        storage = template.detach().untyped_storage()
+        flat = torch.empty(storage.nbytes() // template.element_size(), dtype=template.dtype)
+        flat.untyped_storage().copy_(storage)
+        view = flat.as_strided(template.size(), template.stride(), template.storage_offset())
+        view.copy_(torch.from_numpy(np.array(array, copy=True)))
+        return view.requires_grad_(requires_grad)
 
     def batched_jvp(self, func, primals, in_idx, tangents):
         from torch._vmap_internals import _vmap  # the batching forward AD supports

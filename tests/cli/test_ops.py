@@ -10,13 +10,14 @@ TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "comm
              "settings": dict, "interrupted": bool, "signal": (str, type(None)),
              "error": (str, type(None)), "stopped_early": bool,
              "seconds": (int, float), "exit_code": int, "summary": dict, "results": list,
-             "slowest": list, "baseline": (dict, type(None))}
+             "slowest": list, "baseline": (dict, type(None)), "shard": (dict, type(None))}
 RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, type(None)),
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),
           "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None))}
 FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
-           "in_idx": (int, type(None)), "max_error": (float, str), "where": (list, type(None)),
+           "in_idx": (int, type(None)), "in_name": (str, type(None)),
+           "max_error": (float, str), "where": (list, type(None)),
            "tolerance": (float, str, type(None)), "diagnosis": (str, type(None)),
            "detail": (str, type(None)), "origin": (list, type(None))}
 STATUSES = {"passed", "failed", "known-failure", "skipped", "error"}
