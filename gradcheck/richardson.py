@@ -194,22 +194,19 @@ def _straddling(diffs: list, noises: list) -> tuple:
 def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
                          directions=None, columns=None) -> tuple:
     """(value, error) per output, each (coordinates, output size), for the
-    coordinates of input ``in_idx`` that the columns of ``steps`` move, and
-    per output where no step was free of a jump (``unresolved``): with
-    ``directions`` (one real vector per column), along those directions
-    (``steps[k, j]`` times ``directions[j]``), else coordinates ``columns``
-    (default: every coordinate in order).
+    columns of ``steps``, and per output where no step was free of a jump
+    (``unresolved``): along ``directions[j]`` (one real vector per column,
+    moved by ``steps[k, j]``) if given, else on coordinates ``columns``
+    (default: every coordinate of input ``in_idx`` in order).
 
     The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
-    sentinel) are tried. Coordinates whose estimates have not converged, or
-    disagree with the sentinel (a staircase converges to its slope at wide
-    steps), or whose smallest steps straddle a jump, get all ``LEVELS``;
-    those whose smallest steps still straddle one get more, down to
-    ``DEEPEST``, until ``CLEAN`` levels below the jump are free of it.
-    Levels before a break are discarded (``_straddling``). Each phase is one
-    stacked evaluation (batched when the function batches); the
-    extrapolation is elementwise, so doing all coordinates at once gives
-    what doing one at a time gives.
+    sentinel) are tried. Coordinates not converged, or disagreeing with the
+    sentinel (a staircase converges to its slope at wide steps), or whose
+    smallest steps straddle a jump, get all ``LEVELS``; those still
+    straddling one get more, down to ``DEEPEST``, until ``CLEAN`` levels
+    below it are free of it (``_straddling`` drops the levels before a
+    break). Each phase is one stacked evaluation; the extrapolation is
+    elementwise, so all coordinates at once give what one at a time gives.
     """
     problem = ev.problem
     n = steps.shape[1]
