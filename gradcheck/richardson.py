@@ -197,9 +197,7 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     columns of ``steps``, and per output where no step was free of a jump
     (``unresolved``): along ``directions[j]`` (one real vector per column,
     moved by ``steps[k, j]``) if given, else on coordinates ``columns``
-    (default: every coordinate of input ``in_idx`` in order).
-
-    The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
+    (default: every coordinate of input ``in_idx`` in order). The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
     sentinel) are tried. Coordinates not converged, or disagreeing with the
     sentinel (a staircase converges to its slope at wide steps), or whose
     smallest steps straddle a jump, get all ``LEVELS``; those still
