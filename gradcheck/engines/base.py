@@ -58,6 +58,11 @@ class Engine:
         a function computes; ``from_numpy`` elsewhere."""
         return self.from_numpy(array, requires_grad)
 
+    def plain_layout(self, tensor) -> bool:
+        """Whether ``from_numpy`` makes a tensor laid out as ``tensor`` (else
+        only ``from_numpy_like`` does, and a batched evaluation cannot)."""
+        return True
+
     def layout_of(self, tensor) -> str | None:
         """``None`` for a dense tensor, else the name of its layout (sparse)."""
         return None

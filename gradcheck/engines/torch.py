@@ -67,6 +67,13 @@ class TorchEngine(Engine):
     def layout_of(self, tensor) -> str | None:
         return None if tensor.layout == torch.strided else str(tensor.layout)
 
+    def plain_layout(self, tensor) -> bool:
+        plain = (tensor.is_contiguous() and tensor.storage_offset() == 0
+                 and tensor.untyped_storage().nbytes() == tensor.numel()
+                 * tensor.element_size())
+        return bool(plain or tensor.layout != torch.strided or tensor.is_conj()
+                    or tensor.is_neg() or torch._debug_has_internal_overlap(tensor) != 0)
+
     def from_numpy_like(self, array: np.ndarray, template, requires_grad: bool = False):
         """``array`` in a tensor laid out as ``template``: a copy of its whole
         storage, viewed with its sizes, strides and offset, holding ``array``.
@@ -76,11 +83,7 @@ class TorchEngine(Engine):
         contiguous inputs, and those with overlapping elements or a conj/neg
         bit, are made by ``from_numpy``.
         """
-        plain = (template.is_contiguous() and template.storage_offset() == 0
-                 and template.untyped_storage().nbytes() == template.numel()
-                 * template.element_size())
-        if plain or template.layout != torch.strided or template.is_conj() \
-                or template.is_neg() or torch._debug_has_internal_overlap(template) != 0:
+        if self.plain_layout(template):
             return self.from_numpy(array, requires_grad)
         storage = template.detach().untyped_storage()
         flat = torch.empty(storage.nbytes() // template.element_size(), dtype=template.dtype)
