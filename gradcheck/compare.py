@@ -37,6 +37,9 @@ class Result:
     detail: str | None = None
     #: 1, or 2 when the function checked was the first derivative (gradgradcheck)
     order: int = 1
+    #: what the comparison could resolve (``gradcheck.precision.Precision``), when
+    #: known: set for precise checks of a formula narrower than double precision
+    precision: object = None
 
     def to_dict(self) -> dict:
         """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""
@@ -47,7 +50,8 @@ class Result:
             "where": None if self.where is None else [int(k) for k in self.where],
             "tolerance": json_float(self.tolerance),
             "expected": json_array(self.expected), "actual": json_array(self.actual),
-            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order}
+            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order,
+            "precision": None if self.precision is None else self.precision.to_dict()}
 
 
 def entry_errors(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:

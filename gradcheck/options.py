@@ -19,6 +19,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 
+#: how ``precise=True`` takes the numerical side of a formula narrower than double
+#: precision: "auto" (float64 when the function accepts it, else its own dtype),
+#: "float64" (refuse a function that does not accept it), "dtype" (its own dtype)
+LOW_PRECISION = ("auto", "float64", "dtype")
+
+
 @dataclass(frozen=True)
 class Options:
     """Everything ``check`` may be asked to do, with PyTorch's defaults where
@@ -36,6 +42,7 @@ class Options:
     check_backward_ad: bool = True
     fast_mode: bool = False
     precise: bool = False
+    low_precision: str = "auto"
     reference: Callable | None = None
     probes: int = 1
     seed: int | None = None
@@ -60,6 +67,9 @@ class Options:
             value = getattr(self, name)
             if not _number(value) or not value >= 0:
                 raise ValueError(f"check: {name} must be a number >= 0, not {value!r}")
+        if self.low_precision not in LOW_PRECISION:
+            raise ValueError(f"check: low_precision must be one of "
+                             f"{', '.join(map(repr, LOW_PRECISION))}, not {self.low_precision!r}")
         if not isinstance(self.probes, numbers.Integral) or isinstance(self.probes, bool) \
                 or self.probes < 1:
             raise ValueError(f"check: probes must be an integer >= 1 (the number of random "

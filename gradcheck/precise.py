@@ -9,12 +9,17 @@ units of rounding of the largest entry of its block (for entries that
 should be zero). So an entry passes when
 ``|a - n| <= SAFETY * error(n) + sqrt(eps) / 2 * |n| + AD_ULPS * eps * max |n|``,
 and a relative error of 1e-6 is a hundred times above it.
+
+A formula in a narrower dtype (float32, bfloat16, float16) is given the
+``allowance`` its low-precision producer attached instead of the last two
+terms (see ``gradcheck.lowprecision``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from gradcheck.jacobian import Jacobian
+from gradcheck.precision import resolution
 
 SAFETY = 8.0
 AD_ULPS = 4096
@@ -28,7 +33,22 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
         error = numerical.error_form(*key)
         if error is None:
             error = np.zeros_like(values)
-        scale = values.max() if values.size else 0.0
-        relative = np.sqrt(epsilon) / 2
-        tolerances[key] = SAFETY * error + relative * values + AD_ULPS * epsilon * scale + 1e-300
+        rounding = numerical.allowance_form(*key)
+        if rounding is None:
+            scale = values.max() if values.size else 0.0
+            rounding = np.sqrt(epsilon) / 2 * values + AD_ULPS * epsilon * scale
+        tolerances[key] = SAFETY * error + rounding + 1e-300
     return tolerances
+
+
+def annotate(results: list, numerical: Jacobian, tolerances: dict) -> list:
+    """Give each result the ``Precision`` of its comparison (when ``numerical``
+    states one), with the resolution of its pair's tolerances."""
+    if numerical.precision is None:
+        return results
+    for result in results:
+        key = (result.out_idx, result.in_idx)
+        if key in tolerances:
+            result.precision = numerical.precision.with_resolution(
+                resolution(tolerances[key], numerical.complex_form(*key)))
+    return results

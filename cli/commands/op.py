@@ -16,10 +16,12 @@ from cli.options import (
 )
 
 
-def _dtypes(info, chosen) -> list:
-    from runner.registry import dtype_name
+def _dtypes(info, chosen, engine: str) -> list:
+    from runner.registry import TORCH_ONLY, dtype_name
     from runner.selection import DEFAULT_DTYPES
     own = [dtype_name(d) for d in info.dtypes]
+    if engine == "torch":  # bfloat16 and float16 from the float32 samples
+        own += [n for n, source in TORCH_ONLY.items() if source in own]
     wanted = [d for d in (chosen or DEFAULT_DTYPES) if d in own]
     if not wanted:
         raise InputError(f"{info.name} supports {', '.join(own)}; pick --dtype among them")
@@ -61,7 +63,7 @@ def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt
     if engine == "torch" and info.torch_name is None:
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")
-    wanted = _dtypes(info, chosen_dtypes)
+    wanted = _dtypes(info, chosen_dtypes, engine)
     settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
                         tuple(str(p) for p in plugins), keep_reports=True)
     tasks = plan([info], wanted, settings, sample=index)

@@ -23,7 +23,12 @@ from cli.options import (
               help="Only ops of this family (repeatable); see 'adcheck list'.")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
               help="Dtypes to check, comma-separated or repeated (float32, float64, "
-                   "complex64, complex128). Default: float64 and complex128.")
+                   "complex64, complex128; bfloat16 and float16 with --engine torch). "
+                   "Default: float64 and complex128.")
+@click.option("--low-precision", is_flag=True,
+              help="Also check float32 and complex64, and with --engine torch bfloat16 and "
+                   "float16: each formula against the op's float64 run, within the rounding "
+                   "its dtype allows (see the README's 'Low precision').")
 @check_options("reverse,forward,gradgrad,reference")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=lambda: os.cpu_count() or 1,
               show_default="the number of CPUs",
@@ -32,8 +37,8 @@ from cli.options import (
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
 @report_options
 @html_option
-def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs, plugins,
-        fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
+def ops(patterns, families, dtypes, low_precision, checks, engine, precise, seed, timeout, jobs,
+        plugins, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -46,8 +51,10 @@ def ops(patterns, families, dtypes, checks, engine, precise, seed, timeout, jobs
     from runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
-    chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
+    chosen_checks = parse_checks(checks)
     require_engine(engine)
+    from runner.selection import planned_dtypes
+    chosen_dtypes = planned_dtypes(parse_dtypes(dtypes), low_precision, engine)
     accepted = load_baseline(baseline)
     prestart()
     registry = load_registry(plugins)

@@ -46,9 +46,32 @@ class Engine:
         engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
         return func
 
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
-        """A new leaf tensor holding a copy of ``array`` (same dtype)."""
-        return self.module.from_numpy(np.array(array, copy=True)).requires_grad_(requires_grad)
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
+        """A new leaf tensor holding a copy of ``array``: of the engine's ``dtype``
+        when given (the dtype of the tensor ``array`` came from, which NumPy may
+        not have: ``to_numpy`` holds a bfloat16 tensor as float32), else of
+        ``array``'s."""
+        tensor = self.module.from_numpy(np.array(array, copy=True))
+        if dtype is not None and tensor.dtype != dtype:
+            tensor = tensor.to(dtype)
+        return tensor.requires_grad_(requires_grad)
+
+    def dtype_name(self, tensor) -> str:
+        """The name of ``tensor``'s dtype: ``"float32"``, ``"bfloat16"``."""
+        return str(tensor.dtype).rsplit(".", 1)[-1]
+
+    def epsilon(self, tensor) -> float:
+        """Machine epsilon of ``tensor``'s dtype (of its real part when complex):
+        the spacing of its numbers at 1 (2**-23 for float32, 2**-7 for bfloat16)."""
+        return float(np.finfo(self.to_numpy(tensor).dtype).eps)
+
+    def widened(self, tensor):
+        """``tensor``'s values in double precision (float64 or complex128), as a
+        new leaf that requires grad when ``tensor`` does; exact, since every
+        narrower format's numbers are float64 numbers."""
+        array = self.to_numpy(tensor)
+        wide = np.complex128 if np.iscomplexobj(array) else np.float64
+        return self.from_numpy(array.astype(wide), self.requires_grad(tensor))
 
     def requires_grad(self, tensor) -> bool:
         return bool(tensor.requires_grad)

@@ -14,7 +14,8 @@ TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "comm
 RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, type(None)),
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),
-          "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None))}
+          "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None)),
+          "precision": (str, type(None)), "resolution": (float, type(None))}
 FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "max_error": (float, str), "where": (list, type(None)),
            "tolerance": (float, str, type(None)), "diagnosis": (str, type(None)),
