@@ -53,7 +53,11 @@ terms, each estimated from what the check can observe:
    move capped at the input's magnitude ``L_c``. This is what makes tanh at
    x = 5 in float32 off by 7e-4 relative, and a correct formula.
 
-    allowance_rc = MARGIN * (term 1 + term 2 + term 3 + term 4 + term 5)
+6. *Second order*: a second-order check's function is a backward formula,
+   and its derivative a longer chain whose cancellations none of the above
+   shows; its rounding is measured instead (``gradcheck.adrounding``).
+
+    allowance_rc = MARGIN * (term 1 + ... + term 6)
 
 Terms 4 and 5 need the float64 run; without it (differences in the dtype)
 ``eps_o`` is taken as ``u`` and term 5 is left to the numerical side's own

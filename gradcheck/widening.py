@@ -24,10 +24,12 @@ import warnings
 import numpy as np
 
 from gradcheck import coords
+from gradcheck.adrounding import measured_rounding
 from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.lowprecision import (
+    MARGIN,
     allowance,
     formula_dtype,
     formula_epsilon,
@@ -119,6 +121,9 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     second, scales = second_differences(wide_ev)
     jac.allowance = allowance(jac, formula_epsilon(p), relative,
                               output_terms(jac, second, each, scales))
+    if p.order == 2:  # term 6: a second-order formula's rounding, measured
+        for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
+            jac.allowance[key] = jac.allowance[key] + MARGIN * spread
     complex_ = any(np.iscomplexobj(a) for a in (*wide.arrays.values(),
                                                  *wide.out_arrays.values()))
     jac.precision = Precision(formula_dtype(p), "complex128" if complex_ else "float64",

@@ -88,6 +88,24 @@ def test_a_failure_says_what_precision_its_comparison_had():
     assert stated["formula_dtype"] == "float32" and stated["resolution"] < 1e-5
 
 
+# ---- second order: the backward formula's own derivative ---------------------------
+
+@pytest.mark.parametrize("op", ["sin", "exp", "tanh", "reciprocal"])
+def test_a_second_derivative_off_by_1e_4_is_caught_in_float32(E, op):
+    # the measured rounding of the second-order formula (gradcheck.adrounding) must not
+    # hide a relative error in f'' that the float64 run does not have
+    def built(rel):
+        dfn = zoo.derivative_fn(E, op, 1 + rel)
+        return zoo.function(E, f"{op}_2nd_{rel:g}", zoo.UNARY[op][0],
+                            lambda E, x, g: g * dfn.apply(x),
+                            lambda E, x, t: t * dfn.apply(x)).apply
+    x = E.tensor(zoo.REAL_X, dtype=E.float32, requires_grad=True)
+    right = check(built(0.0), (x,), precise=True, order=2, seed=0)
+    assert right.passed, right.message()
+    wrong = check(built(1e-4), (x,), precise=True, order=2, seed=0)
+    assert not wrong.passed, wrong.message()
+
+
 # ---- a kernel that only exists in float32 -------------------------------------------
 
 def _float32_only(E, rel=0.0):
