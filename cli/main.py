@@ -21,6 +21,7 @@ COMMANDS = {
     "conformance": "cli.commands.conformance:conformance",
     "list": "cli.commands.listing:list_ops",
     "baseline": "cli.commands.baseline:baseline",
+    "merge": "cli.commands.merge:merge",
 }
 
 

@@ -11,7 +11,7 @@ import importlib.util
 import click
 
 from cli.errors import InputError
-from runner.registry import DTYPE_NAMES
+from runner.registry import DTYPE_NAMES, REGISTRY_NAMES
 
 #: the checks as --check's help lists them (gradcheck.modes holds the vocabulary, but
 #: importing it would import NumPy before --help; a test keeps the two in step)
@@ -92,6 +92,19 @@ def html_option(func):
              "is interrupted (then partial).")(func)
 
 
+def registry_option(func):
+    """--registry (``ops``, ``op``, ``list``): where the ops come from."""
+    return click.option(
+        "--registry", "registry_name", type=click.Choice(REGISTRY_NAMES), default="opinfo",
+        show_default=True,
+        help="Where the ops come from: adcheck's own registry (opinfo), or PyTorch's op_db "
+             "(torch; needs pip install \"adcheck[torch]\"), whose ops are checked on torch "
+             "in every dtype torch supports backward for on CPU, the first 2 samples of "
+             "each, with the checks PyTorch's gradient tests run (reverse, forward, "
+             "gradgrad, fwgrad_bwgrad) and op_db's skips and expected failures as known "
+             "failures.")(func)
+
+
 def parse_checks(text: str) -> tuple:
     from gradcheck.modes import CHECK_NAMES
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -102,12 +115,13 @@ def parse_checks(text: str) -> tuple:
     return tuple(dict.fromkeys(names))
 
 
-def parse_dtypes(values: tuple) -> list | None:
+def parse_dtypes(values: tuple, known: tuple = DTYPE_NAMES) -> list | None:
+    """The --dtype names, each one of ``known`` (the registry's dtypes)."""
     names = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    unknown = [n for n in names if n not in DTYPE_NAMES]
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise InputError(f"unknown dtype {', '.join(map(repr, unknown))} in --dtype; "
-                         f"choose from {', '.join(DTYPE_NAMES)}")
+                         f"choose from {', '.join(known)}")
     return names or None
 
 

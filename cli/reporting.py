@@ -12,13 +12,14 @@ from cli.errors import InputError
 from runner.results import RunReport
 
 
-def load_baseline(path: str | None) -> set | None:
-    """Read the baseline before the run, so a bad file costs no sweep."""
+def load_baseline(path: str | None, registry: str = "opinfo") -> set | None:
+    """Read the baseline before the run, so a bad file costs no sweep (nor one of
+    another registry: ``registry`` names this run's)."""
     if path is None:
         return None
     from runner import baseline
     try:
-        return baseline.load(path)
+        return baseline.load(path, registry)
     except baseline.BaselineError as exc:
         raise InputError(str(exc)) from None
 

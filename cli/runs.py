@@ -10,19 +10,56 @@ from __future__ import annotations
 import sys
 import time
 
+import click
+
 from cli.errors import InputError
 
 
-def load_registry(plugins: tuple = ()):
-    """The default registry with the plugin files loaded; a plugin that does not
-    load is a usage error."""
+def load_registry(plugins: tuple = (), registry=None):
+    """``registry`` (default: adcheck's own) with the plugin files loaded; a
+    plugin that does not load is a usage error."""
     from runner.errors import PluginError
     from runner.registry import OPINFO
+    registry = OPINFO if registry is None else registry
     try:
-        OPINFO.load_plugins(plugins)
+        registry.load_plugins(plugins)
     except PluginError as exc:
         raise InputError(f"{exc}; fix the file or leave out --plugin") from None
-    return OPINFO
+    return registry
+
+
+def open_registry(name: str, plugins: tuple = (), **options):
+    """The registry ``--registry`` names (``options`` go to its constructor),
+    its plugin files not yet loaded (``load_registry`` does). Only adcheck's own
+    registry takes plugin files."""
+    from runner.registry import OPINFO, named
+    if name == "opinfo":
+        return OPINFO
+    if plugins:
+        raise InputError(f"--plugin adds OpInfos to adcheck's own registry; --registry {name} "
+                         "takes none: leave out --plugin")
+    return named(name, **options)
+
+
+def registry_defaults(registry, checks: str, engine: str) -> tuple:
+    """``(checks, engine)``: a registry that has its own default checks or runs
+    on one engine only replaces the command line's defaults (never a value the
+    user gave: an engine it cannot run on is a usage error)."""
+    from click.core import ParameterSource
+    context = click.get_current_context()
+
+    def given(name: str) -> bool:
+        return context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+    own_checks = getattr(registry, "default_checks", None)
+    if own_checks and not given("checks"):
+        checks = ",".join(own_checks)
+    fixed = getattr(registry, "engine", None)
+    if fixed is not None and engine != fixed:
+        if given("engine"):
+            raise InputError(f"--registry {registry.name} checks its ops on {fixed} only; "
+                             f"leave out --engine {engine}")
+        engine = fixed
+    return checks, engine
 
 
 def plugin_ops(registry, path) -> list:
@@ -47,31 +84,41 @@ def select(registry, patterns: tuple, families: tuple, engine: str) -> list:
 
 
 def recorded(settings, **extra) -> dict:
-    """The settings a report records (the ``settings`` object of the JSON)."""
+    """The settings a report records (the ``settings`` object of the JSON), the
+    registry's name among them."""
+    from runner.registry import record
     policy = settings.policy
     return {"engine": policy.engine, "precise": policy.precise,
             "checks": list(settings.checks), "seed": policy.seed,
-            "plugins": list(settings.plugins), "timeout": settings.timeout, **extra}
+            "plugins": list(settings.plugins), "timeout": settings.timeout,
+            **record(settings.registry), **extra}
 
 
-def prestart() -> None:
-    """Start a worker process now, so that it imports while this process selects."""
+def prestart(registry=None) -> None:
+    """Start the workers' imports now, so that they run while this process
+    selects: a worker, or for a registry with a ``preload`` (PyTorch's op_db) the
+    fork server that imports it (a worker would wait for it here)."""
     from runner.pool import shared_pool
+    preload = getattr(registry, "preload", ())
     try:
-        shared_pool().prestart(1)
+        if preload:
+            shared_pool().warm(preload)
+        else:
+            shared_pool().prestart(1)
     except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
         pass
 
 
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
-        settings_record: dict):
+        settings_record: dict, planned: list | None = None):
     """Run the tasks in worker processes, with a progress bar on stderr;
-    returns the ``RunReport`` (partial when a stop signal came)."""
+    returns the ``RunReport`` (partial when a stop signal came). ``planned``:
+    the whole plan ``tasks`` are a shard of (which may then be empty)."""
     from cli import signals
     from cli.reporting import progress_bar, warn
     from runner.results import RunReport
     from runner.run import run_tasks
-    if not tasks:
+    if not (tasks if planned is None else planned):
         raise InputError("nothing to check: no selected op supports the selected dtypes; "
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
@@ -88,9 +135,18 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
                      error=outcome.cause if outcome.status == "broken" else None)
 
 
-def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", **extra):
-    """Plan and run the tasks of ``infos`` (every sample of each op and dtype)."""
+def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", shard=None,
+          **extra):
+    """Plan and run the tasks of ``infos`` (every sample of each op and dtype);
+    ``shard``: ``(k, n)``, run only shard k of n of the plan (``runner.shard``)."""
     from runner.selection import plan
     tasks = plan(infos, dtypes, settings)
     record = recorded(settings, dtypes=dtypes, fail_fast=fail_fast, **extra)
-    return run(command, tasks, jobs, fail_fast, level, record)
+    if shard is None:
+        return run(command, tasks, jobs, fail_fast, level, record)
+    from runner.shard import record as shard_record
+    from runner.shard import shard_tasks
+    mine = shard_tasks(tasks, *shard)
+    report = run(command, mine, jobs, fail_fast, level, record, planned=tasks)
+    report.shard = shard_record(tasks, mine, *shard)
+    return report

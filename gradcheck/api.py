@@ -4,8 +4,9 @@
 ``Options`` and calls ``run``; ``gradcheck()`` and ``gradgradcheck()``
 translate PyTorch's flags into ``Options`` once and raise on failure. ``run``
 is the one place a check is put together (see ``gradcheck.flow`` for the
-order of its steps); a front end that checks something else (a module's
-parameters, a registry's samples) builds ``Options`` and calls ``run``.
+order of its steps); a module or nested inputs are first flattened into
+named inputs (``gradcheck.modules``); a front end that checks something else
+(a registry's samples) builds ``Options`` and calls ``run``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 
-from gradcheck import checks, flow
+from gradcheck import checks, faults, flow, modules
 from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.options import Options
@@ -45,10 +46,24 @@ def check(func, inputs, **keywords) -> Report:
     - ``check_scaling`` (True): the vjp scales with grad_output and the jvp
       with the tangent. ``check_adjoint`` (True): when both modes are
       checked, ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.
+    - ``check_detached`` (True): an output that does not require grad must
+      not depend on an input that does (a stray ``.detach()``). PyTorch's
+      gradcheck ignores such outputs; pass False for outputs declared
+      non-differentiable (``mark_non_differentiable``, or an op's saved
+      statistics such as ``native_layer_norm``'s mean and inverse std).
     - ``order`` (1): 2 checks the first derivative itself (the function
       ``gradgradcheck`` checks), with ``grad_outputs`` as in gradgradcheck;
       failures are then named "reverse over reverse" or "forward over reverse".
     - ``name``: the name used in messages (default: the function's).
+    - ``input_names``: a name per input, shown beside its index in messages
+      and kept in ``Result.in_name`` and ``Report.input_names``.
+    - ``buffers`` (False): with a module, also check its floating point buffers.
+
+    ``func`` may be a torch or refengine ``nn.Module``: its floating point
+    parameters that require grad are then checked too, after the inputs, each
+    named as ``named_parameters()`` names it; and an input may be a nested
+    dict, list or tuple of tensors (a JAX pytree on JAX), checked leaf by
+    leaf, each leaf named by its path (see ``gradcheck.modules``).
 
     An unknown keyword raises ``TypeError`` naming the known ones; a value out
     of range, and bad calls (no input requiring grad, NumPy arrays, integer
@@ -61,11 +76,11 @@ def check(func, inputs, **keywords) -> Report:
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
     start = time.perf_counter()
+    func, inputs, names, name = modules.prepare(func, inputs, options)
     seed = options.seed
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = int(np.random.SeedSequence().entropy % 2**53)
     rng = np.random.default_rng(seed)
-    name = options.name
     if options.order == 2:
         from gradcheck.secondorder import first_derivative
         name = name or function_name(func)
@@ -73,23 +88,42 @@ def run(func, inputs, options: Options) -> Report:
     problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
-    ev = Evaluator(problem)
-    if not problem.diff_out:
-        flow.no_differentiable_output(ev, report, options)
+    try:
+        _checks(Evaluator(problem), report, rng, options)
+    except GradcheckError as exc:
+        if not problem.mutations:
+            raise
+        # an input changed in place: what failed after it is its consequence
+        # (torch: "modified by an inplace operation"), and the report says so
+        report.results += faults.mutation_results(problem)
+        for result in report.results[-len(problem.mutations):]:
+            result.detail = f"after that: {exc}"
     else:
-        sides = flow.sides(options)
-        scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
-        if options.check_backward_ad and options.check_undefined_grad:
-            checks.request_undefined_grad(ev)
-        (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
-        flow.other_checks(ev, report, rng, options, scaling)
-        flow.advise(ev, report, options)
-        report.batching = dict(problem.batching)
+        report.results += faults.mutation_results(problem)
     for result in report.results:
         result.order = options.order
+    modules.name_results(report, names, len(problem.inputs))
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
+    """Every check of ``options`` in order (see ``gradcheck.flow``)."""
+    problem = ev.problem
+    if not problem.diff_out:
+        flow.no_differentiable_output(ev, report, options)
+        return
+    report.results += faults.determinism_results(ev, options.nondet_tol)
+    sides = flow.sides(options)
+    scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
+    if options.check_backward_ad and options.check_undefined_grad:
+        checks.request_undefined_grad(ev)
+    (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
+    flow.other_checks(ev, report, rng, options, scaling)
+    flow.advise(ev, report, options)
+    report.results += faults.nonfinite_results(problem, report.jacobians)
+    report.batching = dict(problem.batching)
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,

@@ -13,6 +13,7 @@ import numpy as np
 from gradcheck import coords
 from gradcheck.adjoint import ADJOINT_ULPS
 from gradcheck.compare import Result, compare, compare_jacobians
+from gradcheck.diagnosis import integer_cause, whole_numbers
 from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
@@ -33,13 +34,20 @@ BATCHED = {
 
 def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float) -> list:
     """Two runs of the same AD computation must agree within ``nondet_tol``."""
-    results = compare_jacobians("reentrant", first, second, nondet_tol, 0.0, explain=False)
+    results = compare_jacobians("reentrant", first, second, nondet_tol, 0.0, explain=False,
+                                same_nonfinite=True)
     verb = SIDES[first.mode.removeprefix("fast-")].product
     for r in results:
-        if not r.passed:
+        if r.passed:
+            continue
+        if np.isfinite(r.max_error):
             r.diagnosis = (f"nondeterministic: the same {verb} run twice differs by "
                            f"{r.max_error:.1e}; the formula uses randomness or state (if that "
                            f"is intended, set nondet_tol >= {r.max_error:.1e})")
+        else:
+            r.diagnosis = (f"nondeterministic: the same {verb} run twice gives NaN or inf one "
+                           "time and another value the other time; the formula uses "
+                           "randomness or state, or reads uninitialized memory")
     return results
 
 
@@ -88,15 +96,34 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
 def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor) -> Result:
     expected = SCALE * base
     scale = np.abs(expected) + np.abs(scaled)
-    tol = ADJOINT_ULPS * epsilon * (scale + scale.max(initial=0.0) + floor) + 1e-300
+    largest = np.max(scale[np.isfinite(scale)], initial=0.0)  # NaN entries are not a scale
+    tol = ADJOINT_ULPS * epsilon * (scale + largest + floor) + 1e-300
     tol = tol + (1 + abs(SCALE)) * nondet_tol
-    result = compare("scaling", side.mode, side.mode, *key, expected, scaled, tol)
+    # the same NaN or inf at both scales is linear enough here: the nonfinite check names it
+    result = compare("scaling", side.mode, side.mode, *key, expected, scaled, tol,
+                     same_nonfinite=True)
     if not result.passed:
         what, verb = side.vector, side.product
+        if _rounded(base, scaled, expected):
+            result.diagnosis = (
+                f"the {verb} returns only whole numbers (for the {what} and for {SCALE} "
+                f"times it), so it cannot scale by {SCALE}: {integer_cause(verb)}")
+            return result
         result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
                             f"multiply the {verb} by {SCALE}; the formula ignores the "
                             f"{what}, takes its abs(), or adds a term that does not multiply it")
     return result
+
+
+def _rounded(base, scaled, expected) -> bool:
+    """Whether both products are whole numbers, not all zero, and off from
+    linearity by no more than rounding (or truncating) each to an integer
+    makes them (``1 + |SCALE|``): a rounded or integer gradient."""
+    both = np.concatenate([base, scaled])
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(scaled - expected)
+    return (whole_numbers(both) and bool(np.all(np.isfinite(both)))
+            and bool(np.all(gap <= 1 + abs(SCALE))))
 
 
 def request_undefined_grad(ev: Evaluator) -> None:
@@ -213,7 +240,8 @@ def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
                 result.diagnosis = (
                     f"output {out_idx} does not require grad, yet it depends on input "
                     f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
-                    "no_grad, or a Function that marks it non-differentiable)")
+                    "no_grad, or a Function that marks it non-differentiable); if it is "
+                    "declared non-differentiable on purpose, pass check_detached=False")
             results.append(result)
     return results
 

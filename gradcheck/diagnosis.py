@@ -1,10 +1,12 @@
 """Recognising the shape of an error: what is wrong, not just that it is.
 
 ``diagnose`` receives the expected and the analytical block in real
-coordinates and tries simple explanations in turn: a missing gradient, a
-gradient for an unused input, a constant factor (a sign when the factor is
--1), the conjugate, the transpose, an error confined to the real or the
-imaginary part, an error confined to some entries. It returns one sentence,
+coordinates and tries simple explanations in turn: NaN or inf entries (on
+which side), a missing gradient, a gradient for an unused input, whole
+numbers where the derivative is not (a rounded or integer gradient), a
+constant factor (a sign when the factor is -1), the conjugate, the
+transpose, an error confined to the real or the imaginary part, an error
+confined to some entries. It returns one sentence,
 or ``None`` when nothing fits.
 """
 from __future__ import annotations
@@ -130,6 +132,34 @@ def _subset(e, a, tol) -> str | None:
             "wrong for some elements only (a branch, a mask, an index or a broadcast)")
 
 
+def whole_numbers(values: np.ndarray) -> bool:
+    """Whether the finite entries of ``values`` are whole numbers, not all zero."""
+    values = np.asarray(values)
+    finite = values[np.isfinite(values)]
+    return bool(finite.size and np.any(finite) and np.all(finite == np.round(finite)))
+
+
+def integer_cause(verb: str) -> str:
+    """Why a derivative comes out in whole numbers, and what to do."""
+    return (f"the {verb} rounds its result or returns an integer tensor (.long(), .int(), "
+            "round(), floor(), or integer arithmetic) that the engine casts back to the "
+            "input's dtype; compute it in the input's floating dtype")
+
+
+def _nonfinite(e, a, mode) -> str | None:
+    """Which side has NaN or inf entries, and where the first one is."""
+    for values, side in ((e, "numerical"), (a, "analytical")):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            r, c = (int(k[0]) for k in np.nonzero(bad))
+            kind = "NaN" if np.isnan(values[r, c]) else "inf"
+            whose = (f"the {_verb(mode)} returns {kind}" if side == "analytical" else
+                     f"finite differences give {kind} (the function is NaN or inf at or near "
+                     "these inputs)")
+            return f"{side} has {int(bad.sum())} NaN or inf entries, first at [{r}, {c}]: {whose}"
+    return None
+
+
 def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: str,
              out_complex: bool, in_complex: bool) -> str | None:
     """One sentence naming the kind of error between two real blocks.
@@ -138,8 +168,9 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
     it is spread to the real coordinates for the candidate tests.
     """
     e, a = np.asarray(expected, float), np.asarray(actual, float)
-    if not np.all(np.isfinite(a)):
-        return f"the {_verb(mode)} returns NaN or inf"
+    nonfinite = _nonfinite(e, a, mode)
+    if nonfinite:
+        return nonfinite
     tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
     if not np.any(a) and np.any(np.abs(e) > tol_r):
         return (f"analytical is zero: the {_verb(mode)} returns no gradient (None or zeros) "
@@ -147,6 +178,9 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
     if not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
         return (f"numerical is zero but analytical is not: the function does not use this "
                 f"input, yet the {_verb(mode)} returns a gradient for it")
+    if whole_numbers(a) and not _fits(np.round(e), e, tol_r):
+        return (f"analytical holds only whole numbers where numerical does not: "
+                f"{integer_cause(_verb(mode))}")
     for explain in (_factor(e, a, tol_r, mode),
                     _complex_factor(_cplx(e, in_complex), _cplx(a, in_complex), tol, mode)):
         if explain:

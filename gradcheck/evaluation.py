@@ -16,9 +16,12 @@
 
 ``prefetch(kind, idx, vectors)`` asks for the vjps (``kind="vjp"``, ``idx`` an
 output) or jvps (``"jvp"``, an input) of vectors a later check will need: the
-next ``vjps``/``jvps`` call on that index computes them in the same batch and
-keeps the results, and a later request for the same vectors is served from
-there (once). When that batch does not happen, nothing is kept and the later
+next ``vjps``/``jvps`` call on that index computes them too, in a batch of
+their own (never mixed with the vectors asked for, so a product is computed
+the same way each time it is asked for: a vmapped product may round
+differently in another batch, and the reentrancy check compares repeats), and
+keeps the results; a later request for the same vectors is served from there
+(once). When that batch does not happen, nothing is kept and the later
 request computes them itself. Every evaluation is counted in
 ``Problem.counts``.
 """
@@ -46,8 +49,9 @@ class Evaluator:
     def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
         """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
         p, E = self.problem, self.problem.engine
+        sources = {i: overrides.get(i, a) for i, a in p.arrays.items()}
         with E.enable_grad() if p.differentiates_inside else E.no_grad():
-            outs = p.call(p.fresh_inputs(overrides), what)
+            outs = p.call(p.fresh_inputs(overrides), what, sources)
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
     def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:
@@ -70,6 +74,7 @@ class Evaluator:
             raise GradcheckError(
                 f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
                 f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
+        p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", what)
         return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,
                                                         f"input {i}", "vjp")
                 for i, g in zip(p.diff_in, grads)}
@@ -83,12 +88,14 @@ class Evaluator:
         try:
             with E.dual_level():
                 args = p.fresh_inputs({})
+                plain = list(args)
                 for i, t in tangents.items():
                     args[i] = E.make_dual(args[i], p.like_input(
                         i, np.asarray(t, dtype=p.arrays[i].dtype)))
                 outs = as_tuple(p.func(*args))
                 result = {o: E.tangent(outs[o]) for o in p.float_out}
                 result = {o: None if t is None else E.to_numpy(t) for o, t in result.items()}
+            p.check_unchanged(plain, p.arrays, f"forward-mode AD{p.of}", what)
         except Exception as exc:
             raise GradcheckError(
                 f"{p.name}: forward-mode AD{p.of} raised {type(exc).__name__} ({exc}) while "
@@ -138,8 +145,9 @@ class Evaluator:
         return self._products(kind, idx, vectors, what, each)
 
     def prefetch(self, kind: str, idx: int, vectors) -> None:
-        """Compute the ``kind`` products of ``vectors`` on ``idx`` along with the
-        next batch of that kind there, and keep them for a later request."""
+        """Compute the ``kind`` products of ``vectors`` on ``idx`` when the next
+        batch of that kind there is asked for (in a batch of their own), and
+        keep them for a later request."""
         self._pending[kind].setdefault(idx, []).extend(self._cast(kind, idx, vectors))
 
     def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
@@ -162,15 +170,19 @@ class Evaluator:
         kept = [self._take(kind, idx, v) for v in vectors]
         missing = [k for k, row in enumerate(kept) if row is None]
         pending = self._pending[kind].pop(idx, [])
-        if missing or pending:
-            batch = np.concatenate([vectors[missing], *([np.stack(pending)] if pending else [])])
-            computed = self._batched_products(kind, idx, batch, what)
-            if computed is None:  # the loop: only what was asked for
+        if missing:
+            computed = self._batched_products(kind, idx, vectors[missing], what)
+            if computed is None:  # the loop
                 computed = [self._single(kind, idx, vectors[k],
                                          each.format(k=k) if each else what) for k in missing]
             for k, row in zip(missing, computed):
                 kept[k] = row
-            for v, row in zip(pending, computed[len(missing):]):
+        if pending:
+            # a batch of their own: the rows asked for are then computed the same
+            # way every time they are asked for (a vmapped product may round
+            # differently with other companions, and reentrancy compares repeats)
+            for v, row in zip(pending, self._batched_products(kind, idx, np.stack(pending), what)
+                              or []):
                 self._kept.setdefault((kind, idx, _key(v)), []).append(row)
         zeros = self._zeros(kind, len(vectors))
         # no gradient at all stays None (an unused input); a jvp without tangent is zero
@@ -278,18 +290,24 @@ class Evaluator:
             if mapped is None:
                 return None
             outs = as_tuple(mapped(*args))
+            # in place on a batched input changes every example: example 0 tells
+            p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)],
+                              {**p.arrays, in_idx: arrays[0]}, p.subject,
+                              f"evaluating it at {len(arrays)} points at once")
             return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
         grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
                                [p.like_output(out_idx, grad_outputs)])
+        p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", "computing batched vjps")
         return {i: None if g is None else E.to_numpy(g) for i, g in zip(p.diff_in, grads)}
 
     def _batched_jvps(self, in_idx: int, tangents: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
-        outs = as_tuple(E.batched_jvp(p.func, p.fresh_inputs({}), in_idx,
-                                      p.like_input(in_idx, tangents)))
+        args = p.fresh_inputs({})
+        outs = as_tuple(E.batched_jvp(p.func, args, in_idx, p.like_input(in_idx, tangents)))
+        p.check_unchanged(args, p.arrays, f"forward-mode AD{p.of}", "computing batched jvps")
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
 

@@ -62,6 +62,9 @@ class Jacobian:
     layout: Layout
     blocks: dict = field(default_factory=dict)
     errors: dict | None = None
+    #: entries finite differences could not resolve (every step straddled a jump
+    #: or a kink of the function), boolean blocks by key, or ``None``: no evidence
+    unresolved: dict | None = None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
     #: the low-precision producers' allowance for the analytical side's rounding

@@ -40,7 +40,7 @@ SOURCES = {
 #: what a failing ``Result`` of each ``check`` means. ``{ad}`` is the AD that ran
 #: ("reverse-mode", or "reverse-over-reverse (second-order)"), ``{way}`` its
 #: direction ("reverse", or "reverse-over-reverse (second-order)"), ``{against}``
-#: the expected side's label
+#: the expected side's label, ``{source}`` the words for the mode (``SOURCES``)
 FAILURES = {
     "reverse": "{ad} Jacobian differs from {against}",
     "forward": "{ad} Jacobian differs from {against}",
@@ -56,6 +56,13 @@ FAILURES = {
     "batched-grad": "batched backward (is_grads_batched=True) differs from one vjp per entry",
     "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
     "detached": "an output that does not require grad depends on an input",
+    "input-mutation": "an input that requires grad was modified in place",
+    "deterministic": "the function is nondeterministic (two evaluations at the same "
+                     "inputs differ)",
+    "nonfinite-output": "the function's output is NaN or inf at the given inputs",
+    "nonfinite": "the Jacobian from {source} has NaN or inf entries",
+    "discontinuous": "finite differences cannot resolve a jump or kink of the function "
+                     "(every step straddles it)",
 }
 
 
@@ -69,7 +76,7 @@ def failure_text(check: str, mode: str, against: str, order: int = 1) -> str:
         ad, way = f"{mode}-over-reverse (second-order)", f"{way}-over-reverse (second-order)"
     else:
         ad = f"{mode}-mode"
-    text = template.format(ad=ad, way=way, against=against)
+    text = template.format(ad=ad, way=way, against=against, source=SOURCES.get(mode, mode))
     if order == 2 and "{ad}" not in template and "{way}" not in template:
         text += " in the second-order check"
     return text

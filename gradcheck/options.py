@@ -49,8 +49,11 @@ class Options:
     name: str | None = None
     check_scaling: bool = True
     check_adjoint: bool = True
+    check_detached: bool = True
     order: int = 1
     grad_outputs: Any = None
+    buffers: bool = False
+    input_names: tuple | None = None
 
     def __post_init__(self):
         if self.order not in (1, 2):
@@ -70,6 +73,12 @@ class Options:
         if self.low_precision not in LOW_PRECISION:
             raise ValueError(f"check: low_precision must be one of "
                              f"{', '.join(map(repr, LOW_PRECISION))}, not {self.low_precision!r}")
+        if self.input_names is not None:
+            names = self.input_names
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"check: input_names must be a sequence of strings, one per "
+                                 f"input, not {names!r}")
+            object.__setattr__(self, "input_names", tuple(names))
         if not isinstance(self.probes, numbers.Integral) or isinstance(self.probes, bool) \
                 or self.probes < 1:
             raise ValueError(f"check: probes must be an integer >= 1 (the number of random "

@@ -59,13 +59,17 @@ class Problem:
         #: how the Jacobians were built: batched calls made, the reason the
         #: loop was used instead (if it was), ops that looped inside vmap
         self.batching = {"batched_calls": 0, "fallback": None, "looped_ops": {}}
+        #: the first in-place change of each input that requires grad, by index:
+        #: (who made it, while doing what, the largest change, where)
+        self.mutations: dict = {}
         self._validate_inputs(warn_precision)
         self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
                        if self.engine.is_tensor(x)}
         #: the engine's dtype of each tensor input (NumPy may hold it in a wider one)
         self.in_dtypes = {i: self.inputs[i].dtype for i in self.arrays}
         with self.engine.enable_grad():
-            self.outputs = self.call(self.inputs, "evaluating it at the given inputs")
+            self.outputs = self.call(self.inputs, "evaluating it at the given inputs",
+                                     self.arrays)
         self._classify_outputs()
         self.layout = Layout(
             {i: self.arrays[i].shape for i in self.diff_in},
@@ -81,6 +85,11 @@ class Problem:
                 raise ValueError(
                     f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
                     f"convert it with {E.convert_hint} to check it")
+            if E.is_tensor(x) and E.layout_of(x) is not None:
+                raise ValueError(
+                    f"{self.name}: input {i} is a sparse tensor ({E.layout_of(x)}); gradcheck "
+                    "checks dense (strided) tensors only: pass x.to_dense(), and convert it "
+                    "back inside the function if the function needs a sparse input")
         for i in self.diff_in:
             if not E.is_differentiable_dtype(self.inputs[i]):
                 raise ValueError(
@@ -109,6 +118,11 @@ class Problem:
         self.out_arrays, self.out_dtypes = {}, {}
         self.float_out, self.diff_out = [], []
         for o, out in enumerate(self.outputs):
+            if E.is_tensor(out) and E.layout_of(out) is not None:
+                raise ValueError(
+                    f"{self.name}: output {o} is a sparse tensor ({E.layout_of(out)}); "
+                    "gradcheck checks dense outputs only: return out.to_dense() (PyTorch's "
+                    "gradcheck asks the same, as to_dense(masked_grad=...))")
             if not E.is_tensor(out) or not E.is_differentiable_dtype(out):
                 continue
             self.out_arrays[o] = E.to_numpy(out)
@@ -117,11 +131,13 @@ class Problem:
             if E.requires_grad(out):
                 self.diff_out.append(o)
 
-    def call(self, args, what: str) -> tuple:
-        """Run the function on ``args``; wrap any exception it raises."""
+    def call(self, args, what: str, sources: dict | None = None) -> tuple:
+        """Run the function on ``args``; wrap any exception it raises.
+        ``sources``: the arrays the tensor ``args`` were made from (by index),
+        to see whether the call changed them (``check_unchanged``)."""
         self.counts["function"] += 1
         try:
-            return as_tuple(self.func(*args))
+            outputs = as_tuple(self.func(*args))
         except GradcheckError:
             raise
         except Exception as exc:  # the user's function: name it and what we did
@@ -129,13 +145,40 @@ class Problem:
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
                 f"{what}; make it run on {self.engine.name} tensors of these shapes and "
                 "dtypes") from exc
+        if sources is not None:
+            self.check_unchanged(args, sources, self.subject, what)
+        return outputs
+
+    def check_unchanged(self, args, sources: dict, who: str, what: str) -> None:
+        """Record in ``mutations`` an input that requires grad whose tensor in
+        ``args`` no longer holds ``sources[i]``: ``who`` changed it while ``what``.
+
+        Inputs that do not require grad may change (a buffer the function
+        updates, like batch norm's running statistics): every evaluation gets
+        fresh copies, and no derivative is taken at them.
+        """
+        for i in self.diff_in:
+            if i in self.mutations or i not in sources:
+                continue
+            now, before = self.engine.to_numpy(args[i]), np.asarray(sources[i])
+            if now.shape == before.shape and np.array_equal(now, before, equal_nan=True):
+                continue
+            if now.shape != before.shape:
+                self.mutations[i] = (who, what, np.inf, ())
+                continue
+            with np.errstate(invalid="ignore"):
+                change = np.abs(now - before).astype(np.float64)
+            change[np.isnan(change)] = np.inf
+            where = np.unravel_index(int(np.argmax(change)), change.shape)
+            self.mutations[i] = (who, what, float(change[where]), tuple(int(k) for k in where))
 
     def fresh_inputs(self, overrides: dict) -> list:
         """New leaf tensors for the tensor inputs (``overrides`` by index)."""
         args = list(self.inputs)
         for i in self.arrays:
             grad = self.differentiates_inside and i in self.diff_in
-            args[i] = self.like_input(i, overrides.get(i, self.arrays[i]), grad)
+            args[i] = self.engine.from_numpy_like(overrides.get(i, self.arrays[i]),
+                                                  self.inputs[i], requires_grad=grad)
         return args
 
     def like_input(self, in_idx: int, array, requires_grad: bool = False):

@@ -8,7 +8,8 @@ import numpy as np
 from gradcheck.modes import failure_text
 
 #: checks whose failure explains the others come first
-PRIORITY = {"reentrant": 0, "scaling": 1, "undefined-grad": 2}
+PRIORITY = {"input-mutation": 0, "deterministic": 1, "nonfinite-output": 2, "nonfinite": 3,
+            "discontinuous": 4, "reentrant": 5, "scaling": 6, "undefined-grad": 7}
 
 
 def _fmt(value) -> str:
@@ -34,7 +35,8 @@ def describe(result, name: str) -> str:
     if result.out_idx is not None:
         pair.append(f"output {result.out_idx}")
     if result.in_idx is not None:
-        pair.append(f"input {result.in_idx}")
+        in_name = getattr(result, "in_name", None)
+        pair.append(f"input {result.in_idx}" + (f" ({in_name})" if in_name else ""))
     where = " for " + ", ".join(pair) if pair else ""
     parts = []
     if result.where is not None:
@@ -104,6 +106,9 @@ class Report:
     #: rule that ran once per example inside vmap
     batching: dict = field(default_factory=dict)
     order: int = 1
+    #: the name of each input (``in_idx`` order) when they have names: a module's
+    #: inputs then its parameters (``"layer.0.weight"``), a pytree's leaves by path
+    input_names: list | None = None
 
     @property
     def passed(self) -> bool:
@@ -155,7 +160,7 @@ class Report:
             "results": [r.to_dict() for r in self.results],
             "jacobians": {mode: jac.to_dict() for mode, jac in self.jacobians.items()},
             "counts": dict(self.counts), "seconds": self.seconds, "seed": self.seed,
-            "batching": dict(self.batching),
+            "batching": dict(self.batching), "input_names": self.input_names,
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }

@@ -1,16 +1,23 @@
 """Richardson-extrapolated central differences with per-entry error estimates.
 
 For each input coordinate the central difference ``D(h)`` is taken at steps
-``h_k = h_0 * 2**-k``, ``k < 8``, and ``k < 14`` unless every estimate
-has converged by then (``h_0`` a 32nd of the coordinate's magnitude, at
-least ``2**-11``) and extrapolated in a tableau,
-``R[k][j] = (4**j R[k][j-1] - R[k-1][j-1]) / (4**j - 1)``, which cancels the
-``h**2``, ``h**4``, ... terms of the error. Each extrapolated entry gets an
-error estimate: its largest distance to its lower-order parent and to its
-same-order neighbours at the next larger and smaller step, plus the
-propagated rounding noise of the function values. Each output coordinate
-keeps the entry with the smallest estimate. Steps that
-leave the function's domain (NaN or an exception) are discarded.
+``h_k = h_0 * 2**-k`` (``h_0`` a 32nd of the coordinate's magnitude, at least
+``2**-11``; the floor at an infinite coordinate) and extrapolated in a
+tableau, ``R[k][j] = (4**j R[k][j-1] - R[k-1][j-1]) / (4**j - 1)``, which
+cancels the ``h**2``, ``h**4``, ... terms of the error. Each extrapolated
+entry gets an error estimate: its largest distance to its lower-order parent
+and to its same-order neighbours at the next larger and smaller step, plus
+the propagated rounding noise of the function values (for a complex output,
+of its modulus). Each output coordinate keeps the entry with the smallest
+estimate. Steps that leave the function's domain (NaN or an exception) are
+discarded.
+
+Levels: ``k < 8`` and the sentinel ``k = 13`` first; all ``k < 14`` unless
+every estimate has converged by then and agrees with the sentinel. Steps
+that straddle a jump (or a kink, or a pole) are no evidence: the quotients
+before the last *break* (see ``_straddling``) are discarded, and a
+coordinate whose smallest steps still straddle one gets smaller steps, down
+to ``k < 32``; entries no step resolves are marked ``Jacobian.unresolved``.
 """
 from __future__ import annotations
 
@@ -29,6 +36,11 @@ FIRST_LEVELS = 8    # steps tried before deciding whether smaller ones are neede
 CONVERGED = 1e-3    # "converged": error below this fraction of the relative allowance
 ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
+DEEPEST = 32        # levels at most, where steps straddle a jump (h down to |x| 2**-36)
+CLEAN = 3           # levels free of a jump needed below it (an extrapolation and its check)
+SIGNIFICANT = 8     # a move of the quotient this many times its noise is not noise
+GROWTH = 1.5        # a move this many times every earlier one is a break (a jump)
+SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
 
 
 def _stacked_differences(ev: Evaluator, in_idx, steps, columns) -> tuple:
@@ -48,9 +60,20 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns) -> tuple:
         plus = {o: both[o][k] for o in outs}
         minus = {o: both[o][levels + k] for o in outs}
         diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-        noises.append({o: NOISE_ULPS * eps * (np.abs(plus[o]) + np.abs(minus[o])) / (2 * h)
-                       for o in outs})
+        noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
+                                              + _magnitude(minus[o], p.layout.out_complex[o]))
+                       / (2 * h) for o in outs})
     return diffs, noises
+
+
+def _magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
+    """The scale of each real coordinate's rounding: its absolute value, or for
+    a complex output the modulus of its element (both parts were computed from
+    terms that large: a variance's imaginary part is noise of the modulus' size)."""
+    if not complex_:
+        return np.abs(values)
+    modulus = np.hypot(values[..., 0::2], values[..., 1::2])
+    return np.repeat(modulus, 2, axis=-1)
 
 
 def _tableau(diffs: list, noises: list) -> tuple:
@@ -99,8 +122,8 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
     are skipped)."""
     eps = max(problem.epsilon(out_idx=o) for o in problem.float_out)
     target = CONVERGED * np.sqrt(eps) / 2
-    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0) for best, _ in result.values()],
-                   axis=0)
+    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))
+                    for best, _ in result.values()], axis=0)
     return np.all([np.all(err <= target * (np.abs(best) + scale[:, None]), axis=1)
                    for best, err in result.values()], axis=0)
 
@@ -111,37 +134,127 @@ def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
 
 
 def _steps(x: np.ndarray) -> np.ndarray:
-    """Steps ``h_k`` by level (rows) and coordinate (columns)."""
-    h0 = np.maximum(np.abs(x), 2.0 ** -6) / 32.0
-    return h0[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
+    """Steps ``h_k`` by level (rows, ``DEEPEST`` of them) and coordinate (columns)."""
+    # at an infinite coordinate x + h is x for any finite h: the floor step
+    h0 = np.maximum(np.where(np.isfinite(x), np.abs(x), 0.0), 2.0 ** -6) / 32.0
+    return h0[None, :] * 2.0 ** -np.arange(DEEPEST)[:, None]
 
 
-def _columns(ev: Evaluator, in_idx: int, steps: np.ndarray) -> dict:
+def _straddling(diffs: list, noises: list) -> tuple:
+    """Copies of ``diffs`` and ``noises`` with the levels at and above the last
+    break set to NaN, and, per (coordinate, output coordinate) of each output,
+    whether fewer than ``CLEAN`` levels are left below the last break.
+
+    A smooth function's difference quotients settle as ``h`` halves: each one
+    moves less than the one before (by 4 once the ``h**2`` term leads). A
+    step across a jump ``J`` gives ``f(x + h) - f(x - h) ~ J`` whatever ``h``,
+    so the quotient moves by more and more, and then drops when the step no
+    longer reaches the jump; a staircase (``round(x, 3)``) even looks like a
+    line of slope 1 to steps much wider than its stairs. A *break* is a move
+    ``GROWTH`` times larger than every move since the last break (and well
+    above rounding noise): the levels before it straddle something and are
+    no evidence of the derivative, which is the limit of the levels after.
+    The floor of a move is the output's largest rounding noise: a quotient
+    that noise dominates doubles as ``h`` halves, as a jump's does.
+    """
+    marked, unresolved = [dict(d) for d in diffs], {}
+    levels = len(diffs)
+    for o in diffs[0]:
+        d = np.stack([level[o] for level in diffs])
+        # an entry that cancels to almost nothing (a convolution's) rounds like
+        # its terms: the output's largest noise is the floor, not its own
+        n = np.max(np.stack([level[o] for level in noises]), axis=-1, keepdims=True)
+        last = np.full(d.shape[1:], -1)
+        with np.errstate(invalid="ignore"):
+            moves = np.abs(d[1:] - d[:-1])
+            floor = SIGNIFICANT * (n[1:] + n[:-1])
+            since = moves[0] if levels > 1 else None
+            for k in range(1, levels - 1):
+                broke = moves[k] > GROWTH * since + floor[k]
+                last = np.where(broke, k, last)
+                since = np.where(broke, moves[k], np.fmax(since, moves[k]))
+        for k in range(levels):
+            marked[k][o] = np.where(last >= k, np.nan, diffs[k][o])
+        unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
+    return marked, [dict(v) for v in noises], unresolved
+
+
+def _columns(ev: Evaluator, in_idx: int, steps: np.ndarray) -> tuple:
     """(value, error) per output, each (coordinates, output size), for every
-    coordinate of input ``in_idx``.
+    coordinate of input ``in_idx``, and per output where no step was free of a
+    jump (``unresolved``).
 
-    The first ``FIRST_LEVELS`` steps are tried; coordinates whose estimates
-    have not converged get all ``LEVELS``. Each phase is one stacked
-    evaluation (batched when the function batches). The extrapolation is
-    elementwise, so doing all coordinates at once gives what doing one at a
-    time gives.
+    The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
+    sentinel) are tried. Coordinates whose estimates have not converged, or
+    disagree with the sentinel (a staircase converges to its slope at wide
+    steps), or whose smallest steps straddle a jump, get all ``LEVELS``;
+    those whose smallest steps still straddle one get more, down to
+    ``DEEPEST``, until ``CLEAN`` levels below the jump are free of it.
+    Levels before a break are discarded (``_straddling``). Each phase is one
+    stacked evaluation (batched when the function batches); the
+    extrapolation is elementwise, so doing all coordinates at once gives
+    what doing one at a time gives.
     """
     problem = ev.problem
     n = steps.shape[1]
-    if n == 0:
-        return {o: (np.zeros((0, problem.layout.out_size(o))),) * 2 for o in problem.float_out}
-    diffs, noises = _stacked_differences(ev, in_idx, steps[:FIRST_LEVELS], list(range(n)))
-    result = _extrapolated(problem, diffs, noises)
-    pending = np.flatnonzero(~_converged(problem, result))
-    if pending.size:
-        extra, extra_noise = _stacked_differences(ev, in_idx, steps[FIRST_LEVELS:][:, pending],
-                                                  list(pending))
-        diffs = [{o: d[o][pending] for o in d} for d in diffs] + extra
-        noises = [{o: v[o][pending] for o in v} for v in noises] + extra_noise
-        redone = _extrapolated(problem, diffs, noises)
-        for o, (best, err) in redone.items():
-            result[o][0][pending], result[o][1][pending] = best, err
-    return result
+    result = {o: [np.full((n, problem.layout.out_size(o)), np.nan),
+                  np.full((n, problem.layout.out_size(o)), np.inf)] for o in problem.float_out}
+    unresolved = {o: np.zeros((n, problem.layout.out_size(o)), bool) for o in problem.float_out}
+    first = np.r_[0:FIRST_LEVELS, LEVELS - 1]
+    diffs, noises = _stacked_differences(ev, in_idx, steps[first], list(range(n)))
+    sentinel = (diffs.pop(), noises.pop())
+    active, depth = np.arange(n), FIRST_LEVELS
+    while active.size:
+        marked, marked_noise, straddled = _straddling(diffs, noises)
+        for o, (best, err) in _extrapolated(problem, marked, marked_noise).items():
+            result[o][0][active], result[o][1][active] = best, err
+        if depth >= DEEPEST:   # no step was free of the jump: no evidence there
+            for o, u in straddled.items():
+                unresolved[o][active] = u
+                result[o][0][active] = np.where(u, np.nan, result[o][0][active])
+                result[o][1][active] = np.where(u, np.inf, result[o][1][active])
+            break
+        jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
+        if depth < LEVELS:
+            current = {o: (r[0][active], r[1][active]) for o, r in result.items()}
+            jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel,
+                                                                 active)
+        keep = np.flatnonzero(jumpy)
+        if not keep.size:
+            break
+        active = active[keep]
+        diffs = [{o: d[o][keep] for o in d} for d in diffs]
+        noises = [{o: v[o][keep] for o in v} for v in noises]
+        if depth < LEVELS:   # the sentinel is the last of them
+            extra, extra_noise = _stacked_differences(ev, in_idx, steps[depth:LEVELS - 1][:, active],
+                                                      list(active))
+            extra.append({o: v[active] for o, v in sentinel[0].items()})
+            extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
+            depth = LEVELS
+        else:
+            deeper = min(depth + FIRST_LEVELS, DEEPEST)
+            extra, extra_noise = _stacked_differences(ev, in_idx, steps[depth:deeper][:, active],
+                                                      list(active))
+            depth = deeper
+        diffs, noises = diffs + extra, noises + extra_noise
+    return {o: tuple(r) for o, r in result.items()}, unresolved
+
+
+def _disagree(problem: Problem, current: dict, sentinel: tuple, active) -> np.ndarray:
+    """Per coordinate, whether the sentinel's quotient (the smallest step of
+    ``LEVELS``) is farther from the estimate than its error, the sentinel's
+    rounding noise and the precise tolerance's relative allowance allow."""
+    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
+    far = []
+    for o, (best, err) in current.items():
+        d = sentinel[0][o][active]
+        noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True)  # see _straddling
+        scale = np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))[:, None]
+        with np.errstate(invalid="ignore"):
+            gap = np.abs(d - best)
+            allowed = SAFETY_GAP * (err + noise) + np.sqrt(eps) / 2 * (np.abs(best) + scale)
+            far.append(np.any(gap > allowed, axis=1))
+    return np.any(far, axis=0)
 
 
 def richardson_blocks(ev: Evaluator) -> Jacobian:
@@ -151,8 +264,12 @@ def richardson_blocks(ev: Evaluator) -> Jacobian:
     jac = Jacobian("numerical", problem.layout, errors={})
     for in_idx in problem.diff_in:
         x = coords.to_real(problem.arrays[in_idx])
-        for o, (best, err) in _columns(ev, in_idx, _steps(x)).items():
+        columns, unresolved = _columns(ev, in_idx, _steps(x))
+        for o, (best, err) in columns.items():
             jac.blocks[o, in_idx], jac.errors[o, in_idx] = best.T.copy(), err.T.copy()
+            if unresolved[o].any():
+                jac.unresolved = jac.unresolved or {}
+                jac.unresolved[o, in_idx] = unresolved[o].T.copy()
     jac.counts = {"function": problem.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac

@@ -7,12 +7,17 @@ Installing adcheck is enough; no ``-p`` flag or conftest is needed.
   (each failing pair, the worst entry, the diagnosis, both Jacobians).
   Import it, or take the fixture of the same name.
 - ``@pytest.mark.adcheck_ops(*patterns, family=None, dtypes=None,
-  checks=None)``: one test per OpInfo, dtype and sample of the registry,
-  with ids such as ``test_x[sin-float64-sample3]``; the test takes an
-  ``adcheck_case`` argument (an ``OpCase``) and calls
-  ``adcheck_case.assert_passes()``. Runs under pytest-xdist (``-n auto``).
+  checks=None, engine="refengine")``: one test per OpInfo, dtype and sample
+  of the registry, with ids such as ``test_x[sin-float64-sample3]``; the
+  test takes an ``adcheck_case`` argument (an ``OpCase``) and calls
+  ``adcheck_case.assert_passes()``, whose failure text ends with the
+  Python that reruns the check (``runner.rebuild``). ``engine="torch"``
+  checks torch's own formulas. Runs under pytest-xdist (``-n auto``).
 - ``--adcheck-plugin FILE`` (or the ini option ``adcheck_plugins``) adds the
-  OpInfos of a plugin file; ``--adcheck-seed N`` sets the base seed.
+  OpInfos of a plugin file (with a space or ``=``: the rootdir stays the
+  project's, see ``pytest_adcheck.rootdir``); ``--adcheck-seed N`` sets the
+  base seed; ``--adcheck-shard K/N`` collects only shard K of N of each
+  marked selection, as ``adcheck ops --shard K/N`` runs it.
 
 Example::
 
@@ -38,6 +43,7 @@ from pytest_adcheck.plugin import (
     pytest_addoption,  # noqa: F401
     pytest_configure,  # noqa: F401
     pytest_generate_tests,  # noqa: F401
+    pytest_load_initial_conftests,  # noqa: F401
 )
 
 __all__ = ["assert_gradients"]

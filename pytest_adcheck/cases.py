@@ -1,7 +1,8 @@
 """The registry as test parameters: one ``OpCase`` per OpInfo, dtype and sample.
 
 ``plan_cases`` reads the ``adcheck_ops`` marker's selection (name patterns,
-families, dtypes, checks) and returns the cases in registry order, then
+families, dtypes, checks, engine, and the registry: adcheck's own, or
+``"torch"`` for PyTorch's op_db) and returns the cases in registry order, then
 dtype, then sample index, so every pytest-xdist worker collects the same
 ids in the same order. The selection is ``adcheck ops``'s
 (``runner.selection``), and a case runs its checks through the runner's
@@ -38,37 +39,96 @@ def _checked(names: tuple, allowed: tuple, what: str) -> tuple:
     return names
 
 
-def settings_for(checks: tuple, seed: int):
-    """The runner's ``Settings`` for these checks (all: the CLI's defaults)."""
+#: the engines whose formulas a marker can check
+ENGINES = ("refengine", "torch")
+
+
+def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: tuple = (),
+                 registry=None):
+    """The runner's ``Settings`` for these checks (none: the registry's defaults,
+    else the CLI's) on ``engine`` (default: the registry's own, else refengine)
+    and ``registry`` (default: adcheck's own); ``plugins``: the plugin files
+    loaded (the reproducers load them)."""
     from runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from runner.registry import OPINFO
     from runner.tasks import Settings
-    chosen = _checked(checks, CHECK_NAMES, "check") if checks else DEFAULT_CHECKS
-    return Settings(chosen, Policy(precise=True, engine="refengine", seed=seed),
-                    keep_reports=True)
+    registry = OPINFO if registry is None else registry
+    defaults = getattr(registry, "default_checks", None) or DEFAULT_CHECKS
+    chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
+    engine = engine or getattr(registry, "engine", None) or "refengine"
+    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed),
+                    plugins=tuple(plugins), registry=registry, keep_reports=True)
 
 
-def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0) -> list:
-    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=)``
-    selects; ``SelectionError`` when it selects nothing or names something unknown."""
+def _engine(engine, registry) -> str | None:
+    """The marker's ``engine=``, checked (a registry that runs on one engine only
+    takes no other)."""
+    fixed = getattr(registry, "engine", None)
+    if engine is None:
+        return fixed
+    if engine not in ENGINES:
+        raise SelectionError(f"engine={engine!r}: choose from {', '.join(map(repr, ENGINES))}")
+    if fixed is not None and engine != fixed:
+        raise SelectionError(f"engine={engine!r}: registry {registry.name!r} runs on "
+                             f"{fixed!r} only; leave out engine=")
+    if engine == "torch":
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            raise SelectionError("engine='torch' needs PyTorch, which is not installed; "
+                                 "install it with 'pip install adcheck[torch]'")
+    return engine
+
+
+def _registry(name: str):
     from runner.errors import RunnerError
-    from runner.registry import DTYPE_NAMES
-    from runner.selection import plan, select
-    dtype_names = _checked(_names(dtypes, "dtypes"), DTYPE_NAMES, "dtype")
-    settings = settings_for(_names(checks, "checks"), seed)
-    registry = settings.registry
+    from runner.registry import named
     try:
-        infos = select(registry, tuple(patterns), _names(family, "family"), "refengine").infos
+        return named(str(name))
     except RunnerError as exc:
         raise SelectionError(str(exc)) from None
-    if not infos:
+
+
+def _selected(settings, patterns: tuple, family) -> list:
+    from runner.errors import RunnerError
+    from runner.selection import select
+    try:
+        chosen = select(settings.registry, tuple(patterns), _names(family, "family"),
+                        settings.policy.engine)
+    except RunnerError as exc:
+        raise SelectionError(str(exc)) from None
+    if not chosen.infos:
         raise SelectionError("selects no op: no op matches both the name patterns and the "
-                             "families")
+                             "families" + (" and names a torch op (torch_name)"
+                                           if chosen.without_torch else ""))
+    return chosen.infos
+
+
+def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0,
+               engine: str | None = None, plugins: tuple = (), shard=None,
+               registry: str = "opinfo") -> list:
+    """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=,
+    engine=, registry=)`` selects (``engine="torch"``: torch's own formulas, for
+    the ops that name a torch op; ``registry="torch"``: PyTorch's op_db);
+    ``shard``: ``(k, n)``, only the tasks of shard k of n, as ``adcheck ops
+    --shard k/n`` runs them. ``SelectionError`` when it selects nothing or names
+    something unknown."""
+    from runner.registry import DTYPE_NAMES
+    from runner.selection import plan
+    registry = _registry(registry)
+    known = getattr(registry, "dtype_names", DTYPE_NAMES)
+    dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
+    settings = settings_for(_names(checks, "checks"), seed, _engine(engine, registry), plugins,
+                            registry)
+    tasks = plan(_selected(settings, patterns, family), list(dtype_names) or None, settings)
+    if shard is not None:
+        from runner.shard import shard_tasks
+        tasks = shard_tasks(tasks, *shard)
     cases = []
-    for task in plan(infos, list(dtype_names) or None, settings):
+    for task in tasks:
         info = registry.get(task.op)
         names = registry.sample_names(info, registry.dtype(task.dtype))
         cases += [OpCase(task.op, task.dtype, i, name, settings) for i, name in enumerate(names)]
-    if not cases:
+    if not cases and shard is None:
         raise SelectionError("selects no sample: no selected op supports the selected "
                              "dtypes; widen the patterns or dtypes")
     return cases
@@ -111,7 +171,7 @@ class OpCase:
 
     @property
     def dtype(self):
-        """The refengine dtype."""
+        """The dtype (refengine's, or torch's for PyTorch's op_db)."""
         return self.settings.registry.dtype(self.dtype_name)
 
     @property
@@ -137,7 +197,8 @@ class OpCase:
         settings = self.settings
         if checks is not None:
             settings = replace(settings, checks=settings_for(_names(checks, "checks"),
-                                                             settings.policy.seed).checks)
+                                                             settings.policy.seed,
+                                                             settings.registry).checks)
         task = OpTask(0, self.op_name, self.dtype_name, settings, self.index)
         outcome = run_tasks([task], in_process=True, warn=warnings.warn)
         if outcome.status == "interrupted":
@@ -151,14 +212,21 @@ class OpCase:
         failure's report (diagnosis, worst entry, both Jacobians) and seed.
         Otherwise a check declared a known failure on the OpInfo makes the
         test xfail with its reason, and a case whose every check was skipped
-        skips with the reasons.
+        skips with the reasons; a check that passes although declared a known
+        failure (a stale declaration) warns.
         """
         __tracebackhide__ = True
+        import warnings
         outcomes = self.run(checks)
         results = [result for result, _ in outcomes]
         failing = [(r, report) for r, report in outcomes if r.failing]
         if failing:
-            raise AssertionError("\n".join(_failure(r, report) for r, report in failing))
+            raise AssertionError("\n".join(_failure(r, report, self.settings)
+                                            for r, report in failing))
+        for r in results:
+            if r.stale:   # not a failure, but the declaration it contradicts wants updating
+                warnings.warn(f"{r.op} {r.dtype}[{r.sample}] {r.check}: {r.message}",
+                              stacklevel=2)
         known = [r for r in results if r.status == "known-failure"]
         if known:
             pytest.xfail("; ".join(f"{r.check}: {r.message}" for r in known))
@@ -170,9 +238,15 @@ class OpCase:
         return f"OpCase({self.id!r}, checks={','.join(self.checks)})"
 
 
-def _failure(result, report) -> str:
+def _failure(result, report, settings) -> str:
     from pytest_adcheck.assertion import failure_text
+    from runner.reproduction import reproducer
     head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
     if report is None or report.passed:
         return f"{head}: {result.message}"
-    return f"{head}\n{failure_text(report)}"
+    policy = settings.policy
+    code = reproducer(result, {"engine": policy.engine, "seed": policy.seed,
+                               "precise": policy.precise, "plugins": list(settings.plugins),
+                               "registry": settings.registry.name})
+    return f"{head}\n{failure_text(report)}\n  reproduce:\n" + \
+        "".join(f"    {line}\n" for line in code.splitlines())

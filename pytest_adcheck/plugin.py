@@ -14,10 +14,16 @@ from pytest_adcheck.assertion import assert_gradients as _assert_gradients
 
 MARKER = "adcheck_ops"
 CASE_ARG = "adcheck_case"
-_MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None): one test per "
-                "OpInfo, dtype and sample of adcheck's registry (name patterns are globs "
-                "such as 'log*'); the test takes an `adcheck_case` argument and usually calls "
+_MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None, "
+                "engine=None, registry='opinfo'): one test per OpInfo, dtype and sample of "
+                "adcheck's registry, or of PyTorch's op_db with registry='torch' (name "
+                "patterns are globs such as 'log*'; engine='torch' checks torch's own "
+                "formulas); the test takes an `adcheck_case` argument and usually calls "
                 "adcheck_case.assert_passes().")
+#: the keywords the marker takes
+MARKER_KEYWORDS = ("family", "dtypes", "checks", "engine", "registry")
+#: the plugin files loaded, for the reproducers (config.stash)
+PLUGIN_FILES = pytest.StashKey[tuple]()
 
 
 def pytest_addoption(parser):
@@ -30,8 +36,34 @@ def pytest_addoption(parser):
     group.addoption("--adcheck-seed", type=int, default=0, metavar="N", dest="adcheck_seed",
                     help="Base seed of the random probes of @pytest.mark.adcheck_ops tests, "
                          "as 'adcheck ops --seed' (default: 0).")
+    group.addoption("--adcheck-shard", type=_shard, default=None, metavar="K/N",
+                    dest="adcheck_shard",
+                    help="Collect only shard K of N of each @pytest.mark.adcheck_ops "
+                         "selection, as 'adcheck ops --shard K/N' (for CI matrices; every "
+                         "pytest-xdist worker collects the same shard).")
     parser.addini("adcheck_plugins", type="paths", default=[],
                   help="OpInfo plugin files to load (paths relative to the ini file).")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Keep the rootdir and ini file that ``--adcheck-plugin FILE`` (with a space)
+    would otherwise move (see ``pytest_adcheck.rootdir``)."""
+    from pytest_adcheck.rootdir import correct
+    correct(early_config, parser, args)
+
+
+def _shard(text: str) -> tuple:
+    """``--adcheck-shard``'s value as ``(k, n)`` (argparse reports a bad one)."""
+    import argparse
+
+    from runner.errors import RunnerError
+    from runner.shard import parse_shard
+    try:
+        return parse_shard(text)
+    except RunnerError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("--shard", "--adcheck-shard")) \
+            from None
 
 
 def pytest_configure(config):
@@ -40,6 +72,7 @@ def pytest_configure(config):
     base = config.invocation_params.dir
     paths = [base / p for p in config.getoption("adcheck_plugins")]
     paths += [Path(p) for p in config.getini("adcheck_plugins")]
+    config.stash[PLUGIN_FILES] = tuple(str(p.resolve()) for p in paths)
     if paths:
         _load_plugin_files(paths)
 
@@ -62,14 +95,17 @@ def pytest_generate_tests(metafunc):
         pytest.fail(f"{metafunc.definition.nodeid}: a test marked {MARKER} must take an "
                     f"argument named {CASE_ARG!r}", pytrace=False)
     from pytest_adcheck.cases import SelectionError, plan_cases
-    unknown = set(marker.kwargs) - {"family", "dtypes", "checks"}
+    unknown = set(marker.kwargs) - set(MARKER_KEYWORDS)
     if unknown:
-        pytest.fail(f"{metafunc.definition.nodeid}: {MARKER}: takes the keywords family, "
-                    f"dtypes and checks, not {', '.join(sorted(unknown))}", pytrace=False)
+        pytest.fail(f"{metafunc.definition.nodeid}: {MARKER}: takes the keywords "
+                    f"{', '.join(MARKER_KEYWORDS)}, not {', '.join(sorted(unknown))}",
+                    pytrace=False)
     problem = None
+    config = metafunc.config
     try:
-        cases = plan_cases(marker.args, seed=metafunc.config.getoption("adcheck_seed"),
-                           **marker.kwargs)
+        cases = plan_cases(marker.args, seed=config.getoption("adcheck_seed"),
+                           plugins=config.stash.get(PLUGIN_FILES, ()),
+                           shard=config.getoption("adcheck_shard"), **marker.kwargs)
     except SelectionError as exc:
         problem = str(exc)
     if problem is not None:  # outside the except: the report shows no chained traceback

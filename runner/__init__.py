@@ -20,6 +20,9 @@ returns; the pytest plugin (``pytest_adcheck``) calls it too.
 - ``runner.baseline``, ``runner.target``, ``runner.spec``: accepted
   failures, ``MODULE:OBJECT`` targets, and the ``--inputs`` spec language.
 - ``runner.files``: files written whole or not at all.
+- ``runner.reproduction``: ``rebuild`` and ``rebuild_target``, the public way to
+  run any reported check again in a few lines of Python (every reproducer
+  adcheck prints uses them); ``runner.rebuild(...)`` works directly.
 - ``runner.errors``: ``RunnerError``, raised for bad input (never for a
   fault of the code under check, which is a result).
 
@@ -34,5 +37,16 @@ Example::
     outcome = run_tasks(tasks, jobs=2)
     print(outcome.status, [r.status for r in outcome.results])
 
-Importing ``runner`` imports none of its modules (and so no NumPy).
+Importing ``runner`` imports none of its modules (and so no NumPy);
+``runner.rebuild``, ``runner.rebuild_target`` and ``runner.Rebuilt`` load
+``runner.reproduction`` on first use.
 """
+
+_REBUILD = ("rebuild", "rebuild_target", "Rebuilt")
+
+
+def __getattr__(name: str):
+    if name in _REBUILD:
+        import importlib
+        return getattr(importlib.import_module("runner.reproduction"), name)
+    raise AttributeError(f"module 'runner' has no attribute {name!r}")

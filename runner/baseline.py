@@ -2,13 +2,16 @@
 
 A baseline file is JSON::
 
-    {"schema": "adcheck-baseline", "schema_version": 1,
+    {"schema": "adcheck-baseline", "schema_version": 1, "registry": "opinfo",
      "accepted": [{"key": "sgn|complex128|2|reverse", "op": "sgn", "dtype": "complex128",
                    "sample": 2, "check": "reverse", "status": "failed",
                    "message": "..."}]}
 
-Only ``key`` is read back; the other fields are there for the reader. A key
-is ``op|dtype|sample|check`` (``*`` for the sample of a task-level error).
+Only ``registry`` and ``key`` are read back; the other fields are there for
+the reader. A key is ``op|dtype|sample|check`` (``*`` for the sample of a
+task-level error); ``registry`` names the registry the keys come from
+(``--registry``; a file without it was written by adcheck's own), and a run
+of another registry refuses the file, since the same key means another op.
 ``adcheck ops --write-baseline FILE`` writes one from a run, and
 ``adcheck baseline REPORT.json`` from a saved JSON report.
 """
@@ -28,8 +31,9 @@ class BaselineError(RunnerError):
     """An unreadable or malformed baseline file."""
 
 
-def load(path: str | Path) -> set[str]:
-    """The accepted keys of the baseline at ``path``."""
+def load(path: str | Path, registry: str = "opinfo") -> set[str]:
+    """The accepted keys of the baseline at ``path``, written by a run of
+    ``registry`` (``BaselineError`` when another registry's run wrote it)."""
     p = Path(path)
     try:
         data = json.loads(p.read_text())
@@ -48,6 +52,12 @@ def load(path: str | Path) -> set[str]:
         raise BaselineError(f"baseline {str(p)!r}: schema_version "
                             f"{data.get('schema_version')!r} is not supported (expected "
                             f"{SCHEMA_VERSION}); rewrite it with this adcheck")
+    written = data.get("registry", "opinfo")
+    if written != registry:
+        raise BaselineError(f"baseline {str(p)!r} holds failures of the registry {written!r}, "
+                            f"not of {registry!r}: its keys name other ops; pass "
+                            f"--registry {written} or a baseline written by a run of "
+                            f"{registry!r}")
     entries = data.get("accepted")
     if not isinstance(entries, list) or not all(
             isinstance(e, dict) and isinstance(e.get("key"), str) for e in entries):
@@ -73,14 +83,20 @@ def entries_from_results(results: list[CheckResult]) -> list[dict]:
             for r in results if r.failing]
 
 
-def document(entries: list[dict]) -> dict:
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+def document(entries: list[dict], registry: str = "opinfo") -> dict:
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "registry": registry,
             "accepted": sorted(entries, key=lambda e: e["key"])}
+
+
+def registry_of(report_settings: dict) -> str:
+    """The registry a run's settings name (adcheck's own when they name none)."""
+    return (report_settings or {}).get("registry") or "opinfo"
 
 
 def text(report: RunReport) -> str:
     """The baseline file that accepts the run's failures."""
-    return json.dumps(document(entries_from_results(report.results)), indent=2) + "\n"
+    return json.dumps(document(entries_from_results(report.results),
+                               registry_of(report.settings)), indent=2) + "\n"
 
 
 def write(path: str | Path, report: RunReport) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
-from runner.results import JACOBIAN_PAIRS, TASK_CHECK, CheckResult
+from runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,10 @@ class OpSubject:
         capability = CHECKS[check].capability
         if not self.info.supports(capability, self.dtype):
             return f"the op does not declare support for {capability} mode on {self.dtype}"
+        own = getattr(self.registry, "skip_reason", None)
+        reason = None if own is None else own(self.info, self.dtype, check)
+        if reason is not None:
+            return reason
         if check == "reference":
             if self.info.mpmath_ref is None:
                 return "the op has no mpmath reference"
@@ -105,8 +109,14 @@ class OpSubject:
         return None
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
-        return options(check, policy, self.info.tolerance(self.dtype),
-                       self.info.supports("forward", self.dtype), call.reference)
+        own = getattr(self.registry, "check_keywords", None)
+        if own is not None:
+            return own(self.info, check, self.dtype, policy.precise)
+        keywords = options(check, policy, self.info.tolerance(self.dtype),
+                           self.info.supports("forward", self.dtype), call.reference)
+        if not getattr(self.info, "check_detached", True):  # a registry whose ops declare
+            keywords["check_detached"] = False              # outputs non-differentiable
+        return keywords
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, self.name, self.dtype_name, self.index, check)
@@ -121,7 +131,11 @@ class OpSubject:
 
 
 class TargetSubject:
-    """One input set of a user's object (``adcheck check MODULE:OBJECT``)."""
+    """One input set of a user's object (``adcheck check MODULE:OBJECT``).
+
+    A module is checked in its inputs and its parameters, each named; when
+    the inputs are in double precision, so are the parameters (copies of
+    them: a layer built in float32 is checked in float64)."""
 
     def __init__(self, target, inputs: tuple, spec: str, index: int, dtype_name: str):
         self.target, self.inputs = target, inputs
@@ -129,7 +143,14 @@ class TargetSubject:
         self.dtype_name, self.sample_name = dtype_name, spec
 
     def call(self):
-        return SimpleNamespace(func=self.target.func, inputs=self.inputs, reference=None), None
+        if not self.target.kind.endswith("Module"):
+            return SimpleNamespace(func=self.target.func, inputs=self.inputs, reference=None,
+                                   names=None), None
+        from gradcheck.modules import module_function
+        double = all(name in ("float64", "complex128") for name in self.dtype_name.split("+"))
+        flat = module_function(self.target.func, self.inputs, double=double)
+        return SimpleNamespace(func=flat.func, inputs=flat.inputs, reference=None,
+                               names=flat.names), None
 
     def skip_reason(self, check: str, call) -> str | None:
         if CHECKS[check].ad == "forward" and not self.target.has_jvp:
@@ -138,8 +159,19 @@ class TargetSubject:
             return "a user function has no mpmath reference"
         return None
 
+    def fault_skip(self, check: str, exc: BaseException) -> str | None:
+        """Why a check that raised does not apply: forward mode through a module
+        whose code has no jvp (a custom Function without one), as a Function
+        without a jvp is skipped; else ``None``."""
+        cause = exc.__cause__
+        if self.target.kind.endswith("Module") and CHECKS[check].ad == "forward" \
+                and isinstance(cause, NotImplementedError):
+            return f"forward mode does not run through the module ({fault_text(cause)})"
+        return None
+
     def keywords(self, check: str, policy: Policy, call) -> dict:
-        return options(check, policy, None, self.target.has_jvp)
+        named = {} if call.names is None else {"input_names": call.names}
+        return {**options(check, policy, None, self.target.has_jvp), **named}
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, self.target.spec, self.index, check)
@@ -173,12 +205,14 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
             out.append((_skipped(subject, check, reason), None))
             continue
         kwargs = subject.keywords(check, policy, call)
+        skip = getattr(subject, "fault_skip", None)
         result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
                                    subject.seed(policy.seed, check), base,
-                                   subject.known_failure(check))
+                                   subject.known_failure(check),
+                                   skip and (lambda exc, check=check: skip(check, exc)))
         if result.status == "error" and unsupported(result.message):
             result.status, result.message = "skipped", unsupported(result.message)
-        keep_evidence(result, report, kwargs)
+        keep_evidence(result, report)
         out.append((result, report if keep_reports else None))
     return out
 
@@ -194,21 +228,19 @@ def check_sample(info, sample, dtype, settings, keep_reports: bool = False) -> l
     return run_checks(subject, settings.checks, settings.policy, keep_reports)
 
 
-def keep_evidence(result: CheckResult, report, kwargs: dict) -> None:
+def keep_evidence(result: CheckResult, report) -> None:
     """Give a failed ``result`` what the HTML report draws: the Jacobians of
-    its first failing pairs and the keywords that reproduce it (small and
-    picklable: the reference function itself stays behind)."""
+    its first failing pairs."""
     if report is None or not result.failures:
         return
     import numpy as np
     result.jacobians = [(f.expected, f.actual) if np.ndim(f.expected) == np.ndim(f.actual) == 2
                         else None for f in report.failures[:JACOBIAN_PAIRS]]
-    result.check_kwargs = {k: True if k == "reference" else v for k, v in kwargs.items()}
 
 
 def _failure_dicts(report) -> list:
-    keep = ("check", "mode", "against", "order", "out_idx", "in_idx", "max_error", "where",
-            "tolerance", "diagnosis", "detail")
+    keep = ("check", "mode", "against", "order", "out_idx", "in_idx", "in_name", "max_error",
+            "where", "tolerance", "diagnosis", "detail")
     return [{k: v for k, v in f.to_dict().items() if k in keep} for f in report.failures]
 
 
@@ -218,14 +250,18 @@ def _first_line(report) -> str:
     return describe(first, report.name).splitlines()[0]
 
 
-def _verdict(func, inputs, name: str, seed: int, kwargs: dict):
-    """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``."""
+def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):
+    """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``;
+    ``fault_skip(exc)``: why a check that raised ``exc`` does not apply, or None."""
     import gradcheck
     try:
         report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
     except ValueError as exc:  # gradcheck: nothing here can be checked (see check())
         return "skipped", " ".join(str(exc).split()), None, [], None
     except FAULTS as exc:  # anything the code under check raised
+        reason = fault_skip(exc) if fault_skip is not None else None
+        if reason is not None:
+            return "skipped", reason, None, [], None
         return "error", fault_text(exc), None, [], None
     if report.passed:
         return "passed", "", None, [], report
@@ -233,13 +269,15 @@ def _verdict(func, inputs, name: str, seed: int, kwargs: dict):
 
 
 def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
-              base: CheckResult, known=None):
-    """Run one check; return ``(CheckResult, Report or None)``."""
+              base: CheckResult, known=None, fault_skip=None):
+    """Run one check; return ``(CheckResult, Report or None)`` (see ``_verdict``
+    for ``fault_skip``)."""
     start = time.perf_counter()
-    status, message, diagnosis, failures, report = _verdict(func, inputs, name, seed, kwargs)
+    status, message, diagnosis, failures, report = _verdict(func, inputs, name, seed, kwargs,
+                                                            fault_skip)
     if known is not None:
         if status == "passed":
-            message = f"passed although declared a known failure ({known.reason})"
+            message = f"{STALE} ({known.reason})"
         elif status in ("failed", "error"):
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,

@@ -150,23 +150,53 @@ class Worker:
 PRELOAD = ["numpy", "refengine", "gradcheck", "runner.tasks", "runner.worker"]
 
 
-def _context():
+def _context(preload: list):
     """Fork server where there is one (a new worker is a fork of a process that
-    has imported ``PRELOAD``: milliseconds), else spawn (a fresh interpreter)."""
+    has imported ``preload``: milliseconds), else spawn (a fresh interpreter)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
+        context.set_forkserver_preload(preload)
         return context
     return multiprocessing.get_context("spawn")
+
+
+def _stop_fork_server() -> bool:
+    """Stop this process's fork server (the next worker starts a new one, with the
+    preload set then); False where multiprocessing offers no way to."""
+    from multiprocessing import forkserver
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is None:
+        return False
+    stop()
+    return True
 
 
 class WorkerPool:
     """Warm worker processes, kept between runs; ``run`` one run at a time."""
 
     def __init__(self):
-        self.context = _context()
+        self.preload = list(PRELOAD)
+        self.context = _context(self.preload)
         self.workers: list = []
         self._available = deaths.available_memory()
+
+    def warm(self, modules) -> None:
+        """Make the workers start with ``modules`` imported too (a registry's
+        ``preload``): the fork server imports them once, and every worker forked
+        from it has them. The fork server, and with it every worker (its children),
+        restarts when it lacks one; it starts now, in the background, so that it
+        imports while this process goes on (``multiprocessing``'s fork server is
+        one per process: the preload only ever grows)."""
+        missing = [m for m in modules if m not in self.preload]
+        if not missing or self.context.get_start_method() != "forkserver":
+            return
+        self.shutdown()
+        if not _stop_fork_server():
+            return
+        self.preload += missing
+        self.context.set_forkserver_preload(self.preload)
+        from multiprocessing import forkserver
+        forkserver.ensure_running()
 
     def prestart(self, count: int) -> None:
         """Start workers until ``count`` are alive (they import in the background)."""
@@ -174,8 +204,11 @@ class WorkerPool:
             self.workers.append(Worker(self.context))
 
     def run(self, tasks: list, jobs: int, collector) -> tuple:
-        """Run the tasks on at most ``jobs`` workers; ``(status, cause)``."""
+        """Run the tasks on at most ``jobs`` workers; ``(status, cause)``. The
+        workers preload what the tasks' registry asks for (see ``warm``)."""
         from runner.runloop import RunLoop
+        for registry in dict.fromkeys(t.settings.registry for t in tasks):
+            self.warm(getattr(registry, "preload", ()))
         return RunLoop(self, tasks, jobs, collector).loop()
 
     def remove(self, worker: Worker) -> None:

@@ -6,9 +6,20 @@ op only through its OpInfo-like attributes: ``name``, ``family``, ``dtypes``,
 ``supports(capability, dtype)``, ``known_failure(name, dtype, sample)`` and
 ``tolerance(dtype)``. A registry also builds, for one sample, the call that
 gradcheck checks (``call``: see ``runner.samplecall``). So a second source
-(PyTorch's ``op_db`` through an adapter, say) plugs in by being passed where
-``OPINFO`` is the default, without touching selection, planning or the
-task loop.
+plugs in by being passed where ``OPINFO`` is the default, without touching
+selection, planning or the task loop: ``named("torch")`` is PyTorch's
+``op_db`` (``runner.torchregistry``).
+
+A registry may also say more than the protocol asks, each optional (the
+runner's default in brackets): ``engine``, the only engine its ops run on
+[any]; ``dtype_names``, the dtypes it knows [``DTYPE_NAMES``];
+``default_dtypes(info)``, the dtypes of a sweep that names none [float64
+and complex128]; ``default_checks`` [``gradcheck.modes.DEFAULT_CHECKS``];
+``check_keywords(info, check, dtype, precise)``, ``gradcheck.check``'s
+keywords for a check [from the op's tolerance]; ``skip_reason(info, dtype,
+check)``, why a check cannot run on a dtype [none]; ``preload``, modules the
+worker processes should import once, before they are forked [none];
+``record()``, what a report's settings say about it [``{"registry": name}``].
 
 A registry object travels with every task to the worker processes, so it must
 be picklable and cheap to copy: it holds no ops itself, only how to reach
@@ -27,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Protocol
 
-from runner.errors import PluginError
+from runner.errors import PluginError, RunnerError
 
 
 #: the dtypes a run may ask for, by name
@@ -35,6 +46,8 @@ DTYPE_NAMES = ("float32", "float64", "complex64", "complex128", "bfloat16", "flo
 #: dtypes refengine lacks, checked on torch only: each op's samples are made in the
 #: refengine dtype named here and cast
 TORCH_ONLY = {"bfloat16": "float32", "float16": "float32"}
+#: the registries a run may name (``--registry``)
+REGISTRY_NAMES = ("opinfo", "torch")
 
 
 def dtype_name(dtype) -> str:
@@ -173,6 +186,26 @@ class OpinfoRegistry:
 
 #: the default registry
 OPINFO = OpinfoRegistry()
+
+
+def named(name: str, **options):
+    """The registry called ``name`` (one of ``REGISTRY_NAMES``); ``options`` go to
+    its constructor. ``RunnerError`` when it cannot be used here (PyTorch's op_db
+    without torch or expecttest: the message names what to install)."""
+    if name == "opinfo":
+        return OPINFO
+    if name == "torch":
+        from runner.torchregistry import TorchRegistry
+        TorchRegistry.require()
+        return TorchRegistry(**options)
+    raise RunnerError(f"unknown registry {name!r}; choose from {', '.join(REGISTRY_NAMES)}")
+
+
+def record(registry) -> dict:
+    """What a report's settings record about ``registry`` (at least its name, under
+    "registry"), so that baselines and merged reports never mix two registries."""
+    own = getattr(registry, "record", None)
+    return own() if own is not None else {"registry": getattr(registry, "name", "?")}
 
 
 def describe(info) -> dict:

@@ -34,6 +34,8 @@ STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
 FAILING = ("failed", "error")
 #: the check name of an outcome that concerns a whole task (setup, timeout)
 TASK_CHECK = "setup"
+#: how the message of a passed check declared a known failure begins (a stale declaration)
+STALE = "passed although declared a known failure"
 #: how many failing pairs of a check keep their Jacobians (the HTML report draws them)
 JACOBIAN_PAIRS = 4
 #: fields that stay in memory only: never in ``to_dict()``, so never in JSON
@@ -54,9 +56,8 @@ class CheckResult:
     (``None`` when every evaluation was batched). For the HTML report a failed
     check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
     NumPy blocks of its first ``JACOBIAN_PAIRS`` failing pairs (``None`` for
-    a pair with no matrix), and ``check_kwargs``: the ``gradcheck.check``
-    keywords it ran with (``reference=True`` standing for the reference
-    function), from which a reproducer is written.
+    a pair with no matrix). ``runner.rebuild`` reruns any check from its
+    ``op``, ``dtype``, ``sample`` and ``check`` and the run's settings.
     """
 
     op: str
@@ -75,7 +76,6 @@ class CheckResult:
     precision: str | None = None
     resolution: float | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
-    check_kwargs: dict | None = field(default=None, **_IN_MEMORY)
 
     @property
     def key(self) -> str:
@@ -86,6 +86,11 @@ class CheckResult:
     @property
     def failing(self) -> bool:
         return self.status in FAILING
+
+    @property
+    def stale(self) -> bool:
+        """Passed although a known failure is declared for it: the declaration is stale."""
+        return self.status == "passed" and self.message.startswith(STALE)
 
     def to_dict(self) -> dict:
         data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
@@ -131,6 +136,9 @@ class RunReport:
     samples: list = field(default_factory=list, repr=False)
     #: the op a single-op run is about, as ``runner.registry.describe`` gives it
     subject: dict | None = None
+    #: a shard's place in the whole run (``runner.shard.record``), ``{"merged": N}``
+    #: for the report ``adcheck merge`` made of N shards, ``None`` for a whole run
+    shard: dict | None = None
 
     def counts(self) -> dict:
         found = Counter(r.status for r in self.results)
@@ -138,6 +146,10 @@ class RunReport:
 
     def failing(self) -> list:
         return [r for r in self.results if r.failing]
+
+    def stale(self) -> list:
+        """The passed checks declared known failures (see ``CheckResult.stale``)."""
+        return [r for r in self.results if r.stale]
 
     def exit_code(self) -> ExitCode:
         """0 when nothing failed (or every failure is in the baseline), else 1;

@@ -70,10 +70,16 @@ def select(registry=OPINFO, patterns: tuple = (), families: tuple = (),
     if patterns:
         infos = [i for i in infos if any(fnmatch.fnmatchcase(i.name, p) for p in patterns)]
     chosen = Selection(infos)
-    if engine == "torch":
+    if engine == "torch" and getattr(registry, "engine", None) != "torch":
         chosen.without_torch = [i.name for i in infos if i.torch_name is None]
         chosen.infos = [i for i in infos if i.torch_name is not None]
     return chosen
+
+
+def _listing(registry) -> str:
+    """The command that lists ``registry``."""
+    name = getattr(registry, "name", "opinfo")
+    return "adcheck list" if name == "opinfo" else f"adcheck list --registry {name}"
 
 
 def get_op(registry, name: str):
@@ -81,7 +87,7 @@ def get_op(registry, name: str):
     try:
         return registry.get(name)
     except KeyError as exc:
-        raise RunnerError(f"{exc.args[0].rstrip('?')}; run 'adcheck list' to see the "
+        raise RunnerError(f"{exc.args[0].rstrip('?')}; run '{_listing(registry)}' to see the "
                           "registry") from None
 
 
@@ -92,21 +98,39 @@ def _unknown_op(registry, pattern: str):
         hint = exc.args[0]
     else:  # pragma: no cover - get() found what fnmatch did not
         hint = f"no op matches {pattern!r}"
-    raise RunnerError(f"{hint.rstrip('?')}; run 'adcheck list' to see the registry")
+    raise RunnerError(f"{hint.rstrip('?')}; run '{_listing(registry)}' to see the registry")
+
+
+def default_dtypes(registry, info) -> list:
+    """The dtypes of ``info`` a run checks when it names none: the registry's
+    choice, else the op's double-precision dtypes (float64, complex128)."""
+    own = getattr(registry, "default_dtypes", None)
+    if own is not None:
+        return list(own(info))
+    return [dtype_name(d) for d in info.dtypes if dtype_name(d) in DEFAULT_DTYPES]
+
+
+def _own_dtypes(settings: Settings, info) -> list:
+    """The dtypes ``info`` has samples for: the registry's, and on torch the
+    torch-only dtypes cast from refengine's (a registry of torch's own ops, which
+    names its dtypes itself, gets none added)."""
+    names = [dtype_name(d) for d in info.dtypes]
+    if settings.policy.engine == "torch" and getattr(settings.registry, "engine", None) is None:
+        names += [n for n, source in TORCH_ONLY.items() if source in names and n not in names]
+    return names
 
 
 def plan(infos: list, dtypes: list | None, settings: Settings,
          sample: int | None = None) -> list:
     """One ``OpTask`` per op and dtype, in registry order. ``dtypes`` None: the
-    op's double-precision dtypes (float64, complex128). ``sample``: check only
-    that sample of each (its index in the op's samples for the dtype). On
-    torch, an op with float32 samples also has bfloat16 and float16 ones."""
+    registry's default dtypes of each op (``default_dtypes``). ``sample``: check
+    only that sample of each (its index in the op's samples for the dtype). On
+    torch, an opinfo op with float32 samples also has bfloat16 and float16 ones."""
     tasks = []
     for info in infos:
-        names = [dtype_name(d) for d in info.dtypes]
-        if settings.policy.engine == "torch":  # torch-only dtypes cast the source's samples
-            names += [n for n, source in TORCH_ONLY.items() if source in names]
-        for name in (n for n in names if n in (dtypes or DEFAULT_DTYPES)):
+        names = _own_dtypes(settings, info)
+        wanted = dtypes or default_dtypes(settings.registry, info)
+        for name in (n for n in names if n in wanted):
             if sample is not None:
                 _check_index(settings.registry, info, name, sample)
             tasks.append(OpTask(len(tasks), info.name, name, settings, sample))

@@ -3,8 +3,13 @@
 The object may be a ``refengine.autograd.Function`` subclass, a
 ``torch.autograd.Function`` subclass (checked on torch), a JAX function
 object (``jax.custom_vjp``, ``jax.custom_jvp`` or ``jax.jit``; checked on
-JAX), or a plain function of tensors (checked on the ``--engine`` given,
-``"jax"`` for a plain function of JAX arrays). ``MODULE`` is a
+JAX), a plain function of tensors (checked on the ``--engine`` given,
+``"jax"`` for a plain function of JAX arrays), or a torch or refengine
+``nn.Module``: an instance, a class built with no argument, or a factory
+(a function of no argument that returns one), checked in its inputs and
+its parameters (``gradcheck.modules``). A module is built after seeding
+its engine's generator with ``seed``, so its initial weights are the same
+in every process. ``MODULE`` is a
 dotted module name importable from the current directory, or the path of a
 ``.py`` file. Every mistake raises ``TargetError`` with one line saying
 what to do.
@@ -21,6 +26,9 @@ from pathlib import Path
 
 from runner.errors import RunnerError
 
+#: what building a user's module may raise (see runner.checks.FAULTS)
+FAULTS = (Exception, SystemExit)
+
 
 class TargetError(RunnerError):
     """The target cannot be imported or is not something we can check."""
@@ -34,7 +42,8 @@ class Target:
     name: str
     func: object
     kind: str            # "refengine Function", "torch Function", "jax custom_vjp",
-    #                      "jax custom_jvp", "jax function" or "function"
+    #                      "jax custom_jvp", "jax function", "function",
+    #                      "torch Module" or "refengine Module"
     engine: str          # "refengine", "torch" or "jax"
     has_jvp: bool
     arity: int | None    # positional inputs, when the signature tells
@@ -118,16 +127,75 @@ def _arity(func, skip_ctx: bool) -> int | None:
     return len(positional) - (1 if skip_ctx else 0)
 
 
-def resolve(text: str, engine: str = "refengine") -> Target:
+def _module_kind(obj) -> str | None:
+    from gradcheck.modules import module_kind
+    return module_kind(obj)
+
+
+def _is_module_class(obj) -> bool:
+    import refengine.nn
+    torch = sys.modules.get("torch")
+    return issubclass(obj, refengine.nn.Module) or (
+        torch is not None and issubclass(obj, torch.nn.Module))
+
+
+def seed_engines(seed: int) -> None:
+    """Seed the generators a module's initial weights come from (torch's if loaded)."""
+    import refengine
+    refengine.manual_seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
+def _built(obj, text: str, seed: int):
+    """The module ``obj`` (a module class, or a factory) builds; ``None`` when
+    ``obj`` is a function that takes arguments (a function to check)."""
+    if not isinstance(obj, type) and _arity(obj, skip_ctx=False) != 0:
+        return None
+    seed_engines(seed)
+    try:
+        built = obj()
+    except FAULTS as exc:
+        what = "constructing" if isinstance(obj, type) else "calling"
+        hint = (" it needs constructor arguments: point MODULE:OBJECT at a function of no "
+                "argument that builds it (def make(): return MyLayer(3, 4))"
+                if isinstance(obj, type) and isinstance(exc, TypeError) else
+                " fix it so that it builds the module")
+        raise TargetError(f"{what} {text.split(':')[1]}() raised {type(exc).__name__}: "
+                          f"{exc};{hint}") from None
+    if _module_kind(built) is None:
+        raise TargetError(f"{text} takes no argument, so there is nothing to differentiate; a "
+                          f"function of no argument must return an nn.Module (it returned "
+                          f"a {type(built).__name__})")
+    return built
+
+
+def _module_target(text: str, module) -> Target:
+    kind = _module_kind(module)
+    return Target(text, type(module).__name__, module, f"{kind} Module", kind, True,
+                  _arity(module.forward, skip_ctx=False))
+
+
+def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
     """Import ``MODULE:OBJECT`` and classify it; ``engine`` is that of a plain
-    function ("refengine", "torch" or "jax")."""
+    function ("refengine", "torch" or "jax"); ``seed`` seeds the engines before
+    a module is built."""
     obj = load_object(text)
     name = getattr(obj, "__name__", text.split(":")[1])
+    if _module_kind(obj) is not None:
+        return _module_target(text, obj)
+    if (isinstance(obj, type) and _is_module_class(obj)) or (
+            callable(obj) and not isinstance(obj, type) and _jax_kind(obj) is None):
+        module = _built(obj, text, seed)
+        if module is not None:
+            return _module_target(text, module)
     if isinstance(obj, type):
         base, fn_engine = _function_base(obj)
         if base is None:
-            raise TargetError(f"{text} is a class but not an autograd Function; give a "
-                              "refengine or torch autograd.Function subclass, or a function")
+            raise TargetError(f"{text} is a class but not an autograd Function nor an "
+                              "nn.Module; give a refengine or torch autograd.Function or "
+                              "nn.Module subclass, or a function")
         has_jvp = obj.jvp is not base.jvp
         uses_ctx = obj.setup_context is base.setup_context
         return Target(text, name, obj.apply, f"{fn_engine} Function", fn_engine, has_jvp,

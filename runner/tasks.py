@@ -15,15 +15,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from runner.checks import (
-    DEFAULT_CHECKS,
-    FAULTS,
-    Policy,
-    TargetSubject,
-    derive_seed,
-    fault_text,
-    run_checks,
-)
+from runner.checks import DEFAULT_CHECKS, FAULTS, Policy, fault_text, run_checks
 from runner.pool import TaskTimeout, deadline
 from runner.registry import OPINFO
 from runner.results import TASK_CHECK, CheckResult
@@ -130,16 +122,10 @@ def _op_samples(task: OpTask, emit, progress: dict) -> None:
 
 
 def _target_samples(task: TargetTask, emit, progress: dict) -> None:
-    import numpy as np
-
-    from runner.spec import build, parse
-    from runner.target import resolve
-    target = resolve(task.op, task.engine)
-    progress["family"] = target.kind
+    from runner.reproduction import target_subject
     policy = task.settings.policy
-    rng = np.random.default_rng(derive_seed(policy.seed, "inputs", task.index))
-    inputs = build(parse(task.inputs), target.engine, rng)
-    subject = TargetSubject(target, tuple(inputs), task.inputs, task.index, task.dtype)
+    subject = target_subject(task.op, task.inputs, task.engine, policy.seed, task.index)
+    progress["family"] = subject.target.kind
     pairs = run_checks(subject, task.settings.checks, policy, task.settings.keep_reports)
     emit(SampleOutcome(task.index, task.dtype, task.index, [r for r, _ in pairs],
                        [p for _, p in pairs], task.inputs, task.inputs))

@@ -34,7 +34,8 @@ def baseline(report, output):
         entries = baselines.from_json_report(data)
     except baselines.BaselineError as exc:
         raise InputError(f"{report!r}: {exc}") from None
-    text = json.dumps(baselines.document(entries), indent=2) + "\n"
+    registry = baselines.registry_of(data.get("settings"))
+    text = json.dumps(baselines.document(entries, registry), indent=2) + "\n"
     if output == "-":
         emit(text)
         return

@@ -86,10 +86,13 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
     JAX function (jax.custom_vjp, jax.custom_jvp or jax.jit, checked on JAX
-    in 64-bit mode), or a plain function of tensors ('mypkg.ops:MyExp' or
-    'path/to/ops.py:MyExp'). --engine picks the engine of a plain function;
-    a Function is checked on its own engine. Exit status as for 'adcheck
-    ops': 0 passed, 1 failed, 2 usage or input error.
+    in 64-bit mode), a plain function of tensors ('mypkg.ops:MyExp' or
+    'path/to/ops.py:MyExp'), or a refengine or torch nn.Module (a class
+    built with no argument, a factory function of no argument, or an
+    instance), checked in its inputs and its parameters, in double
+    precision, each failure naming the parameter. --engine picks the engine
+    of a plain function; the others are checked on their own engine. Exit
+    status as for 'adcheck ops': 0 passed, 1 failed, 2 usage or input error.
     """
     from cli.options import parse_dtypes
     from cli.reporting import check_writable, finish, load_baseline

@@ -11,18 +11,20 @@ from cli.options import (
     html_option,
     parse_checks,
     parse_dtypes,
+    registry_option,
     require_engine,
     verbosity,
 )
 
 
-def _dtypes(info, chosen, engine: str) -> list:
+def _dtypes(registry, info, chosen, engine: str) -> list:
     from runner.registry import TORCH_ONLY, dtype_name
-    from runner.selection import DEFAULT_DTYPES
+    from runner.selection import default_dtypes
     own = [dtype_name(d) for d in info.dtypes]
-    if engine == "torch":  # bfloat16 and float16 from the float32 samples
-        own += [n for n, source in TORCH_ONLY.items() if source in own]
-    wanted = [d for d in (chosen or DEFAULT_DTYPES) if d in own]
+    if engine == "torch" and getattr(registry, "engine", None) is None:
+        # bfloat16 and float16 from the float32 samples
+        own += [n for n, source in TORCH_ONLY.items() if source in own and n not in own]
+    wanted = [d for d in (chosen or default_dtypes(registry, info)) if d in own]
     if not wanted:
         raise InputError(f"{info.name} supports {', '.join(own)}; pick --dtype among them")
     return wanted
@@ -33,7 +35,9 @@ def _dtypes(info, chosen, engine: str) -> list:
 @click.option("--sample", "index", type=int, metavar="K",
               help="Only sample K (its index in the op's samples for each dtype).")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
-              help="Dtypes (comma-separated or repeated); default float64 and complex128.")
+              help="Dtypes (comma-separated or repeated); default float64 and complex128 "
+                   "(with --registry torch: every dtype the op supports backward for).")
+@registry_option
 @check_options("reverse,forward,gradgrad,fwgrad_bwgrad,reference")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
@@ -42,30 +46,35 @@ def _dtypes(info, chosen, engine: str) -> list:
                                       "reports, Jacobians included (schema adcheck-op v1).")
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")
 @html_option
-def op(name, index, dtypes, checks, engine, precise, seed, timeout, plugins, fmt, verbose,
-       html):
+def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeout, plugins,
+       fmt, verbose, html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from cli.output import publish, render
     from cli.reporting import announce, check_writable
-    from cli.runs import load_registry, prestart, recorded, run
+    from cli.runs import load_registry, open_registry, prestart, recorded, registry_defaults, run
     from runner.checks import Policy
-    from runner.registry import describe
+    from runner.registry import DTYPE_NAMES, describe
     from runner.selection import get_op, plan
     from runner.tasks import Settings
     level = verbosity(verbose, False)
     check_writable(html)
-    chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
+    # --sample K may name any sample of the op, not only those a sweep takes
+    options = {} if registry_name == "opinfo" or index is None else {"samples": None}
+    registry = open_registry(registry_name, plugins, **options)
+    checks, engine = registry_defaults(registry, checks, engine)
+    chosen_checks = parse_checks(checks)
+    chosen_dtypes = parse_dtypes(dtypes, getattr(registry, "dtype_names", DTYPE_NAMES))
     require_engine(engine)
-    prestart()
-    registry = load_registry(plugins)
+    prestart(registry)
+    load_registry(plugins, registry)
     info = get_op(registry, name)
-    if engine == "torch" and info.torch_name is None:
+    if engine == "torch" and info.torch_name is None and registry.name == "opinfo":
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")
-    wanted = _dtypes(info, chosen_dtypes, engine)
+    wanted = _dtypes(registry, info, chosen_dtypes, engine)
     settings = Settings(chosen_checks, Policy(precise, engine, seed), timeout,
-                        tuple(str(p) for p in plugins), keep_reports=True)
+                        tuple(str(p) for p in plugins), registry, keep_reports=True)
     tasks = plan([info], wanted, settings, sample=index)
     report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted))
     report.subject = describe(info)

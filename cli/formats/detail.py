@@ -17,6 +17,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from runner.reproduction import reproducer
+
 WINDOW = 8
 #: (factor past the tolerance, style), worst first
 HEAT = ((1e3, "bold white on red"), (1e1, "black on dark_orange"), (1.0, "black on yellow"))
@@ -79,47 +81,37 @@ def jacobian_pair(failure, label: str) -> Group:
     return Group(Text(""), grid, legend)
 
 
-def snippet(op: str, dtype: str, sample: int, engine: str, seed: int, kwargs: dict,
-            plugins: tuple = ()) -> Syntax:
-    """Python that reproduces one check of one sample, exactly as adcheck ran it
-    (``plugins``: the --plugin files the op may come from, loaded first, as
-    given: the snippet runs where the command ran)."""
-    shown = {k: v for k, v in kwargs.items() if k != "reference"}
-    args = "".join(f", {k}={v!r}" for k, v in shown.items())
-    if "reference" in kwargs:
-        args += ", reference=call.reference"
-    loads = "".join(f"opinfo.load_plugin({p!r})\n" for p in plugins)
-    code = (f"import gradcheck, opinfo, refengine\n"
-            f"from runner.samplecall import SampleCall\n\n"
-            f"{loads}"
-            f"info = opinfo.get({op!r})\n"
-            f"sample = info.sample({sample}, refengine.{dtype}, requires_grad=True)\n"
-            f"call = SampleCall(info, sample, {engine!r})\n"
-            f"report = gradcheck.check(call.func, call.inputs, name={op!r}, "
-            f"seed={seed}{args})\n"
-            f"print(report.message())\n")
+def snippet(result, settings: dict) -> Syntax | None:
+    """Python that reruns the check of ``result`` exactly as the run did
+    (``runner.rebuild``: see ``runner.reproduction``); ``None`` when no check
+    reproduces it."""
+    code = reproducer(result, settings)
+    if code is None:
+        return None
     return Syntax(code, "python", theme="ansi_dark", background_color="default")
 
 
-def failure_panel(result, report, kwargs: dict, engine: str, limit: int = 2,
-                  plugins: tuple = ()) -> Panel:
-    """One failing check: each failing pair's Jacobians, the diagnosis, a snippet."""
+def failure_panel(result, report, settings: dict, limit: int = 2) -> Panel:
+    """One failing check: each failing pair's Jacobians, the diagnosis, and the
+    snippet that reproduces it (the run's ``settings`` say how it ran)."""
     parts = []
     for failure in report.failures[:limit]:
         from gradcheck.report import describe
         parts.append(Text(describe(failure, report.name)))
         if failure.expected is not None and failure.actual is not None \
                 and np.ndim(failure.expected) == 2:
-            pair = f"output {failure.out_idx}, input {failure.in_idx}"
+            name = getattr(failure, "in_name", None)
+            pair = f"output {failure.out_idx}, input {failure.in_idx}" + \
+                (f" ({name})" if name else "")
             parts.append(jacobian_pair(failure, pair))
     if len(report.failures) > limit:
         parts.append(Text(f"... and {len(report.failures) - limit} more failing pairs "
                           "(-v shows all)", style="dim"))
     parts.append(Text(f"\ndiagnosis: {report.diagnosis or 'no recognised pattern'}",
                       style="bold cyan"))
-    parts.append(Text("\nreproduce:", style="bold"))
-    parts.append(snippet(result.op, result.dtype, result.sample, engine, result.seed, kwargs,
-                         plugins))
+    code = snippet(result, settings)
+    if code is not None:
+        parts += [Text("\nreproduce:", style="bold"), code]
     title = Text(f"{result.op} {result.dtype}[{result.sample}] {result.check}: "
                  f"{result.status}", style="bold red")
     return Panel(Group(*parts), title=title, title_align="left", border_style="red")

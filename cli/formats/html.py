@@ -142,10 +142,13 @@ def _version() -> str:
 
 def _header(report: RunReport) -> str:
     s = report.settings
-    meta = [f"engine {s.get('engine', '?')}",
+    registry = s.get("registry", "opinfo")
+    dtypes = s.get("dtypes") or (["float64", "complex128"] if registry == "opinfo"
+                                 else ["every dtype of each op"])
+    meta = [f"registry {registry}", f"engine {s.get('engine', '?')}",
             "precise tolerances" if s.get("precise") else "torch tolerances",
             f"seed {s.get('seed')}", f"checks {', '.join(s.get('checks') or [])}",
-            f"dtypes {', '.join(s.get('dtypes') or ['float64', 'complex128'])}",
+            f"dtypes {', '.join(dtypes)}",
             f"{report.seconds:.1f} s", f"exit status {int(report.exit_code())}"]
     counts = report.counts()
     badges = "".join(f'<span class="badge {status if counts[status] else "none"}">'
@@ -228,29 +231,25 @@ def _cells(r) -> int:
 
 
 def _reproducer(report: RunReport):
-    """How a failed check is reproduced: Python for an op of the registry; for
-    a user's object (``adcheck check MODULE:OBJECT``) the command line, since
-    its inputs come from the --inputs specs and the seed."""
+    """How a failed check is reproduced: the Python of ``runner.rebuild`` (an op
+    of a registry) or ``runner.rebuild_target`` (a user's object), with the
+    command line too for the latter."""
+    from runner.reproduction import reproducer
     settings = report.settings
-    engine = settings.get("engine", "refengine")
     if report.command == "check" and settings.get("kind"):
         def command(r) -> str:
             words = ["adcheck", "check", settings["target"]]
             for spec in settings.get("inputs") or []:
                 words += ["--inputs", spec]
             words += ["--check", r.check, "--seed", str(settings.get("seed"))]
-            if engine != "refengine":
-                words += ["--engine", engine]
+            if settings.get("engine", "refengine") != "refengine":
+                words += ["--engine", settings["engine"]]
             if not settings.get("precise", True):
                 words.append("--torch-tolerances")
-            return " ".join(shlex.quote(w) for w in words) + "\n"
+            line = " ".join(shlex.quote(w) for w in words)
+            return f"{reproducer(r, settings)}\n# or, the whole command:\n# {line}\n"
         return command
-
-    def python(r) -> str:
-        from cli.formats.detail import snippet
-        return snippet(r.op, r.dtype, r.sample, engine, r.seed, r.check_kwargs,
-                       tuple(settings.get("plugins") or ())).code
-    return python
+    return lambda r: reproducer(r, settings)
 
 
 def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
@@ -269,8 +268,8 @@ def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
     if len(r.failures) > len(r.jacobians) and drawn:
         out.append(f'<p class="note dim">Jacobians are drawn for the first {len(r.jacobians)} '
                    "failing pairs.</p>")
-    if r.check_kwargs is not None and r.sample is not None:
-        code = reproduce(r)
+    code = reproduce(r)
+    if code is not None:
         out.append(f"<details open><summary>Reproduce</summary><pre><code>{escape(code)}"
                    "</code></pre></details>")
     out.append("</section>")
@@ -314,9 +313,11 @@ def _others(report: RunReport) -> str:
     """Errors in the open; known failures and skips folded away."""
     out = []
     for status, title, folded in (("error", "Errors", False),
+                                  ("stale", "Passed although declared known failures", False),
                                   ("known-failure", "Known failures", True),
                                   ("skipped", "Skipped", True)):
-        found = [r for r in report.results if r.status == status]
+        found = report.stale() if status == "stale" else \
+            [r for r in report.results if r.status == status]
         if not found:
             continue
         items = "".join(f'<li><span class="mono">{escape(_label(r))}</span>: '

@@ -14,6 +14,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
     "seed": int, "timeout": float | null, "fail_fast": bool,
     "plugins": [str],                    the --plugin files (not for 'check')
+    "registry": "opinfo" | "torch",      where the ops came from (--registry); a
+                                         baseline or a merge keeps to one registry
+    "samples_per_dtype": int | null,     --registry torch: the samples checked per op
+    "torch_version": str,                and dtype (null: all), and torch's version
     "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
     "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
   },                                     is, and the --inputs specs
@@ -51,13 +55,20 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,
-         "in_idx": int | null, "max_error": float | str, "where": [int] | null,
+         "in_idx": int | null, "in_name": str | null,   in_name: a module's parameter
+                                         ("layer.0.weight"), a pytree leaf's path, or null
+         "max_error": float | str, "where": [int] | null,
          "tolerance": float | str | null, "diagnosis": str | null, "detail": str | null}
       ]
     }
   ],
   "slowest": [{"op": str, "seconds": float}],   the five slowest ops
-  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]}
+  "baseline": null | {"path": str, "new": [key], "accepted": [key], "fixed": [key]},
+  "shard": null                          a whole run ('adcheck ops' without --shard)
+         | {"index": int, "count": int,  'adcheck ops --shard K/N': K and N,
+            "plan": ["op|dtype"],        every task of the whole run, in its order,
+            "tasks": ["op|dtype"]}       and this shard's tasks
+         | {"merged": int}               'adcheck merge' of that many shards
 }
 ```
 
@@ -112,7 +123,7 @@ def document(report: RunReport) -> dict:
         "summary": {"total": len(report.results), **counts},
         "results": [r.to_dict() for r in report.results],
         "slowest": [{"op": op, "seconds": round(s, 3)} for op, s in report.slowest()],
-        "baseline": baseline,
+        "baseline": baseline, "shard": report.shard,
     })
 
 

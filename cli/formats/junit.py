@@ -6,7 +6,8 @@ sample and check: ``classname`` is ``adcheck.<command>.<op>`` and ``name`` is
 an ``<error>`` (``type`` is ``<check>-<status>``, the text adds the
 diagnosis, sample and seed), a skip or a known failure a ``<skipped>`` (its
 message says which). The suite's properties hold the settings, the exit
-status of the run (``exit_code``) and, for a partial run, ``interrupted``
+status of the run (``exit_code``), for a shard ``shard`` (``K/N``, or ``N
+merged`` for ``adcheck merge``) and, for a partial run, ``interrupted``
 with the ``signal``, or the ``error`` that stopped it. Written with
 ``xml.etree``, so text is escaped.
 """
@@ -53,6 +54,10 @@ def tree(report: RunReport) -> ET.ElementTree:
         ET.SubElement(props, "property", name="signal", value=report.signal or "SIGINT")
     if report.error is not None:
         ET.SubElement(props, "property", name="error", value=report.error)
+    shard = report.shard or {}
+    if "index" in shard or "merged" in shard:
+        ET.SubElement(props, "property", name="shard", value=f"{shard['index']}/{shard['count']}"
+                      if "index" in shard else f"{shard['merged']} merged")
     ET.SubElement(props, "property", name="exit_code", value=str(int(report.exit_code())))
     for r in report.results:
         suite.append(_case(report, r))

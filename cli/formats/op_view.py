@@ -29,10 +29,11 @@ def _console(out: TextIO, color: bool):
                    width=None if color else 120, highlight=False)
 
 
-def _header(console, op: dict) -> None:
+def _header(console, op: dict, registry: str) -> None:
     from rich.text import Text
+    where = "" if registry == "opinfo" else f"registry {registry}, "
     console.print(Text(op["name"], style="bold"), Text(
-        f"family {op['family']}, torch {op['torch_name'] or '-'}, dtypes "
+        f"{where}family {op['family']}, torch {op['torch_name'] or '-'}, dtypes "
         f"{' '.join(op['dtypes'])}, mpmath reference {'yes' if op['mpmath_ref'] else 'no'}"))
     for kf in op["known_failures"]:
         console.print(Text(f"known failure ({kf['check']}): {kf['reason']}", style="yellow"))
@@ -78,15 +79,13 @@ class OpTableFormat:
         from cli.formats.detail import failure_panel
         from cli.formats.table import SHORT, STYLE
         console = _console(out, color)
-        _header(console, report.subject)
+        _header(console, report.subject, report.settings.get("registry", "opinfo"))
         console.print(_checks_table(report))
         settings = report.settings
         for result, gc_report in _pairs(report):
             if result.status == "failed" and gc_report is not None:
-                console.print(failure_panel(result, gc_report, result.check_kwargs or {},
-                                            settings.get("engine", "refengine"),
-                                            limit=99 if verbosity > 0 else 2,
-                                            plugins=tuple(settings.get("plugins") or ())))
+                console.print(failure_panel(result, gc_report, settings,
+                                            limit=99 if verbosity > 0 else 2))
             elif result.status in ("error", "known-failure") or (
                     verbosity > 0 and result.status == "skipped"):
                 sample = "*" if result.sample is None else result.sample

@@ -2,10 +2,12 @@
 
 An op-by-check table (how many samples passed, failed, failed as declared,
 were skipped or errored), then every failure on one line with its diagnosis,
-the baseline comparison, the slowest ops and a totals line. ``-q`` keeps
-the failures and the totals; ``-v`` adds skips and known failures with
-their reasons. User text goes into ``rich.text.Text`` objects, never into
-markup, so brackets in op names or messages print as they are.
+the checks that passed although declared known failures (stale
+declarations), the baseline comparison, the slowest ops and a totals line.
+``-q`` keeps the failures, the number of stale declarations and the totals;
+``-v`` adds skips and known failures with their reasons. User text goes
+into ``rich.text.Text`` objects, never into markup, so brackets in op names
+or messages print as they are.
 """
 from __future__ import annotations
 
@@ -52,7 +54,32 @@ def summary_table(report: RunReport) -> Table:
 def _title(report: RunReport) -> str:
     s = report.settings
     tolerance = "precise" if s.get("precise") else "torch tolerances"
-    return f"engine {s.get('engine', '?')}, {tolerance}, seed {s.get('seed')}"
+    registry = s.get("registry", "opinfo")
+    where = "" if registry == "opinfo" else f"registry {registry}, "
+    shard = report.shard or {}
+    part = (f", shard {shard['index']}/{shard['count']}" if "index" in shard else
+            f", {shard['merged']} shards merged" if "merged" in shard else "")
+    return f"{where}engine {s.get('engine', '?')}, {tolerance}, seed {s.get('seed')}{part}"
+
+
+def _stale_lines(report: RunReport, verbosity: int) -> list:
+    """Each check that passed although declared a known failure (not with -q), then
+    how many there are."""
+    stale = report.stale()
+    if not stale:
+        return []
+    lines = []
+    if verbosity >= 0:
+        for r in stale:
+            sample = "*" if r.sample is None else str(r.sample)
+            line = Text("STALE ", style="cyan")
+            line.append(f"{r.op} {r.dtype}[{sample}] {r.check}", style="bold")
+            lines.append(line.append(f": {r.message}"))
+    plural = "check passes" if len(stale) == 1 else "checks pass"
+    lines.append(Text(f"{len(stale)} {plural} although declared a known failure (the "
+                      "declaration does not hold for these samples: stale, or too wide)",
+                      style="cyan"))
+    return lines
 
 
 def _result_line(r) -> Text:
@@ -139,7 +166,7 @@ class TableFormat:
                 if r.key in accepted:
                     line = Text("(accepted by the baseline) ", style="dim") + line
                 console.print(line)
-        for line in _baseline_lines(report):
+        for line in _stale_lines(report, verbosity) + _baseline_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:
             for line in _precision_lines(report):

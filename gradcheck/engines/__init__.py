@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from gradcheck.engines.base import Engine
 
-__all__ = ["Engine", "engine_for"]
+__all__ = ["Engine", "engine_for", "is_tensor"]
 
 
 def _torch_engine():
@@ -45,6 +45,11 @@ def _engine_of(value):
     if refengine is not None and isinstance(value, getattr(refengine, "Tensor", ())):
         return _refengine_engine
     return None
+
+
+def is_tensor(value) -> bool:
+    """Whether ``value`` is a tensor of an engine gradcheck knows."""
+    return _engine_of(value) is not None
 
 
 def engine_for(inputs: Sequence) -> Engine:

@@ -73,6 +73,16 @@ class Engine:
         wide = np.complex128 if np.iscomplexobj(array) else np.float64
         return self.from_numpy(array.astype(wide), self.requires_grad(tensor))
 
+    def from_numpy_like(self, array: np.ndarray, template, requires_grad: bool = False):
+        """``array`` in a new tensor laid out in memory as ``template`` (an
+        input of the function), for an engine where the layout can change what
+        a function computes; ``from_numpy`` (of ``template``'s dtype) elsewhere."""
+        return self.from_numpy(array, requires_grad, dtype=template.dtype)
+
+    def layout_of(self, tensor) -> str | None:
+        """``None`` for a dense tensor, else the name of its layout (sparse)."""
+        return None
+
     def requires_grad(self, tensor) -> bool:
         return bool(tensor.requires_grad)
 

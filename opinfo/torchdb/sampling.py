@@ -79,6 +79,23 @@ class TorchSample:
     def output_process_fn_grad(self):
         return self.sample.output_process_fn_grad
 
+    def tensors(self) -> list:
+        """Every tensor of the sample (input, args, kwargs), in that order."""
+        import torch
+        found: list = []
+
+        def walk(value):
+            if isinstance(value, torch.Tensor):
+                found.append(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    walk(item)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item)
+        walk((self.input, self.args, self.kwargs))
+        return found
+
     @property
     def broadcasts_input(self) -> bool:
         return bool(self.sample.broadcasts_input)
@@ -93,7 +110,8 @@ class TorchSample:
         summary = self.sample.summary()
         summary = summary.removeprefix("SampleInput(").removesuffix(")")
         summary = summary.replace("dtype=torch.", "")
-        for noise in (', device="cpu"', "torch.", ", broadcasts_input=False", ", name=''"):
+        for noise in (', device="cpu"', "torch.", ", broadcasts_input=False", ", name=''",
+                      ", args=()", ", kwargs={}"):
             summary = summary.replace(noise, "")
         return prefix + (summary if len(summary) <= 160 else summary[:157] + "...")
 

@@ -12,6 +12,7 @@ from .module import (
 )
 from .modules import Dropout, Linear, Sequential
 from .parameter import Parameter
+from .stateless import functional_call
 
 __all__ = [
     "Dropout",
@@ -20,6 +21,7 @@ __all__ = [
     "Parameter",
     "Sequential",
     "functional",
+    "functional_call",
     "register_module_full_backward_hook",
     "register_module_full_backward_pre_hook",
 ]

@@ -8,3 +8,4 @@ USER_FUNCTIONS = str(FIXTURES / "user_functions.py")
 
 #: the arguments that select the two ops of WRONG_OPS (and nothing else)
 CLI_TEST_OPS = ("cli_*", "--family", "cli_test", "--plugin", WRONG_OPS)
+USER_MODULES = str(FIXTURES / "user_modules.py")

@@ -100,7 +100,7 @@ def _one_wrong_entry_report() -> RunReport:
     base = CheckResult("one_wrong", "float64", 0, "setup", "error", family="test")
     result, report = run_check(WrongAt21.apply, (x,), "one_wrong", "reverse",
                                {"precise": True}, 7, base)
-    runner.checks.keep_evidence(result, report, {"precise": True})
+    runner.checks.keep_evidence(result, report)
     return RunReport("ops", SETTINGS, [result])
 
 
@@ -110,8 +110,7 @@ def _synthetic(expected, actual, where, tolerance=1e-6, op="synthetic") -> RunRe
                "diagnosis": None, "detail": None}
     dtype = "complex128" if np.iscomplexobj(expected) else "float64"
     result = CheckResult(op, dtype, 0, "reverse", "failed", "it differs", family="t",
-                         failures=[failure], jacobians=[(expected, actual)],
-                         check_kwargs={"precise": True})
+                         failures=[failure], jacobians=[(expected, actual)])
     return RunReport("ops", SETTINGS, [result])
 
 
@@ -196,17 +195,17 @@ def test_op_html_marks_the_wrong_diagonal_of_each_sample(run, tmp_path):
             assert marked(heatmap, "worst") == {f"{worst[0]},{worst[1]}"}
     text = "".join(doc.text)
     assert "analytical is 2 times numerical" in text
-    assert "info.sample(1, refengine.float64, requires_grad=True)" in text
     # the reproducer loads the plugin the op comes from, and reproduces the failure
     code = re.findall(r"<pre><code>(.*?)</code></pre>", path.read_text(), re.S)[0]
     code = html.unescape(code)
-    assert "opinfo.load_plugin(" in code
+    assert "runner.rebuild(" in code and "'cli_doubled_sin', 'float64', 0, 'reverse'" in code
+    assert f"plugins=[{WRONG_OPS!r}]" in code
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=REPO, timeout=120)
     assert "analytical is 2 times numerical" in ran.stdout, ran.stderr
 
 
-def test_check_html_draws_a_user_function_and_the_command_that_reproduces_it(run, tmp_path):
+def test_check_html_draws_a_user_function_and_what_reproduces_it(run, tmp_path):
     path = tmp_path / "check.html"
     result = run("check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(3)",
                  "--check", "reverse", "--seed", "3", "--html", path)
@@ -220,6 +219,13 @@ def test_check_html_draws_a_user_function_and_the_command_that_reproduces_it(run
     # the command, run again, fails the same way
     again = run(*shlex.split(command)[1:], "-q")
     assert again.exit_code == 1 and "analytical is 2 times numerical" in again.stdout
+    # and so does the Python above it, on the same numbers
+    code = html.unescape(re.findall(r"<pre><code>(.*?)</code></pre>", path.read_text(),
+                                    re.S)[0])
+    assert "runner.rebuild_target(" in code and "seed=3" in code
+    namespace = {}
+    exec(code.replace("print(report.message())", ""), namespace)  # noqa: S102 - the subject
+    assert namespace["report"].message().splitlines()[0] in "".join(doc.text)
 
 
 def test_ops_html_from_worker_processes_draws_only_the_failures(run, tmp_path):

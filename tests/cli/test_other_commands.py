@@ -14,20 +14,23 @@ def test_op_shows_both_jacobians_the_diagnosis_and_a_reproducer(run):
     assert len(re.findall(r"\d\*", out)) == 3        # the 3 differing diagonal entries
     assert "* marks |reverse - numerical|" in out
     assert "diagnosis: analytical is 2 times numerical" in " ".join(out.split())
-    assert "info.sample(0, refengine.float64, requires_grad=True)" in out
-    assert "gradcheck.check(call.func, call.inputs" in out
+    assert "'cli_doubled_sin', 'float64', 0, 'reverse'," in out
+    assert "report = runner.rebuild(" in out and f"plugins=[{WRONG_OPS!r}]," in out
 
 
 def test_the_reproducer_of_op_reproduces_the_failure(run):
     out = run("op", "cli_doubled_sin", "--plugin", WRONG_OPS, "--sample", "1",
               "--check", "reverse").stdout
-    code = re.search(r"import gradcheck.*?print\(report\.message\(\)\)", out, re.DOTALL).group(0)
+    code = re.search(r"import runner.*?print\(report\.message\(\)\)", out, re.DOTALL).group(0)
     code = "\n".join(line.strip(" │") for line in code.splitlines())
     namespace = {}
     # running the snippet adcheck printed is what this test is about
     exec(code.replace("print(report.message())", ""), namespace)  # noqa: S102
     assert not namespace["report"].passed
     assert "2 times numerical" in namespace["report"].diagnosis
+    # the same numbers as the run: its first failure line is the panel's
+    first = namespace["report"].message().splitlines()[0]
+    assert first in " ".join(line.strip(" │") for line in out.splitlines())
 
 
 def test_op_on_a_correct_op_exits_0(run):

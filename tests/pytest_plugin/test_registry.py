@@ -135,7 +135,7 @@ BAD_MARKERS = {
                        "unknown dtype 'float16'; choose from float32, float64*"),
     "test_bad_check": ('"sin", checks="backward"', "unknown check 'backward'; choose from *"),
     "test_bad_keyword": ('"sin", dtype="float64"',
-                         "takes the keywords family, dtypes and checks, not dtype"),
+                         "takes the keywords family, dtypes, checks, engine, registry, not dtype"),
 }
 
 

@@ -1,0 +1,153 @@
+"""Rebuilding a reported check in a few lines of Python: the public way.
+
+Every check adcheck reports can be run again, alone, exactly as the run ran
+it: the same function, the same tensors, the same ``gradcheck.check``
+keywords, the same seed. ``rebuild`` does it for a registry op (``adcheck
+ops``, ``adcheck op``, the pytest marker), ``rebuild_target`` for a user's
+object (``adcheck check MODULE:OBJECT``); both return a ``Rebuilt``, whose
+``check()`` is the ``gradcheck.Report``::
+
+    import runner
+
+    rebuilt = runner.rebuild("my_sin", "float64", 0, "reverse", plugins=["my_opinfos.py"])
+    report = rebuilt.check()                    # gradcheck.check(*rebuilt)
+    func, inputs, keywords = rebuilt           # to check it your own way
+    print(report.message())
+
+``seed`` is the run's base seed (``--seed``, 0 by default): each check
+derives its own from it as the run did. ``reproducer(result, settings)`` is
+the snippet every reproducer adcheck prints is made of (the terminal's
+``adcheck op`` panel, the HTML report, the pytest plugin's failure text).
+A check that does not apply to the sample, an unknown op, dtype, sample,
+check or target raise ``runner.errors.RunnerError`` saying what to do.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from runner.errors import RunnerError
+
+
+class Rebuilt(NamedTuple):
+    """One check as the run gave it to ``gradcheck.check(func, inputs, **keywords)``."""
+
+    func: object
+    inputs: tuple
+    keywords: dict
+
+    def check(self):
+        """Run the check again: the ``gradcheck.Report``."""
+        import gradcheck
+        return gradcheck.check(self.func, self.inputs, **self.keywords)
+
+
+def _registry(registry):
+    from runner.registry import OPINFO, named
+    if registry is None or registry == "opinfo":
+        return OPINFO
+    if isinstance(registry, str):
+        return named(registry)
+    return registry
+
+
+def _rebuilt(subject, check: str, engine: str, seed: int, precise: bool) -> Rebuilt:
+    from runner.checks import Policy, check_named
+    try:
+        check_named(check)
+    except ValueError as exc:
+        raise RunnerError(str(exc)) from None
+    call, problem = subject.call()
+    reason = problem or subject.skip_reason(check, call)
+    if reason is not None:
+        raise RunnerError(f"{subject.name} {subject.dtype_name}[{subject.index}] {check} does "
+                          f"not run a check: {reason}")
+    keywords = subject.keywords(check, Policy(precise, engine, seed), call)
+    keywords.update(seed=subject.seed(seed, check), name=subject.name)
+    return Rebuilt(call.func, tuple(call.inputs), keywords)
+
+
+def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
+            engine: str = "refengine", seed: int = 0, precise: bool = True,
+            plugins=(), registry=None) -> Rebuilt:
+    """Check ``check`` of sample ``sample`` of registry op ``op`` in ``dtype``
+    ("float64"), as ``adcheck ops --engine ENGINE --seed SEED`` ran it
+    (``precise=False``: ``--torch-tolerances``); ``plugins``: the plugin files
+    the op comes from (loaded first); ``registry``: the registry (default
+    adcheck's own, ``"opinfo"``)."""
+    from runner.checks import OpSubject
+    from runner.registry import dtype_name
+    from runner.selection import _check_index, get_op
+    source = _registry(registry)
+    source.load_plugins(tuple(str(p) for p in plugins))
+    info = get_op(source, op)
+    own = [dtype_name(d) for d in info.dtypes]
+    if dtype not in own:
+        raise RunnerError(f"{op} has no dtype {dtype!r}; it has {', '.join(own)}")
+    _check_index(source, info, dtype, sample)
+    dt = source.dtype(dtype)
+    (made,) = list(source.samples(info, dt, sample))
+    return _rebuilt(OpSubject(source, info, made, dt, engine), check, engine, seed, precise)
+
+
+def target_subject(target: str, inputs: str, engine: str, seed: int, index: int):
+    """The ``TargetSubject`` of input set ``index`` (spec ``inputs``) of ``target``,
+    as ``adcheck check`` makes it: the module built and the inputs drawn from
+    seeds derived from ``seed``."""
+    import numpy as np
+
+    from runner.checks import TargetSubject, derive_seed
+    from runner.spec import build, parse
+    from runner.target import resolve
+    found = resolve(target, engine, derive_seed(seed, "module", target))
+    specs = parse(inputs)
+    rng = np.random.default_rng(derive_seed(seed, "inputs", index))
+    dtype = "+".join(dict.fromkeys(s.dtype for s in specs))
+    return TargetSubject(found, tuple(build(specs, found.engine, rng)), inputs, index, dtype)
+
+
+def rebuild_target(target: str, inputs: str, check: str = "reverse", *, index: int = 0,
+                   engine: str = "refengine", seed: int = 0, precise: bool = True) -> Rebuilt:
+    """Check ``check`` of ``adcheck check TARGET --inputs INPUTS`` (``index``: the
+    position of that ``--inputs`` among those given; ``engine``: ``--engine``)."""
+    subject = target_subject(target, inputs, engine, seed, index)
+    return _rebuilt(subject, check, subject.target.engine, seed, precise)
+
+
+#: the keyword values a reproducer leaves out (rebuild's defaults)
+_DEFAULTS = {"engine": "refengine", "seed": 0, "precise": True, "plugins": [], "index": 0,
+             "registry": "opinfo"}
+
+
+def _call(function: str, values: list, options: dict) -> str:
+    """``function(...)`` with the keywords that differ from the defaults, one per
+    line when it would be long (a terminal must not fold a path in two)."""
+    shown = [", ".join(repr(v) for v in values)]
+    shown += [f"{k}={v!r}" for k, v in options.items() if v != _DEFAULTS.get(k)]
+    one_line = f"runner.{function}({', '.join(shown)})"
+    if len(one_line) <= 80:
+        return one_line
+    return f"runner.{function}(\n" + "".join(f"    {part},\n" for part in shown) + ")"
+
+
+def reproducer(result, settings: dict) -> str | None:
+    """Python that reruns the check of ``result`` (a failed ``CheckResult``) as the
+    run whose settings (the report's ``settings``) are given; ``None`` for a
+    task-level error, which no check reproduces."""
+    if result.sample is None or result.check == "setup":
+        return None
+    common = {"engine": settings.get("engine", "refengine"), "seed": settings.get("seed", 0),
+              "precise": settings.get("precise", True)}
+    if settings.get("registry") == "torch":   # PyTorch's op_db: its adapter's own snippet
+        from opinfo import torchdb
+        return torchdb.get(result.op).reproducer(
+            result.sample, result.dtype, result.check,
+            precise=bool(settings.get("precise", True)), seed=result.seed)
+    if settings.get("kind"):      # a user's object: adcheck check MODULE:OBJECT
+        specs, index = settings.get("inputs") or [], result.sample
+        call = _call("rebuild_target", [settings["target"], specs[index], result.check],
+                     {"index": index, **common})
+    else:
+        call = _call("rebuild", [result.op, result.dtype, result.sample, result.check],
+                     {**common, "plugins": list(settings.get("plugins") or []),
+                      "registry": settings.get("registry") or "opinfo"})
+    return f"import runner\n\nreport = {call}.check()\nprint(report.message())\n"
