@@ -95,7 +95,7 @@ def test_rebuild_target_is_the_run_of_adcheck_check():
     (lambda: runner.rebuild("sin", "float64", 99), "pick --sample in that range"),
     (lambda: runner.rebuild("sin", "float64", 0, "sideways"), "unknown check 'sideways'"),
     (lambda: runner.rebuild("sin", "float64", 0, "reverse", registry="elsewhere"),
-     "registry 'elsewhere' is not known"),
+     "unknown registry 'elsewhere'; choose from opinfo, torch"),
     (lambda: runner.rebuild("cli_square", "float64", 0, "forward", plugins=[WRONG_OPS]),
      "does not declare support for forward mode"),
 ])
