@@ -132,7 +132,12 @@ def measure(args) -> None:
     for op in ops:
         for path in PATHS:
             for mode in ("reverse", "forward"):
-                report = run(op, path, mode, 0.0)
+                try:
+                    report = run(op, path, mode, 0.0)
+                except gradcheck.GradcheckError as exc:  # torch has no kernel in this dtype
+                    why = str(exc).split(" (", 1)[-1].split(") while")[0]
+                    print(f"{op:10} {path:19} {mode:8} not run: {why}")
+                    continue
                 [result] = [r for r in report.results if r.check == mode]
                 stated = result.precision.resolution if result.precision else None
                 if not report.passed or stated is None:
