@@ -169,6 +169,23 @@ def test_half_precision_dtypes_give_a_verdict_not_a_traceback(dtype_name, keywor
         assert report.passed or "precise=True judges the" in report.message(), report.message()
 
 
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "strided"])
+def test_differences_in_bfloat16_evaluate_the_function_in_bfloat16(transposed):
+    # every evaluation of the check gets inputs of the dtype the user passed
+    # (NumPy holds them in float32), laid out as the user's were
+    torch = load_engine("torch")
+    seen = set()
+
+    def f(x):
+        seen.add(x.dtype)
+        return torch.sin(x)
+    base = torch.tensor([[0.7, -1.3, 0.4], [0.2, 0.9, -0.5]], dtype=torch.bfloat16)
+    x = (base.t() if transposed else base).detach().requires_grad_()
+    report = check(f, (x,), precise=True, check_forward_ad=True, low_precision="dtype", seed=0)
+    assert report.passed, report.message()
+    assert seen == {torch.bfloat16}
+
+
 @pytest.mark.parametrize("dtype_name, numpy_dtype", [("bfloat16", np.float32),
                                                      ("float16", np.float16),
                                                      ("complex32", np.complex64)])
