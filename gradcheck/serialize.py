@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from refengine.pytree import tree_map
+
 
 def json_float(value):
     """A float, or its text (``"nan"``, ``"inf"``) when not finite."""
@@ -19,10 +21,4 @@ def json_array(array):
     array = np.asarray(array)
     if np.iscomplexobj(array):
         array = np.stack([array.real, array.imag], axis=-1)
-    return _nested(array.tolist())
-
-
-def _nested(value):
-    if isinstance(value, list):
-        return [_nested(v) for v in value]
-    return json_float(value)
+    return tree_map(json_float, array.tolist())

@@ -16,6 +16,7 @@ import numpy as np
 
 import refengine
 from refengine import dtypes as _dt
+from refengine.pytree import tree_leaves, tree_map
 
 from gradcheck.modes import CAPABILITIES, KNOWN_AS
 
@@ -56,46 +57,22 @@ class SampleInput:
 
     def tensors(self) -> list:
         """Every refengine tensor of the sample (input, args, kwargs), in order."""
-        found: list = []
-        _collect((self.input, self.args, self.kwargs), found)
-        return found
+        return [leaf for leaf in tree_leaves((self.input, self.args, self.kwargs))
+                if isinstance(leaf, refengine.Tensor)]
 
     def numpy(self):
         """``(input, args, kwargs)`` with every tensor replaced by a NumPy array copy."""
-        return _map_tensors((self.input, self.args, self.kwargs),
-                            lambda t: t.detach().numpy().copy())
+        return map_tensors((self.input, self.args, self.kwargs),
+                           lambda t: t.detach().numpy().copy())
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"SampleInput#{self.index}{label}(seed={self.seed})"
 
 
-def _collect(value, found: list) -> None:
-    if isinstance(value, refengine.Tensor):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _collect(v, found)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _collect(v, found)
-
-
-def _map_tensors(value, fn):
-    if isinstance(value, refengine.Tensor):
-        return fn(value)
-    if isinstance(value, list):
-        return [_map_tensors(v, fn) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_map_tensors(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: _map_tensors(v, fn) for k, v in value.items()}
-    return value
-
-
 def map_tensors(value, fn):
     """``value`` (nested lists, tuples, dicts) with ``fn`` applied to each refengine tensor."""
-    return _map_tensors(value, fn)
+    return tree_map(lambda leaf: fn(leaf) if isinstance(leaf, refengine.Tensor) else leaf, value)
 
 
 @dataclass(frozen=True)

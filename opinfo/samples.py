@@ -16,6 +16,8 @@ from typing import Callable
 
 import numpy as np
 
+from refengine.pytree import tree_map
+
 from .domains import REAL, Domain
 
 #: unary shapes: a scalar, an empty tensor, a vector, a matrix, a batch
@@ -88,15 +90,13 @@ def mask(shape, values=None) -> TensorSpec:
 
 def materialize(value, rng: np.random.Generator, dtype, requires_grad: bool):
     """``value`` with every ``TensorSpec`` in it (lists, tuples, dicts) made into a tensor."""
-    if isinstance(value, TensorSpec):
-        return value.make(rng, dtype, requires_grad)
-    if isinstance(value, list):
-        return [materialize(v, rng, dtype, requires_grad) for v in value]
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(materialize(v, rng, dtype, requires_grad) for v in value)
-    if isinstance(value, dict):
-        return {k: materialize(v, rng, dtype, requires_grad) for k, v in value.items()}
-    return value
+    # a named tuple stays one value, as it always has: no sample puts specs in one
+    return tree_map(lambda leaf: leaf.make(rng, dtype, requires_grad)
+                    if isinstance(leaf, TensorSpec) else leaf, value, is_leaf=_is_namedtuple)
+
+
+def _is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(value, "_fields")
 
 
 # Structured matrices (transforms on a drawn array of shape (*batch, m, n)).

@@ -13,29 +13,18 @@ from __future__ import annotations
 import numpy as np
 
 import refengine
+from refengine.pytree import tree_leaves
 
 from .core import KnownFailure, OpInfo, SampleInput
 from .samples import TensorSpec
-
-
-def _spec_shapes(value, found: list) -> None:
-    if isinstance(value, TensorSpec):
-        if value.kind != "index":
-            found.append(tuple(value.shape))
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _spec_shapes(v, found)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _spec_shapes(v, found)
 
 
 def fits_inplace(spec: SampleInput) -> bool:
     """Whether the result of this sample has the input's shape (in place needs it)."""
     if not isinstance(spec.input, TensorSpec):
         return False
-    shapes: list = []
-    _spec_shapes((spec.args, spec.kwargs), shapes)
+    shapes = [tuple(leaf.shape) for leaf in tree_leaves((spec.args, spec.kwargs))
+              if isinstance(leaf, TensorSpec) and leaf.kind != "index"]
     try:
         return np.broadcast_shapes(tuple(spec.input.shape), *shapes) == tuple(spec.input.shape)
     except ValueError:

@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from . import dtypes
+from .pytree import tree_leaves, tree_map
 from .tensor import Tensor
 
 # One generator for the process, as PyTorch's default generator: a seed set
@@ -52,12 +53,14 @@ def _as_array(data, dtype, copy: bool = True) -> np.ndarray:
         if dtype is None:
             dtypes.from_numpy_dtype(arr.dtype)  # refuse unsupported dtypes clearly
     else:
-        if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
-            data = _unwrap(data)
+        sequence = isinstance(data, (list, tuple))
+        flat = _flat(data) if sequence else ()
+        if any(isinstance(d, Tensor) for d in flat):
+            data = tree_map(lambda d: d._data if isinstance(d, Tensor) else d, data,
+                            is_leaf=_is_dict)
         arr = np.array(data)
         if dtype is None:
-            numpy_scalars = isinstance(data, (list, tuple)) and data and all(
-                isinstance(d, np.generic) for d in _flat(data))
+            numpy_scalars = sequence and data and all(isinstance(d, np.generic) for d in flat)
             if not numpy_scalars:
                 arr = arr.astype(_infer_dtype(arr), copy=False)
     if dtype is not None:
@@ -65,20 +68,14 @@ def _as_array(data, dtype, copy: bool = True) -> np.ndarray:
     return np.array(arr, copy=True) if copy else arr
 
 
-def _flat(data):
-    for d in data:
-        if isinstance(d, (list, tuple)):
-            yield from _flat(d)
-        else:
-            yield d
+def _flat(data) -> list:
+    """The numbers (or tensors) of nested sequences; a dict is one item, which
+    NumPy will refuse."""
+    return tree_leaves(data, is_leaf=_is_dict)
 
 
-def _unwrap(data):
-    if isinstance(data, Tensor):
-        return data._data
-    if isinstance(data, (list, tuple)):
-        return [_unwrap(d) for d in data]
-    return data
+def _is_dict(value) -> bool:
+    return isinstance(value, dict)
 
 
 def _new(arr: np.ndarray, requires_grad: bool = False) -> Tensor:

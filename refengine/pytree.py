@@ -1,12 +1,15 @@
 """Nested containers of values ("trees"): flatten, rebuild, map.
 
-A *tree* is a value built from lists, tuples, named tuples and dicts
-(``dict``, ``OrderedDict``, ``defaultdict``) nested to any depth; everything
-else, ``None`` included, is a *leaf*. These are the semantics of
+A *tree* is a value built from lists, tuples, named tuples, torch's result
+tuples (``torch.return_types.max`` and the like) and dicts (``dict``,
+``OrderedDict``, ``defaultdict``) nested to any depth; everything else,
+``None`` included, is a *leaf*. These are the semantics of
 ``torch.utils._pytree`` for those types: a dict's children come in insertion
-order, a named tuple is rebuilt as its own class, and a subclass of list,
-tuple or dict that is none of the above is a leaf. ``is_leaf(value)``, when
-given, makes any value it returns True for a leaf, container or not.
+order, a named tuple or torch result tuple is rebuilt as its own class, and
+a subclass of list, tuple or dict that is none of the above is a leaf (other
+struct sequences such as ``time.struct_time`` too, as torch registers only
+its own). ``is_leaf(value)``, when given, makes any value it returns True
+for a leaf, container or not.
 
 Example::
 
@@ -28,10 +31,11 @@ __all__ = ["TreeSpec", "tree_flatten", "tree_leaves", "tree_map", "tree_unflatte
 class TreeSpec:
     """The shape of a tree without its leaves.
 
-    ``kind`` is ``"leaf"``, ``"list"``, ``"tuple"``, ``"namedtuple"`` or
-    ``"dict"``; ``type`` the container's class; ``context`` what rebuilding
-    needs besides the children (a dict's keys, a defaultdict's factory and
-    keys); ``children`` the specs of the children, in order.
+    ``kind`` is ``"leaf"``, ``"list"``, ``"tuple"``, ``"namedtuple"``,
+    ``"structseq"`` or ``"dict"``; ``type`` the container's class;
+    ``context`` what rebuilding needs besides the children (a dict's keys, a
+    defaultdict's factory and keys); ``children`` the specs of the children,
+    in order.
     """
 
     kind: str
@@ -60,13 +64,25 @@ def _node(value) -> tuple | None:
         return "list", list, None, list(value)
     if cls is tuple:
         return "tuple", tuple, None, list(value)
+    if not isinstance(value, (tuple, dict)):
+        return None     # the common leaf (a number, a tensor) and list subclasses
     if isinstance(value, tuple) and hasattr(cls, "_fields"):
         return "namedtuple", cls, None, list(value)
+    if _is_structseq(cls):
+        return "structseq", cls, None, list(value)
     if cls in (dict, OrderedDict):
         return "dict", cls, list(value), list(value.values())
     if cls is defaultdict:
         return "dict", cls, (value.default_factory, list(value)), list(value.values())
     return None
+
+
+def _is_structseq(cls) -> bool:
+    """Whether ``cls`` is one of torch's result tuples: a struct sequence (a tuple
+    subclass made in C, told apart by its field counts) of ``torch.return_types``."""
+    return cls.__module__ == "torch.return_types" and cls.__bases__ == (tuple,) and all(
+        isinstance(getattr(cls, name, None), int)
+        for name in ("n_fields", "n_sequence_fields", "n_unnamed_fields"))
 
 
 def _flatten(tree, is_leaf, leaves: list) -> TreeSpec:
@@ -87,7 +103,26 @@ def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[li
 
 def tree_leaves(tree, is_leaf: Callable[[Any], bool] | None = None) -> list:
     """The leaves of ``tree`` in depth-first order."""
-    return tree_flatten(tree, is_leaf)[0]
+    leaves: list = []
+    _collect(tree, is_leaf, leaves)
+    return leaves
+
+
+def _collect(tree, is_leaf, leaves: list) -> None:
+    # tree_flatten without building the spec, and without a call per number:
+    # tensor() reads every number of its data through here
+    node = None if is_leaf is not None and is_leaf(tree) else _node(tree)
+    if node is None:
+        leaves.append(tree)
+        return
+    for child in node[3]:
+        if type(child) in _SCALARS or (is_leaf is not None and is_leaf(child)):
+            leaves.append(child)
+        else:
+            _collect(child, is_leaf, leaves)
+
+
+_SCALARS = frozenset((int, float, complex, bool, str, type(None)))
 
 
 def _build(spec: TreeSpec, leaves):
@@ -100,6 +135,8 @@ def _build(spec: TreeSpec, leaves):
         return tuple(children)
     if spec.kind == "namedtuple":
         return spec.type(*children)
+    if spec.kind == "structseq":
+        return spec.type(children)     # built from one sequence, unlike a named tuple
     if spec.type is defaultdict:
         factory, keys = spec.context
         return defaultdict(factory, zip(keys, children))

@@ -20,18 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from refengine.pytree import tree_leaves, tree_map
+
 
 def replace_tensors(value, is_tensor, fn):
     """``value`` (nested lists, tuples, dicts) with ``fn`` applied to each tensor."""
-    if is_tensor(value):
-        return fn(value)
-    if isinstance(value, list):
-        return [replace_tensors(v, is_tensor, fn) for v in value]
-    if isinstance(value, tuple):
-        return tuple(replace_tensors(v, is_tensor, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: replace_tensors(v, is_tensor, fn) for k, v in value.items()}
-    return value
+    return tree_map(lambda leaf: fn(leaf) if is_tensor(leaf) else leaf, value)
 
 
 def _to_torch(value):
@@ -39,16 +33,15 @@ def _to_torch(value):
     import torch
 
     import refengine
-    if isinstance(value, refengine.Tensor):
-        array = value.detach().numpy().copy()
-        return torch.from_numpy(array).requires_grad_(bool(value.requires_grad))
-    if isinstance(value, refengine.dtypes.dtype):
-        return getattr(torch, str(value).rsplit(".", 1)[-1])
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_torch(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _to_torch(v) for k, v in value.items()}
-    return value
+
+    def convert(leaf):
+        if isinstance(leaf, refengine.Tensor):
+            array = leaf.detach().numpy().copy()
+            return torch.from_numpy(array).requires_grad_(bool(leaf.requires_grad))
+        if isinstance(leaf, refengine.dtypes.dtype):
+            return getattr(torch, str(leaf).rsplit(".", 1)[-1])
+        return leaf
+    return tree_map(convert, value)
 
 
 def _cast_floats(structure, name: str):
@@ -90,9 +83,7 @@ class SampleCall:
                 structure = _cast_floats(structure, cast)
         self.structure = structure
         self.tensor_type = _tensor_type(engine)
-        found: list = []
-        replace_tensors(structure, self._is_tensor, found.append)
-        self.inputs = tuple(t for t in found if t.requires_grad)
+        self.inputs = tuple(t for t in tree_leaves(structure) if self._is_diff(t))
         self.process = sample.output_process_fn_grad
 
     def _is_tensor(self, value) -> bool:
@@ -158,9 +149,9 @@ class SampleCall:
 
 
 def _flat(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _flat(v)]
-    return [value]
+    """The leaves of an op's (or its reference's) result; a dict stays one leaf, as
+    an output is a tensor or a sequence of them."""
+    return tree_leaves(value, is_leaf=lambda v: isinstance(v, dict))
 
 
 def _numpy(tensor) -> np.ndarray:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from refengine.pytree import tree_leaves
+
 #: the device the samples are made on
 DEVICE = "cpu"
 
@@ -82,19 +84,8 @@ class TorchSample:
     def tensors(self) -> list:
         """Every tensor of the sample (input, args, kwargs), in that order."""
         import torch
-        found: list = []
-
-        def walk(value):
-            if isinstance(value, torch.Tensor):
-                found.append(value)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    walk(item)
-            elif isinstance(value, dict):
-                for item in value.values():
-                    walk(item)
-        walk((self.input, self.args, self.kwargs))
-        return found
+        return [leaf for leaf in tree_leaves((self.input, self.args, self.kwargs))
+                if isinstance(leaf, torch.Tensor)]
 
     @property
     def broadcasts_input(self) -> bool:

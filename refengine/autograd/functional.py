@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import creation
 from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..pytree import tree_map
 from ..tensor import Tensor
 from . import forward_ad
 from .api import grad as _autograd_grad
@@ -57,9 +58,7 @@ def _prepare(tensors: tuple, create_graph: bool, need_graph: bool) -> tuple:
 
 def _finish(values, create_graph: bool):
     """Detach results (recursively) unless the caller asked for a graph."""
-    if isinstance(values, (tuple, list)):
-        return type(values)(_finish(v, create_graph) for v in values)
-    return values if create_graph else values.detach()
+    return tree_map(lambda t: t if create_graph else t.detach(), values)
 
 
 def _validate_v(v: tuple, other: tuple, other_is_tuple: bool) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from ..pytree import tree_flatten, tree_unflatten
 from ..tensor import Tensor
 from .batched import BatchedTensor
 from .runtime import exit_level, new_level
@@ -31,11 +32,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        dims = _per_argument(in_dims, args, "in_dims")
-        size = _batch_size(args, dims)
+        leaves, spec = tree_flatten(args, is_leaf=_is_dict)
+        dims = _dims_per_leaf(in_dims, spec, "in_dims")
+        size = _batch_size(leaves, dims)
         level = new_level()
         try:
-            batched = [_wrap(a, d, level) for a, d in zip(args, dims)]
+            batched = tree_unflatten([_wrap(a, d, level) for a, d in zip(leaves, dims)], spec)
             result = func(*batched, **kwargs)
             return _unwrap_tree(result, out_dims, level, size)
         finally:
@@ -43,28 +45,32 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
     return wrapped
 
 
-def _per_argument(in_dims, args, what: str) -> list:
-    if isinstance(in_dims, (int, type(None))):
-        return [in_dims] * len(args)
-    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+def _is_dict(value) -> bool:
+    # a dict is one unbatched value here, where torch.vmap maps its tensors
+    # (docs/differences.md)
+    return isinstance(value, dict)
+
+
+def _dims_per_leaf(dims, spec, what: str) -> list:
+    """``dims`` (an int, None, or a tuple of them per child, nested as ``spec``)
+    broadcast to one entry per leaf of ``spec``."""
+    if spec.is_leaf():
+        return [dims]
+    if isinstance(dims, (int, type(None))):
+        return [dims] * spec.num_leaves
+    if not isinstance(dims, (tuple, list)) or len(dims) != len(spec.children):
         raise ValueError(f"vmap: {what} is not compatible with the structure of inputs: "
-                         f"expected an int, None, or a tuple of {len(args)} entries, got "
-                         f"{in_dims!r}")
-    return list(in_dims)
+                         f"expected an int, None, or a tuple of {len(spec.children)} entries, "
+                         f"got {dims!r}")
+    return [d for dim, child in zip(dims, spec.children)
+            for d in _dims_per_leaf(dim, child, what)]
 
 
-def _leaves(value, dim):
-    if isinstance(value, Tensor) and dim is not None:
-        yield value, dim
-    elif isinstance(value, (list, tuple)):
-        dims = _per_argument(dim, value, "in_dims")
-        for v, d in zip(value, dims):
-            yield from _leaves(v, d)
-
-
-def _batch_size(args, dims) -> int:
+def _batch_size(leaves, dims) -> int:
     sizes = set()
-    for value, dim in (leaf for a, d in zip(args, dims) for leaf in _leaves(a, d)):
+    for value, dim in zip(leaves, dims):
+        if not isinstance(value, Tensor) or dim is None:
+            continue
         if not -value.ndim <= dim < value.ndim:
             raise ValueError(f"vmap: in_dim={dim} is out of bounds for a tensor of "
                              f"{value.ndim} dimensions")
@@ -79,9 +85,6 @@ def _batch_size(args, dims) -> int:
 
 
 def _wrap(value, dim, level):
-    if isinstance(value, (list, tuple)):
-        dims = _per_argument(dim, value, "in_dims")
-        return type(value)(_wrap(v, d, level) for v, d in zip(value, dims))
     if not isinstance(value, Tensor) or dim is None:
         return value
     if dim % value.ndim != 0:
@@ -90,16 +93,13 @@ def _wrap(value, dim, level):
 
 
 def _unwrap_tree(result, out_dims, level, size):
-    if isinstance(result, (tuple, list)):
-        dims = _per_argument(out_dims, result, "out_dims")
-        items = [_unwrap_tree(r, d, level, size) for r, d in zip(result, dims)]
-        if hasattr(result, "_fields"):     # a named tuple (max's values, indices)
-            return type(result)(*items)
-        return type(result)(items)
-    if not isinstance(result, Tensor):
-        raise ValueError(f"vmap: the function must return tensors (or tuples of them), "
-                         f"got {type(result).__name__}")
-    return unwrap(result, level, size, out_dims)
+    leaves, spec = tree_flatten(result, is_leaf=_is_dict)
+    dims = _dims_per_leaf(out_dims, spec, "out_dims")
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise ValueError(f"vmap: the function must return tensors (or tuples of them), "
+                             f"got {type(leaf).__name__}")
+    return tree_unflatten([unwrap(leaf, level, size, d) for leaf, d in zip(leaves, dims)], spec)
 
 
 def unwrap(value: Tensor, level: int, size: int, out_dim: int = 0) -> Tensor:

@@ -204,22 +204,6 @@ def test_the_call_and_flags_are_those_of_torchs_gradient_tests(db, name, check):
         assert all(torch.equal(a, b) for a, b in zip(ours, output))
 
 
-def _tensors(sample):
-    found = []
-
-    def walk(v):
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-    walk((sample.input, sample.args, sample.kwargs))
-    return found
-
-
 @pytest.mark.parametrize("name", ["cat", "linalg.svd"])
 def test_a_sample_rebuilds_alone_whatever_the_rng_state(db, name):
     entry = torchdb.get(name)
@@ -230,7 +214,7 @@ def test_a_sample_rebuilds_alone_whatever_the_rng_state(db, name):
     alone = entry.sample(3, "float64")
     assert torch.equal(torch.random.get_rng_state(), before)   # the caller's stream is kept
     assert alone.index == listed[3].index == 3
-    pairs = list(zip(_tensors(alone), _tensors(listed[3])))
+    pairs = list(zip(alone.tensors(), listed[3].tensors()))
     assert pairs and all(torch.equal(a, b) for a, b in pairs)
 
 

@@ -6,6 +6,7 @@ is installed, and a hypothesis property checks the round trip on random trees.
 """
 from __future__ import annotations
 
+import time
 from collections import OrderedDict, defaultdict, namedtuple
 
 import pytest
@@ -54,6 +55,7 @@ def test_dict_variants_keep_their_class():
 
 def test_other_subclasses_none_and_strings_are_leaves():
     assert tree_flatten(MyList([1, 2]))[0] == [MyList([1, 2])]
+    assert tree_leaves([time.gmtime(0)]) == [time.gmtime(0)]
     assert tree_flatten(None)[0] == [None]
     assert tree_flatten("abc")[0] == ["abc"]
 
@@ -85,10 +87,22 @@ def test_spec_is_data():
 def test_agrees_with_torch_pytree():
     torch_pytree = pytest.importorskip("torch.utils._pytree",
                                        reason="torch's pytree is the oracle here")
+    # time.struct_time: a struct sequence that is not torch's, a leaf to torch
     for tree in (TREE, [[], (), {}], OrderedDict(b=[1], a=2), Pair(1, {"z": 2, "y": 3}),
-                 MyList([1]), None):
+                 MyList([1]), None, [time.gmtime(0)]):
         assert tree_leaves(tree) == torch_pytree.tree_leaves(tree)
         assert tree_map(repr, tree) == torch_pytree.tree_map(repr, tree)
+
+
+def test_torch_return_types_agree_with_torch_pytree():
+    torch = pytest.importorskip("torch", reason="torch's return types and pytree are the oracle")
+    from torch.utils import _pytree as torch_pytree
+    result = torch.max(torch.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=1)   # (values, indices)
+    assert [t.tolist() for t in tree_leaves(result)] == \
+        [t.tolist() for t in torch_pytree.tree_leaves(result)]
+    mapped = tree_map(lambda t: t + 1, [result])
+    assert type(mapped[0]) is type(result)
+    assert mapped[0].values.tolist() == [6.0, 8.0] and mapped[0].indices.tolist() == [2, 1]
 
 
 leaves = st.one_of(st.integers(), st.none(), st.text(max_size=3), st.floats(allow_nan=False))

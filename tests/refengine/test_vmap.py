@@ -150,3 +150,14 @@ def test_named_tuple_results_keep_their_type():
     got = E.vmap(lambda v: E.max(v, 1))(t(x))
     np.testing.assert_array_equal(got.values.numpy(), x.max(-1))
     np.testing.assert_array_equal(got.indices.numpy(), x.argmax(-1))
+
+
+def test_named_tuple_arguments_are_mapped_leaf_by_leaf(torch):
+    from collections import namedtuple
+    Pair = namedtuple("Pair", "a b")
+    a, b = arr(3, 2), arr(2, 3)             # a batched along dim 0, b along dim 1
+    f = lambda p: p.a * p.b.sum(0)          # noqa: E731
+    ours = E.vmap(f, in_dims=(Pair(0, 1),))(Pair(t(a), t(b)))
+    theirs = torch.vmap(f, in_dims=(Pair(0, 1),))(Pair(torch.from_numpy(a),
+                                                         torch.from_numpy(b)))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)

@@ -1,0 +1,54 @@
+"""SampleCall's walk over a sample's structure and over the op's results.
+
+The tensors a sample nests in lists, tuples and dicts are gradcheck's inputs,
+in order, and go back where they came from; the NaN guard reads every
+tensor of the result, a torch result tuple (``torch.return_types``) included.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import refengine
+from opinfo import OpInfo, SampleInput
+from opinfo.samples import make
+from runner.samplecall import SampleCall
+
+
+def _nested_samples(opinfo, dtype):
+    yield SampleInput(make((2,), values=[1.0, 2.0]),
+                      args=([make((2,), values=[3.0, 4.0]), make((2,), requires_grad=False,
+                                                                 values=[5.0, 6.0])],),
+                      kwargs={"scale": (make((), values=2.0),)})
+
+
+def _combine(x, pair, *, scale):
+    return (x + pair[0] * pair[1]) * scale[0]
+
+
+def test_inputs_are_the_differentiable_tensors_in_order_and_go_back_in_place():
+    info = OpInfo("combine", _combine, sample_func=_nested_samples, dtypes=(refengine.float64,))
+    sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
+    call = SampleCall(info, sample)
+    assert [t.tolist() for t in call.inputs] == [[1.0, 2.0], [3.0, 4.0], 2.0]
+    x, y, s = (refengine.tensor(v, dtype=refengine.float64)
+               for v in ([1.0, 1.0], [0.5, 0.5], 3.0))
+    # by hand: (x + y * [5, 6]) * s, the constant [5, 6] kept from the sample
+    assert call.func(x, y, s).tolist() == [(1 + 0.5 * 5) * 3, (1 + 0.5 * 6) * 3]
+
+
+def _matrix_with_nan(opinfo, dtype):
+    yield SampleInput(make((2, 2), values=[[1.0, float("nan")], [0.0, 1.0]]))
+
+
+def test_the_nan_guard_reads_torch_result_tuples():
+    torch = pytest.importorskip("torch", reason="the torch engine needs torch")
+    info = OpInfo("slogdet_nan", lambda a: refengine.linalg.slogdet(a),
+                  torch_fn=torch.linalg.slogdet, sample_func=_matrix_with_nan,
+                  dtypes=(refengine.float64,))
+    sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
+    call = SampleCall(info, sample, engine="torch")
+    result = call.func(*call.inputs)
+    assert type(result).__module__ == "torch.return_types"
+    assert np.isnan(result.logabsdet.item())          # torch's own answer has the NaN
+    assert call.nan_outputs() is not None and "is NaN" in call.nan_outputs()
