@@ -96,7 +96,7 @@ def run(func, inputs, options: Options) -> Report:
         from gradcheck.secondorder import first_derivative
         name = name or function_name(func)
         func, inputs = first_derivative(func, inputs, options.grad_outputs, rng, name)
-    problem = Problem(func, inputs, name, order=options.order)
+    problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
     try:
@@ -132,6 +132,7 @@ def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
         checks.request_undefined_grad(ev)
     (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
     flow.other_checks(ev, report, rng, options, scaling)
+    flow.advise(ev, report, options)
     report.results += faults.nonfinite_results(problem, report.jacobians)
     report.batching = dict(problem.batching)
 

@@ -161,7 +161,7 @@ def _undefined_vjp(ev: Evaluator) -> list:
     """Gradients with every output's gradient undefined, on an engine that has them."""
     p, E = ev.problem, ev.problem.engine
     outs = [p.outputs[o] for o in p.diff_out]
-    zeros = [E.from_numpy(np.zeros_like(p.out_arrays[o])) for o in p.diff_out]
+    zeros = [p.like_output(o, np.zeros_like(p.out_arrays[o])) for o in p.diff_out]
     p.counts["vjp"] += 1
     grads = E.grad([E.undefined_grad(o) for o in outs], [p.inputs[i] for i in p.diff_in], zeros)
     return [None if g is None else E.to_numpy(g) for g in grads]

@@ -40,6 +40,9 @@ class Result:
     #: where ``expected[0, 0]`` sits in the whole block when the arrays are a
     #: window of it (a compressed or chunked check), else ``None``
     origin: tuple | None = None
+    #: what the comparison could resolve (``gradcheck.precision.Precision``), when
+    #: known: set for precise checks of a formula narrower than double precision
+    precision: object = None
     #: the input's name (a module's parameter, ``"layer.0.weight"``; a pytree leaf's
     #: path), or ``None`` when the inputs are not named
     in_name: str | None = None
@@ -55,6 +58,7 @@ class Result:
             "expected": json_array(self.expected), "actual": json_array(self.actual),
             "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order,
             "origin": None if self.origin is None else [int(k) for k in self.origin],
+            "precision": None if self.precision is None else self.precision.to_dict(),
             "in_name": self.in_name}
 
 

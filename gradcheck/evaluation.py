@@ -65,7 +65,7 @@ class Evaluator:
         """
         p, E = self.problem, self.problem.engine
         keys = list(grad_outputs)
-        gos = [E.from_numpy(np.asarray(grad_outputs[o], dtype=p.out_arrays[o].dtype))
+        gos = [p.like_output(o, np.asarray(grad_outputs[o], dtype=p.out_arrays[o].dtype))
                for o in keys]
         p.counts["vjp"] += 1
         try:
@@ -93,8 +93,8 @@ class Evaluator:
                 args = p.fresh_inputs({})
                 plain = list(args)
                 for i, t in tangents.items():
-                    args[i] = E.make_dual(args[i], E.from_numpy(
-                        np.asarray(t, dtype=p.arrays[i].dtype)))
+                    args[i] = E.make_dual(args[i], p.like_input(
+                        i, np.asarray(t, dtype=p.arrays[i].dtype)))
                 outs = as_tuple(p.func(*args))
                 result = {o: E.tangent(outs[o]) for o in p.float_out}
                 result = {o: None if t is None else E.to_numpy(t) for o, t in result.items()}
@@ -305,7 +305,7 @@ class Evaluator:
         with E.enable_grad() if grad else E.no_grad():
             args = p.fresh_inputs({})
             dims = [None] * len(args)
-            args[in_idx] = E.from_numpy(arrays, requires_grad=grad and in_idx in p.diff_in)
+            args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in)
             dims[in_idx] = 0
             if grad:
                 # the function differentiates inside: each example needs its
@@ -313,7 +313,7 @@ class Evaluator:
                 for i, a in p.arrays.items():
                     if i != in_idx:
                         copies = np.broadcast_to(a, (len(arrays), *a.shape))
-                        args[i] = E.from_numpy(copies, requires_grad=i in p.diff_in)
+                        args[i] = p.like_input(i, copies, i in p.diff_in)
                         dims[i] = 0
             mapped = E.vmap(p.func, tuple(dims))
             if mapped is None:
@@ -328,14 +328,14 @@ class Evaluator:
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
         grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
-                               [E.from_numpy(grad_outputs)])
+                               [p.like_output(out_idx, grad_outputs)])
         p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", "computing batched vjps")
         return {i: None if g is None else E.to_numpy(g) for i, g in zip(p.diff_in, grads)}
 
     def _batched_jvps(self, in_idx: int, tangents: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
         args = p.fresh_inputs({})
-        outs = as_tuple(E.batched_jvp(p.func, args, in_idx, E.from_numpy(tangents)))
+        outs = as_tuple(E.batched_jvp(p.func, args, in_idx, p.like_input(in_idx, tangents)))
         p.check_unchanged(args, p.arrays, f"forward-mode AD{p.of}", "computing batched jvps")
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 

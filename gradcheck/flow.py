@@ -17,16 +17,16 @@ import numpy as np
 from gradcheck import checks
 from gradcheck.adjoint import adjoint_results, slow_projections
 from gradcheck.compare import compare_jacobians, compare_pair
-from gradcheck.coords import rounding_unit
 from gradcheck.evaluation import Evaluator
 from gradcheck.fast import draw_probes, fast_numerical, fast_projections
+from gradcheck.lowprecision import formula_dtype, formula_epsilon, is_narrow
 from gradcheck.numerical import central_blocks
 from gradcheck.options import Options
-from gradcheck.precise import precise_tolerances
 from gradcheck.jacobian import cell_layout
+from gradcheck.precise import annotate, precise_tolerances
+from gradcheck.probed import escape_odds
 from gradcheck.producers import ad_producer, choose, expected_producer
 from gradcheck.streamed import streamed
-from gradcheck.probed import escape_odds
 from gradcheck.window import explain
 from gradcheck.report import Report, describe
 from gradcheck.sides import FORWARD, REVERSE, SIDES
@@ -39,10 +39,10 @@ def sides(options: Options) -> list:
 
 
 def _epsilon(ev: Evaluator) -> float:
+    """Machine epsilon of the least precise dtype among the checked tensors."""
     p = ev.problem
-    dtypes = [p.arrays[i].dtype for i in p.diff_in]
-    dtypes += [p.out_arrays[o].dtype for o in p.float_out]
-    return max(rounding_unit(d) for d in dtypes)
+    return max([p.epsilon(in_idx=i) for i in p.diff_in] +
+               [p.epsilon(out_idx=o) for o in p.float_out])
 
 
 def _magnitudes(numerical, scale=None, layout=None) -> dict:
@@ -84,8 +84,9 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         produce = ad_producer(side, options, plan)
         jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
         expected, side_tols = compared[side.mode] = plan.against(side, numerical, options, tols)
-        report.results += compare_jacobians(side.mode, expected, jac, options.atol,
-                                            options.rtol, side_tols)
+        report.results += annotate(compare_jacobians(side.mode, expected, jac, options.atol,
+                                                     options.rtol, side_tols),
+                                   expected, side_tols or {})
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             report.results += checks.reentrant(jac, produce(ev), options.nondet_tol)
     if plan.seeds:
@@ -214,6 +215,21 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
                              f"forward AD, which {engine.name} does not have; pass "
                              "check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
+
+
+def advise(ev: Evaluator, report: Report, options: Options) -> None:
+    """Failures against differences at a fixed step of a formula narrower than
+    double precision: say why they may be the dtype's, and what judges it."""
+    if options.precise or options.reference is not None or not is_narrow(ev.problem):
+        return
+    p = ev.problem
+    dtype = formula_dtype(p)
+    advice = (f"the function runs in {dtype} (spacing {formula_epsilon(p):.1e} at 1): "
+              f"differences at eps={options.eps:g} cannot resolve it; precise=True judges "
+              f"the {dtype} formula within the rounding its dtype allows")
+    for result in report.failures:
+        if result.against == "numerical" and result.check != "reentrant":
+            result.detail = advice if result.detail is None else f"{result.detail}\n  {advice}"
 
 
 def no_differentiable_output(ev: Evaluator, report: Report, options: Options) -> None:

@@ -92,6 +92,12 @@ class Jacobian:
     #: by output index, the rows ``W`` of ``W^T J S`` when the rows are
     #: projected too (reverse mode in a probed check)
     row_seeds: dict | None = None
+    #: the low-precision producers' allowance for the analytical side's rounding
+    #: in its dtype, per entry, keyed as ``blocks`` (see ``gradcheck.lowprecision``)
+    allowance: dict | None = None
+    #: what precision a comparison against this Jacobian has (a
+    #: ``gradcheck.precision.Precision`` without its resolution), or ``None``
+    precision: object = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -120,9 +126,16 @@ class Jacobian:
 
     def error_form(self, out_idx: int, in_idx: int) -> np.ndarray | None:
         """Per-entry error estimate in the shape of ``complex_form``."""
-        if not self.errors or (out_idx, in_idx) not in self.errors:
+        return self._entry_form(self.errors, out_idx, in_idx)
+
+    def allowance_form(self, out_idx: int, in_idx: int) -> np.ndarray | None:
+        """Per-entry ``allowance`` in the shape of ``complex_form``."""
+        return self._entry_form(self.allowance, out_idx, in_idx)
+
+    def _entry_form(self, table, out_idx, in_idx):
+        if not table or (out_idx, in_idx) not in table:
             return None
-        err = self.errors[out_idx, in_idx]
+        err = table[out_idx, in_idx]
         if self.layout.in_complex[in_idx] and not self.compressed(in_idx):
             return np.hypot(err[:, 0::2], err[:, 1::2])
         return err
@@ -133,7 +146,10 @@ class Jacobian:
         for (out_idx, in_idx), block in sorted(self.blocks.items()):
             pairs.append({"out_idx": out_idx, "in_idx": in_idx,
                           "shape": list(block.shape), "values": json_array(block)})
-        return {"mode": self.mode, "pairs": pairs, "counts": dict(self.counts),
-                "seconds": self.seconds, "producer": self.producer, "note": self.note,
-                "seeds": None if not self.seeds else
-                {str(i): {"kind": s.kind, "count": s.count} for i, s in self.seeds.items()}}
+        result = {"mode": self.mode, "pairs": pairs, "counts": dict(self.counts),
+                  "seconds": self.seconds, "producer": self.producer, "note": self.note,
+                  "seeds": None if not self.seeds else
+                  {str(i): {"kind": s.kind, "count": s.count} for i, s in self.seeds.items()}}
+        if self.precision is not None:
+            result["precision"] = self.precision.to_dict()
+        return result

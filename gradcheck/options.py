@@ -28,6 +28,12 @@ MIN_MEMORY_BUDGET = 2**20
 JACOBIAN_KINDS = ("auto", "dense", "compressed", "probed")
 
 
+#: how ``precise=True`` takes the numerical side of a formula narrower than double
+#: precision: "auto" (float64 when the function accepts it, else its own dtype),
+#: "float64" (refuse a function that does not accept it), "dtype" (its own dtype)
+LOW_PRECISION = ("auto", "float64", "dtype")
+
+
 @dataclass(frozen=True)
 class Options:
     """Everything ``check`` may be asked to do, with PyTorch's defaults where
@@ -45,6 +51,7 @@ class Options:
     check_backward_ad: bool = True
     fast_mode: bool = False
     precise: bool = False
+    low_precision: str = "auto"
     reference: Callable | None = None
     probes: int = 1
     seed: int | None = None
@@ -74,6 +81,9 @@ class Options:
             value = getattr(self, name)
             if not _number(value) or not value >= 0:
                 raise ValueError(f"check: {name} must be a number >= 0, not {value!r}")
+        if self.low_precision not in LOW_PRECISION:
+            raise ValueError(f"check: low_precision must be one of "
+                             f"{', '.join(map(repr, LOW_PRECISION))}, not {self.low_precision!r}")
         if self.input_names is not None:
             names = self.input_names
             if isinstance(names, str) or not all(isinstance(n, str) for n in names):

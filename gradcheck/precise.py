@@ -9,6 +9,10 @@ units of rounding of the largest entry of its block (for entries that
 should be zero). So an entry passes when
 ``|a - n| <= SAFETY * error(n) + sqrt(eps) / 2 * |n| + AD_ULPS * eps * max |n|``,
 and a relative error of 1e-6 is a hundred times above it.
+
+A formula in a narrower dtype (float32, bfloat16, float16) is given the
+``allowance`` its low-precision producer attached instead of the last two
+terms (see ``gradcheck.lowprecision``).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import numpy as np
 
 from gradcheck import coords
 from gradcheck.jacobian import Jacobian
+from gradcheck.precision import resolution
 
 SAFETY = 8.0
 AD_ULPS = 4096
@@ -26,7 +31,8 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
     tolerances = {}
     for key in numerical.blocks:
         tolerances[key] = entry_tolerance(numerical.complex_form(*key),
-                                          numerical.error_form(*key), epsilon)
+                                          numerical.error_form(*key), epsilon,
+                                          rounding=numerical.allowance_form(*key))
         if numerical.unresolved and key in numerical.unresolved:
             # no step was free of a jump: no evidence either way (faults says so)
             unresolved = coords.complex_columns(numerical.unresolved[key].astype(float),
@@ -36,13 +42,29 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
 
 
 def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float,
-                    scale: float | None = None) -> np.ndarray:
+                    scale: float | None = None, rounding: np.ndarray | None = None) -> np.ndarray:
     """The tolerance of each entry of ``values`` (numerical, complex form) with
     its error estimate; ``scale``: the largest finite entry of the whole block
-    (by default of ``values``)."""
+    (by default of ``values``); ``rounding``: the analytical side's rounding
+    allowance when known (a low-precision formula's, ``gradcheck.lowprecision``),
+    else one from ``epsilon``."""
     values = np.abs(values)
     error = np.zeros_like(values) if error is None else error
-    if scale is None:
-        scale = np.max(values, initial=0.0, where=np.isfinite(values))  # NaN is no scale
-    relative = np.sqrt(epsilon) / 2
-    return SAFETY * error + relative * values + AD_ULPS * epsilon * scale + 1e-300
+    if rounding is None:
+        if scale is None:
+            scale = np.max(values, initial=0.0, where=np.isfinite(values))  # NaN is no scale
+        rounding = np.sqrt(epsilon) / 2 * values + AD_ULPS * epsilon * scale
+    return SAFETY * error + rounding + 1e-300
+
+
+def annotate(results: list, numerical: Jacobian, tolerances: dict) -> list:
+    """Give each result the ``Precision`` of its comparison (when ``numerical``
+    states one), with the resolution of its pair's tolerances."""
+    if numerical.precision is None:
+        return results
+    for result in results:
+        key = (result.out_idx, result.in_idx)
+        if key in tolerances:
+            result.precision = numerical.precision.with_resolution(
+                resolution(tolerances[key], numerical.complex_form(*key)))
+    return results

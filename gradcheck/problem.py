@@ -36,9 +36,12 @@ class Problem:
     """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
 
     def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
-                 order: int = 1):
+                 order: int = 1, warn_precision: bool = True):
         """``order=2``: ``func`` is the first derivative of the function ``name``
-        names (see ``gradcheck.secondorder``); messages say so."""
+        names (see ``gradcheck.secondorder``); messages say so.
+        ``warn_precision``: warn that inputs narrower than double precision will
+        likely fail finite differences at a fixed step (``precise=True`` judges
+        them in their own precision instead, see ``gradcheck.lowprecision``)."""
         self.inputs = as_tuple(inputs)
         self.name = name or function_name(func)
         self.order = order
@@ -49,6 +52,8 @@ class Problem:
         self.subject = "the first derivative" if order == 2 else "the function"
         self.of = " of the first derivative" if order == 2 else ""
         self.engine = engine or engine_for(self.inputs)
+        #: the function as given (``func`` is what the checks call)
+        self.source = func
         self.func = self.engine.wrap_function(func)
         self.counts = {"function": 0, "vjp": 0, "jvp": 0}
         #: how the Jacobians were built: batched calls made, the reason the
@@ -57,9 +62,11 @@ class Problem:
         #: the first in-place change of each input that requires grad, by index:
         #: (who made it, while doing what, the largest change, where)
         self.mutations: dict = {}
-        self._validate_inputs()
+        self._validate_inputs(warn_precision)
         self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
                        if self.engine.is_tensor(x)}
+        #: the engine's dtype of each tensor input (NumPy may hold it in a wider one)
+        self.in_dtypes = {i: self.inputs[i].dtype for i in self.arrays}
         with self.engine.enable_grad():
             self.outputs = self.call(self.inputs, "evaluating it at the given inputs",
                                      self.arrays)
@@ -70,7 +77,7 @@ class Problem:
             {o: self.out_arrays[o].shape for o in self.float_out},
             {o: np.iscomplexobj(self.out_arrays[o]) for o in self.float_out})
 
-    def _validate_inputs(self):
+    def _validate_inputs(self, warn_precision: bool):
         E = self.engine
         self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
         for i, x in enumerate(self.inputs):
@@ -97,17 +104,18 @@ class Problem:
             raise ValueError(
                 f"{self.name}: no input requires grad, so there is nothing to check; "
                 f"{E.requires_grad_hint}{hint}")
-        for i in self.diff_in:
+        for i in self.diff_in if warn_precision else ():
             dtype = str(self.inputs[i].dtype)
             if not ("float64" in dtype or "complex128" in dtype):
                 warnings.warn(
                     f"{self.name}: input {i} requires grad and has dtype {dtype}, not double "
                     "precision; finite differences at eps=1e-6 will likely fail. "
-                    "Use float64 or complex128 inputs.", UserWarning, stacklevel=4)
+                    "Use float64 or complex128 inputs, or pass precise=True to judge the "
+                    "formula in its own precision.", UserWarning, stacklevel=4)
 
     def _classify_outputs(self):
         E = self.engine
-        self.out_arrays = {}
+        self.out_arrays, self.out_dtypes = {}, {}
         self.float_out, self.diff_out = [], []
         for o, out in enumerate(self.outputs):
             if E.is_tensor(out) and E.layout_of(out) is not None:
@@ -118,6 +126,7 @@ class Problem:
             if not E.is_tensor(out) or not E.is_differentiable_dtype(out):
                 continue
             self.out_arrays[o] = E.to_numpy(out)
+            self.out_dtypes[o] = out.dtype
             self.float_out.append(o)
             if E.requires_grad(out):
                 self.diff_out.append(o)
@@ -171,6 +180,20 @@ class Problem:
             args[i] = self.engine.from_numpy_like(overrides.get(i, self.arrays[i]),
                                                   self.inputs[i], requires_grad=grad)
         return args
+
+    def like_input(self, in_idx: int, array, requires_grad: bool = False):
+        """``array`` as a tensor of input ``in_idx``'s engine dtype (a tangent, a
+        perturbed input, or a stack of them)."""
+        return self.engine.from_numpy(array, requires_grad, dtype=self.in_dtypes[in_idx])
+
+    def like_output(self, out_idx: int, array):
+        """``array`` as a tensor of output ``out_idx``'s engine dtype (a grad_output)."""
+        return self.engine.from_numpy(array, dtype=self.out_dtypes[out_idx])
+
+    def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
+        """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""
+        tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
+        return self.engine.epsilon(tensor)
 
     def check_shape(self, array, shape, who: str, mode: str):
         """``array`` if it has ``shape``; else a ``GradcheckError`` saying the

@@ -10,7 +10,12 @@ call chain.
 
 - the expected side (``expected_producer``): the mpmath reference when one
   is given, else Richardson extrapolation (``precise``), else central
-  differences at ``eps``;
+  differences at ``eps``. With ``precise`` and a formula narrower than
+  double precision (float32, bfloat16, float16), the numerical side is the
+  function's float64 run (``widening``) when it accepts float64 and
+  ``low_precision`` allows, else differences in its own dtype (``indtype``);
+  either attaches the allowance for the formula's rounding
+  (``lowprecision``);
 - the analytical side (``ad_producer``): every vjp or jvp of the side's
   unit vectors (``analytical.ad_blocks``).
 
@@ -67,6 +72,9 @@ from gradcheck.options import Options
 from gradcheck.problem import Problem
 from gradcheck.reference import reference_blocks
 from gradcheck.richardson import richardson_blocks
+from gradcheck.widening import attach_reference_allowance, wide_blocks, widened
+from gradcheck.indtype import in_dtype_blocks
+from gradcheck.lowprecision import is_narrow
 from gradcheck.sides import FORWARD, REVERSE, Side
 
 Producer = Callable[[Evaluator], Jacobian]
@@ -109,6 +117,10 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     kind = options.jacobian
     if options.reference is not None:
         kind = "dense"
+    if options.precise and is_narrow(ev.problem):
+        # the low-precision producers' rounding allowance is per entry of whole
+        # blocks: neither compressed, probed nor chunked (said in the report's plan)
+        return Plan("dense", None, epsilon)
     if kind == "probed":
         child = np.random.default_rng(rng.integers(2**63))
         return Plan(kind, None, epsilon, probe_plan(ev, child, options.probes, options.precise))
@@ -131,10 +143,39 @@ def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
         return partial(compressed_numerical, comp=plan.compression, precise=options.precise,
                        eps=options.eps)
     if options.reference is not None:
-        return partial(reference_blocks, ref=options.reference)
+        reference = partial(reference_blocks, ref=options.reference)
+        return partial(low_precision_reference, reference=reference) if options.precise \
+            else reference
     if options.precise:
-        return richardson_blocks
+        return partial(precise_blocks, low_precision=options.low_precision)
     return partial(central_blocks, eps=options.eps)
+
+
+def precise_blocks(ev: Evaluator, low_precision: str = "auto") -> Jacobian:
+    """Richardson extrapolation; for a low-precision formula, on its float64 run
+    or in its own dtype as ``low_precision`` says (see ``Options``)."""
+    if not is_narrow(ev.problem):
+        return richardson_blocks(ev)
+    why = "low_precision='dtype' was asked for"
+    if low_precision != "dtype":
+        wide, why = widened(ev.problem)
+        if wide is not None:
+            return wide_blocks(ev, wide)
+        if low_precision == "float64":
+            raise ValueError(f"{ev.problem.name}: low_precision='float64' needs the function to "
+                             f"run in float64, but {why}; pass low_precision='auto' to "
+                             "difference it in its own dtype")
+    return in_dtype_blocks(ev, why)
+
+
+def low_precision_reference(ev: Evaluator, reference: Producer) -> Jacobian:
+    """The mpmath reference; for a low-precision formula with the allowance for
+    its rounding (from its float64 run when it has one)."""
+    jac = reference(ev)
+    if is_narrow(ev.problem):
+        wide, _ = widened(ev.problem)
+        attach_reference_allowance(ev, jac, wide)
+    return jac
 
 
 def ad_producer(side: Side, options: Options, plan: Plan | None = None) -> Producer:

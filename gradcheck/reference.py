@@ -44,7 +44,8 @@ def to_mp(array: np.ndarray) -> np.ndarray:
     make = mpmath.mpc if np.iscomplexobj(array) else mpmath.mpf
     out = np.empty(array.shape, dtype=object)
     for index, value in np.ndenumerate(array):
-        out[index] = make(value.real, value.imag) if make is mpmath.mpc else make(float(value))
+        out[index] = (make(float(value.real), float(value.imag)) if make is mpmath.mpc
+                      else make(float(value)))
     return out
 
 

@@ -49,7 +49,21 @@ def describe(result, name: str) -> str:
     text = f"{name}: {what}{where} ({evidence})"
     if result.detail:
         text += f"\n  {result.detail}"
+    precision = precision_text(getattr(result, "precision", None))
+    if precision:
+        text += f"\n  precision: {precision}"
     return text
+
+
+def precision_text(precision) -> str | None:
+    """The sentence of a low-precision comparison's ``Precision`` (or of its
+    dict read back from JSON); ``None`` for double precision or none given."""
+    if precision is None:
+        return None
+    if isinstance(precision, dict):
+        narrow = precision.get("formula_dtype") not in ("float64", "complex128")
+        return precision.get("text") if narrow else None
+    return precision.text() if precision.narrow else None
 
 
 def _matrix(label: str, array) -> str:

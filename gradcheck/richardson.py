@@ -55,7 +55,7 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None)
                              f"extrapolating finite differences for input {in_idx}", columns,
                              tolerant=True, directions=directions)
     levels = len(steps)
-    eps = max(coords.rounding_unit(p.out_arrays[o].dtype) for o in outs)
+    eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
     for k in range(levels):
         h = steps[k][:, None]
@@ -122,7 +122,7 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
     """Per coordinate (row), whether every estimate is ``CONVERGED`` times
     below the precise tolerance's relative allowance (then the smaller steps
     are skipped)."""
-    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
+    eps = max(problem.epsilon(out_idx=o) for o in problem.float_out)
     target = CONVERGED * np.sqrt(eps) / 2
     scale = np.max([np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))
                     for best, _ in result.values()], axis=0)

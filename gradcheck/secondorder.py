@@ -13,11 +13,14 @@ import numpy as np
 from gradcheck.problem import Problem, as_tuple
 
 
-def _random_like(engine, array, rng):
+def _random_like(problem, out_idx, rng):
+    """Uniform random values in [-1, 1) shaped and typed like output ``out_idx``."""
+    array = problem.out_arrays[out_idx]
     values = rng.uniform(-1, 1, array.shape)
     if np.iscomplexobj(array):
         values = values + 1j * rng.uniform(-1, 1, array.shape)
-    return engine.from_numpy(values.astype(array.dtype), requires_grad=True)
+    return problem.engine.from_numpy(values.astype(array.dtype), requires_grad=True,
+                                     dtype=problem.out_dtypes[out_idx])
 
 
 def first_derivative(func, inputs, grad_outputs, rng, name=None):
@@ -29,10 +32,11 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     uniform random values in [-1, 1) (real and imaginary parts), requiring
     grad.
     """
-    problem = Problem(func, inputs, name)
+    # the check's own Problem (of the first derivative) warns about the dtypes, if anyone
+    problem = Problem(func, inputs, name, warn_precision=False)
     E = problem.engine
     if grad_outputs is None:
-        grad_outputs = tuple(_random_like(E, problem.out_arrays[o], rng) for o in problem.diff_out)
+        grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)
     grad_outputs = as_tuple(grad_outputs)
     n = len(problem.inputs)
     diff_in = problem.diff_in

@@ -60,6 +60,17 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
                     plugins=tuple(plugins), registry=registry, keep_reports=True)
 
 
+def _torch_only(dtype_names: tuple, engine: str | None) -> None:
+    """``SelectionError`` for a dtype only torch has (bfloat16, float16) asked of
+    another engine."""
+    from runner.registry import TORCH_ONLY
+    only = [n for n in dtype_names if n in TORCH_ONLY and engine != "torch"]
+    if only:
+        raise SelectionError(f"dtypes {', '.join(map(repr, only))} exist on torch only "
+                             "(refengine has float32, float64, complex64 and complex128); "
+                             "add engine='torch'")
+
+
 def _engine(engine, registry) -> str | None:
     """The marker's ``engine=``, checked (a registry that runs on one engine only
     takes no other)."""
@@ -117,8 +128,9 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
     registry = _registry(registry)
     known = getattr(registry, "dtype_names", DTYPE_NAMES)
     dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
-    settings = settings_for(_names(checks, "checks"), seed, _engine(engine, registry), plugins,
-                            registry)
+    engine = _engine(engine, registry)
+    _torch_only(dtype_names, engine)
+    settings = settings_for(_names(checks, "checks"), seed, engine, plugins, registry)
     tasks = plan(_selected(settings, patterns, family), list(dtype_names) or None, settings)
     if shard is not None:
         from runner.shard import shard_tasks

@@ -65,12 +65,19 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
     return keywords
 
 
+#: how torch's errors name each torch-only dtype
+_TORCH_SPELLINGS = {"bfloat16": ("BFloat16", "bfloat16"), "float16": ("Half", "float16")}
+
+
 class OpSubject:
     """One sample of a registry op, in one dtype, on one engine."""
 
     def __init__(self, registry, info, sample, dtype, engine: str):
-        from runner.registry import dtype_name
-        self.registry, self.info, self.sample, self.dtype = registry, info, sample, dtype
+        from runner.registry import CastDtype, dtype_name, source_dtype
+        self.registry, self.info, self.sample = registry, info, sample
+        #: the dtype the op is asked about; ``cast``: the torch-only dtype checked
+        self.dtype = source_dtype(dtype)
+        self.cast = dtype if isinstance(dtype, CastDtype) else None
         self.engine = engine
         self.name, self.family, self.index = info.name, info.family, sample.index
         self.dtype_name = dtype_name(dtype)
@@ -79,8 +86,16 @@ class OpSubject:
     def call(self):
         """``(call, problem)``: the call, and why the sample cannot be checked (a NaN
         output the reference does not have) or ``None``. Raises what the op raises."""
-        call = self.registry.call(self.info, self.sample, self.engine)
+        cast = {} if self.cast is None else {"dtype": self.cast}
+        call = self.registry.call(self.info, self.sample, self.engine, **cast)
         return call, (call.nan_outputs() if call.inputs else None)
+
+    def unsupported(self, message: str) -> str | None:
+        """For a torch-only dtype, why an error ``message`` means torch has no
+        kernel in that dtype (it names the dtype), else ``None``."""
+        if self.cast is None or not any(n in message for n in _TORCH_SPELLINGS[self.cast.name]):
+            return None
+        return f"torch runs this op, or its derivative, not in {self.cast.name} on CPU ({message})"
 
     def skip_reason(self, check: str, call) -> str | None:
         if not call.inputs:
@@ -177,11 +192,15 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     cannot be run."""
     base = CheckResult(subject.name, subject.dtype_name, subject.index, TASK_CHECK, "error",
                        family=subject.family, sample_name=subject.sample_name)
+    unsupported = getattr(subject, "unsupported", lambda message: None)
     try:
         call, problem = subject.call()
     except FAULTS as exc:  # the op itself raised
         base.message = f"the op raised {fault_text(exc)}"
-        return [(base, None)]
+        problem = unsupported(base.message)
+        if problem is None:
+            return [(base, None)]
+        return [(_skipped(subject, check, problem), None) for check in checks]
     if problem is not None:
         base.message = problem
         return [(base, None)]
@@ -189,10 +208,7 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     for check in checks:
         reason = subject.skip_reason(check, call)
         if reason is not None:
-            skipped = CheckResult(subject.name, subject.dtype_name, subject.index, check,
-                                  "skipped", reason, family=subject.family,
-                                  sample_name=subject.sample_name)
-            out.append((skipped, None))
+            out.append((_skipped(subject, check, reason), None))
             continue
         kwargs = subject.keywords(check, policy, call)
         skip = getattr(subject, "fault_skip", None)
@@ -200,9 +216,16 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
                                    subject.seed(policy.seed, check), base,
                                    subject.known_failure(check),
                                    skip and (lambda exc, check=check: skip(check, exc)))
+        if result.status == "error" and unsupported(result.message):
+            result.status, result.message = "skipped", unsupported(result.message)
         keep_evidence(result, report)
         out.append((result, report if keep_reports else None))
     return out
+
+
+def _skipped(subject, check: str, reason: str) -> CheckResult:
+    return CheckResult(subject.name, subject.dtype_name, subject.index, check, "skipped", reason,
+                       family=subject.family, sample_name=subject.sample_name)
 
 
 def check_sample(info, sample, dtype, settings, keep_reports: bool = False) -> list:
@@ -265,8 +288,19 @@ def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
                          time.perf_counter() - start, seed, base.family, base.sample_name,
-                         failures, _unbatched(report))
+                         failures, _unbatched(report), *_precision(report))
     return result, report
+
+
+def _precision(report) -> tuple:
+    """``(sentence, resolution)`` of the report's coarsest low-precision
+    comparison, or ``(None, None)``."""
+    from gradcheck.report import precision_text
+    stated = [r.precision for r in getattr(report, "results", ()) if precision_text(r.precision)]
+    if not stated:
+        return None, None
+    coarsest = max(stated, key=lambda p: float("inf") if p.resolution is None else p.resolution)
+    return coarsest.text(), coarsest.resolution
 
 
 def _unbatched(report) -> str | None:

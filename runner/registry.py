@@ -34,6 +34,7 @@ Example::
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Protocol
 
@@ -41,7 +42,10 @@ from runner.errors import PluginError, RunnerError
 
 
 #: the dtypes a run may ask for, by name
-DTYPE_NAMES = ("float32", "float64", "complex64", "complex128")
+DTYPE_NAMES = ("float32", "float64", "complex64", "complex128", "bfloat16", "float16")
+#: dtypes refengine lacks, checked on torch only: each op's samples are made in the
+#: refengine dtype named here and cast
+TORCH_ONLY = {"bfloat16": "float32", "float16": "float32"}
 #: the registries a run may name (``--registry``)
 REGISTRY_NAMES = ("opinfo", "torch")
 
@@ -49,6 +53,26 @@ REGISTRY_NAMES = ("opinfo", "torch")
 def dtype_name(dtype) -> str:
     """``"float64"`` for ``refengine.float64`` (or ``torch.float64``)."""
     return str(dtype).rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class CastDtype:
+    """A dtype only torch has (``TORCH_ONLY``): samples are made in ``source``
+    (a refengine dtype) and their floating point tensors cast to ``name`` for
+    torch. The registry's questions about the op (supported modes, known
+    failures, tolerances) are asked about ``source``."""
+
+    name: str
+    source: object
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+def source_dtype(dtype):
+    """The dtype an op's samples are made in for ``dtype`` (itself, or a
+    ``CastDtype``'s source)."""
+    return dtype.source if isinstance(dtype, CastDtype) else dtype
 
 
 class Registry(Protocol):
@@ -131,19 +155,24 @@ class OpinfoRegistry:
 
     def dtype(self, name: str):
         import refengine
+        if name in TORCH_ONLY:
+            return CastDtype(name, getattr(refengine, TORCH_ONLY[name]))
         return getattr(refengine, name)
 
     def sample_names(self, info, dtype) -> list:
-        return [spec.name for spec in info.sample_func(info, dtype)]
+        return [spec.name for spec in info.sample_func(info, source_dtype(dtype))]
 
     def samples(self, info, dtype, index: int | None = None) -> Iterable:
+        dtype = source_dtype(dtype)
         if index is None:
             return info.sample_inputs(dtype, requires_grad=True)
         return [info.sample(index, dtype, requires_grad=True)]
 
-    def call(self, info, sample, engine: str):
+    def call(self, info, sample, engine: str, dtype=None):
+        """``dtype``: a ``CastDtype`` to cast the sample's tensors to (torch only)."""
         from runner.samplecall import SampleCall
-        return SampleCall(info, sample, engine)
+        cast = dtype.name if isinstance(dtype, CastDtype) else None
+        return SampleCall(info, sample, engine, cast)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, OpinfoRegistry)

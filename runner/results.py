@@ -48,7 +48,10 @@ class CheckResult:
 
     ``message`` is one line: why it failed, was skipped, or errored.
     ``failures`` holds gradcheck's per-pair results (``Result.to_dict()``
-    without the matrices) for a failed check. ``unbatched`` says why the
+    without the matrices) for a failed check. ``precision`` says, for a
+    precise check of a formula narrower than double precision, what it was
+    compared with and the smallest relative error it could detect
+    (``resolution``; the coarsest of its pairs). ``unbatched`` says why the
     check's Jacobians were built, wholly or partly, one vector at a time
     (``None`` when every evaluation was batched). For the HTML report a failed
     check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
@@ -70,6 +73,8 @@ class CheckResult:
     sample_name: str = ""
     failures: list = field(default_factory=list)
     unbatched: str | None = None
+    precision: str | None = None
+    resolution: float | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
 
     @property

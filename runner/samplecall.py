@@ -44,6 +44,19 @@ def _to_torch(value):
     return tree_map(convert, value)
 
 
+def _cast_floats(structure, name: str):
+    """``structure`` with its real floating point torch tensors rounded to the
+    torch dtype ``name``, each a new leaf that requires grad as before."""
+    import torch
+    dtype = getattr(torch, name)
+
+    def cast(tensor):
+        if not tensor.is_floating_point():
+            return tensor
+        return tensor.detach().to(dtype).requires_grad_(tensor.requires_grad)
+    return replace_tensors(structure, lambda v: isinstance(v, torch.Tensor), cast)
+
+
 def _tensor_type(engine: str):
     if engine == "torch":
         import torch
@@ -57,13 +70,17 @@ class SampleCall:
     its differentiable tensors; ``reference(*mp_arrays)`` does the same for
     the op's mpmath reference (``None`` when there is none)."""
 
-    def __init__(self, info, sample, engine: str = "refengine"):
+    def __init__(self, info, sample, engine: str = "refengine", cast: str | None = None):
+        """``cast``: a torch dtype name (``"bfloat16"``) the sample's floating
+        point tensors are rounded to (``engine="torch"`` only)."""
         self.info, self.sample, self.engine = info, sample, engine
         structure = (sample.input, sample.args, sample.kwargs)
         self.op = info.op
         if engine == "torch":
             structure = _to_torch(structure)
             self.op = info.torch_op()
+            if cast is not None:
+                structure = _cast_floats(structure, cast)
         self.structure = structure
         self.tensor_type = _tensor_type(engine)
         self.inputs = tuple(t for t in tree_leaves(structure) if self._is_diff(t))
@@ -138,7 +155,12 @@ def _flat(value) -> list:
 
 
 def _numpy(tensor) -> np.ndarray:
-    return tensor.detach().numpy() if hasattr(tensor, "detach") else np.asarray(tensor)
+    if not hasattr(tensor, "detach"):
+        return np.asarray(tensor)
+    tensor = tensor.detach()
+    if str(tensor.dtype) == "torch.bfloat16":  # NumPy has no bfloat16; float32 holds it
+        tensor = tensor.float()
+    return tensor.numpy()
 
 
 def _constant_to_mp(tensor):

@@ -18,11 +18,31 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from runner.errors import RunnerError
-from runner.registry import OPINFO, dtype_name
+from runner.registry import OPINFO, TORCH_ONLY, dtype_name
 from runner.tasks import OpTask, Settings
 
 #: the dtypes a plan takes when none are named
 DEFAULT_DTYPES = ("float64", "complex128")
+#: the dtypes ``--low-precision`` adds, by engine (bfloat16 and float16 exist on
+#: torch only; their samples are the float32 ones, rounded)
+LOW_PRECISION_DTYPES = {"refengine": ("float32", "complex64"),
+                        "torch": ("float32", "complex64", "bfloat16", "float16")}
+
+
+def planned_dtypes(names: list | None, low_precision: bool, engine: str) -> list | None:
+    """The dtypes a sweep plans: ``names`` (``None``: the defaults), and with
+    ``low_precision`` the engine's ``LOW_PRECISION_DTYPES`` too. A torch-only
+    dtype on another engine is a ``RunnerError``."""
+    if not low_precision and names is None:
+        return None
+    chosen = list(names or DEFAULT_DTYPES)
+    if low_precision:
+        chosen += [d for d in LOW_PRECISION_DTYPES.get(engine, ()) if d not in chosen]
+    only = [d for d in chosen if d in TORCH_ONLY and engine != "torch"]
+    if only:
+        raise RunnerError(f"{', '.join(only)} exist on --engine torch only (refengine has "
+                          "float32, float64, complex64 and complex128); add --engine torch")
+    return chosen
 
 
 @dataclass
@@ -90,14 +110,25 @@ def default_dtypes(registry, info) -> list:
     return [dtype_name(d) for d in info.dtypes if dtype_name(d) in DEFAULT_DTYPES]
 
 
+def _own_dtypes(settings: Settings, info) -> list:
+    """The dtypes ``info`` has samples for: the registry's, and on torch the
+    torch-only dtypes cast from refengine's (a registry of torch's own ops, which
+    names its dtypes itself, gets none added)."""
+    names = [dtype_name(d) for d in info.dtypes]
+    if settings.policy.engine == "torch" and getattr(settings.registry, "engine", None) is None:
+        names += [n for n, source in TORCH_ONLY.items() if source in names and n not in names]
+    return names
+
+
 def plan(infos: list, dtypes: list | None, settings: Settings,
          sample: int | None = None) -> list:
     """One ``OpTask`` per op and dtype, in registry order. ``dtypes`` None: the
     registry's default dtypes of each op (``default_dtypes``). ``sample``: check
-    only that sample of each (its index in the op's samples for the dtype)."""
+    only that sample of each (its index in the op's samples for the dtype). On
+    torch, an opinfo op with float32 samples also has bfloat16 and float16 ones."""
     tasks = []
     for info in infos:
-        names = [dtype_name(d) for d in info.dtypes]
+        names = _own_dtypes(settings, info)
         wanted = dtypes or default_dtypes(settings.registry, info)
         for name in (n for n in names if n in wanted):
             if sample is not None:

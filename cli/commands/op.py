@@ -17,10 +17,13 @@ from cli.options import (
 )
 
 
-def _dtypes(registry, info, chosen) -> list:
-    from runner.registry import dtype_name
+def _dtypes(registry, info, chosen, engine: str) -> list:
+    from runner.registry import TORCH_ONLY, dtype_name
     from runner.selection import default_dtypes
     own = [dtype_name(d) for d in info.dtypes]
+    if engine == "torch" and getattr(registry, "engine", None) is None:
+        # bfloat16 and float16 from the float32 samples
+        own += [n for n, source in TORCH_ONLY.items() if source in own and n not in own]
     wanted = [d for d in (chosen or default_dtypes(registry, info)) if d in own]
     if not wanted:
         raise InputError(f"{info.name} supports {', '.join(own)}; pick --dtype among them")
@@ -69,7 +72,7 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     if engine == "torch" and info.torch_name is None and registry.name == "opinfo":
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")
-    wanted = _dtypes(registry, info, chosen_dtypes)
+    wanted = _dtypes(registry, info, chosen_dtypes, engine)
     policy = Policy(precise, engine, seed, memory_budget * 2**20)
     settings = Settings(chosen_checks, policy, timeout,
                         tuple(str(p) for p in plugins), registry, keep_reports=True)

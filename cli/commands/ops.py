@@ -24,9 +24,13 @@ from cli.options import (
               help="Only ops of this family (repeatable); see 'adcheck list'.")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
               help="Dtypes to check, comma-separated or repeated (float32, float64, "
-                   "complex64, complex128; with --registry torch also float16, bfloat16, "
-                   "complex32). Default: float64 and complex128 (with --registry torch: "
-                   "every dtype the op supports backward for).")
+                   "complex64, complex128; bfloat16 and float16 with --engine torch; "
+                   "with --registry torch also complex32). Default: float64 and complex128 "
+                   "(with --registry torch: every dtype the op supports backward for).")
+@click.option("--low-precision", is_flag=True,
+              help="Also check float32 and complex64, and with --engine torch bfloat16 and "
+                   "float16: each formula against the op's float64 run, within the rounding "
+                   "its dtype allows (see the README's 'Low precision').")
 @registry_option
 @check_options("reverse,forward,gradgrad,reference")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=lambda: os.cpu_count() or 1,
@@ -40,8 +44,8 @@ from cli.options import (
                    "shard's --format json and join them with 'adcheck merge'.")
 @report_options
 @html_option
-def ops(patterns, families, dtypes, registry_name, checks, engine, precise, seed, timeout,
-        memory_budget, jobs, plugins, shard, fmt, junit_xml, baseline, write_baseline,
+def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine, precise, seed,
+        timeout, memory_budget, jobs, plugins, shard, fmt, junit_xml, baseline, write_baseline,
         fail_fast, verbose, quiet, html):
     """Sweep the operator registry and check every op's derivatives.
 
@@ -70,6 +74,10 @@ def ops(patterns, families, dtypes, registry_name, checks, engine, precise, seed
     chosen_dtypes = parse_dtypes(dtypes, getattr(registry, "dtype_names", DTYPE_NAMES))
     part = None if shard is None else parse_shard(shard)
     require_engine(engine)
+    from runner.selection import planned_dtypes
+    if getattr(registry, "default_dtypes", None) is None or chosen_dtypes is not None:
+        # (a registry's own default, torch's op_db's, has every dtype the op supports)
+        chosen_dtypes = planned_dtypes(chosen_dtypes, low_precision, engine)
     accepted = load_baseline(baseline, registry.name)
     prestart(registry)
     load_registry(plugins, registry)

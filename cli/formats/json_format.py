@@ -48,6 +48,10 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
       "seed": int | null,                seed of the check's random probes
       "unbatched": str | null,           why Jacobians were built one vector at a
                                          time (no batching rule), or null
+      "precision": str | null,           a precise check of a float32/bfloat16/float16
+                                         formula: what it was compared with and the
+                                         smallest relative error it could detect
+      "resolution": float | null,        that smallest detectable relative error
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,

@@ -90,6 +90,9 @@ def _result_line(r) -> Text:
         line.append(f": {r.message}")
     if r.diagnosis and r.diagnosis not in r.message:
         line.append(f" (diagnosis: {r.diagnosis})", style="cyan")
+    if r.status == "failed" and r.resolution is not None:
+        line.append(f" [{r.dtype}: errors above {r.resolution:.1e} relative detectable]",
+                    style="dim")
     return line
 
 
@@ -112,6 +115,24 @@ def totals_line(report: RunReport) -> Text:
     elif report.stopped_early:
         line.append("  (stopped at the first failure: --fail-fast)", style="yellow")
     return line
+
+
+def _precision_lines(report: RunReport) -> list:
+    """Per low-precision dtype, what its checks were judged against and the
+    relative errors they could detect (median and coarsest over the checks)."""
+    stated: dict = {}
+    for r in report.results:
+        if r.precision and r.resolution is not None:
+            against = r.precision.split(": ")[0].split(" (")[0]
+            stated.setdefault(r.dtype, ([], set()))[0].append(r.resolution)
+            stated[r.dtype][1].add(against.split(" formula against ")[-1])
+    lines = []
+    for dtype, (resolutions, against) in stated.items():
+        lines.append(Text(f"{dtype}: formulas against {' or '.join(sorted(against))}; "
+                          f"relative errors above {sorted(resolutions)[len(resolutions) // 2]:.1e}"
+                          f" detectable (median over {len(resolutions)} checks; coarsest "
+                          f"{max(resolutions):.1e})", style="dim"))
+    return lines
 
 
 def _baseline_lines(report: RunReport) -> list:
@@ -148,6 +169,8 @@ class TableFormat:
         for line in _stale_lines(report, verbosity) + _baseline_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:
+            for line in _precision_lines(report):
+                console.print(line)
             slow = ", ".join(f"{op} {s:.2f}s" for op, s in report.slowest())
             console.print(Text(f"slowest: {slow}", style="dim"))
         console.print(totals_line(report))

@@ -48,15 +48,38 @@ class Engine:
         engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
         return func
 
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
-        """A new leaf tensor holding a copy of ``array`` (same dtype)."""
-        return self.module.from_numpy(np.array(array, copy=True)).requires_grad_(requires_grad)
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
+        """A new leaf tensor holding a copy of ``array``: of the engine's ``dtype``
+        when given (the dtype of the tensor ``array`` came from, which NumPy may
+        not have: ``to_numpy`` holds a bfloat16 tensor as float32), else of
+        ``array``'s."""
+        tensor = self.module.from_numpy(np.array(array, copy=True))
+        if dtype is not None and tensor.dtype != dtype:
+            tensor = tensor.to(dtype)
+        return tensor.requires_grad_(requires_grad)
+
+    def dtype_name(self, tensor) -> str:
+        """The name of ``tensor``'s dtype: ``"float32"``, ``"bfloat16"``."""
+        return str(tensor.dtype).rsplit(".", 1)[-1]
+
+    def epsilon(self, tensor) -> float:
+        """Machine epsilon of ``tensor``'s dtype (of its real part when complex):
+        the spacing of its numbers at 1 (2**-23 for float32, 2**-7 for bfloat16)."""
+        return float(np.finfo(self.to_numpy(tensor).dtype).eps)
+
+    def widened(self, tensor):
+        """``tensor``'s values in double precision (float64 or complex128), as a
+        new leaf that requires grad when ``tensor`` does; exact, since every
+        narrower format's numbers are float64 numbers."""
+        array = self.to_numpy(tensor)
+        wide = np.complex128 if np.iscomplexobj(array) else np.float64
+        return self.from_numpy(array.astype(wide), self.requires_grad(tensor))
 
     def from_numpy_like(self, array: np.ndarray, template, requires_grad: bool = False):
         """``array`` in a new tensor laid out in memory as ``template`` (an
         input of the function), for an engine where the layout can change what
-        a function computes; ``from_numpy`` elsewhere."""
-        return self.from_numpy(array, requires_grad)
+        a function computes; ``from_numpy`` (of ``template``'s dtype) elsewhere."""
+        return self.from_numpy(array, requires_grad, dtype=template.dtype)
 
     def plain_layout(self, tensor) -> bool:
         """Whether ``from_numpy`` makes a tensor laid out as ``tensor`` (else

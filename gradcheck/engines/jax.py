@@ -181,10 +181,20 @@ class JaxEngine(Engine):
         return isinstance(value, jax.Array)
 
     def to_numpy(self, tensor) -> np.ndarray:
+        """A NumPy copy; bfloat16 as float32 (NumPy's own functions do not know
+        ml_dtypes' bfloat16), which holds every value exactly."""
+        if tensor.dtype == jnp.bfloat16:
+            tensor = tensor.astype(jnp.float32)
         return np.array(tensor, copy=True)
 
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False):
-        return jnp.asarray(np.array(array, copy=True))
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
+        return jnp.asarray(np.array(array, copy=True), dtype=dtype)
+
+    def epsilon(self, tensor) -> float:
+        return float(jnp.finfo(tensor.dtype).eps)
+
+    def dtype_name(self, tensor) -> str:
+        return str(tensor.dtype)
 
     def requires_grad(self, tensor) -> bool:
         if not _inexact(tensor) or _HELD.get(id(tensor)) is tensor:

@@ -26,6 +26,10 @@ from gradcheck.engines.base import Engine
 _LOOPED = re.compile(r"batching rule for (\S+?)\.? ")
 
 
+#: torch dtypes NumPy lacks, and the NumPy-supported dtype that holds their values
+_WIDER_FOR_NUMPY = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
+
+
 class TorchEngine(Engine):
     """Adapter for ``torch`` tensors (CPU)."""
 
@@ -41,10 +45,14 @@ class TorchEngine(Engine):
         return isinstance(value, torch.Tensor)
 
     def to_numpy(self, tensor) -> np.ndarray:
+        """A NumPy copy; bfloat16 as float32 and complex32 as complex64 (NumPy has
+        neither; both hold every value exactly). ``from_numpy(array,
+        dtype=tensor.dtype)`` gives the tensor back."""
         tensor = tensor.detach()
+        held = _WIDER_FOR_NUMPY.get(tensor.dtype, tensor.dtype)
         if tensor._is_zerotensor():  # an exact zero (sgn's vjp) that refuses .numpy()
-            return np.zeros(tuple(tensor.shape), torch.empty(0, dtype=tensor.dtype).numpy().dtype)
-        tensor = tensor.cpu().resolve_conj().resolve_neg()
+            return np.zeros(tuple(tensor.shape), torch.empty(0, dtype=held).numpy().dtype)
+        tensor = tensor.cpu().resolve_conj().resolve_neg().to(held)
         return np.array(tensor.numpy(), copy=True)
 
     def vmap(self, func, in_dims):
@@ -63,6 +71,9 @@ class TorchEngine(Engine):
             else:  # not ours to swallow: issue it again where it came from
                 warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                        warning.lineno)
+
+    def epsilon(self, tensor) -> float:
+        return float(torch.finfo(tensor.dtype).eps)
 
     def layout_of(self, tensor) -> str | None:
         return None if tensor.layout == torch.strided else str(tensor.layout)
@@ -84,12 +95,12 @@ class TorchEngine(Engine):
         bit, are made by ``from_numpy``.
         """
         if self.plain_layout(template):
-            return self.from_numpy(array, requires_grad)
+            return self.from_numpy(array, requires_grad, dtype=template.dtype)
         storage = template.detach().untyped_storage()
         flat = torch.empty(storage.nbytes() // template.element_size(), dtype=template.dtype)
         flat.untyped_storage().copy_(storage)
         view = flat.as_strided(template.size(), template.stride(), template.storage_offset())
-        view.copy_(torch.from_numpy(np.array(array, copy=True)))
+        view.copy_(torch.from_numpy(np.array(array, copy=True)))  # to template's dtype
         return view.requires_grad_(requires_grad)
 
     def batched_jvp(self, func, primals, in_idx, tangents):

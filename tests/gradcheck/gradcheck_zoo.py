@@ -340,6 +340,42 @@ def second_order_entries() -> list:
     return entries
 
 
+def _scale(E, value, factor):
+    return tuple(factor * v for v in value) if isinstance(value, tuple) else factor * value
+
+
+#: real formulas as (forward, vjp, jvp, inputs) for ``relative_entries``
+_FORMULAS = {
+    **{op: (f, lambda E, x, g, d=d: g * d(E, x), lambda E, x, t, d=d: t * d(E, x), REAL_X)
+       for op, (f, d, _) in UNARY.items()},
+    "mm": (lambda E, x, w: x @ w, lambda E, x, w, g: (g @ w.T, x.T @ g),
+           lambda E, x, w, tx, tw: tx @ w + x @ tw, (A, B)),
+    "mul": (lambda E, x, y: x * y, lambda E, x, y, g: (g * y, g * x),
+            lambda E, x, y, tx, ty: tx * y + x * ty, (REAL_X, REAL_X[::-1] + 0.5)),
+}
+
+
+def relative_entries(rel: float) -> list:
+    """Every formula of ``_FORMULAS`` with its vjp (``caught_by="reverse"``) or
+    its jvp (``"forward"``) off by a factor ``1 + rel``: the planted bugs of
+    the low-precision targets (``rel=0``: the correct formulas)."""
+    entries = []
+    for name, (forward, vjp, jvp, values) in _FORMULAS.items():
+        for mode in ("reverse", "forward"):
+            back = 1 + rel if mode == "reverse" else 1.0
+            tangent = 1 + rel if mode == "forward" else 1.0
+
+            def build(E, forward=forward, vjp=vjp, jvp=jvp, back=back, tangent=tangent,
+                      label=f"{name}_{mode}_{rel:g}"):
+                return function(E, label, forward,
+                                lambda E, *a: _scale(E, vjp(E, *a), back),
+                                lambda E, *a: _scale(E, jvp(E, *a), tangent)).apply
+            inputs = _two(*values) if isinstance(values, tuple) else _inputs(values)
+            entries.append(Entry(f"{name}-{mode}-rel{rel:g}", build, inputs,
+                                 mode if rel else None))
+    return entries
+
+
 #: (engine, entry name) -> the engine bug that makes a correct entry fail;
 #: each is a strict xfail, so the test fails again once the engine is fixed.
 KNOWN_ENGINE_BUGS: dict = {}

@@ -132,7 +132,8 @@ BAD_MARKERS = {
     "test_bad_name": ('"sinn"', "no OpInfo named 'sinn'; did you mean 'sin'*"),
     "test_bad_family": ('"sin", family="nope"', "unknown family 'nope'; known families: *"),
     "test_bad_dtype": ('"sin", dtypes="float16"',
-                       "unknown dtype 'float16'; choose from float32, float64*"),
+                       "dtypes 'float16' exist on torch only (refengine has *); add "
+                       "engine='torch'"),
     "test_bad_check": ('"sin", checks="backward"', "unknown check 'backward'; choose from *"),
     "test_bad_keyword": ('"sin", dtype="float64"',
                          "takes the keywords family, dtypes, checks, engine, registry, not dtype"),

@@ -1,0 +1,77 @@
+"""The rounding of a second-order formula, measured (term 6 of ``gradcheck.lowprecision``).
+
+A second-order check's function is itself a backward formula, and its
+Jacobian is computed by differentiating that formula: a chain about three
+times as long as the first derivative's, whose cancellations the
+observables of terms 1 to 5 do not show. The Hessian of ``std`` over two
+elements is zero, yet it is computed as a difference of terms ten times
+the size of the first derivative, and float32 leaves 40 units of roundoff
+of them behind.
+
+So for ``order=2`` that rounding is measured: at ``POINTS`` points next to
+the inputs (each input coordinate moved by a relative ``NUDGE`` with a
+random sign, then rounded to its dtype) the reverse-mode Jacobian in the
+formula's dtype is compared with the reverse-mode Jacobian of the float64
+run at the same values. Their difference is the formula's rounding plus any
+error the low-precision formula makes and the float64 one does not; the
+latter barely changes between points that close, so the *spread* of the
+differences (each one's distance to their median) measures the rounding
+alone, and a formula that is wrong only in its dtype stays caught.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from gradcheck.analytical import ad_blocks
+from gradcheck.evaluation import Evaluator
+from gradcheck.problem import Problem
+from gradcheck.sides import REVERSE
+
+#: the points measured, and how far they are (relative; at least 4 units of the dtype)
+POINTS = 4
+NUDGE = 2.0 ** -12
+
+
+def _nudged(problem: Problem, rng, epsilon: float) -> tuple:
+    """The inputs with every coordinate of those that require grad moved by a
+    relative ``NUDGE`` (or 4 epsilon) of random sign, rounded to their dtype."""
+    step = max(NUDGE, 4 * epsilon)
+    inputs = list(problem.inputs)
+    for i in problem.diff_in:
+        array = problem.arrays[i]
+        signs = rng.choice([-1.0, 1.0], size=array.shape)
+        moved = array.astype(np.complex128 if np.iscomplexobj(array) else np.float64)
+        inputs[i] = problem.like_input(i, moved * (1 + step * signs), requires_grad=True)
+    return tuple(inputs)
+
+
+def measured_rounding(problem: Problem, epsilon: float, widened) -> dict:
+    """Per block (real form), the spread of the low-precision reverse-mode
+    Jacobian's distance to the float64 one over ``POINTS`` nearby points
+    (``widened``: ``gradcheck.widening.widened``); empty when a point cannot
+    be evaluated in both precisions."""
+    rng = np.random.default_rng(0)
+    differences = []
+    for _ in range(POINTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                low = Problem(problem.source, _nudged(problem, rng, epsilon), problem.name,
+                              order=problem.order, warn_precision=False)
+                wide, _ = widened(low)
+                if wide is None:
+                    return {}
+                a_low, a_wide = ad_blocks(Evaluator(low), REVERSE), ad_blocks(Evaluator(wide),
+                                                                             REVERSE)
+        except Exception:  # noqa: BLE001 - no backward here: nothing is measured
+            return {}
+        problem.counts["function"] += low.counts["function"] + wide.counts["function"]
+        differences.append({key: a_low[key] - a_wide[key] for key in a_low.blocks})
+    spread = {}
+    for key in differences[0]:
+        stacked = np.stack([d[key] for d in differences])
+        centre = np.median(stacked, axis=0)
+        spread[key] = np.nan_to_num(np.max(np.abs(stacked - centre), axis=0), nan=np.inf)
+    return spread

@@ -1,0 +1,187 @@
+"""Judging a low-precision formula: how far its Jacobian may be from the truth.
+
+A formula evaluated in float32, bfloat16 or float16 cannot match the exact
+Jacobian ``J``: every value it stores is rounded. A check of such a formula
+must separate "the formula is wrong" from "this dtype cannot resolve it", so
+its tolerance is derived from the dtype's unit roundoff ``u`` (half its
+machine epsilon: 2**-24 for float32, 2**-9 for bfloat16, 2**-11 for float16)
+and from the computation itself, never from a fixed atol/rtol.
+
+The expected Jacobian ``N`` comes from one of two producers: the same
+function at the same values in float64 (``gradcheck.widening``; its error is
+negligible) or, for a function that only runs in its own dtype, differences
+in that dtype (``gradcheck.indtype``; its error estimate dominates). Entry
+``[r, c]`` of the analytical Jacobian ``A`` then passes when
+
+    |A_rc - N_rc| <= SAFETY * error(N_rc) + allowance_rc
+
+(``SAFETY`` is ``gradcheck.precise``'s), and ``allowance`` models the
+rounding of the analytical side in the formula's dtype. By first-order
+rounding error analysis, a computed derivative differs from ``J`` by these
+terms, each estimated from what the check can observe:
+
+1. *Rounding of each stored result*: a formula is a short chain of stored
+   intermediates, each off by at most ``u`` relative: ``u * |J_rc|``.
+2. *Kernel accuracy*: library kernels (special functions, reductions) run in
+   at least float32 (PyTorch and JAX compute half-precision kernels in
+   float32) and are accurate to a few float32 ulps, not half of one:
+   ``KERNEL_ULPS * u32 * (|J_rc| + M)``, with ``u32 = 2**-24`` and ``M``
+   the largest ``|N|`` of the output's blocks (an entry near a root of the
+   kernel's result, digamma near 1.46, is accurate relative to the
+   function's scale only; and one output's blocks are made of shared terms:
+   the second derivative of std over two elements is zero, computed as a
+   difference of terms the size of the first derivative).
+3. *Sums*: output ``r`` depends on ``n_ri`` coordinates of input ``i``
+   (the nonzero entries of its row of the block); a derivative that sums
+   terms of that computation (softmax, a norm) accumulates rounding of
+   partial sums up to the size of the largest terms: ``u * log2(n_ri) * M``
+   (pairwise summation, as NumPy and PyTorch do).
+4. *Conditioning*: the formula reuses what the forward computed (saved
+   outputs, factorizations), so it inherits whatever the forward lost to
+   rounding. That loss is measured: the forward run in the formula's dtype
+   against the float64 run, ``eps_o = max |y_low - y| / max |y|`` for output
+   ``o`` (``kappa * u`` for a solve of condition ``kappa``): ``eps_o * M``,
+   for the output coordinates that depend on several input coordinates (of
+   any input; an elementwise output's own rounding is term 5's).
+5. *Saved outputs*: a formula written in terms of its output (``1 - y**2``
+   for tanh) is the derivative at the point whose output is the rounded
+   ``y``; moving input coordinate ``c`` until output ``r`` moves by its
+   rounding ``d_r = max(|y_low_r - y_r|, u |y_r| / 2)`` (the measured
+   rounding, at least the mean rounding of a stored value) changes ``J_rc``
+   by ``|H_rc| * min(d_r / |J_rc|, L_c)``, with ``H_rc`` the second
+   derivative of ``y_r`` along ``c`` (float64 second differences) and the
+   move capped at the input's magnitude ``L_c``. This is what makes tanh at
+   x = 5 in float32 off by 7e-4 relative, and a correct formula.
+
+6. *Second order*: a second-order check's function is a backward formula,
+   and its derivative a longer chain whose cancellations none of the above
+   shows; its rounding is measured instead (``gradcheck.adrounding``).
+
+    allowance_rc = MARGIN * (term 1 + ... + term 6)
+
+Terms 4 and 5 need the float64 run; without it (differences in the dtype)
+``eps_o`` is taken as ``u`` and term 5 is left to the numerical side's own
+error estimate, which is far larger. ``MARGIN`` was measured: over every
+registry sample in float32 (refengine and torch), bfloat16 and float16
+(torch), the largest ratio of the actual error ``|A - J|`` (``J`` from
+float64 AD) to the allowance with ``MARGIN = 1`` was 1.3, for torch's erfc
+in float16 (``bench/lowprecision_bench.py calibrate`` repeats the
+measurement); ``MARGIN = 3`` leaves a factor 2.3.
+
+What this resolves (``gradcheck.precision``): for an elementwise formula in
+bfloat16 or float16 about ``3 u`` to ``5 u`` relative (1e-2 to 2e-2 in
+bfloat16); in float32 about ``3 * 17 u`` = 3e-6, hundreds of times finer
+than differences in float32 itself could reach (about ``u**(2/3)``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcheck.jacobian import Jacobian
+
+#: the allowance's factor over the measured worst case (see the module docstring)
+MARGIN = 3.0
+#: accuracy of library kernels, in float32 ulps
+KERNEL_ULPS = 8.0
+#: float32's unit roundoff: the precision kernels compute in at least
+U32 = 2.0 ** -24
+#: double precision's machine epsilon: formulas at it are not low precision
+DOUBLE_EPS = float(np.finfo(np.float64).eps)
+
+
+def formula_epsilon(problem) -> float:
+    """Machine epsilon of the least precise of the checked tensors (inputs that
+    require grad, float outputs): the precision the formula runs in."""
+    return max([problem.epsilon(in_idx=i) for i in problem.diff_in] +
+               [problem.epsilon(out_idx=o) for o in problem.float_out])
+
+
+def is_narrow(problem) -> bool:
+    """Whether some checked tensor is narrower than double precision."""
+    return formula_epsilon(problem) > DOUBLE_EPS
+
+
+def formula_dtype(problem) -> str:
+    """The name of the least precise checked dtype (``"bfloat16"``)."""
+    E = problem.engine
+    tensors = [problem.inputs[i] for i in problem.diff_in]
+    tensors += [problem.outputs[o] for o in problem.float_out]
+    return E.dtype_name(max(tensors, key=E.epsilon))
+
+
+def _term_counts(numerical: Jacobian, key) -> np.ndarray:
+    """``n_ri``: for each row of block ``key``, how many input coordinates it
+    depends on (entries that stand out of their error estimate)."""
+    block = numerical.blocks[key]
+    error = numerical.errors.get(key) if numerical.errors else None
+    floor = 0.0 if error is None else np.nan_to_num(error, nan=np.inf)
+    with np.errstate(invalid="ignore"):
+        return np.sum(np.abs(block) > floor, axis=1)
+
+
+def _largest(numerical: Jacobian, out_idx: int) -> float:
+    """``M``: the largest finite ``|N|`` of output ``out_idx``'s blocks."""
+    values = [np.abs(b[np.isfinite(b)]) for (o, _), b in numerical.blocks.items() if o == out_idx]
+    return float(max((v.max(initial=0.0) for v in values), default=0.0))
+
+
+def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
+              curvature: dict | None = None) -> dict:
+    """The allowance for the analytical side's rounding, per block of
+    ``numerical`` (real form), for a formula whose dtype has machine epsilon
+    ``epsilon``. ``forward``: ``eps_o`` by output (default ``u``);
+    ``curvature``: term 5 by (out_idx, in_idx) (default none). Entries where
+    ``numerical`` is not finite get an infinite allowance."""
+    u = epsilon / 2
+    forward = forward or {}
+    curvature = curvature or {}
+    counts = {key: _term_counts(numerical, key) for key in numerical.blocks}
+    largest, coupled = {}, {}
+    for o in {o for o, _ in numerical.blocks}:
+        largest[o] = _largest(numerical, o)
+        coupled[o] = sum(n for (p, _), n in counts.items() if p == o) > 1   # term 4 applies
+    result = {}
+    for key, block in numerical.blocks.items():
+        o = key[0]
+        J = np.abs(block)
+        finite = np.isfinite(J)
+        M = largest[o]
+        sums = np.log2(np.maximum(counts[key], 1))[:, None]
+        scale = (KERNEL_ULPS * U32 + u * sums + coupled[o][:, None] * forward.get(o, u)) * M
+        terms = (u + KERNEL_ULPS * U32) * J + scale + curvature.get(key, 0.0)
+        result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)
+    return result
+
+
+def forward_rounding(problem, wide) -> tuple:
+    """``(eps_o by output, d_r by output)``: the forward's relative loss to
+    rounding (term 4) and each output coordinate's rounding (term 5), from
+    the outputs in the formula's dtype against the float64 run ``wide``."""
+    from gradcheck import coords
+    u = formula_epsilon(problem) / 2
+    relative, each = {}, {}
+    for o in problem.float_out:
+        low = coords.to_real(problem.out_arrays[o])
+        high = coords.to_real(wide.out_arrays[o])
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(low - high)
+        diff = np.where(np.isfinite(diff), diff, 0.0)
+        top = float(np.max(np.abs(high[np.isfinite(high)]), initial=0.0))
+        relative[o] = float(diff.max(initial=0.0)) / top if top > 0 else 0.0
+        each[o] = np.maximum(diff, u / 2 * np.nan_to_num(np.abs(high)))
+    return relative, each
+
+
+def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict) -> dict:
+    """Term 5 per block: ``|H_rc| * min(d_r / |J_rc|, L_c)``, from ``second``
+    (``H`` by block, real form), ``rounding`` (``d_r`` by output) and
+    ``scales`` (``L_c`` by input)."""
+    terms = {}
+    for key, H in second.items():
+        o, i = key
+        J = np.abs(numerical.blocks[key])
+        cap = np.broadcast_to(scales[i][None, :], J.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            move = np.where(J > 0, np.minimum(rounding[o][:, None] / J, cap), cap)
+        terms[key] = np.nan_to_num(np.abs(H), nan=np.inf) * move
+    return terms

@@ -1,0 +1,153 @@
+"""The wider-precision producer: a low-precision function's Jacobian in float64.
+
+When the function is checked in float32, bfloat16 or float16, its formula is
+judged against the same function at the same values in double precision:
+``widened`` converts every floating point input exactly to float64 (complex
+ones to complex128: every narrower number is a float64 number) and runs the
+function again. It *accepts* double precision when that run succeeds and
+gives the same outputs (indices, shapes) in float64 or complex128; a function
+that raises, or returns a narrower dtype (a kernel that only exists in
+float32, or one that casts its input down), does not, and is differenced in
+its own dtype instead (``gradcheck.indtype``).
+
+``wide_blocks`` is the producer: Richardson extrapolation on the float64 run
+(``gradcheck.richardson``, with its error estimate), plus what the tolerance
+model of ``gradcheck.lowprecision`` reads from the two runs: how much the
+forward lost to rounding, and the second derivatives along each input
+coordinate (one more pair of float64 evaluations per coordinate).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from gradcheck import coords
+from gradcheck.adrounding import measured_rounding
+from gradcheck.errors import GradcheckError
+from gradcheck.evaluation import Evaluator
+from gradcheck.jacobian import Jacobian
+from gradcheck.lowprecision import (
+    MARGIN,
+    allowance,
+    formula_dtype,
+    formula_epsilon,
+    forward_rounding,
+    output_terms,
+)
+from gradcheck.precision import Precision
+from gradcheck.problem import Problem
+from gradcheck.richardson import richardson_blocks
+
+#: the second differences' step, relative to a coordinate's magnitude
+CURVATURE_STEP = 2.0 ** -10
+#: the smallest magnitude a step is relative to (as Richardson's first step)
+FLOOR = 2.0 ** -6
+
+
+def widened(problem: Problem) -> tuple:
+    """``(Problem, None)``: ``problem``'s function at its inputs in double
+    precision; or ``(None, reason)`` when the function does not accept them."""
+    E = problem.engine
+    inputs = tuple(E.widened(x) if E.is_tensor(x) and E.is_differentiable_dtype(x) else x
+                   for x in problem.inputs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wide = Problem(problem.source, inputs, problem.name, order=problem.order,
+                           warn_precision=False)
+    except Exception as exc:  # noqa: BLE001 - any refusal means: difference it in its dtype
+        cause = exc.__cause__ if isinstance(exc, GradcheckError) and exc.__cause__ else exc
+        text = " ".join(str(cause).split())[:160]
+        return None, f"it raises {type(cause).__name__} on float64 inputs ({text})"
+    reason = _mismatch(problem, wide)
+    return (None, reason) if reason else (wide, None)
+
+
+def _mismatch(problem: Problem, wide: Problem) -> str | None:
+    """Why ``wide``'s outputs are not ``problem``'s in double precision, or ``None``."""
+    if wide.float_out != problem.float_out or wide.diff_out != problem.diff_out:
+        return "on float64 inputs it returns different outputs"
+    for o in wide.float_out:
+        if wide.out_arrays[o].shape != problem.out_arrays[o].shape:
+            return f"on float64 inputs its output {o} has another shape"
+        if wide.epsilon(out_idx=o) > np.finfo(np.float64).eps:
+            name = wide.engine.dtype_name(wide.outputs[o])
+            return f"on float64 inputs it returns {name} (output {o})"
+    return None
+
+
+def second_differences(ev: Evaluator) -> tuple:
+    """``(H by block, L by input)``: the second derivative of every output real
+    coordinate along every input real coordinate, from central second
+    differences at ``CURVATURE_STEP`` times the coordinate's magnitude; and
+    each input's magnitude per coordinate (term 5's cap)."""
+    p = ev.problem
+    second, scales = {}, {}
+    for in_idx in p.diff_in:
+        x = coords.to_real(p.arrays[in_idx])
+        n = x.size
+        if n == 0:
+            for o in p.float_out:
+                second[o, in_idx] = np.zeros((p.layout.out_size(o), 0))
+            scales[in_idx] = x
+            continue
+        scales[in_idx] = np.maximum(np.abs(x), max(float(np.max(np.abs(x), initial=0.0)), FLOOR))
+        h = np.maximum(np.abs(x), FLOOR) * CURVATURE_STEP
+        moved = np.broadcast_to(x, (2, n, n)).copy()
+        moved[0, np.arange(n), np.arange(n)] += h
+        moved[1, np.arange(n), np.arange(n)] -= h
+        arrays = coords.from_real_rows(moved.reshape(2 * n, n), p.arrays[in_idx].shape,
+                                       p.arrays[in_idx].dtype)
+        outs = ev.outputs_at(in_idx, arrays, f"taking second differences for input {in_idx}",
+                             f"taking a second difference for input {in_idx}", tolerant=True)
+        for o, values in outs.items():
+            rows = coords.to_real_rows(values).reshape(2, n, -1)
+            centre = coords.to_real(p.out_arrays[o])
+            second[o, in_idx] = ((rows[0] + rows[1] - 2 * centre) / h[:, None] ** 2).T
+    return second, scales
+
+
+def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
+    """The numerical Jacobian of ``ev``'s low-precision problem from its float64
+    run ``wide``, with ``errors``, the ``allowance`` of the analytical side and
+    the ``precision`` of the comparison."""
+    p = ev.problem
+    start = time.perf_counter()
+    wide_ev = Evaluator(wide)
+    jac = richardson_blocks(wide_ev)
+    relative, each = forward_rounding(p, wide)
+    second, scales = second_differences(wide_ev)
+    jac.allowance = allowance(jac, formula_epsilon(p), relative,
+                              output_terms(jac, second, each, scales))
+    if p.order == 2:  # term 6: a second-order formula's rounding, measured
+        for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
+            jac.allowance[key] = jac.allowance[key] + MARGIN * spread
+    complex_ = any(np.iscomplexobj(a) for a in (*wide.arrays.values(),
+                                                 *wide.out_arrays.values()))
+    jac.precision = Precision(formula_dtype(p), "complex128" if complex_ else "float64",
+                              "Richardson extrapolation")
+    jac.counts = {"function": wide.counts["function"]}
+    jac.seconds = time.perf_counter() - start
+    p.counts["function"] += wide.counts["function"]
+    p.batching["batched_calls"] += wide.batching["batched_calls"]
+    if p.batching["fallback"] is None and wide.batching["fallback"]:
+        p.batching["fallback"] = f"(the float64 run) {wide.batching['fallback']}"
+    return jac
+
+
+def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | None) -> None:
+    """Give the mpmath reference Jacobian ``jac`` of a low-precision problem the
+    allowance for the formula's rounding: from the float64 run ``wide`` when
+    there is one, else without terms 4 and 5 (see ``gradcheck.lowprecision``)."""
+    p = ev.problem
+    if wide is None:
+        jac.allowance = allowance(jac, formula_epsilon(p))
+    else:
+        relative, each = forward_rounding(p, wide)
+        second, scales = second_differences(Evaluator(wide))
+        jac.allowance = allowance(jac, formula_epsilon(p), relative,
+                                  output_terms(jac, second, each, scales))
+        p.counts["function"] += wide.counts["function"]
+    jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")
