@@ -48,7 +48,7 @@ Layout, each layer importing only from those above it:
 """
 from gradcheck.api import check, gradcheck, gradgradcheck
 from gradcheck.batching import batching_enabled, set_batching
-from gradcheck.errors import GradcheckError
+from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.jacobian import Jacobian
 from gradcheck.options import Options
 from gradcheck.producers import forward_jacobian, numerical_jacobian, reverse_jacobian
@@ -57,6 +57,7 @@ from gradcheck.report import Report
 
 __all__ = [
            "GradcheckError",
+           "UncheckableError",
            "batching_enabled",
            "set_batching",
            "Jacobian",

@@ -12,3 +12,10 @@ class GradcheckError(RuntimeError):
     def __init__(self, message: str, report=None):
         super().__init__(message)
         self.report = report
+
+
+class UncheckableError(ValueError):
+    """The call has nothing gradcheck can check, as given: no input requires grad,
+    no output depends on one, NumPy arrays, integer or sparse tensors, a dtype or
+    a mode the engine cannot run. A ``ValueError``; a sweep reports such a check
+    as skipped with this message, where any other exception is an error."""

@@ -17,6 +17,7 @@ import numpy as np
 from gradcheck import checks
 from gradcheck.adjoint import adjoint_results, slow_projections
 from gradcheck.compare import compare_jacobians, compare_pair
+from gradcheck.errors import UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.fast import draw_probes, fast_numerical, fast_projections
 from gradcheck.lowprecision import formula_dtype, formula_epsilon, is_narrow
@@ -211,7 +212,7 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
     if forward and options.check_batched_forward_grad:
         engine = ev.problem.engine
         if not engine.supports_batched_forward_grad:
-            raise ValueError(f"{ev.problem.name}: check_batched_forward_grad needs vmap over "
+            raise UncheckableError(f"{ev.problem.name}: check_batched_forward_grad needs vmap over "
                              f"forward AD, which {engine.name} does not have; pass "
                              "check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
@@ -238,7 +239,7 @@ def no_differentiable_output(ev: Evaluator, report: Report, options: Options) ->
         numerical = report.jacobians["numerical"] = central_blocks(ev, options.eps)
         report.results += checks.detached(ev, numerical, options.atol)
     if report.passed:
-        raise ValueError(
+        raise UncheckableError(
             f"{ev.problem.name}: no output requires grad: every output depends on no input "
             "that requires grad, so there is nothing to check; make the outputs depend on "
             "the inputs through differentiable operations")

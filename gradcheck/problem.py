@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from gradcheck.engines import Engine, engine_for
-from gradcheck.errors import GradcheckError
+from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.jacobian import Layout
 
 
@@ -82,17 +82,17 @@ class Problem:
         self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
         for i, x in enumerate(self.inputs):
             if isinstance(x, np.ndarray):
-                raise ValueError(
+                raise UncheckableError(
                     f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
                     f"convert it with {E.convert_hint} to check it")
             if E.is_tensor(x) and E.layout_of(x) is not None:
-                raise ValueError(
+                raise UncheckableError(
                     f"{self.name}: input {i} is a sparse tensor ({E.layout_of(x)}); gradcheck "
                     "checks dense (strided) tensors only: pass x.to_dense(), and convert it "
                     "back inside the function if the function needs a sparse input")
         for i in self.diff_in:
             if not E.is_differentiable_dtype(self.inputs[i]):
-                raise ValueError(
+                raise UncheckableError(
                     f"{self.name}: input {i} requires grad but has dtype {self.inputs[i].dtype}; "
                     "only floating point and complex inputs can be differentiated: "
                     "convert it with .double() (or pass it without requires_grad)")
@@ -101,7 +101,7 @@ class Problem:
                         if E.is_tensor(x) and not E.is_differentiable_dtype(x)]
             hint = ("; " + ", ".join(integers) + ", and integer tensors cannot require grad: "
                     "convert them with .double() first") if integers else ""
-            raise ValueError(
+            raise UncheckableError(
                 f"{self.name}: no input requires grad, so there is nothing to check; "
                 f"{E.requires_grad_hint}{hint}")
         for i in self.diff_in if warn_precision else ():
@@ -119,7 +119,7 @@ class Problem:
         self.float_out, self.diff_out = [], []
         for o, out in enumerate(self.outputs):
             if E.is_tensor(out) and E.layout_of(out) is not None:
-                raise ValueError(
+                raise UncheckableError(
                     f"{self.name}: output {o} is a sparse tensor ({E.layout_of(out)}); "
                     "gradcheck checks dense outputs only: return out.to_dense() (PyTorch's "
                     "gradcheck asks the same, as to_dense(masked_grad=...))")

@@ -57,6 +57,7 @@ from gradcheck.compressed import (
     worth_it,
 )
 from gradcheck.decompress import compressed_reverse
+from gradcheck.errors import UncheckableError
 from gradcheck.probed import (
     ProbePlan,
     probe_plan,
@@ -162,7 +163,7 @@ def precise_blocks(ev: Evaluator, low_precision: str = "auto") -> Jacobian:
         if wide is not None:
             return wide_blocks(ev, wide)
         if low_precision == "float64":
-            raise ValueError(f"{ev.problem.name}: low_precision='float64' needs the function to "
+            raise UncheckableError(f"{ev.problem.name}: low_precision='float64' needs the function to "
                              f"run in float64, but {why}; pass low_precision='auto' to "
                              "difference it in its own dtype")
     return in_dtype_blocks(ev, why)

@@ -175,7 +175,8 @@ def _straddling(diffs: list, noises: list) -> tuple:
         d = np.stack([level[o] for level in diffs])
         # an entry that cancels to almost nothing (a convolution's) rounds like
         # its terms: the output's largest noise is the floor, not its own
-        n = np.max(np.stack([level[o] for level in noises]), axis=-1, keepdims=True)
+        n = np.max(np.stack([level[o] for level in noises]), axis=-1, keepdims=True,
+                   initial=0.0)  # (an empty output has no noise)
         last = np.full(d.shape[1:], -1)
         with np.errstate(invalid="ignore"):
             moves = np.abs(d[1:] - d[:-1])
@@ -272,7 +273,8 @@ def _disagree(problem: Problem, current: dict, sentinel: tuple, active) -> np.nd
     far = []
     for o, (best, err) in current.items():
         d = sentinel[0][o][active]
-        noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True)  # see _straddling
+        noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True,  # see _straddling
+                       initial=0.0)
         scale = np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))[:, None]
         with np.errstate(invalid="ignore"):
             gap = np.abs(d - best)

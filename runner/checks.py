@@ -260,9 +260,10 @@ def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):
     """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``;
     ``fault_skip(exc)``: why a check that raised ``exc`` does not apply, or None."""
     import gradcheck
+    from gradcheck.errors import UncheckableError
     try:
         report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
-    except ValueError as exc:  # gradcheck: nothing here can be checked (see check())
+    except UncheckableError as exc:  # nothing here can be checked (see check())
         return "skipped", " ".join(str(exc).split()), None, [], None
     except FAULTS as exc:  # anything the code under check raised
         reason = fault_skip(exc) if fault_skip is not None else None

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from gradcheck.engines.base import Engine
+from gradcheck.errors import UncheckableError
 
 __all__ = ["Engine", "engine_for", "is_tensor"]
 
@@ -60,13 +61,13 @@ def engine_for(inputs: Sequence) -> Engine:
     makers = {_engine_of(value) for value in inputs} - {None}
     if not makers:
         kinds = ", ".join(type(v).__name__ for v in inputs) or "nothing"
-        raise ValueError(
+        raise UncheckableError(
             f"gradcheck: the inputs contain no refengine or torch tensor or JAX array "
             f"(got {kinds}); "
             "pass the inputs as tensors, e.g. refengine.tensor(x, dtype=refengine.float64, "
             "requires_grad=True)")
     if len(makers) > 1:
         names = sorted(maker.__name__.strip("_").removesuffix("_engine") for maker in makers)
-        raise ValueError(f"gradcheck: the inputs mix {' and '.join(names)} tensors; "
+        raise UncheckableError(f"gradcheck: the inputs mix {' and '.join(names)} tensors; "
                          "use tensors of one engine")
     return makers.pop()()

@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradcheck.engines.base import Engine
+from gradcheck.errors import UncheckableError
 
 #: float inputs held fixed (``nograd``), by id, alive only while the array is
 _HELD = weakref.WeakValueDictionary()
@@ -200,7 +201,7 @@ class JaxEngine(Engine):
         if not _inexact(tensor) or _HELD.get(id(tensor)) is tensor:
             return False
         if not jax.config.jax_enable_x64:
-            raise ValueError(
+            raise UncheckableError(
                 f"gradcheck needs double precision, but JAX runs in 32-bit mode "
                 f"(jax_enable_x64 is off), so this {tensor.dtype} input cannot be checked "
                 f"reliably; {X64_HINT}")

@@ -98,3 +98,13 @@ def test_richardson_error_estimate_bounds_the_true_error(E):
     actual_error = np.abs(jac[0, 0] - true)
     assert np.all(actual_error <= jac.errors[0, 0] + 1e-300)
     assert np.max(jac.errors[0, 0]) < 1e-9
+
+
+def test_an_empty_output_beside_a_full_one_is_checked_not_refused(E):
+    # add's registry sample 5: an empty (0, 2) input broadcast with a (2,) one; the
+    # extrapolation's noise floor over zero output entries is zero, not a NumPy error
+    empty, row = rand(E, 0, 2), rand(E, 2, seed=1)
+    report = check(lambda a, b: (a + b, b.sin()), (empty, row), precise=True,
+                   check_forward_ad=True)
+    assert report.passed, report.message()
+    assert {r.out_idx for r in report.results if r.check == "reverse"} >= {1}
