@@ -212,9 +212,9 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
     if forward and options.check_batched_forward_grad:
         engine = ev.problem.engine
         if not engine.supports_batched_forward_grad:
-            raise UncheckableError(f"{ev.problem.name}: check_batched_forward_grad needs vmap over "
-                             f"forward AD, which {engine.name} does not have; pass "
-                             "check_batched_forward_grad=False")
+            raise UncheckableError(
+                f"{ev.problem.name}: check_batched_forward_grad needs vmap over forward AD, "
+                f"which {engine.name} does not have; pass check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
 
 

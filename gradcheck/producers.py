@@ -163,9 +163,9 @@ def precise_blocks(ev: Evaluator, low_precision: str = "auto") -> Jacobian:
         if wide is not None:
             return wide_blocks(ev, wide)
         if low_precision == "float64":
-            raise UncheckableError(f"{ev.problem.name}: low_precision='float64' needs the function to "
-                             f"run in float64, but {why}; pass low_precision='auto' to "
-                             "difference it in its own dtype")
+            raise UncheckableError(
+                f"{ev.problem.name}: low_precision='float64' needs the function to run in "
+                f"float64, but {why}; pass low_precision='auto' to difference it in its own dtype")
     return in_dtype_blocks(ev, why)
 
 

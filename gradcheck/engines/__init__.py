@@ -69,5 +69,5 @@ def engine_for(inputs: Sequence) -> Engine:
     if len(makers) > 1:
         names = sorted(maker.__name__.strip("_").removesuffix("_engine") for maker in makers)
         raise UncheckableError(f"gradcheck: the inputs mix {' and '.join(names)} tensors; "
-                         "use tensors of one engine")
+                               "use tensors of one engine")
     return makers.pop()()
