@@ -90,9 +90,7 @@ class Pattern:
 
     def column_colours(self) -> np.ndarray:
         """The colour of every column (flat input coordinate)."""
-        index = np.indices(self.in_shape).reshape(len(self.in_shape), -1)
-        return np.ravel_multi_index(tuple(i % k for i, k in zip(index, self.column_sizes)),
-                                    self.column_sizes)
+        return _colours(self.in_shape, self.column_sizes)
 
     def columns_of(self, rows: np.ndarray, colour: int) -> np.ndarray:
         """For each row (flat output coordinate), its pattern column of
@@ -132,9 +130,7 @@ class Pattern:
 
     def row_colours(self) -> np.ndarray:
         """The colour of every row (flat output coordinate)."""
-        index = np.indices(self.out_shape).reshape(len(self.out_shape), -1)
-        return np.ravel_multi_index(tuple(o % k for o, k in zip(index, self.row_sizes)),
-                                    self.row_sizes)
+        return _colours(self.out_shape, self.row_sizes)
 
     def rows_of(self, columns: np.ndarray, colour: int) -> np.ndarray:
         """For each column, its pattern row of row ``colour``, or -1."""
@@ -224,3 +220,10 @@ def combined(colourings: list) -> tuple:
     _, groups = np.unique(stacked, axis=0, return_inverse=True)
     groups = groups.ravel()
     return groups, int(groups.max(initial=-1)) + 1
+
+
+def _colours(shape: tuple, sizes: tuple) -> np.ndarray:
+    """The colour of every flat coordinate of ``shape``: its index modulo
+    ``sizes`` along each dimension, flattened over ``sizes``."""
+    index = np.indices(shape).reshape(len(shape), -1)
+    return np.ravel_multi_index(tuple(i % k for i, k in zip(index, sizes)), sizes)

@@ -67,19 +67,12 @@ def test_a_chunked_check_stays_within_its_memory_budget():
     # Richardson over all 300 columns of a dense (cumsum) block at once held
     # 16 x 300 x 300 perturbed outputs (11.5 MB), above the 4 MiB budget here;
     # chunked, the peak of every array the check makes stays below it
-    import tracemalloc
-
     import refengine as E
     x = E.tensor(np.random.default_rng(0).standard_normal(300), dtype=E.float64,
                  requires_grad=True)
     assert 16 * 300 * 300 * budget.BYTES > 4 * 2**20
-    tracemalloc.start()
-    try:
-        report = check(lambda t: E.cumsum(t, 0), (x,), precise=True, jacobian="dense",
-                       memory_budget=4 * 2**20, seed=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    report, peak = _with_peak(lambda: check(lambda t: E.cumsum(t, 0), (x,), precise=True,
+                                            jacobian="dense", memory_budget=4 * 2**20, seed=0))
     assert report.passed and report.plan == "chunked"
     assert peak < 4 * 2**20, f"peak {peak / 2**20:.2f} MiB"
     assert "chunks of columns" in report.coverage["chunked"]
@@ -87,17 +80,20 @@ def test_a_chunked_check_stays_within_its_memory_budget():
 
 def test_a_compressed_check_of_100000_inputs_stays_within_its_memory_budget():
     # the dense block would be 80 GB, its stacked perturbations 16 times that
-    import tracemalloc
-
     import refengine as E
     x = E.tensor(np.random.default_rng(1).uniform(-2, 2, 100_000), dtype=E.float64,
                  requires_grad=True)
-    tracemalloc.start()
-    try:
-        report = check(E.sin, (x,), precise=True, check_forward_ad=True,
-                       memory_budget=96 * 2**20, seed=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    report, peak = _with_peak(lambda: check(E.sin, (x,), precise=True, check_forward_ad=True,
+                                            memory_budget=96 * 2**20, seed=0))
     assert report.passed and report.plan == "compressed"
     assert peak < 96 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def _with_peak(run):
+    """``run()``'s result and the peak of Python-traced memory while it ran."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        return run(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
