@@ -34,6 +34,10 @@ from gradcheck.batching import batching_enabled
 from gradcheck.errors import GradcheckError
 from gradcheck.problem import Problem, as_tuple
 
+#: how far (in ulps of the output's scale) a first derivative's vmappable twin may be
+#: from it at the given inputs: the same formulas, fused or ordered differently
+TWIN_ULPS = 64
+
 
 class Evaluator:
     """The evaluations of one ``Problem`` (see the module docstring)."""
@@ -47,6 +51,8 @@ class Evaluator:
         #: (equal vectors may be asked for more than once) by (kind, index, vector)
         self._pending: dict = {"vjp": {}, "jvp": {}}
         self._kept: dict = {}
+        #: a first derivative's vmappable twin, once looked for: ``(twin or None,)``
+        self._twin = None
 
     # ----- one vector -------------------------------------------------------
     def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
@@ -296,7 +302,7 @@ class Evaluator:
         p, E = self.problem, self.problem.engine
         grad = p.differentiates_inside
         if grad and not E.vmap_differentiates:
-            return None
+            return self._mapped_twin(in_idx, arrays)
         # a batch is a new tensor: an input whose storage layout the function
         # reads (as_strided on a view with an offset) is evaluated one at a time
         replaced = p.arrays if grad else [in_idx]
@@ -324,6 +330,49 @@ class Evaluator:
                               {**p.arrays, in_idx: arrays[0]}, p.subject,
                               f"evaluating it at {len(arrays)} points at once")
             return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def _mapped_twin(self, in_idx: int, arrays: np.ndarray) -> dict | None:
+        """A first derivative's outputs at each ``arrays[k]`` through its
+        vmappable twin (``secondorder``'s ``functional``), or ``None``: no twin,
+        or one whose value at the given inputs is not the first derivative's
+        (then every point is evaluated by the first derivative itself)."""
+        p, E = self.problem, self.problem.engine
+        if self._twin is None:
+            maker = getattr(p.source, "functional", None)
+            twin = maker() if maker is not None else None
+            self._twin = (twin,) if twin is not None and self._twin_agrees(twin) else (None,)
+        twin = self._twin[0]
+        if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
+            return None
+        with E.enable_grad():
+            args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
+            dims = [None] * len(args)
+            args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
+            outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def _twin_agrees(self, twin) -> bool:
+        """Whether ``twin`` at the given inputs gives the first derivative's
+        values, to the rounding of a few operations."""
+        p, E = self.problem, self.problem.engine
+        try:
+            with E.enable_grad():
+                outs = as_tuple(twin(*[x.detach() if E.is_tensor(x) else x
+                                       for x in p.fresh_inputs({})]))
+                values = {o: E.to_numpy(outs[o]) for o in p.float_out}
+        except Exception:  # noqa: BLE001 - a twin that cannot run is not used
+            return False
+        for o, expected in p.out_arrays.items():
+            got = values.get(o)
+            if got is None or got.shape != expected.shape:
+                return False
+            scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
+            allowed = TWIN_ULPS * p.epsilon(out_idx=o) * scale
+            with np.errstate(invalid="ignore"):
+                if not np.all((np.abs(got - expected) <= allowed)
+                              | (np.isnan(got) & np.isnan(expected)) | (got == expected)):
+                    return False
+        return True
 
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine

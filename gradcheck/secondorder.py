@@ -41,10 +41,22 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     n = len(problem.inputs)
     diff_in = problem.diff_in
 
+    used: list = []   # which gradients the first call returned (None: an unused input)
+
     def first(*args):
         ins, gos = args[:n], args[n:]
         outs = [o for o in as_tuple(func(*ins)) if E.is_tensor(o) and E.requires_grad(o)]
         grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
+        if not used:
+            used.append(tuple(k for k, g in enumerate(grads) if g is not None))
         return tuple(g for g in grads if g is not None)
 
+    def functional():
+        """``first`` as the engine's vmap maps it, or ``None`` (see
+        ``Engine.functional_vjp``); asked for after ``first`` has run once."""
+        if not used or len(grad_outputs) != len(problem.diff_out):
+            return None
+        return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
+
+    first.functional = functional
     return first, problem.inputs + grad_outputs

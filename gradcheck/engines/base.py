@@ -128,6 +128,14 @@ class Engine:
         ``None`` when the engine cannot: gradcheck then makes one call per vector."""
         return None
 
+    def functional_vjp(self, func, diff_in: Sequence, out_idx: Sequence, grad_idx: Sequence):
+        """A function of ``(*inputs, *grad_outputs)`` giving the same vjps as the
+        first derivative of ``func`` (``gradcheck.secondorder``), written so that
+        ``vmap`` maps it (the gradients of inputs ``diff_in`` for the outputs
+        ``out_idx``, those at positions ``grad_idx`` kept); ``None`` when the
+        engine has none (its first derivatives are then evaluated one at a time)."""
+        return None
+
     def looped_ops(self) -> AbstractContextManager:
         """A context manager giving a dict of the ops that ran once per batch
         element inside ``vmap`` (no batching rule), by name."""

@@ -8,8 +8,9 @@ inside it, and gradcheck then evaluates one point at a time and says why in
 ``Report.batching``. Ops that torch runs in a loop inside vmap (no batching
 rule: torch warns "There is a performance drop...") are counted by name in
 ``Report.batching["looped_ops"]``. A function that differentiates inside
-(the first derivative of a second-order check) is not vmapped: torch.func
-does not follow ``autograd.grad`` through vmap.
+(the first derivative of a second-order check) is vmapped through its twin
+written with ``torch.func.vjp`` (``functional_vjp``): torch.func does not
+follow ``autograd.grad`` through vmap.
 """
 from __future__ import annotations
 
@@ -57,6 +58,27 @@ class TorchEngine(Engine):
 
     def vmap(self, func, in_dims):
         return torch.func.vmap(func, in_dims=in_dims)
+
+    def functional_vjp(self, func, diff_in, out_idx, grad_idx):
+        """The first derivative through ``torch.func.vjp``, which vmap maps (it
+        cannot map ``autograd.grad``); the same derivative formulas run."""
+        diff_in, out_idx, grad_idx = tuple(diff_in), tuple(out_idx), tuple(grad_idx)
+
+        def first(*args):
+            ins, grad_outputs = list(args[:-len(out_idx)]), args[-len(out_idx):]
+
+            def differentiated(*moving):
+                full = list(ins)
+                for i, x in zip(diff_in, moving):
+                    full[i] = x
+                outs = func(*full)
+                outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+                return tuple(outs[o] for o in out_idx)
+
+            _, pullback = torch.func.vjp(differentiated, *(ins[i] for i in diff_in))
+            grads = pullback(tuple(grad_outputs))
+            return tuple(grads[k] for k in grad_idx)
+        return first
 
     @contextmanager
     def looped_ops(self):
