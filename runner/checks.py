@@ -90,12 +90,25 @@ class OpSubject:
         call = self.registry.call(self.info, self.sample, self.engine, **cast)
         return call, (call.nan_outputs() if call.inputs else None)
 
-    def unsupported(self, message: str) -> str | None:
-        """For a torch-only dtype, why an error ``message`` means torch has no
-        kernel in that dtype (it names the dtype), else ``None``."""
+    def unsupported(self, message: str, exc: BaseException | None = None) -> str | None:
+        """Why an error means the op does not run in this dtype, else ``None``:
+        ``exc``, raised by the op's forward, is one the registry calls a missing
+        kernel (``unsupported_forward``); or, for a torch-only dtype, ``message``
+        names the dtype (torch has no kernel in it)."""
+        own = getattr(self.registry, "unsupported_forward", None)
+        if exc is not None and own is not None:
+            reason = own(exc, self.dtype)
+            if reason is not None:
+                return reason
         if self.cast is None or not any(n in message for n in _TORCH_SPELLINGS[self.cast.name]):
             return None
         return f"torch runs this op, or its derivative, not in {self.cast.name} on CPU ({message})"
+
+    def missing_derivative(self, message: str) -> str | None:
+        """The failure an error ``message`` of a check is, when the registry says
+        it is a derivative that does not run in this dtype, else ``None``."""
+        own = getattr(self.registry, "unsupported_derivative", None)
+        return None if own is None else own(message, self.dtype)
 
     def skip_reason(self, check: str, call) -> str | None:
         if not call.inputs:
@@ -192,12 +205,12 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     cannot be run."""
     base = CheckResult(subject.name, subject.dtype_name, subject.index, TASK_CHECK, "error",
                        family=subject.family, sample_name=subject.sample_name)
-    unsupported = getattr(subject, "unsupported", lambda message: None)
+    unsupported = getattr(subject, "unsupported", lambda message, exc=None: None)
     try:
         call, problem = subject.call()
     except FAULTS as exc:  # the op itself raised
         base.message = f"the op raised {fault_text(exc)}"
-        problem = unsupported(base.message)
+        problem = unsupported(base.message, exc)
         if problem is None:
             return [(base, None)]
         return [(_skipped(subject, check, problem), None) for check in checks]
@@ -218,6 +231,9 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
                                    skip and (lambda exc, check=check: skip(check, exc)))
         if result.status == "error" and unsupported(result.message):
             result.status, result.message = "skipped", unsupported(result.message)
+        missing = getattr(subject, "missing_derivative", None)
+        if result.status == "error" and missing is not None and missing(result.message):
+            result.status, result.message = "failed", missing(result.message)
         keep_evidence(result, report)
         out.append((result, report if keep_reports else None))
     return out

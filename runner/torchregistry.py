@@ -149,8 +149,34 @@ class TorchRegistry:
         return islice(info.sample_inputs(dtype), self.samples_per_dtype)
 
     def call(self, info, sample, engine: str):
-        """The call torch's gradient tests check (``engine`` is always torch)."""
-        return info.call(sample)
+        """The call torch's gradient tests check (``engine`` is always torch),
+        its forward run once: what it raises is the sample's, before any check
+        (``unsupported_forward`` says which of it is a skip)."""
+        call = info.call(sample)
+        call.func(*call.inputs)
+        return call
+
+    @staticmethod
+    def unsupported_derivative(message: str, dtype) -> str | None:
+        """A check's error ``message`` when torch's derivative raised "not
+        implemented" for ``dtype``, said as the failure it is: op_db declares
+        backward support in that dtype. ``None`` for any other error."""
+        if "NotImplementedError" not in message and "not implemented for" not in message:
+            return None
+        return (f"torch's derivative does not run in {_torchdb().dtype_name(dtype)} on CPU, "
+                f"though op_db declares backward support for it: {message}")
+
+    @staticmethod
+    def unsupported_forward(exc: BaseException, dtype) -> str | None:
+        """Why the op's forward raising ``exc`` means torch has no kernel for
+        ``dtype`` on CPU (``NotImplementedError``, or torch's "not implemented
+        for 'ComplexHalf'"), else ``None``. Only the forward: a derivative that
+        does not run where op_db declares backward support is a failure."""
+        text = " ".join(str(exc).split())
+        if not isinstance(exc, NotImplementedError) and "not implemented for" not in text:
+            return None
+        return (f"torch's forward does not run in {_torchdb().dtype_name(dtype)} on CPU "
+                f"({type(exc).__name__}: {text})")
 
     def check_keywords(self, info, check: str, dtype, precise: bool) -> dict:
         """``gradcheck.check``'s keywords with the flags torch's test passes."""

@@ -1,0 +1,47 @@
+"""The failure classes of the whole-op_db sweep in every dtype (issue 18,
+bench/opdb_sweep_alldtypes.md), each on the op that showed it, judged
+against torch itself or an independent computation.
+"""
+import pytest
+
+torch = pytest.importorskip("torch", reason="opinfo.torchdb adapts PyTorch's op_db; "
+                            "torch is not installed")
+pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
+                    "not installed (pip install expecttest)")
+
+from types import SimpleNamespace  # noqa: E402
+
+from opinfo import torchdb  # noqa: E402
+from runner.checks import Policy, check_sample  # noqa: E402
+from runner.torchregistry import TorchRegistry  # noqa: E402
+
+
+def _results(op, dtype, index, checks=("reverse",)):
+    entry = torchdb.get(op)
+    settings = SimpleNamespace(registry=TorchRegistry(), checks=checks,
+                               policy=Policy(precise=True, engine="torch"))
+    sample = entry.sample(index, dtype)
+    return sample, [r for r, _ in check_sample(entry, sample, torchdb.dtype_named(dtype),
+                                               settings)]
+
+
+def test_a_forward_torch_lacks_in_the_dtype_is_a_skip_with_torchs_reason():
+    # torch has no CPU kernel of sum in complex32 (asked for as --dtype complex32;
+    # op_db's first two samples of every op run forward in every dtype it lists)
+    sample, results = _results("sum", "complex32", 0, ("reverse", "gradgrad"))
+    with pytest.raises(NotImplementedError) as raised:
+        torch.sum(sample.input)
+    assert [r.status for r in results] == ["skipped", "skipped"]
+    assert all(str(raised.value) in r.message for r in results)
+
+
+def test_a_derivative_torch_lacks_in_a_listed_dtype_stays_a_failure():
+    # add's second sample broadcasts: its forward runs in complex32, its backward
+    # reduces the broadcast dimensions with sum, which torch lacks in complex32
+    sample, results = _results("add", "complex32", 1, ("reverse",))
+    out = torch.add(sample.input, *sample.args, **sample.kwargs)
+    with pytest.raises(NotImplementedError, match="ComplexHalf"):
+        torch.autograd.grad(out, [t for t in sample.tensors() if t.requires_grad],
+                            torch.ones_like(out))
+    assert [r.status for r in results] == ["failed"]
+    assert "derivative does not run in complex32" in results[0].message
