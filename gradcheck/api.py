@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from gradcheck import checks, faults, flow, modules
-from gradcheck.errors import GradcheckError
+from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.options import Options
 from gradcheck.problem import Problem, function_name
@@ -99,8 +99,13 @@ def run(func, inputs, options: Options) -> Report:
     problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
+    ev = Evaluator(problem, options.memory_budget)
+    if options.order == 2:
+        noise = checks.noise_only(ev)
+        if noise is not None:
+            raise UncheckableError(noise)
     try:
-        _checks(Evaluator(problem, options.memory_budget), report, rng, options)
+        _checks(ev, report, rng, options)
     except GradcheckError as exc:
         if not problem.mutations:
             raise

@@ -45,3 +45,22 @@ def test_a_derivative_torch_lacks_in_a_listed_dtype_stays_a_failure():
                             torch.ones_like(out))
     assert [r.status for r in results] == ["failed"]
     assert "derivative does not run in complex32" in results[0].message
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32", "bfloat16"])
+@pytest.mark.parametrize("index", [0, 1])
+def test_corrcoef_of_one_variable_is_judged_not_failed(dtype, index):
+    # corrcoef of a single variable is 1 whatever the observations: every derivative
+    # is zero in exact arithmetic, and what AD computes is rounding noise
+    sample, results = _results("corrcoef", dtype, index,
+                               ("reverse", "forward", "gradgrad", "fwgrad_bwgrad"))
+    x = sample.input.detach().to(torch.complex128 if sample.input.is_complex()
+                                 else torch.float64)
+    assert x.reshape(-1, x.shape[-1]).shape[0] == 1
+    assert torch.allclose(torch.corrcoef(x * 3 + 1).real, torch.ones((), dtype=torch.float64))
+    by_check = {r.check: r for r in results}
+    assert by_check["reverse"].status == by_check["forward"].status == "passed"
+    for check in ("gradgrad", "fwgrad_bwgrad"):
+        assert by_check[check].status in ("passed", "skipped"), by_check[check].message
+        if by_check[check].status == "skipped":
+            assert "rounding noise" in by_check[check].message

@@ -1,0 +1,58 @@
+"""Derivatives that are zero in exact arithmetic (corrcoef of one variable): the
+scaling check allows the measured rounding noise of the product, a
+second-order check of a first derivative that is all noise says it cannot
+judge it, and a formula error of the same shape is still caught."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="the cases are torch functions")
+
+import gradcheck  # noqa: E402
+from gradcheck.errors import UncheckableError  # noqa: E402
+
+
+def _one_variable():
+    # two observations of one variable, close together: corrcoef is 1 exactly in
+    # exact arithmetic, and the cancellation makes its derivative's rounding large
+    return torch.tensor([[7.7562638320906565, 7.729689411773434]], dtype=torch.float64,
+                        requires_grad=True)
+
+
+def test_the_function_is_constant_so_every_derivative_is_zero():
+    x = _one_variable().detach()
+    for t in (x, x * 2 + 3, x.flip(-1)):
+        assert float(torch.corrcoef(t)) == 1.0
+
+
+def test_scaling_allows_the_rounding_noise_of_a_zero_vjp():
+    report = gradcheck.check(torch.corrcoef, (_one_variable(),), precise=True, seed=1)
+    assert report.passed, report.message()
+
+
+def test_second_order_of_a_noise_first_derivative_cannot_be_judged():
+    with pytest.raises(UncheckableError, match="rounding noise"):
+        gradcheck.check(torch.corrcoef, (_one_variable(),), precise=True, order=2, seed=0)
+
+
+class _IgnoresGradOutput(torch.autograd.Function):
+    """corrcoef's value with a vjp that adds a constant: not linear in grad_output."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.corrcoef(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full((1, 2), 1e-3, dtype=grad.dtype) + 0 * grad
+
+
+def test_a_vjp_that_is_not_linear_is_still_caught_where_the_true_one_is_noise():
+    report = gradcheck.check(_IgnoresGradOutput.apply, (_one_variable(),), precise=True,
+                             seed=0)
+    assert "scaling" in {r.check for r in report.failures}
+
+
+def test_a_smooth_first_derivative_is_not_called_noise():
+    # x**3 at points where its first derivative 3 x**2 v is far from noise
+    x = torch.tensor([0.5, 1.25, -2.0], dtype=torch.float64, requires_grad=True)
+    report = gradcheck.check(lambda t: t ** 3, (x,), precise=True, order=2, seed=0)
+    assert report.passed, report.message()
