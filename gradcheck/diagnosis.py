@@ -185,6 +185,8 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
     with ``whole=False`` nothing is said about the whole block's being zero.
     """
     e, a = np.asarray(expected, float), np.asarray(actual, float)
+    if in_complex and np.ndim(tol) == 2 and 2 * np.shape(tol)[1] != e.shape[1]:
+        in_complex = False  # a probed block's columns are real directions, not coordinates
     nonfinite = _nonfinite(e, a, mode, origin)
     if nonfinite:
         return nonfinite

@@ -27,6 +27,7 @@ from gradcheck.jacobian import cell_layout
 from gradcheck.precise import annotate, precise_tolerances
 from gradcheck.probed import escape_odds
 from gradcheck.producers import ad_producer, choose, expected_producer
+from gradcheck.reuse import expected_jacobian
 from gradcheck.streamed import streamed
 from gradcheck.window import explain
 from gradcheck.report import Report, describe
@@ -76,7 +77,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     report.plan = plan.kind
     if plan.kind == "chunked":
         return streamed(ev, report, rng, options, sides(options), _epsilon(ev))
-    numerical = expected_producer(options, plan)(ev)
+    numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)
     tols = precise_tolerances(numerical, _epsilon(ev)) if options.precise else None

@@ -91,6 +91,9 @@ class TorchRegistry:
     engine = "torch"
     default_checks = TORCH_TESTS
     preload = ("runner.torchwarm",)
+    #: the two second-order checks draw the same grad_outputs, so the second
+    #: reuses the first one's numerical Jacobian of the first derivative
+    seed_checks = {"fwgrad_bwgrad": "gradgrad"}
 
     def __init__(self, samples: int | None = DEFAULT_SAMPLES):
         if samples is not None and samples < 1:

@@ -22,6 +22,9 @@ from .sampling import iter_samples
 DTYPE_ORDER = ("float64", "complex128", "float32", "complex64", "float16", "bfloat16",
                "complex32")
 
+#: random directions of a precise second-order check in double precision
+SECOND_ORDER_PROBES = 4
+
 #: op_db classes whose ops have no module prefix, and the family they get
 _CLASS_FAMILIES = {"UnaryUfuncInfo": "unary", "BinaryUfuncInfo": "binary",
                    "ReductionOpInfo": "reduction", "SpectralFuncInfo": "fft",
@@ -237,9 +240,20 @@ class TorchOpEntry:
         return _call.torch_runs(self.opinfo, check, self.variant == "inplace")
 
     def adcheck_options(self, check: str, dtype, precise: bool = True) -> dict:
-        """``gradcheck.check`` keywords for ``check`` with the flags torch's test passes."""
-        return _call.adcheck_options(self.opinfo, check, precise, self.tolerance(dtype),
-                                     self.variant == "inplace")
+        """``gradcheck.check`` keywords for ``check`` with the flags torch's test passes.
+
+        A precise second-order check in double precision compares ``J U`` for
+        ``SECOND_ORDER_PROBES`` random directions (``jacobian="probed"``; the
+        report states the odds that a wrong entry escapes) instead of whole
+        Jacobians: the first derivative has twice the inputs, and a dense
+        extrapolated Jacobian of it was most of a whole-op_db sweep's time.
+        Narrower dtypes keep whole Jacobians (their rounding allowance is per entry)."""
+        options = _call.adcheck_options(self.opinfo, check, precise, self.tolerance(dtype),
+                                        self.variant == "inplace")
+        if precise and check in ("gradgrad", "fwgrad_bwgrad") \
+                and dtype_name(dtype_named(dtype)) in ("float64", "complex128"):
+            options.update(jacobian="probed", probes=SECOND_ORDER_PROBES)
+        return options
 
     def torch_verdict(self, sample, check: str = "reverse") -> _call.Verdict:
         """torch's own verdict on ``sample`` for ``check``, as its test reaches it."""

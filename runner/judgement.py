@@ -1,0 +1,69 @@
+"""Failures that are no evidence against a formula: "cannot judge" verdicts.
+
+A check fails where the sample gives finite differences nothing to work on:
+the function is NaN or inf at the sample (``nonfinite-output``), within a
+step of it (``nonfinite`` on the numerical side), or jumps there
+(``discontinuous``: every step straddles it). Low-precision samples meet this
+more often than double precision ones: op_db draws a float16 sample on its
+coarse grid, and a point of asin's domain edge, atanh's pole or a step of
+ceil is then a value the sample can hold exactly. Where AD returns NaN or inf
+and the true derivative there (from the float64 run) exceeds what the dtype
+can hold, the formula overflowed, as it must in that dtype. A check whose
+every failure is one of these is reported as skipped, saying so; any other
+failure keeps it failed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: failures that say the sample, not the formula, is the problem
+NO_EVIDENCE = ("nonfinite-output", "discontinuous")
+
+
+#: the largest finite value of each dtype, by name (complex: of its parts)
+LARGEST = {"float16": 65504.0, "complex32": 65504.0, "bfloat16": 3.3895313892515355e38,
+           "float32": 3.4028234663852886e38, "complex64": 3.4028234663852886e38}
+
+
+def cannot_judge(report, dtype_name: str) -> str | None:
+    """Why every failure of ``report`` (a check in the dtype ``dtype_name``) is
+    no evidence against the formula, or ``None`` when one of them is."""
+    failing = report.failures
+    largest = LARGEST.get(dtype_name.split("+")[0])
+    if not failing or not all(_no_evidence(report, f, largest) for f in failing):
+        return None
+    from gradcheck.report import describe
+    text = "cannot judge this sample: " + describe(failing[0], report.name).splitlines()[0]
+    if any(f.mode not in ("numerical", "reference", "function") and f.check not in NO_EVIDENCE
+           for f in failing):
+        text += (f" (AD's NaN and inf are where the true derivative is infinite, or beyond "
+                 f"{dtype_name}'s largest value {largest:.6g}: an overflow, as it must be)"
+                 if largest is not None else " (AD's NaN and inf are where the true "
+                 "derivative is infinite)")
+    return text
+
+
+def _no_evidence(report, result, largest) -> bool:
+    if result.check in NO_EVIDENCE:
+        return True
+    if result.check == "nonfinite" and result.mode in ("numerical", "reference"):
+        return True
+    # AD's NaN or inf, or a comparison that failed on one, where the sample sits
+    # on a singularity or the derivative overflows the dtype
+    infinite = result.check == "nonfinite" or not np.isfinite(result.max_error)
+    return infinite and _singular(report, result, largest)
+
+
+def _singular(report, result, largest: float | None) -> bool:
+    """Whether the true derivative in the failing block is NaN or inf (the
+    sample is at a pole or a domain edge) or exceeds ``largest``, the dtype's
+    largest value (an overflow gives inf there, and inf times zero NaN)."""
+    numerical = report.jacobians.get("numerical")
+    block = None if numerical is None else numerical.blocks.get((result.out_idx,
+                                                                  result.in_idx))
+    if block is None:
+        return False
+    finite = np.isfinite(block)
+    if not finite.all():
+        return True
+    return largest is not None and bool(finite.size) and float(np.abs(block).max()) > largest
