@@ -32,10 +32,13 @@ BATCHED = {
 }
 
 
-def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float) -> list:
-    """Two runs of the same AD computation must agree within ``nondet_tol``."""
-    results = compare_jacobians("reentrant", first, second, nondet_tol, 0.0, explain=False,
-                                same_nonfinite=True)
+def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float,
+              rounding: float = 0.0) -> list:
+    """Two runs of the same AD computation must agree within ``nondet_tol``, and
+    ``rounding`` relative to each entry (a low-precision formula's, see
+    ``faults.repeat_rounding``)."""
+    results = compare_jacobians("reentrant", first, second, nondet_tol, rounding,
+                                explain=False, same_nonfinite=True)
     verb = SIDES[first.mode.removeprefix("fast-")].product
     for r in results:
         if r.passed:
@@ -208,12 +211,12 @@ def noise_only(ev: Evaluator) -> str | None:
                 second = _largest(np.abs(up + down - 2 * mid))
                 scale = max(_largest(np.abs(mid)), _largest(np.abs(up - down)) / 2)
             if 0 < second and second >= NOISE_SHARE * scale and _largest(np.abs(mid)) <= cap:
-                return (f"{p.name}: {p.subject} is rounding noise at these inputs: {what} "
-                        f"(largest {_largest(np.abs(mid)):.1e}) has a second difference of "
-                        f"{second:.1e} over moves of the inputs or the grad_output by up to "
-                        f"{MOVE_ULPS} ulps, so no finite difference or tolerance can judge "
-                        "its derivative here (it is zero in exact arithmetic, or lost to "
-                        "cancellation); check it at inputs where it is not")
+                return (f"{p.name}: {what} of {p.subject} is rounding noise at these inputs "
+                        f"(largest {_largest(np.abs(mid)):.1e}, second difference "
+                        f"{second:.1e} over moves of the inputs or the vector by up to "
+                        f"{MOVE_ULPS} ulps): it is zero in exact arithmetic or lost to "
+                        "cancellation, so no finite difference or tolerance can judge the "
+                        "second-order formula here; check it at inputs where it is not")
     return None
 
 
@@ -233,7 +236,7 @@ def _values(ev: Evaluator, moved: bool = False) -> tuple:
     each input); with ``moved``, also ``2 * MOVES`` dicts of the same products
     of ones moved by ``+s`` and ``-s``."""
     p = ev.problem
-    found = {f"its output {o}": p.out_arrays[o] for o in p.float_out}
+    found = {f"output {o}": p.out_arrays[o] for o in p.float_out}
     moved_products = [{} for _ in range(2 * MOVES if moved else 0)]
     for side in SIDES.values():
         for idx in side.carriers(p):
@@ -250,7 +253,8 @@ def _values(ev: Evaluator, moved: bool = False) -> tuple:
             for r, stacked in products.items():
                 if stacked is None:
                     continue
-                name = f"the {side.product} of ones on {side.carrier} {idx} for {side.receiver} {r}"
+                name = (f"the {side.product} of ones on {side.carrier} {idx} (for "
+                        f"{side.receiver} {r})")
                 found[name] = stacked[0]
                 for k, into in enumerate(moved_products):
                     into[name] = stacked[k + 1]

@@ -19,6 +19,7 @@ from gradcheck.adjoint import adjoint_results, slow_projections
 from gradcheck.compare import compare_jacobians, compare_pair
 from gradcheck.errors import UncheckableError
 from gradcheck.evaluation import Evaluator
+from gradcheck.faults import repeat_rounding
 from gradcheck.fast import draw_probes, fast_numerical, fast_projections
 from gradcheck.lowprecision import formula_dtype, formula_epsilon, is_narrow
 from gradcheck.numerical import central_blocks
@@ -90,7 +91,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
                                                      options.rtol, side_tols),
                                    expected, side_tols or {})
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
-            report.results += checks.reentrant(jac, produce(ev), options.nondet_tol)
+            report.results += checks.reentrant(jac, produce(ev), options.nondet_tol,
+                                               repeat_rounding(ev.problem))
     if plan.seeds:
         _cover(report, plan, numerical, compared, options, _epsilon(ev))
         _explain_cells(ev, report, options, numerical)
@@ -160,7 +162,8 @@ def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
         report.results += compare_jacobians(jac.mode, numerical, jac, 0, 0, tols)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             again, _ = fast_projections(ev, side, probes)
-            report.results += checks.reentrant(jac, again, options.nondet_tol)
+            report.results += checks.reentrant(jac, again, options.nondet_tol,
+                                               repeat_rounding(ev.problem))
         built[side.mode] = report.jacobians[jac.mode] = jac
     if len(built) == 2 and options.check_adjoint:
         report.results += adjoint_results(probes, built["reverse"], products["reverse"],

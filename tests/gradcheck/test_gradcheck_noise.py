@@ -56,3 +56,30 @@ def test_a_smooth_first_derivative_is_not_called_noise():
     x = torch.tensor([0.5, 1.25, -2.0], dtype=torch.float64, requires_grad=True)
     report = gradcheck.check(lambda t: t ** 3, (x,), precise=True, order=2, seed=0)
     assert report.passed, report.message()
+
+
+def _jittered(scale):
+    """x * 2 with a different relative jitter of ``scale`` at each call."""
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return x * 2 * (1 + scale * (-1) ** calls[0])
+    return f
+
+
+def test_a_low_precision_repeat_may_differ_by_its_rounding():
+    # as torch means nondet_tol: two runs of a float32 kernel may differ in their
+    # last bits; a change of one unit of float32 rounding is not nondeterminism
+    x = torch.tensor([0.3, -1.7, 2.2], dtype=torch.float32, requires_grad=True)
+    eps = torch.finfo(torch.float32).eps
+    report = gradcheck.check(_jittered(eps), (x,), precise=True, seed=0)
+    assert "deterministic" not in {r.check for r in report.failures}
+    report = gradcheck.check(_jittered(1e-3), (x,), precise=True, seed=0)
+    assert "deterministic" in {r.check for r in report.failures}
+
+
+def test_a_double_precision_repeat_must_be_exact():
+    x = torch.tensor([0.3, -1.7, 2.2], dtype=torch.float64, requires_grad=True)
+    report = gradcheck.check(_jittered(torch.finfo(torch.float64).eps), (x,), seed=0)
+    assert "deterministic" in {r.check for r in report.failures}

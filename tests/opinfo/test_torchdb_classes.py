@@ -64,3 +64,44 @@ def test_corrcoef_of_one_variable_is_judged_not_failed(dtype, index):
         assert by_check[check].status in ("passed", "skipped"), by_check[check].message
         if by_check[check].status == "skipped":
             assert "rounding noise" in by_check[check].message
+
+
+def test_a_low_precision_sample_on_a_jump_cannot_be_judged():
+    # op_db's bfloat16 sample of ceil holds whole numbers, where ceil jumps
+    sample, results = _results("ceil", "bfloat16", 0, ("reverse",))
+    x = sample.input.detach()
+    assert bool((x == torch.ceil(x)).any())
+    assert results[0].status == "skipped"
+    assert results[0].message.startswith("cannot judge this sample") and "jump" in \
+        results[0].message
+
+
+def test_a_low_precision_sample_on_a_domain_edge_cannot_be_judged():
+    # float16 rounds a sample of asin onto +-1, where its derivative is infinite
+    sample, results = _results("asin", "float16", 0, ("reverse", "gradgrad"))
+    assert bool((sample.input.detach().abs() == 1).any())
+    assert [r.status for r in results] == ["skipped", "skipped"]
+    assert all(r.message.startswith("cannot judge this sample") for r in results)
+
+
+def test_a_second_derivative_beyond_float16_is_an_overflow_not_a_failure():
+    # atanh'' = 2x / (1 - x^2)^2, in float64 at the float16 sample's largest |x|
+    sample, results = _results("atanh", "float16", 0, ("gradgrad",))
+    x = sample.input.detach().double().abs().max()
+    assert float(2 * x / (1 - x * x) ** 2) > torch.finfo(torch.float16).max
+    assert results[0].status == "skipped"
+    assert "float16's largest value 65504" in results[0].message
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_copysign_second_order_in_half_precision_is_not_a_failure(dtype):
+    # copysign(x, y) is piecewise linear in x: its second derivative is zero, and
+    # what AD computes for it in half precision is rounding of x / x
+    sample, results = _results("copysign", dtype, 1, ("gradgrad", "fwgrad_bwgrad"))
+    x = sample.input.detach().double()
+    step = 1e-6 * x.abs().clamp(min=1)
+    other = sample.args[0].detach().double() if sample.args else 1.0
+    first = (torch.copysign(x + step, other) - torch.copysign(x - step, other)) / (2 * step)
+    assert torch.allclose(first.abs(), torch.ones_like(first), rtol=0, atol=1e-9)
+    assert all(r.status in ("passed", "skipped") for r in results), \
+        [r.message for r in results]
