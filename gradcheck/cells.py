@@ -83,8 +83,9 @@ def forward_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: in
     results = FORWARD.products(ev, in_idx, FORWARD.vectors(p, in_idx, directions),
                                f"computing jvps along seed columns {start} to {stop - 1} of "
                                f"input {in_idx}")
+    # every float output, as assemble reads them (one without a tangent gets zeros)
     return {o: FORWARD.block(FORWARD.real_rows(p, o, results[o], stop - start))
-            for o in FORWARD.receivers(p)}
+            for o in p.float_out}
 
 
 def reverse_row_cells(ev: Evaluator, out_idx: int, seeds: dict, start: int, stop: int,
