@@ -227,7 +227,7 @@ class Evaluator:
         compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
 
         def shaped():
-            # a batch of the wrong shape is the batching's fault as often as the
+            # a batch of the wrong shape may be the batching's fault, not the
             # formula's (torch's legacy vmap adds a dimension to matmul's jvp of a
             # 1-D input): the loop then checks each product's shape on its own
             result = compute(idx, batch)
