@@ -46,11 +46,14 @@ def cannot_judge(report, dtype_name: str) -> str | None:
 def _no_evidence(report, result, largest) -> bool:
     if result.check in NO_EVIDENCE:
         return True
+    infinite = result.check == "nonfinite" or not np.isfinite(result.max_error)
+    if infinite and any(f.check == "nonfinite-output" and f.out_idx == result.out_idx
+                        for f in report.failures):
+        return True   # NaN or inf derivatives of an output that is itself NaN or inf
     if result.check == "nonfinite" and result.mode in ("numerical", "reference"):
         return True
     # AD's NaN or inf, or a comparison that failed on one, where the sample sits
     # on a singularity or the derivative overflows the dtype
-    infinite = result.check == "nonfinite" or not np.isfinite(result.max_error)
     return infinite and _singular(report, result, largest)
 
 

@@ -114,3 +114,13 @@ def test_probed_second_order_in_double_precision_gives_a_verdict():
     assert entry.adcheck_options("fwgrad_bwgrad", "float64")["jacobian"] == "probed"
     sample, results = _results("copysign", "float64", 0, ("gradgrad", "fwgrad_bwgrad"))
     assert [r.status for r in results] == ["passed", "passed"], [r.message for r in results]
+
+
+def test_an_output_that_is_nan_in_half_precision_cannot_be_judged():
+    # torch's matrix_exp returns NaN everywhere for this float16 sample (finite in
+    # float64): every derivative of it is NaN too, and none is evidence
+    sample, results = _results("matrix_exp", "float16", 0, ("reverse",))
+    x = sample.input.detach()
+    assert bool(torch.isnan(torch.matrix_exp(x)).all())
+    assert bool(torch.isfinite(torch.matrix_exp(x.double())).all())
+    assert results[0].status == "skipped" and "is NaN" in results[0].message
