@@ -98,8 +98,8 @@ class OpSubject:
         ``exc``, raised by the op's forward, is one the registry calls a missing
         kernel (``unsupported_forward``); or, for a torch-only dtype, ``message``
         names the dtype (torch has no kernel in it)."""
-        own = getattr(self.registry, "unsupported_forward", None)
-        if exc is not None and own is not None:
+        own = None if exc is None else getattr(self.registry, "unsupported_forward", None)
+        if own is not None:
             reason = own(exc, self.dtype)
             if reason is not None:
                 return reason
