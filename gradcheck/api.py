@@ -35,7 +35,7 @@ def check(func, inputs, **keywords) -> Report:
     - ``precise`` (False): Richardson-extrapolated numerical Jacobian with a
       per-entry error estimate, and a tolerance derived from it (see
       ``gradcheck.precise``) instead of ``atol``/``rtol``. Slow mode only;
-      16 to 28 function calls per input coordinate instead of 2. Catches
+      10 to 28 function calls per input coordinate instead of 2. Catches
       relative formula errors of 1e-6 in float64 and complex128.
     - ``reference``: an mpmath reference (convention: ``gradcheck.reference``)
       used instead of finite differences; with ``precise=True`` the

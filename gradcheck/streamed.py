@@ -45,7 +45,7 @@ def _width(ev: Evaluator, in_idx: int) -> int:
     compared with them."""
     p = ev.problem
     rows = sum(p.layout.out_size(o) for o in p.float_out)
-    width = budgets.chunk_columns(ev.budget, rows)
+    width = budgets.chunk_columns(ev.budget, rows, 4)
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
@@ -126,7 +126,10 @@ def _input(state: _State, in_idx: int) -> list:
     seeds = state.seeds(in_idx)
     cplx = p.layout.in_complex[in_idx] and state.comp is None
     results = []
-    for a, b in budgets.chunks(seeds.count, _width(ev, in_idx)):
+    # a compressed check also holds reverse mode's whole cells of the input (a
+    # share of the budget): its chunks take half the columns
+    width = _width(ev, in_idx) if state.comp is None else max(1, _width(ev, in_idx) // 2)
+    for a, b in budgets.chunks(seeds.count, width):
         state.chunks += 1
         col0 = a // (2 if cplx else 1)
         expected = _expected(state, in_idx, seeds, (a, b), cplx)

@@ -126,7 +126,7 @@ def test_chunked_and_whole_compressed_checks_find_the_same(E, bug, monkeypatch):
     options = dict(precise=True, check_forward_ad=True, seed=3, jacobian="compressed")
     whole = check(f, (_input(E),), **options)
     monkeypatch.setattr(budget, "CELL_COPIES", 2**40)
-    monkeypatch.setattr(streamed, "_width", lambda ev, in_idx: 5)
+    monkeypatch.setattr(streamed, "_width", lambda ev, in_idx: 10)  # halved: 5
     chunks = check(f, (_input(E),), **options)
     assert "chunks of cell columns" in chunks.coverage["compressed"]
     assert "compressed" not in whole.coverage
