@@ -195,7 +195,11 @@ def test_a_stop_signal_writes_every_partial_report(tmp_path, signal_name, status
     assert "Traceback" not in err and "BrokenPipe" not in err
     doc = json.loads(out)
     assert doc["interrupted"] is True and doc["signal"] == signal_name
-    assert [r["op"] for r in doc["results"]] == ["fault_fine"]
+    done = [r["op"] for r in doc["results"]]
+    # with two workers the op queued after the hanging one may finish on the other
+    # worker before the signal arrives; a finished result is kept, the hanging one never
+    expected = [["fault_fine"]] + ([["fault_fine", "fault_fine_after"]] if jobs == "2" else [])
+    assert done in expected, done
     _assert_reports_agree(doc, junit, html, status)
     assert "Interrupted" in html.read_text(encoding="utf-8")
 
