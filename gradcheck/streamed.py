@@ -13,6 +13,16 @@ which the report states. Each chunk is compared at once and dropped; a
 as the dense window around its worst entry (``window.dense_window``),
 diagnosed there, with the counts of the whole block. Reentrancy (the vjp
 run twice) is checked on the first chunk.
+
+A compressed plan whose cells do not fit in the budget (``Plan.streamed``)
+goes the same way with the seeds of ``J S`` in place of unit vectors: a
+chunk of cell columns at a time (half the width: reverse mode's cells of the
+input are held whole when a share of the budget allows, so that its row
+groups run once, and are otherwise reconstructed for every chunk, the
+pattern checked on the first). A failing cell is located and shown as in a
+whole compressed check (``window.explain``). Cells or entries no step
+resolves are reported by their count and the first of them (a whole
+``Jacobian.unresolved`` mask is not kept).
 """
 from __future__ import annotations
 
