@@ -60,9 +60,8 @@ def check(func, inputs, **keywords) -> Report:
     - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
       ``"dense"``: every entry, in chunks when the blocks exceed the budget;
       ``"compressed"``: ``J S`` for groups of columns that share no row of
-      the formula's sparsity pattern, every entry still compared, in chunks
-      of cell columns when the cells exceed the budget
-      (``gradcheck.compressed``, ``gradcheck.streamed``); ``"probed"``: ``J U`` for ``probes``
+      the formula's sparsity pattern, every entry still compared (in chunks
+      beyond the budget: ``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
       Gaussian directions, with the odds that a wrong entry escapes in
       ``Report.escape`` (``gradcheck.probed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in
