@@ -233,16 +233,23 @@ class Evaluator:
         if not supported:
             return None
         compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
-        result = self._batched(kind, what, len(batch), lambda: compute(idx, batch))
+
+        def shaped():
+            # a batch of the wrong shape may be the batching's fault, not the
+            # formula's (torch's legacy vmap adds a dimension to matmul's jvp of a
+            # 1-D input): the loop then checks each product's shape on its own
+            result = compute(idx, batch)
+            for r, stacked in (result or {}).items():
+                if stacked is not None:
+                    p.check_shape(stacked[0], self._receiver_shape(kind, r),
+                                  f"{'input' if kind == 'vjp' else 'output'} {r}", kind)
+            return result
+        result = self._batched(kind, what, len(batch), shaped)
         if result is None:
             return None
         p.counts[kind] += len(batch)
         if kind == "jvp":
             p.counts["function"] += len(batch)
-        for r, stacked in result.items():
-            if stacked is not None:
-                p.check_shape(stacked[0], self._receiver_shape(kind, r),
-                              f"{'input' if kind == 'vjp' else 'output'} {r}", kind)
         return [{r: None if s is None else s[k] for r, s in result.items()}
                 for k in range(len(batch))]
 

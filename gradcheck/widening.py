@@ -35,6 +35,7 @@ from gradcheck.lowprecision import (
     formula_epsilon,
     forward_rounding,
     output_terms,
+    sum_units,
 )
 from gradcheck.precision import Precision
 from gradcheck.problem import Problem
@@ -120,7 +121,7 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     relative, each = forward_rounding(p, wide)
     second, scales = second_differences(wide_ev)
     jac.allowance = allowance(jac, formula_epsilon(p), relative,
-                              output_terms(jac, second, each, scales))
+                              output_terms(jac, second, each, scales), sum_units(p, wide))
     if p.order == 2:  # term 6: a second-order formula's rounding, measured
         for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
             jac.allowance[key] = jac.allowance[key] + MARGIN * spread
@@ -148,6 +149,6 @@ def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | Non
         relative, each = forward_rounding(p, wide)
         second, scales = second_differences(Evaluator(wide))
         jac.allowance = allowance(jac, formula_epsilon(p), relative,
-                                  output_terms(jac, second, each, scales))
+                                  output_terms(jac, second, each, scales), sum_units(p, wide))
         p.counts["function"] += wide.counts["function"]
     jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")

@@ -67,6 +67,8 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
 
 #: how torch's errors name each torch-only dtype
 _TORCH_SPELLINGS = {"bfloat16": ("BFloat16", "bfloat16"), "float16": ("Half", "float16")}
+#: what torch's ``Tensor.numpy()`` says of a dtype NumPy lacks (``ComplexHalf``)
+_NUMPY_BRIDGE = "Got unsupported ScalarType"
 
 
 class OpSubject:
@@ -94,6 +96,8 @@ class OpSubject:
         """For a torch-only dtype, why an error ``message`` means torch has no
         kernel in that dtype (it names the dtype), else ``None``."""
         if self.cast is None or not any(n in message for n in _TORCH_SPELLINGS[self.cast.name]):
+            return None
+        if _NUMPY_BRIDGE in message:  # torch's .numpy() refusing: a conversion of ours
             return None
         return f"torch runs this op, or its derivative, not in {self.cast.name} on CPU ({message})"
 

@@ -160,6 +160,8 @@ def _numpy(tensor) -> np.ndarray:
     tensor = tensor.detach()
     if str(tensor.dtype) == "torch.bfloat16":  # NumPy has no bfloat16; float32 holds it
         tensor = tensor.float()
+    elif str(tensor.dtype) == "torch.complex32":  # nor complex32; complex64 holds it
+        tensor = tensor.cfloat()
     return tensor.numpy()
 
 

@@ -54,3 +54,24 @@ def test_a_torch_only_dtype_on_refengine_is_a_usage_error(run):
     result = run("ops", "sin", "--dtype", "bfloat16")
     assert result.exit_code == 2
     assert "bfloat16 exist on --engine torch only" in result.stderr
+
+
+@torch_missing
+def test_an_op_with_a_complex32_output_is_checked_in_float16(run_json):
+    # view_as_complex of float16 is complex32, which NumPy lacks: the sweep holds it
+    # as complex64 instead of skipping the op as if torch had no float16 kernel
+    result, doc = run_json("ops", "view_as_complex", "--engine", "torch", "--dtype",
+                           "float16", "--check", "reverse,forward")
+    assert result.exit_code == 0, result.output
+    assert doc["results"] and all(r["status"] == "passed" for r in doc["results"]), doc
+    assert all(r["precision"].startswith("float16 formula against a complex128")
+               for r in doc["results"])
+
+
+def test_torchs_numpy_bridge_refusing_a_dtype_is_not_a_missing_kernel():
+    from runner.checks import OpSubject
+    from runner.registry import CastDtype
+    subject = OpSubject.__new__(OpSubject)
+    subject.cast = CastDtype("float16", None)
+    assert subject.unsupported('"polar_cpu" not implemented for \'Half\'') is not None
+    assert subject.unsupported("TypeError: Got unsupported ScalarType ComplexHalf") is None

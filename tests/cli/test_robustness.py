@@ -8,11 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from cli_paths import CLI_TEST_OPS, UNRULY_OPS
+from cli_paths import CLI_TEST_OPS, FIXTURES, UNRULY_OPS
 
 import runner.runloop
 
 REPO = Path(__file__).resolve().parents[2]
+FAULTY_OPS = str(FIXTURES / "faulty_ops.py")
 
 
 def _by_op(doc):
@@ -59,29 +60,44 @@ def test_ctrl_c_in_a_serial_sweep_writes_the_partial_report_and_exits_130(run, m
     assert "partial" in result.stderr
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_sigint_to_a_parallel_sweep_terminates_the_workers_and_exits_130(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(REPO), ADCHECK_FAULT_MARKER=str(tmp_path / "marker"))
     junit = tmp_path / "partial.xml"
     command = [sys.executable, "-c", "from cli.main import main; main()", "ops", "--plugin",
-               UNRULY_OPS, "cli_fine", "cli_slow", "--check", "reverse", "--jobs", "2",
-               "--timeout", "60", "--format", "json", "--junit-xml", str(junit)]
+               FAULTY_OPS, "fault_fine", "fault_hang_python", "--check", "reverse",
+               "--jobs", "2", "--timeout", "60", "--format", "json", "--junit-xml", str(junit)]
     # A runner started in the background (bash's `cmd &`) ignores SIGINT and its
     # children inherit that; the sweep under test must see Ctrl-C as a user would.
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 30
-    while time.time() < deadline and process.poll() is None:
-        time.sleep(0.5)
-        if time.time() > deadline - 25:    # give the workers time to start
-            process.send_signal(signal.SIGINT)
-            break
-    out, err = process.communicate(timeout=30)
+    deadline = time.monotonic() + 120
+    # the hanging op writes its worker's pid when it starts: Ctrl-C then comes
+    # mid-sweep, however slowly this machine started the command
+    while not (tmp_path / "marker").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the sweep never reached the hanging op"
+        time.sleep(0.05)
+    worker = int((tmp_path / "marker").read_text())
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     doc = json.loads(out)
     assert doc["interrupted"] is True
-    assert "cli_slow" not in {r["op"] for r in doc["results"]}
+    assert "fault_hang_python" not in {r["op"] for r in doc["results"]}
     assert junit.exists() and "interrupted" in junit.read_text()
+    gone = time.monotonic() + 10     # an orphaned worker is reaped by init, not at once
+    while _alive(worker) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert not _alive(worker), "the hanging op's worker outlived the sweep"
 
 
 def test_fail_fast_stops_after_the_first_failing_op(run_json):

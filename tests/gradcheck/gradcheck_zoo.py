@@ -81,7 +81,9 @@ def derivative_fn(E, op: str, dd_factor: float = 1.0):
 
 
 def _numpy(E, x):
-    return x.detach().numpy()
+    x = x.detach()
+    # NumPy has no bfloat16 (torch refuses .numpy()); float32 holds it exactly
+    return (x.float() if str(x.dtype) == "torch.bfloat16" else x).numpy()
 
 
 # Each bug kind: (vjp, jvp, caught_by, diagnosis, complex_only); vjp(E, op, x, g),

@@ -119,3 +119,24 @@ def test_the_engines_own_batch_has_no_fallback():
     with pytest.raises(Exception, match="vmap"):
         ev.engine_batch("jvp", 0, np.eye(3))
     assert ev.problem.counts["jvp"] == 1
+
+
+def test_a_batch_of_the_wrong_shape_falls_back_to_the_loop():
+    # torch's legacy vmap (the batching its forward AD supports) gives matmul's jvp
+    # of a 1-D input an extra dimension; each column alone has the right shape
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(X, requires_grad=True)
+    w = torch.tensor([[0.4, -0.9], [1.5, 0.2], [-0.6, 0.7]], dtype=torch.float64)
+    ev = Evaluator(Problem(torch.matmul, (x, w)))
+    stacked = ev.jvps(0, np.eye(3), "the columns", "column {k}")
+    np.testing.assert_array_equal(stacked[0], w.numpy())    # d(x @ w)/dx_k = w[k]
+    assert "the columns under vmap raised GradcheckError" in ev.problem.batching["fallback"]
+
+
+def test_a_jvp_of_the_wrong_shape_is_still_reported(batching):
+    # (refengine itself refuses the misshapen tangent; batched or not, it is an error)
+    refengine = pytest.importorskip("refengine")
+    f = zoo.function(refengine, "Flat", lambda E, x: E.sin(x), lambda E, x, g: g * E.cos(x),
+                     lambda E, x, t: (t * E.cos(x)).reshape(1, -1)).apply
+    with pytest.raises(GradcheckError, match="Flat: forward-mode AD raised .* column 0"):
+        evaluator(refengine, f).jvps(0, np.eye(3), "the columns", "column {k}")
