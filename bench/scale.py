@@ -21,8 +21,11 @@ just before the check (after the imports, the inputs and a warm-up check at
 a tiny size). The runs are interleaved: for each size, each function, every
 mode in turn, so that a change in the machine's load falls on all of them.
 A mode whose next size would take longer than ``--limit`` seconds (its last
-time scaled by the growth of its last two sizes, at least linear) is
-skipped from there on; a run past three times the limit is stopped.
+time extrapolated at the growth its last two timed sizes measured, between
+linear and ``n**2.5``; a mode with fewer than two timed sizes is run, not
+guessed) is skipped from there on; a run past three times the limit is
+stopped. Each run reports its wall time and its CPU time (the process's
+own: on a shared machine the wall time also counts other jobs).
 
 Two canaries per run at 102,400 inputs: ``sin`` and ``softmax`` with a vjp
 wrong by a relative 1e-6 in one entry, checked precisely; they must fail.
@@ -71,17 +74,18 @@ def run_one(function: str, mode: str, n: int, limit: float) -> dict:
     return json.loads(lines[-1])
 
 
-def predicted(history: list, n: int) -> float:
-    """The time a mode would take at ``n``, from its last two runs."""
-    if not history:
-        return 0.0
-    (n1, t1) = history[-1]
-    growth = 2.0
-    if len(history) >= 2:
-        (n0, t0) = history[-2]
-        if t0 > 0.05 and n1 > n0:
-            slope = math.log(max(t1, 1e-3) / t0) / math.log(n1 / n0)
-            growth = max(1.0, min(2.5, slope))
+def predicted(history: list, n: int) -> float | None:
+    """The time a mode would take at ``n``, extrapolated from its last two runs
+    at the growth they measured (``t ~ n**g``, ``g`` kept within [1, 2.5]);
+    ``None`` (unknown: run it) until two runs long enough to time (over 0.05 s,
+    below which start-up costs hide the growth) are there."""
+    timed = [(k, t) for k, t in history if t > 0.05]
+    if len(timed) < 2:
+        return None
+    (n0, t0), (n1, t1) = timed[-2:]
+    if n1 <= n0:
+        return None
+    growth = max(1.0, min(2.5, math.log(t1 / t0) / math.log(n1 / n0)))
     return t1 * (n / n1) ** growth
 
 
@@ -95,7 +99,7 @@ def sweep(functions, modes, sizes, limit: float, say) -> list:
                     continue
                 key = (function, mode)
                 guess = predicted(history.get(key, []), n)
-                if key in stopped or guess > limit:
+                if key in stopped or (guess is not None and guess > limit):
                     stopped.add(key)
                     runs.append({"function": function, "mode": mode, "n": n,
                                  "verdict": "skipped", "predicted": guess})

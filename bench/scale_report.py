@@ -24,7 +24,8 @@ def _cell(run) -> str:
     if run["verdict"] not in ("passed", "failed"):
         return run["verdict"].split(":")[0]
     mark = "" if run["verdict"] == "passed" else " FAIL"
-    return f"{run['seconds']:.2f} s, {run['peak_mb']:.0f} MB{mark}"
+    cpu = f" ({run['cpu_seconds']:.2f} cpu)" if "cpu_seconds" in run else ""
+    return f"{run['seconds']:.2f} s{cpu}, {run['peak_mb']:.0f} MB{mark}"
 
 
 def print_report(document: dict, out=sys.stdout) -> None:
@@ -76,12 +77,20 @@ def _precise_vs_torch(runs: dict, mode: str) -> tuple:
                 ours["seconds"] > torch_run["seconds"]:
             slower.append(f"{function} {n}")
         if n == FOUR_K and ours and ours["verdict"] == "passed":
-            ratios.append((function, torch_run["seconds"] / ours["seconds"]))
-    three = all(r >= 3 for _, r in ratios) and ratios
+            ratios.append((function, torch_run["seconds"] / ours["seconds"],
+                           _cpu_ratio(torch_run, ours)))
+    three = all(r >= 3 for _, r, _ in ratios) and ratios
     text = (f"{LABELS[mode]} no slower than torch's slow gradcheck where torch finishes"
             f"{' (slower: ' + ', '.join(slower) + ')' if slower else ''}; at 4,096 inputs "
-            + ", ".join(f"{f} {r:.1f}x" for f, r in ratios))
+            "(wall, and CPU time in brackets) "
+            + ", ".join(f"{f} {r:.1f}x ({c})" for f, r, c in ratios))
     return (not slower and bool(three), text)
+
+
+def _cpu_ratio(theirs: dict, ours: dict) -> str:
+    if "cpu_seconds" not in theirs or "cpu_seconds" not in ours:
+        return "-"
+    return f"{theirs['cpu_seconds'] / max(ours['cpu_seconds'], 1e-9):.1f}x"
 
 
 def _memory(runs: dict) -> tuple:

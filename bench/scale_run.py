@@ -2,7 +2,8 @@
 
     python bench/scale_run.py FUNCTION MODE N
 
-prints one JSON line: ``seconds`` (wall time of the check alone), ``peak_mb``
+prints one JSON line: ``seconds`` (wall time of the check alone),
+``cpu_seconds`` (the process's CPU time during it), ``peak_mb``
 (the process's peak resident set, ``ru_maxrss``, minus its resident set just
 before the check, after the imports, the inputs and a warm-up check of the
 same mode at a tiny size, so that lazily imported modules count as baseline),
@@ -115,14 +116,14 @@ def run_check(name: str, mode: str, n: int) -> dict:
     call(planted(name, small, E) if plant else f, inputs(name, small, E))  # warm up: imports
     xs = inputs(name, n, E)
     before = _rss_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         outcome = call(f, xs)
     except Exception as exc:  # noqa: BLE001 - a check that raises is a verdict too
         outcome = {"verdict": f"error: {type(exc).__name__}: {str(exc)[:300]}"}
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return dict(outcome, seconds=seconds, peak_mb=max(0.0, peak - before), baseline_mb=before,
+    return dict(outcome, seconds=seconds, cpu_seconds=cpu, peak_mb=max(0.0, peak - before), baseline_mb=before,
                 inputs=sum(x.numel() for x in xs))
 
 

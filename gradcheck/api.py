@@ -35,7 +35,7 @@ def check(func, inputs, **keywords) -> Report:
     - ``precise`` (False): Richardson-extrapolated numerical Jacobian with a
       per-entry error estimate, and a tolerance derived from it (see
       ``gradcheck.precise``) instead of ``atol``/``rtol``. Slow mode only;
-      16 to 28 function calls per input coordinate instead of 2. Catches
+      10 to 28 function calls per input coordinate instead of 2. Catches
       relative formula errors of 1e-6 in float64 and complex128.
     - ``reference``: an mpmath reference (convention: ``gradcheck.reference``)
       used instead of finite differences; with ``precise=True`` the
@@ -60,8 +60,8 @@ def check(func, inputs, **keywords) -> Report:
     - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
       ``"dense"``: every entry, in chunks when the blocks exceed the budget;
       ``"compressed"``: ``J S`` for groups of columns that share no row of
-      the formula's sparsity pattern, every entry still compared
-      (``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
+      the formula's sparsity pattern, every entry still compared (in chunks
+      beyond the budget: ``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
       Gaussian directions, with the odds that a wrong entry escapes in
       ``Report.escape`` (``gradcheck.probed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in

@@ -22,6 +22,11 @@ EVALUATION_COPIES = 8
 #: the expected and actual values, an error estimate, a tolerance, the
 #: difference, and the extrapolation tableau's rows for a chunk of columns
 COMPARISON_COPIES = 8
+#: what one cell of a compressed Jacobian costs when its blocks are held whole:
+#: the numerical cells and their error estimates, reverse mode's (twice, for
+#: reentrancy) and forward mode's, the tolerances, the comparison's
+#: temporaries, and reverse mode's table of pattern columns
+CELL_COPIES = 12
 #: the part of the budget a batch, a chunk or a sub-chunk may take
 SHARE = 4
 #: Richardson extrapolation holds this many values per entry while it works

@@ -43,16 +43,17 @@ def direction_scale(ev: Evaluator, in_idx: int, precise: bool) -> np.ndarray:
 
 def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int,
                     precise: bool, eps: float) -> dict:
-    """``(cells, errors)`` by output, each ``(output real size, stop - start)``;
-    ``errors`` is ``None`` unless ``precise``. Columns go in sub-chunks the
-    budget allows (extrapolation holds a few dozen values per entry)."""
+    """``(cells, errors, unresolved)`` by output, each ``(output real size,
+    stop - start)``; ``errors`` and ``unresolved`` (the cells no step resolved,
+    NaN in ``cells``) are ``None`` unless ``precise``. Columns go in sub-chunks
+    the budget allows (extrapolation holds a few dozen values per entry)."""
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
                          else budgets.COMPARISON_COPIES)
     if stop - start > width:
         parts = [_numerical_cells(ev, in_idx, seeds, a, min(stop, a + width), precise, eps)
                  for a in range(start, stop, width)]
-        return {o: (np.concatenate([q[o][0] for q in parts], axis=1),
-                    None if not precise else np.concatenate([q[o][1] for q in parts], axis=1))
+        return {o: tuple(None if parts[0][o][k] is None else
+                         np.concatenate([q[o][k] for q in parts], axis=1) for k in range(3))
                 for o in parts[0]}
     return _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps)
 
@@ -62,16 +63,17 @@ def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
     columns = np.arange(start, stop)
     if not precise:
         found = central_columns(ev, in_idx, eps, columns, directions)
-        return {o: (block, None) for o, block in found.items()}
+        return {o: (block, None, None) for o, block in found.items()}
     if directions is None:
         steps = _steps(coords.to_real(ev.problem.arrays[in_idx]))[:, start:stop]
-        found, _ = extrapolated_columns(ev, in_idx, steps, columns=columns)
+        found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns)
     else:
         steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None], (DEEPEST, stop - start))
-        found, _ = extrapolated_columns(ev, in_idx, np.array(steps), directions)
+        found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions)
     # (a cell no step resolves, its steps straddling a jump, comes back NaN with
     # an infinite error: no evidence either way, as in the dense precise check)
-    return {o: (best.T.copy(), err.T.copy()) for o, (best, err) in found.items()}
+    return {o: (best.T.copy(), err.T.copy(), unresolved[o].T.copy())
+            for o, (best, err) in found.items()}
 
 
 def forward_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int) -> dict:
@@ -102,8 +104,9 @@ def reverse_row_cells(ev: Evaluator, out_idx: int, seeds: dict, start: int, stop
 
 
 def assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
-    """Join chunks of cells (by output: an array, or ``(cells, errors)``) into
-    the blocks of ``in_idx``."""
+    """Join chunks of cells (by output: an array, or ``(cells, errors,
+    unresolved)``) into the blocks of ``in_idx``; cells no step resolved go to
+    ``jac.unresolved`` (which the report lists)."""
     p = ev.problem
     for o in p.float_out:
         if not parts:
@@ -115,6 +118,11 @@ def assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
         jac.blocks[o, in_idx] = _columns(values)
         if jac.errors is not None:
             jac.errors[o, in_idx] = _columns([part[o][1] for part in parts])
+        if not isinstance(parts[0][o], np.ndarray) and parts[0][o][2] is not None:
+            unresolved = np.concatenate([part[o][2] for part in parts], axis=1)
+            if unresolved.any():
+                jac.unresolved = jac.unresolved or {}
+                jac.unresolved[o, in_idx] = unresolved
 
 
 def _columns(parts: list) -> np.ndarray:

@@ -210,8 +210,7 @@ class Tally:
             del self.candidates[self.KEEP:]
 
     def _count(self, expected, actual, tol, bad, row0, col0) -> None:
-        e, a = _reals(expected), _reals(actual)
-        self.sums += (float(e @ e), float(e @ a), float(a @ a))
+        self.sums += (_dot(expected, expected), _dot(expected, actual), _dot(actual, actual))
         big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
         self.counts["active"] += int((big_e | big_a | bad).sum())
         self.counts["expected"] += int(big_e.sum())
@@ -238,8 +237,12 @@ class Tally:
         return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
 
 
-def _reals(array: np.ndarray) -> np.ndarray:
-    """Every real coordinate of ``array``, flat."""
-    if np.iscomplexobj(array):
-        return np.concatenate([array.real.ravel(), array.imag.ravel()])
-    return np.asarray(array, dtype=float).ravel()
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """The real inner product of two arrays of one shape (over the real and
+    imaginary parts of complex ones), without flattening copies of a chunk
+    that is a slice of a larger array."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        x, y = np.asarray(x, dtype=complex), np.asarray(y, dtype=complex)
+        return _dot(x.real, y.real) + _dot(x.imag, y.imag)
+    letters = "abcdefgh"[:np.ndim(x)]
+    return float(np.einsum(f"{letters},{letters}->", x, y))

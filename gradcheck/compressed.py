@@ -7,7 +7,7 @@ on every coordinate (sign random, magnitude uniform in [1, 2), see
 ``seeds.signed_weights``), the seed matrix ``S`` has one column per group,
 and every producer builds ``J S`` instead of ``J``: the numerical side
 differences along each group's direction (``G`` directions instead of ``N``
-coordinates: 2 evaluations each, or 16 to 28 when extrapolating), forward
+coordinates: 2 evaluations each, or 10 to 28 when extrapolating), forward
 mode takes one jvp per group, and reverse mode decompresses row-grouped vjps
 (``gradcheck.decompress``). The one comparator compares the cells entry by
 entry, within the tolerances it uses for entries.

@@ -30,31 +30,41 @@ from gradcheck.sides import REVERSE
 ROW_GAIN = 2
 
 
-def _fill(cells, table, block, rows, h, r_w, weights, probe) -> float:
+def _fill(cells, table, t0, block, rows, h, r_w, weights, span, probe) -> float:
     """Reconstructed cells of ``rows`` (row group ``h`` of each, counted from the
-    chunk's first) from ``block`` (one gradient row per group of the chunk);
-    ``table``: each row's pattern column per cell column. Returns the rows'
-    part of ``v^T A u`` over the reconstructed entries."""
-    v, u = probe
-    cols = table[rows]                      # (rows, cell columns), -1: no entry
-    ok = cols >= 0
-    safe = np.where(ok, cols, 0)
+    batch's first) from ``block`` (one gradient row per group of the batch),
+    cell columns ``span`` of them; ``table``: each row's pattern column per
+    cell column from ``t0`` on (-1: no entry). Returns the rows' part of
+    ``v^T A u`` over the entries of ``table`` (0 without ``probe``)."""
+    ok = table >= 0
+    safe = np.where(ok, table, 0)
     entry = np.where(ok, block[h[:, None], safe] / r_w[rows][:, None], 0.0)
-    cells[rows] = weights[safe] * entry
+    a, b = span[0] - t0, span[1] - t0
+    cells[rows] = weights[safe[:, a:b]] * entry[:, a:b]
+    if probe is None:
+        return 0.0
+    v, u = probe
     return float(np.sum(v[rows][:, None] * entry * u[safe]))
 
 
-def _reconstruct(ev: Evaluator, comp: Compression, key: tuple, epsilon: float):
-    """The cells of pair ``key`` from its row groups, or ``None`` when the
-    random product shows an entry of ``A`` off the pattern."""
+def reconstruct(ev: Evaluator, comp: Compression, key: tuple, epsilon: float,
+                span: tuple | None = None, check: bool = True, keep: bool = True):
+    """The cells of pair ``key`` (cell columns ``span``, default all) from its
+    row groups, or ``None`` when ``check`` and the random product shows an
+    entry of ``A`` off the pattern. Unless ``keep`` and every cell column is
+    asked for, each batch's table of pattern columns is made afresh (whole,
+    to check the pattern, else only the span's columns) instead of held for
+    the whole block (a chunked check holds no whole table)."""
     p = ev.problem
     out_idx, in_idx = key
     groups, count, r_w, (v, u) = comp.rows[key]
     seeds = comp.seeds[in_idx]
-    table = seeds.cell_table(out_idx, p.layout.out_size(out_idx))
+    m = p.layout.out_size(out_idx)
+    span = (0, seeds.count) if span is None else span
+    whole = keep and span == (0, seeds.count)
     order = np.argsort(groups, kind="stable")
     starts = np.searchsorted(groups[order], np.arange(count + 1))
-    cells = np.zeros((p.layout.out_size(out_idx), seeds.count))
+    cells = np.zeros((m, span[1] - span[0]))
     sum_pattern = 0.0
     for h0, h1 in budgets.chunks(count, ev.batch_size("vjp")):
         vectors = np.zeros((h1 - h0, len(groups)))
@@ -64,16 +74,26 @@ def _reconstruct(ev: Evaluator, comp: Compression, key: tuple, epsilon: float):
                                  f"computing vjps of row groups {h0} to {h1 - 1} of output "
                                  f"{out_idx}")
         block = REVERSE.real_rows(p, in_idx, found[in_idx], h1 - h0)
-        sum_pattern += _fill(cells, table, block, rows, groups[rows] - h0, r_w, seeds.weights,
-                             (v, u))
+        t0, t1 = (0, seeds.count) if check else span
+        table = seeds.cell_table(out_idx, m)[rows] if whole else \
+            seeds.cell_rows(out_idx, rows, t0, t1)
+        sum_pattern += _fill(cells, table, t0, block, rows, groups[rows] - h0, r_w,
+                             seeds.weights, span, (v, u) if check else None)
+    if check and not _pattern_holds(ev, key, v, u, sum_pattern, epsilon):
+        return None
+    return cells
+
+
+def _pattern_holds(ev: Evaluator, key: tuple, v, u, sum_pattern: float, epsilon: float) -> bool:
+    """Whether one more vjp's ``v^T A u`` equals the sum over the pattern's entries."""
+    p = ev.problem
+    out_idx, in_idx = key
     found = REVERSE.products(ev, out_idx, REVERSE.vectors(p, out_idx, v[None]),
                              f"checking the sparsity pattern of output {out_idx}")
     row = REVERSE.real_rows(p, in_idx, found[in_idx], 1)[0]
     direct = float(row @ u)
     scale = abs(sum_pattern) + float(np.abs(row) @ np.abs(u))
-    if abs(direct - sum_pattern) > ADJOINT_ULPS * epsilon * scale + 1e-300:
-        return None
-    return cells
+    return abs(direct - sum_pattern) <= ADJOINT_ULPS * epsilon * scale + 1e-300
 
 
 def _all_rows(ev: Evaluator, comp: Compression, out_idx: int) -> dict:
@@ -98,7 +118,7 @@ def compressed_reverse(ev: Evaluator, comp: Compression, epsilon: float) -> Jaco
         for in_idx in p.diff_in:
             key = (out_idx, in_idx)
             if comp.rows[key][1] * ROW_GAIN <= m:
-                jac.blocks[key] = _reconstruct(ev, comp, key, epsilon)
+                jac.blocks[key] = reconstruct(ev, comp, key, epsilon)
                 if jac.blocks[key] is None:
                     refused.append(key)
         missing = [i for i in p.diff_in if jac.blocks.get((out_idx, i)) is None]

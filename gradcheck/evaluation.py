@@ -219,8 +219,16 @@ class Evaluator:
 
     def _take(self, kind, idx, vector) -> dict | None:
         """A kept result for ``vector`` (each serves one request), or ``None``."""
-        rows = self._kept.get((kind, idx, _key(vector)))
-        return rows.pop(0) if rows else None
+        if not self._kept:   # (the common case: no key of a long vector to make)
+            return None
+        key = (kind, idx, _key(vector))
+        rows = self._kept.get(key)
+        if not rows:
+            return None
+        row = rows.pop(0)
+        if not rows:
+            del self._kept[key]
+        return row
 
     def _batched_products(self, kind, idx, batch, what) -> list | None:
         """Per vector of ``batch``, its products (by receiver), from one batched

@@ -122,7 +122,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
         for key in sorted(jac.blocks):
             block = jac.blocks[key]
             if jac.unresolved and key in jac.unresolved:
-                results.append(_unresolved(key, jac.unresolved[key]))
+                results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
                 block = np.where(jac.unresolved[key], 0.0, block)
             if not np.all(np.isfinite(block)):
                 expected = (None if numerical is None or numerical is jac
@@ -131,13 +131,20 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
     return results
 
 
-def _unresolved(key, mask: np.ndarray) -> Result:
-    out_idx, in_idx = key
+def _unresolved(key, mask: np.ndarray, cells: bool = False) -> Result:
     where = _where(mask)
+    return unresolved_result(key, int(mask.sum()), mask.size, where, cells)
+
+
+def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = False) -> Result:
+    """The failure that ``count`` of ``size`` entries (cells of ``J S`` when
+    ``cells``), first ``where``, had no step free of a jump."""
+    out_idx, in_idx = key
+    what, column = ("cells of J S", "seed column") if cells else ("entries", "input coordinate")
     return Result(
         "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
-        diagnosis=(f"at {int(mask.sum())} of {mask.size} entries, first [{where[0]}, "
-                   f"{where[1]}] (output coordinate {where[0]}, input coordinate {where[1]}), "
+        diagnosis=(f"at {count} of {size} {what}, first [{where[0]}, "
+                   f"{where[1]}] (output coordinate {where[0]}, {column} {where[1]}), "
                    "every step down to 2**-36 of the input straddles a jump or a kink: the "
                    "function is discontinuous or not differentiable there, so those entries "
                    "are no evidence for or against the formula; check it at a point away "

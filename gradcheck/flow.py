@@ -76,8 +76,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     against the expected one; a plan of chunks goes to ``streamed``."""
     plan = choose(ev, rng, options, _epsilon(ev))
     report.plan = plan.kind
-    if plan.kind == "chunked":
-        return streamed(ev, report, rng, options, sides(options), _epsilon(ev))
+    if plan.kind == "chunked" or plan.streamed:
+        return streamed(ev, report, rng, options, sides(options), _epsilon(ev), plan)
     numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)

@@ -35,8 +35,9 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
                                           rounding=numerical.allowance_form(*key))
         if numerical.unresolved and key in numerical.unresolved:
             # no step was free of a jump: no evidence either way (faults says so)
+            complex_ = numerical.layout.in_complex[key[1]] and not numerical.compressed(key[1])
             unresolved = coords.complex_columns(numerical.unresolved[key].astype(float),
-                                                numerical.layout.in_complex[key[1]])
+                                                complex_)
             tolerances[key] = np.where(np.abs(unresolved) > 0, np.inf, tolerances[key])
     return tolerances
 

@@ -27,7 +27,9 @@ call chain.
   always have;
 - ``compressed``: larger blocks whose pattern (read from the formula) puts
   the columns into at least ``AUTO_GAIN`` times fewer groups: every side
-  builds ``J S`` (``gradcheck.compressed``, ``gradcheck.decompress``);
+  builds ``J S`` (``gradcheck.compressed``, ``gradcheck.decompress``); when
+  the cells do not fit in the memory budget (``Plan.streamed``), a chunk of
+  cell columns at a time (``gradcheck.streamed``);
 - ``chunked``: dense blocks too large for the memory budget, built and
   compared a chunk of columns at a time (``gradcheck.streamed``);
 - ``probed`` (only when asked): ``J U`` for Gaussian directions ``U``, with
@@ -89,6 +91,9 @@ class Plan:
     compression: Compression | None = None
     epsilon: float = 0.0
     probes: ProbePlan | None = None
+    #: a compressed plan whose cells, held whole, would not fit in the budget:
+    #: built and compared a chunk of cell columns at a time
+    streamed: bool = False
 
     @property
     def seeds(self) -> dict | None:
@@ -132,7 +137,17 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
         kind = "compressed" if kind == "compressed" or worth_it(ev, comp) else "auto"
     if kind in ("auto", "dense"):   # every entry: whole blocks, or chunks of them
         kind = "dense" if budgets.fits(ev.budget, entries(ev)) else "chunked"
-    return Plan(kind, comp if kind == "compressed" else None, epsilon)
+    if kind != "compressed":
+        return Plan(kind, None, epsilon)
+    return Plan(kind, comp, epsilon,
+                streamed=not budgets.fits(ev.budget, cells(ev, comp), budgets.CELL_COPIES))
+
+
+def cells(ev: Evaluator, comp: Compression) -> int:
+    """Real cells of every compressed block together."""
+    p = ev.problem
+    return sum(p.layout.out_size(o) * comp.seeds[i].count for o in p.float_out
+               for i in p.diff_in)
 
 
 def expected_producer(options: Options, plan: Plan | None = None) -> Producer:

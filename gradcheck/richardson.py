@@ -12,8 +12,12 @@ of its modulus). Each output coordinate keeps the entry with the smallest
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
-Levels: ``k < 8`` and the sentinel ``k = 13`` first; all ``k < 14`` unless
-every estimate has converged by then and agrees with the sentinel. Steps
+Levels: ``k < 4`` and the sentinel ``k = 13`` first; all ``k < 14`` unless
+every estimate has converged by then (its share of the precise tolerance,
+``SAFETY`` times the estimate, is at most the tolerance's relative allowance)
+and agrees with the sentinel. Most smooth columns stop there: 10 evaluations
+instead of 28, and a tableau of 5 levels instead of 14 (a linear function's
+steps agree to rounding from the first; deeper levels only add noise). Steps
 that straddle a jump (or a kink, or a pole) are no evidence: the quotients
 before the last *break* (see ``_straddling``) are discarded, and a
 coordinate whose smallest steps still straddle one gets smaller steps, down
@@ -33,15 +37,19 @@ from gradcheck.numerical import column_chunk, perturbed_outputs
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
-FIRST_LEVELS = 8    # steps tried before deciding whether smaller ones are needed
-CONVERGED = 1e-3    # "converged": error below this fraction of the relative allowance
+FIRST_LEVELS = 4    # steps tried before deciding whether smaller ones are needed
+CONVERGED = 1 / 8   # "converged": error below this fraction of the relative allowance
+#                     (1 / precise.SAFETY: the estimate's term of the tolerance is then
+#                     at most the allowance, so stopping early at most doubles it)
 ORDERS = 3          # extrapolation columns beyond the plain difference
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
+JUMP_LEVELS = 8     # levels added at a time below LEVELS while a jump is straddled
 DEEPEST = 32        # levels at most, where steps straddle a jump (h down to |x| 2**-36)
 CLEAN = 3           # levels free of a jump needed below it (an extrapolation and its check)
 SIGNIFICANT = 8     # a move of the quotient this many times its noise is not noise
 GROWTH = 1.5        # a move this many times every earlier one is a break (a jump)
 SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
+PIECE = 2 ** 16     # entries per level taken at once by the elementwise tableau work
 
 
 def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None) -> tuple:
@@ -131,8 +139,16 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
 
 
 def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
-    return {o: extrapolate([d[o] for d in diffs], [n[o] for n in noises])
-            for o in problem.float_out}
+    """``extrapolate`` for every output, a piece of its coordinates at a time
+    (it is elementwise: the pieces give what the whole would)."""
+    found = {}
+    for o in problem.float_out:
+        size = diffs[0][o].shape[-1]
+        parts = [extrapolate([d[o][:, a:b] for d in diffs], [n[o][:, a:b] for n in noises])
+                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
+        found[o] = (tuple(np.concatenate([q[k] for q in parts], axis=1) for k in range(2))
+                    if parts else extrapolate([d[o] for d in diffs], [n[o] for n in noises]))
+    return found
 
 
 def step_scale(x: np.ndarray) -> np.ndarray:
@@ -172,24 +188,41 @@ def _straddling(diffs: list, noises: list) -> tuple:
     marked, unresolved = [dict(d) for d in diffs], {}
     levels = len(diffs)
     for o in diffs[0]:
-        d = np.stack([level[o] for level in diffs])
         # an entry that cancels to almost nothing (a convolution's) rounds like
         # its terms: the output's largest noise is the floor, not its own
-        n = np.max(np.stack([level[o] for level in noises]), axis=-1, keepdims=True,
-                   initial=0.0)  # (an empty output has no noise)
-        last = np.full(d.shape[1:], -1)
-        with np.errstate(invalid="ignore"):
-            moves = np.abs(d[1:] - d[:-1])
-            floor = SIGNIFICANT * (n[1:] + n[:-1])
-            since = moves[0] if levels > 1 else None
-            for k in range(1, levels - 1):
-                broke = moves[k] > GROWTH * since + floor[k]
-                last = np.where(broke, k, last)
-                since = np.where(broke, moves[k], np.fmax(since, moves[k]))
+        n = np.stack([np.max(level[o], axis=-1, keepdims=True, initial=0.0)
+                      for level in noises])  # (an empty output has no noise)
+        size = diffs[0][o].shape[-1]
+        parts = [_last_break([level[o][:, a:b] for level in diffs], n)
+                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
+        last = np.concatenate(parts, axis=-1) if parts else np.full(diffs[0][o].shape, -1)
         for k in range(levels):
             marked[k][o] = np.where(last >= k, np.nan, diffs[k][o])
         unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
     return marked, [dict(v) for v in noises], unresolved
+
+
+def _piece(block: np.ndarray) -> int:
+    """Output coordinates per piece of the elementwise tableau work, so that
+    its few dozen temporaries per level stay small whatever the output size."""
+    return max(1, PIECE // max(1, block.shape[0]))
+
+
+def _last_break(levels: list, noise: np.ndarray) -> np.ndarray:
+    """The last level at which the quotients ``levels`` (each (columns,
+    outputs)) break (see ``_straddling``), or -1; ``noise``: per level and
+    column, the output's largest rounding noise."""
+    d = np.stack(levels)
+    last = np.full(d.shape[1:], -1)
+    with np.errstate(invalid="ignore"):
+        moves = np.abs(d[1:] - d[:-1])
+        floor = SIGNIFICANT * (noise[1:] + noise[:-1])
+        since = moves[0] if len(levels) > 1 else None
+        for k in range(1, len(levels) - 1):
+            broke = moves[k] > GROWTH * since + floor[k]
+            last = np.where(broke, k, last)
+            since = np.where(broke, moves[k], np.fmax(since, moves[k]))
+    return last
 
 
 def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
@@ -246,7 +279,7 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
             extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
             depth = LEVELS
         else:
-            deeper = min(depth + FIRST_LEVELS, DEEPEST)
+            deeper = min(depth + JUMP_LEVELS, DEEPEST)
             extra, extra_noise = differences(slice(depth, deeper), active)
             depth = deeper
         diffs, noises = diffs + extra, noises + extra_noise

@@ -133,6 +133,15 @@ class Groups(Seeds):
         columns = np.asarray(columns)
         return np.where(self.groups[columns] == g, self.weights[columns], 0.0)
 
+    def cell_rows(self, out_idx: int, rows: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """``locate`` for ``rows`` and cell columns ``start:stop`` at once:
+        ``(len(rows), stop - start)``, made afresh (a chunked check holds no
+        whole table)."""
+        table = np.empty((stop - start, len(rows)), dtype=np.int64)
+        for g in range(start, stop):
+            table[g - start] = self.locate(out_idx, rows, g)
+        return table.T
+
     def cell_table(self, out_idx: int, rows: int) -> np.ndarray:
         """``locate`` for every row and cell column at once: ``(rows, count)``
         input coordinates, -1 where a cell holds no entry (kept once made)."""

@@ -13,6 +13,16 @@ which the report states. Each chunk is compared at once and dropped; a
 as the dense window around its worst entry (``window.dense_window``),
 diagnosed there, with the counts of the whole block. Reentrancy (the vjp
 run twice) is checked on the first chunk.
+
+A compressed plan whose cells do not fit in the budget (``Plan.streamed``)
+goes the same way with the seeds of ``J S`` in place of unit vectors: a
+chunk of cell columns at a time (half the width: reverse mode's cells of the
+input are held whole when a share of the budget allows, so that its row
+groups run once, and are otherwise reconstructed for every chunk, the
+pattern checked on the first). A failing cell is located and shown as in a
+whole compressed check (``window.explain``). Cells or entries no step
+resolves are reported by their count and the first of them (a whole
+``Jacobian.unresolved`` mask is not kept).
 """
 from __future__ import annotations
 
@@ -24,16 +34,19 @@ from gradcheck import budget as budgets
 from gradcheck import checks
 from gradcheck.adjoint import adjoint_results
 from gradcheck.analytical import ad_parts
-from gradcheck.cells import forward_cells, numerical_cells
+from gradcheck.cells import forward_cells, numerical_cells, reverse_row_cells
 from gradcheck.compare import Tally, compare
+from gradcheck.compressed import _note
+from gradcheck.decompress import ROW_GAIN, reconstruct
 from gradcheck.diagnosis import diagnose, zero_analytical, zero_numerical
+from gradcheck.faults import unresolved_result
 from gradcheck.evaluation import Evaluator
 from gradcheck.fast import draw_probes, fast_projections
 from gradcheck.jacobian import Jacobian
 from gradcheck.precise import AD_ULPS, SAFETY
 from gradcheck.seeds import Identity
 from gradcheck.sides import FORWARD, REVERSE
-from gradcheck.window import dense_window
+from gradcheck.window import dense_window, explain
 
 
 def _width(ev: Evaluator, in_idx: int) -> int:
@@ -63,43 +76,173 @@ def _complex(block, in_complex):
     return block[:, 0::2] + 1j * block[:, 1::2] if in_complex else block
 
 
-def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float) -> None:
-    """The slow check of a chunked plan (see the module docstring)."""
+def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
+             plan=None) -> None:
+    """The slow check of a chunked plan, or of a compressed one whose cells do
+    not fit in the budget (``plan.compression``; see the module docstring)."""
     p = ev.problem
     start = time.perf_counter()
     floor = AD_ULPS * epsilon if options.precise else 0.0
-    tallies, chunks = {}, 0
+    comp = None if plan is None else plan.compression
+    state = _State(ev, options, sides, epsilon, floor, comp)
     for in_idx in p.diff_in:
-        cplx = p.layout.in_complex[in_idx]
-        identity = Identity(p.layout.in_size(in_idx))
-        for a, b in budgets.chunks(identity.size, _width(ev, in_idx)):
-            chunks += 1
-            col0 = a // (2 if cplx else 1)
-            found = numerical_cells(ev, in_idx, identity, a, b, options.precise, options.eps)
-            expected = {}
-            for o, (values, errors) in found.items():
-                e = _complex(values, cplx)
-                base = _base(e, None if errors is None else _magnitude(errors, cplx),
-                             options, epsilon)
-                expected[o] = (e, base)
-                _tally(tallies, ("numerical", o, in_idx), e, e, base, floor, 0, 0)
-            del found
-            if FORWARD in sides:
-                for o, block in forward_cells(ev, in_idx, identity, a, b).items():
-                    e, base = expected[o]
-                    _tally(tallies, ("forward", o, in_idx), e, _complex(block, cplx), base,
-                           floor, 0, col0)
-            if REVERSE in sides:
-                report.results += _reverse(ev, tallies, expected, in_idx, (a, b), floor,
-                                           options.nondet_tol if a == 0 else None)
-    _finish(ev, report, rng, options, sides, epsilon, tallies)
-    report.coverage["chunked"] = (
-        f"dense blocks beyond the memory budget ({ev.budget} bytes): {chunks} chunks of "
-        "columns, each built, compared and dropped; reverse mode recomputed all rows for "
-        "each chunk; reentrancy checked on the first rows of the first chunk")
-    report.jacobians["numerical"] = Jacobian("numerical", p.layout, producer="chunked",
-                                             note=report.coverage["chunked"],
-                                             seconds=time.perf_counter() - start)
+        report.results += _input(state, in_idx)
+    _finish(ev, report, rng, options, sides, epsilon, state.tallies, comp)
+    report.results += [unresolved_result(key, *found, comp is not None)
+                       for key, found in sorted(state.unresolved.items())]
+    if comp is None:
+        what = (f"dense blocks beyond the memory budget ({ev.budget} bytes): {state.chunks} "
+                "chunks of columns, each built, compared and dropped; reverse mode recomputed "
+                "all rows for each chunk; reentrancy checked on the first rows of the first "
+                "chunk")
+    else:
+        what = (f"{_note(comp, 'J S')}; its cells beyond the memory budget ({ev.budget} "
+                f"bytes): {state.chunks} chunks of cell columns, each built, compared and "
+                "dropped; reverse mode recomputed its row groups for each chunk; reentrancy "
+                "checked on the first chunk")
+    label = "chunked" if comp is None else "compressed"
+    report.coverage[label] = what
+    report.jacobians["numerical"] = Jacobian(
+        "numerical", p.layout, producer=label, note=what, seconds=time.perf_counter() - start,
+        seeds=None if comp is None else comp.seeds)
+
+
+class _State:
+    """What a streamed check carries from chunk to chunk."""
+
+    def __init__(self, ev, options, sides, epsilon, floor, comp):
+        self.ev, self.options, self.sides = ev, options, sides
+        self.epsilon, self.floor, self.comp = epsilon, floor, comp
+        self.tallies, self.chunks = {}, 0
+        #: (out_idx, in_idx) -> whether the random product refused its row groups
+        #: (decided on the first chunk)
+        self.refused = {}
+        #: (out_idx, in_idx) -> reverse mode's whole cells of the input being
+        #: checked, or ``None`` when they are made a chunk at a time
+        self.whole = {}
+        #: (out_idx, in_idx) -> [cells no step resolved, cells in all, the first]
+        self.unresolved = {}
+
+    def seeds(self, in_idx: int):
+        if self.comp is None:
+            return Identity(self.ev.problem.layout.in_size(in_idx))
+        return self.comp.seeds[in_idx]
+
+
+def _input(state: _State, in_idx: int) -> list:
+    """Every chunk of input ``in_idx``'s (cell) columns, built and compared."""
+    ev, options = state.ev, state.options
+    p = ev.problem
+    seeds = state.seeds(in_idx)
+    cplx = p.layout.in_complex[in_idx] and state.comp is None
+    results = []
+    # a compressed check also holds reverse mode's whole cells of the input (a
+    # share of the budget): its chunks take half the columns
+    width = _width(ev, in_idx) if state.comp is None else max(1, _width(ev, in_idx) // 2)
+    for a, b in budgets.chunks(seeds.count, width):
+        state.chunks += 1
+        col0 = a // (2 if cplx else 1)
+        expected = _expected(state, in_idx, seeds, (a, b), cplx)
+        if FORWARD in state.sides:
+            for o, block in forward_cells(ev, in_idx, seeds, a, b).items():
+                e, base = expected[o]
+                _tally(state.tallies, ("forward", o, in_idx), e, _complex(block, cplx), base,
+                       state.floor, 0, col0)
+        if REVERSE not in state.sides:
+            continue
+        nondet = options.nondet_tol if a == 0 else None
+        if state.comp is None:
+            results += _reverse(ev, state.tallies, expected, in_idx, (a, b), state.floor, nondet)
+        else:
+            results += _reverse_cells(state, expected, in_idx, (a, b), nondet)
+    state.whole.clear()
+    return results
+
+
+def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
+    """The numerical (cell) columns ``span`` by output, with the base of their
+    tolerances; cells no step resolved count as unresolved and compare as 0
+    within an infinite tolerance (no evidence either way)."""
+    ev, options = state.ev, state.options
+    a, b = span
+    expected = {}
+    found = numerical_cells(ev, in_idx, seeds, a, b, options.precise, options.eps)
+    for o, (values, errors, unresolved) in found.items():
+        if unresolved is not None and unresolved.any():
+            values = np.where(unresolved, 0.0, values)
+            errors = np.where(unresolved, np.inf, errors)
+            _count_unresolved(state, (o, in_idx), unresolved, a)
+        e = _complex(values, cplx)
+        base = _base(e, None if errors is None else _magnitude(errors, cplx), options,
+                     state.epsilon)
+        expected[o] = (e, base)
+        _tally(state.tallies, ("numerical", o, in_idx), e, e, base, state.floor, 0, 0)
+    return expected
+
+
+def _count_unresolved(state: _State, key: tuple, mask: np.ndarray, col0: int) -> None:
+    found = state.unresolved.setdefault(key, [0, 0, None])
+    found[0] += int(mask.sum())
+    if found[2] is None:
+        r, c = np.argwhere(mask)[0]
+        found[2] = (int(r), int(c) + col0)
+    p = state.ev.problem
+    found[1] = p.layout.out_size(key[0]) * (state.seeds(key[1]).count if state.comp else
+                                            p.layout.in_size(key[1]))
+
+
+def _reverse_cells(state: _State, expected: dict, in_idx: int, span: tuple,
+                   nondet_tol) -> list:
+    """Cell columns ``span`` of every compressed reverse block: reconstructed
+    from row groups where the pattern holds (checked on the first chunk), else
+    from every row; ``nondet_tol`` (first chunk only): built again, for
+    reentrancy."""
+    p = state.ev.problem
+    results = []
+    for o in p.diff_out:
+        e, base = expected[o]
+        cells = _reverse_span(state, (o, in_idx), span)
+        _tally(state.tallies, ("reverse", o, in_idx), e, cells, base, state.floor, 0, span[0])
+        if nondet_tol is not None:
+            again = _reverse_span(state, (o, in_idx), span, again=True)
+            # (a copy: the results keep their arrays, which must not keep the
+            # pair's whole cells alive)
+            results += _reentrant(p, {o: np.array(cells)}, {o: again}, in_idx, nondet_tol)
+    return results
+
+
+def _reverse_span(state: _State, key: tuple, span: tuple, again: bool = False) -> np.ndarray:
+    """Reverse mode's cells of ``key`` in cell columns ``span``: sliced from the
+    pair's whole cells when a share of the budget holds them (its row groups
+    then run once, not once per chunk), else made for the span (``again``:
+    made afresh, for reentrancy)."""
+    ev = state.ev
+    whole = (0, state.comp.seeds[key[1]].count)
+    m = ev.problem.layout.out_size(key[0])
+    if not again and key not in state.whole:
+        held = budgets.fits(ev.budget // budgets.SHARE, m * whole[1], 1)
+        state.whole[key] = _reverse_made(state, key, whole) if held else None
+    if not again and state.whole[key] is not None:
+        return state.whole[key][:, span[0]:span[1]]
+    return _reverse_made(state, key, span)
+
+
+def _reverse_made(state: _State, key: tuple, span: tuple) -> np.ndarray:
+    """Reverse mode's cells of ``key`` in ``span``, from row groups where the
+    pattern holds (checked the first time), else from every row."""
+    ev, comp = state.ev, state.comp
+    out_idx, in_idx = key
+    m = ev.problem.layout.out_size(out_idx)
+    refused = state.refused
+    if comp.rows[key][1] * ROW_GAIN <= m and not refused.get(key):
+        cells = reconstruct(ev, comp, key, state.epsilon, span, check=key not in refused,
+                            keep=False)
+        refused[key] = cells is None
+        if cells is not None:
+            return cells
+    parts = [reverse_row_cells(ev, out_idx, comp.seeds, r0, r1, {in_idx: span})[in_idx]
+             for r0, r1 in budgets.chunks(m, ev.batch_size("vjp"))]
+    return np.concatenate(parts) if parts else np.zeros((0, span[1] - span[0]))
 
 
 def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
@@ -122,12 +265,12 @@ def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
     return results
 
 
-def _finish(ev, report, rng, options, sides, epsilon, tallies) -> None:
+def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> None:
     """Magnitudes, the results of every tally, and the adjoint identity."""
     norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
     report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
                                       max(norms, default=0.0))
-    _results(ev, report, tallies, options, epsilon)
+    _results(ev, report, tallies, options, epsilon, comp)
     if len(sides) == 2 and options.check_adjoint:
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
 
@@ -154,14 +297,17 @@ def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> 
     return checks.reentrant(one, two, nondet_tol)
 
 
-def _results(ev, report, tallies, options, epsilon) -> None:
-    """One ``Result`` per (side, pair); a failure shown by its window."""
+def _results(ev, report, tallies, options, epsilon, comp=None) -> None:
+    """One ``Result`` per (side, pair); a failure shown by its window (for a
+    failing cell, around the entry ``window.explain`` locates in it)."""
     p = ev.problem
     for (mode, o, i), tally in sorted(tallies.items()):
         if mode == "numerical":
             continue
         result = tally.result(mode, mode, "numerical", o, i)
-        if not result.passed:
+        if not result.passed and comp is not None:
+            explain(ev, result, Jacobian(mode, p.layout, seeds=comp.seeds), options, epsilon)
+        elif not result.passed:
             _window(ev, result, tally, options, epsilon)
         report.results.append(result)
     for o in p.float_out:

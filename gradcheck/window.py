@@ -131,7 +131,7 @@ def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, 
     (r0, r1), (c0, c1) = _spans(row, col, p.layout.out_size(out_idx),
                                 p.layout.in_size(in_idx), unit)
     identity = Identity(p.layout.in_size(in_idx))
-    expected, errors = numerical_cells(ev, in_idx, identity, c0, c1, precise, eps)[out_idx]
+    expected, errors, _ = numerical_cells(ev, in_idx, identity, c0, c1, precise, eps)[out_idx]
     if mode == "reverse":
         actual = ad_parts(ev, REVERSE, out_idx, r0, r1)[in_idx][:, c0:c1]
     else:

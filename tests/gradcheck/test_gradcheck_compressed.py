@@ -74,7 +74,7 @@ def test_a_correct_structured_formula_passes_in_few_directions(E):
     numerical = report.jacobians["numerical"]
     assert numerical[0, 0].shape == (ROWS * COLS, COLS)     # 24 cells per row, not 960
     assert "row-wise" in numerical.note or "banded" in numerical.note
-    # 24 directions, each extrapolated (16 to 28 evaluations): far fewer than 960 columns
+    # 24 directions, each extrapolated (10 to 28 evaluations): far fewer than 960 columns
     assert numerical.counts["function"] <= 28 * COLS
 
 

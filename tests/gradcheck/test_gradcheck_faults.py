@@ -195,3 +195,18 @@ def test_reentrancy_compares_the_same_computation():
     for seed in range(8):
         report = check(torch.matmul, (a, b), fast_mode=True, seed=seed)
         assert report.passed, report.message()
+
+
+def test_a_compressed_cell_no_step_resolves_is_listed_and_reported(E):
+    # elementwise: one group of columns, so cell [1, 0] holds entry [1, 1],
+    # whose every step straddles the jump at 0.5005 (the others are smooth)
+    x = np.array([1.2341, 0.5005 + 1e-13, -0.8123])
+    report = check(staircase(E), (leaf(E, x),), precise=True, seed=0, jacobian="compressed")
+    assert report.plan == "compressed"
+    unresolved = report.jacobians["numerical"].unresolved
+    assert unresolved is not None and set(unresolved) == {(0, 0)}
+    assert unresolved[0, 0].shape == (3, 1)
+    assert np.argwhere(unresolved[0, 0]).tolist() == [[1, 0]]
+    assert [r.check for r in report.failures] == ["discontinuous"], report.message()
+    assert "1 of 3 cells of J S, first [1, 0]" in report.failures[0].diagnosis
+    assert "discontinuous" in report.message()
