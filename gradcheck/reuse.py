@@ -9,8 +9,16 @@ most of a check's time, so the last few are kept and handed to a later check
 of the same function, at the same inputs, with the same options that shape
 it. Only dense Jacobians built without random draws are kept: compressed
 and probed ones depend on the check's seed.
+
+Only inside ``shared()``, which a caller enters when it knows the function
+is the same computation from check to check (a sweep's sample call): a
+user's function may read state that changes between two ``check`` calls
+(a closure, a module's weights), and a Jacobian kept from before the change
+would judge the new formula against the old function, a false pass.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -18,6 +26,21 @@ import numpy as np
 KEPT = 2
 
 _kept: list = []
+_depth = 0
+
+
+@contextmanager
+def shared():
+    """Within it, checks of the same function at the same inputs and options
+    share their expected Jacobian; what was kept is forgotten on leaving."""
+    global _depth
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            _kept.clear()
 
 
 def _options_key(options, plan) -> tuple:
@@ -32,11 +55,11 @@ def _same_point(arrays: dict, other: dict) -> bool:
 
 
 def expected_jacobian(ev, options, plan, produce):
-    """``produce(ev)``, or the Jacobian it gave a previous check of the same
+    """``produce(ev)``, or (inside ``shared()``) the Jacobian it gave a previous check of the same
     function (``ev.origin``: the function as the user gave it, and the order)
     at the same inputs with the same options."""
     origin = getattr(ev, "origin", None)
-    if origin is None or plan.kind != "dense":
+    if origin is None or plan.kind != "dense" or not _depth:
         return produce(ev)
     key = _options_key(options, plan)
     arrays = ev.problem.arrays

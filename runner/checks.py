@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 from gradcheck.budget import DEFAULT_BUDGET
 from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
+from gradcheck.reuse import shared
 from runner.judgement import cannot_judge
 from runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
@@ -225,30 +226,35 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     if problem is not None:
         base.message = problem
         return [(base, None)]
-    out = []
-    for check in checks:
-        reason = subject.skip_reason(check, call)
+    # the sample's call is one pure computation: its checks share expected Jacobians
+    with shared():
+        return [_one_check(subject, check, policy, call, base, unsupported, keep_reports)
+                for check in checks]
+
+
+def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
+               keep_reports: bool) -> tuple:
+    """``(CheckResult, Report or None)`` of one check of ``run_checks``."""
+    reason = subject.skip_reason(check, call)
+    if reason is not None:
+        return _skipped(subject, check, reason), None
+    kwargs = subject.keywords(check, policy, call)
+    skip = getattr(subject, "fault_skip", None)
+    result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
+                               subject.seed(policy.seed, check), base,
+                               subject.known_failure(check),
+                               skip and (lambda exc: skip(check, exc)))
+    if result.status == "error" and unsupported(result.message):
+        result.status, result.message = "skipped", unsupported(result.message)
+    if result.status == "failed" and report is not None:
+        reason = cannot_judge(report, subject.dtype_name)
         if reason is not None:
-            out.append((_skipped(subject, check, reason), None))
-            continue
-        kwargs = subject.keywords(check, policy, call)
-        skip = getattr(subject, "fault_skip", None)
-        result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
-                                   subject.seed(policy.seed, check), base,
-                                   subject.known_failure(check),
-                                   skip and (lambda exc, check=check: skip(check, exc)))
-        if result.status == "error" and unsupported(result.message):
-            result.status, result.message = "skipped", unsupported(result.message)
-        if result.status == "failed" and report is not None:
-            reason = cannot_judge(report, subject.dtype_name)
-            if reason is not None:
-                result.status, result.message = "skipped", reason
-        missing = getattr(subject, "missing_derivative", None)
-        if result.status == "error" and missing is not None and missing(result.message):
-            result.status, result.message = "failed", missing(result.message)
-        keep_evidence(result, report)
-        out.append((result, report if keep_reports else None))
-    return out
+            result.status, result.message = "skipped", reason
+    missing = getattr(subject, "missing_derivative", None)
+    if result.status == "error" and missing is not None and missing(result.message):
+        result.status, result.message = "failed", missing(result.message)
+    keep_evidence(result, report)
+    return result, report if keep_reports else None
 
 
 def _skipped(subject, check: str, reason: str) -> CheckResult:
