@@ -175,7 +175,7 @@ def product_noise(ev: Evaluator, side: Side, idx: int, r: int, vectors, values,
     rows = side.real_rows(ev.problem, r, again[r], len(moved))
     with np.errstate(invalid="ignore"):
         change = np.abs(rows - np.repeat(values, MOVES, axis=0))
-    return float(np.max(change, initial=0.0, where=np.isfinite(change)))
+    return _largest(change)
 
 
 #: the share of its size and of its first difference that a first derivative's second
@@ -389,10 +389,9 @@ def batched_products(ev: Evaluator, side: Side, rng, atol: float, rtol: float,
             found = side.real_rows(p, r, stacked[r], batch)
             # a batched kernel may reduce in another order: in low precision that is
             # a few roundings of the largest product, as between two runs
-            scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
             result = compare(check, f"batched-{side.mode}", side.mode, *side.key(idx, r),
                              expected, found, atol + rtol * np.abs(expected)
-                             + repeat_rounding(p) * scale)
+                             + repeat_rounding(p) * _largest(np.abs(expected)))
             if not result.passed:
                 result.diagnosis = (f"the batched {side.product} differs from one "
                                     f"{side.product} per batch entry: the formula mixes batch "
