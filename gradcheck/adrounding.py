@@ -34,7 +34,7 @@ POINTS = 4
 NUDGE = 2.0 ** -12
 
 
-def _nudged(problem: Problem, rng, epsilon: float) -> tuple:
+def nudged(problem: Problem, rng, epsilon: float) -> tuple:
     """The inputs with every coordinate of those that require grad moved by a
     relative ``NUDGE`` (or 4 epsilon) of random sign, rounded to their dtype."""
     step = max(NUDGE, 4 * epsilon)
@@ -58,7 +58,7 @@ def measured_rounding(problem: Problem, epsilon: float, widened) -> dict:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                low = Problem(problem.source, _nudged(problem, rng, epsilon), problem.name,
+                low = Problem(problem.source, nudged(problem, rng, epsilon), problem.name,
                               order=problem.order, warn_precision=False)
                 wide, _ = widened(low)
                 if wide is None:

@@ -22,6 +22,7 @@ from gradcheck.evaluation import Evaluator
 from gradcheck.faults import repeat_rounding
 from gradcheck.fast import draw_probes, fast_numerical, fast_projections
 from gradcheck.lowprecision import formula_dtype, formula_epsilon, is_narrow
+from gradcheck.lowprobed import stated_relative
 from gradcheck.numerical import central_blocks
 from gradcheck.options import Options
 from gradcheck.jacobian import cell_layout
@@ -119,7 +120,11 @@ def _cover(report: Report, plan, numerical, compared: dict, options, epsilon) ->
             tols = precise_tolerances(numerical, epsilon) if options.precise else \
                 {k: options.atol + options.rtol * np.abs(b) for k, b in numerical.blocks.items()}
         reverse = compared.get("reverse", (None, None))[1]
-        report.escape = escape_odds(numerical, tols, reverse, plan.probes, options, epsilon)
+        if numerical.allowance is not None:   # the whole tolerance is the rounding allowance
+            report.escape = escape_odds(numerical, tols, reverse, plan.probes, options,
+                                        epsilon, r=stated_relative(epsilon), relative=0.0)
+        else:
+            report.escape = escape_odds(numerical, tols, reverse, plan.probes, options, epsilon)
 
 
 def _explain_cells(ev: Evaluator, report: Report, options: Options, numerical) -> None:

@@ -95,6 +95,9 @@ class Jacobian:
     #: the low-precision producers' allowance for the analytical side's rounding
     #: in its dtype, per entry, keyed as ``blocks`` (see ``gradcheck.lowprecision``)
     allowance: dict | None = None
+    #: the same for the reverse-mode scalars ``W^T A S`` of a probed check, added
+    #: to what ``allowance`` gives them through ``W`` (``gradcheck.lowprobed``)
+    projected_allowance: dict | None = None
     #: what precision a comparison against this Jacobian has (a
     #: ``gradcheck.precision.Precision`` without its resolution), or ``None``
     precision: object = None

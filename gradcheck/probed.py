@@ -127,8 +127,12 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
             continue
         w = plan.rows[o]
         jac.blocks[o, i] = w @ cells
-        spread = np.sqrt((w ** 2) @ (cells ** 2))
-        tol = relative * spread + ADJOINT_ULPS * epsilon * (np.abs(w) @ np.abs(cells))
+        if numerical.allowance is not None:   # a low-precision formula's rounding
+            tol = np.abs(w) @ numerical.allowance[o, i]
+            tol = tol + (numerical.projected_allowance or {}).get((o, i), 0.0)
+        else:
+            spread = np.sqrt((w ** 2) @ (cells ** 2))
+            tol = relative * spread + ADJOINT_ULPS * epsilon * (np.abs(w) @ np.abs(cells))
         if numerical.errors is not None:
             tol = tol + SAFETY * (np.abs(w) @ numerical.errors[o, i])
         else:
@@ -154,11 +158,14 @@ def reverse_escape(t: float, k_rows: int, k_cols: int) -> float:
 
 
 def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict | None,
-                plan: ProbePlan, options, epsilon: float, r: float = STATED_RELATIVE) -> dict:
+                plan: ProbePlan, options, epsilon: float, r: float = STATED_RELATIVE,
+                relative: float | None = None) -> dict:
     """By mode, the probability that one entry wrong by ``r`` times its row's
     norm escapes every comparison, for the median row of each block (the
-    largest over blocks)."""
-    c = math.sqrt(epsilon) / 2 if options.precise else options.rtol
+    largest over blocks). ``relative``: the part of the tolerance proportional
+    to a cell (``c``; by default the options'); the rest counts as ``f``."""
+    c = relative if relative is not None else \
+        math.sqrt(epsilon) / 2 if options.precise else options.rtol
     odds = {}
     if r <= c:
         return {"forward": 1.0, "reverse": 1.0, "relative_error": r}
@@ -171,7 +178,8 @@ def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict 
         ok = rho > 0
         beta = float(np.median(floor[ok] / rho[ok])) / (r - c) if ok.any() else 0.0
         forward = max(forward, forward_escape(c / (r - c), beta, plan.k))
-        if reverse_tolerances and key in reverse_tolerances:
+        # a zero block has no row norm for an entry to be wrong by a part of
+        if reverse_tolerances and key in reverse_tolerances and ok.any():
             typical = float(np.median(rho[ok])) if ok.any() else 0.0
             # a unit row w puts about 1 / sqrt(M) on the wrong entry's row
             t = float(np.median(reverse_tolerances[key])) * math.sqrt(len(rho)) / \

@@ -34,7 +34,8 @@ call chain.
   compared a chunk of columns at a time (``gradcheck.streamed``);
 - ``probed`` (only when asked): ``J U`` for Gaussian directions ``U``, with
   the probability that a wrong entry escapes in the report
-  (``gradcheck.probed``).
+  (``gradcheck.probed``); for a low-precision second-order formula, with its
+  rounding allowance carried through ``U`` (``gradcheck.lowprobed``).
 
 ``numerical_jacobian``, ``reverse_jacobian`` and ``forward_jacobian`` build
 one Jacobian of a function directly.
@@ -78,6 +79,7 @@ from gradcheck.richardson import richardson_blocks
 from gradcheck.widening import attach_reference_allowance, wide_blocks, widened
 from gradcheck.indtype import in_dtype_blocks
 from gradcheck.lowprecision import is_narrow
+from gradcheck.lowprobed import probed_low_numerical, rounded_plan
 from gradcheck.sides import FORWARD, REVERSE, Side
 
 Producer = Callable[[Evaluator], Jacobian]
@@ -94,6 +96,10 @@ class Plan:
     #: a compressed plan whose cells, held whole, would not fit in the budget:
     #: built and compared a chunk of cell columns at a time
     streamed: bool = False
+    #: a probed plan of a low-precision formula: its float64 run, and the powers
+    #: of two its directions were normalised by (``gradcheck.lowprobed``)
+    wide: Problem | None = None
+    scales: dict | None = None
 
     @property
     def seeds(self) -> dict | None:
@@ -124,9 +130,7 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     if options.reference is not None:
         kind = "dense"
     if options.precise and is_narrow(ev.problem):
-        # the low-precision producers' rounding allowance is per entry of whole
-        # blocks: neither compressed, probed nor chunked (said in the report's plan)
-        return Plan("dense", None, epsilon)
+        return _low_precision_plan(ev, rng, options, epsilon)
     if kind == "probed":
         child = np.random.default_rng(rng.integers(2**63))
         return Plan(kind, None, epsilon, probe_plan(ev, child, options.probes, options.precise))
@@ -143,6 +147,21 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
                 streamed=not budgets.fits(ev.budget, cells(ev, comp), budgets.CELL_COPIES))
 
 
+def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
+    """Whole blocks (the allowance is per entry: neither compressed nor chunked,
+    said in the report's plan), except a second-order check asked to probe whose
+    function runs in float64: its allowance is carried through the directions
+    (``gradcheck.lowprobed``)."""
+    if options.jacobian == "probed" and ev.problem.order == 2 \
+            and options.low_precision != "dtype":
+        wide, _ = widened(ev.problem)
+        if wide is not None:
+            child = np.random.default_rng(rng.integers(2**63))
+            probes, scales = rounded_plan(ev, child, options.probes)
+            return Plan("probed", None, epsilon, probes, wide=wide, scales=scales)
+    return Plan("dense", None, epsilon)
+
+
 def cells(ev: Evaluator, comp: Compression) -> int:
     """Real cells of every compressed block together."""
     p = ev.problem
@@ -152,6 +171,12 @@ def cells(ev: Evaluator, comp: Compression) -> int:
 
 def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
     """The producer of the Jacobian the AD sides are compared against."""
+    if plan is not None and plan.kind == "probed" and plan.wide is not None:
+        checked = tuple(mode for mode, wanted in (("reverse", options.check_backward_ad),
+                                                  ("forward", options.check_forward_ad))
+                        if wanted)
+        return partial(probed_low_numerical, plan=plan.probes, scales=plan.scales,
+                       wide=plan.wide, sides=checked)
     if plan is not None and plan.kind == "probed":
         return partial(probed_numerical, plan=plan.probes, precise=options.precise,
                        eps=options.eps)

@@ -24,6 +24,9 @@ DTYPE_ORDER = ("float64", "complex128", "float32", "complex64", "float16", "bflo
 
 #: random directions of a precise second-order check in double precision
 SECOND_ORDER_PROBES = 4
+#: and in a narrower dtype, whose cells are resolved more coarsely (see
+#: ``gradcheck.lowprobed``): more directions, for the same odds of escape
+LOW_PRECISION_PROBES = 8
 
 #: op_db classes whose ops have no module prefix, and the family they get
 _CLASS_FAMILIES = {"UnaryUfuncInfo": "unary", "BinaryUfuncInfo": "binary",
@@ -242,17 +245,19 @@ class TorchOpEntry:
     def adcheck_options(self, check: str, dtype, precise: bool = True) -> dict:
         """``gradcheck.check`` keywords for ``check`` with the flags torch's test passes.
 
-        A precise second-order check in double precision compares ``J U`` for
-        ``SECOND_ORDER_PROBES`` random directions (``jacobian="probed"``; the
-        report states the odds that a wrong entry escapes) instead of whole
-        Jacobians: the first derivative has twice the inputs, and a dense
-        extrapolated Jacobian of it was most of a whole-op_db sweep's time.
-        Narrower dtypes keep whole Jacobians (their rounding allowance is per entry)."""
+        A precise second-order check compares ``J U`` for random directions
+        (``jacobian="probed"``; the report states the odds that a wrong entry
+        escapes) instead of whole Jacobians: the first derivative has twice the
+        inputs, and a dense extrapolated Jacobian of it was most of a
+        whole-op_db sweep's time. ``SECOND_ORDER_PROBES`` directions in double
+        precision, ``LOW_PRECISION_PROBES`` in narrower dtypes (their rounding
+        allowance is carried through the directions: ``gradcheck.lowprobed``)."""
         options = _call.adcheck_options(self.opinfo, check, precise, self.tolerance(dtype),
                                         self.variant == "inplace")
-        if precise and check in ("gradgrad", "fwgrad_bwgrad") \
-                and dtype_name(dtype_named(dtype)) in ("float64", "complex128"):
-            options.update(jacobian="probed", probes=SECOND_ORDER_PROBES)
+        if precise and check in ("gradgrad", "fwgrad_bwgrad"):
+            double = dtype_name(dtype_named(dtype)) in ("float64", "complex128")
+            options.update(jacobian="probed",
+                           probes=SECOND_ORDER_PROBES if double else LOW_PRECISION_PROBES)
         return options
 
     def torch_verdict(self, sample, check: str = "reverse") -> _call.Verdict:
