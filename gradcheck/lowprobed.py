@@ -115,6 +115,8 @@ def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Pro
         jac.errors[key] = jac.errors[key] * undo
     jac.seeds = plan.seeds
     jac.allowance = _cell_allowance(p, wide, plan)
+    for key, block in jac.blocks.items():   # an output no vjp reaches: measured only
+        jac.allowance.setdefault(key, np.zeros_like(block))
     forward, reverse = measured_cells(p, plan, sides)
     for key, spread in forward.items():
         jac.allowance[key] = jac.allowance[key] + MARGIN * spread
