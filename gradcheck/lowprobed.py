@@ -66,6 +66,10 @@ from gradcheck.problem import Problem
 from gradcheck.seeds import Probes
 from gradcheck.sides import REVERSE
 
+#: the spacing of each dtype's subnormal numbers (its absolute rounding below
+#: its smallest normal number)
+SUBNORMAL_SPACING = {"float16": 2.0 ** -24, "complex32": 2.0 ** -24, "bfloat16": 2.0 ** -133,
+                     "float32": 2.0 ** -149, "complex64": 2.0 ** -149}
 #: the relative error the report states escape odds for, in units of the
 #: allowance's relative part (``MARGIN * (u + KERNEL_ULPS * U32)``)
 STATED_ALLOWANCES = 32
@@ -139,13 +143,18 @@ def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
     relative, _ = forward_rounding(problem, wide)
     entries = allowance(exact, formula_epsilon(problem), relative, None,
                         sum_units(problem, wide))
+    spacing = SUBNORMAL_SPACING.get(formula_dtype(problem), 0.0)
     cells = {}
     for (o, i), block in entries.items():
         if i in plan.seeds:
             # an entry the formula never computes (an exact zero of the float64
             # run: elementwise, a band) adds no rounding to a jvp or a vjp
-            computed = np.where(exact.blocks[o, i] != 0, block, 0.0)
-            cells[o, i] = computed @ np.abs(plan.seeds[i].vectors).T
+            computed = exact.blocks[o, i] != 0
+            cells[o, i] = np.where(computed, block, 0.0) @ np.abs(plan.seeds[i].vectors).T
+            # a term J_rc S_c below the dtype's smallest normal (float16 from 6e-5) is
+            # rounded to a fixed spacing, not relative: half of it per product and sum
+            terms = np.sum(computed, axis=1, keepdims=True)
+            cells[o, i] = cells[o, i] + spacing * (terms + 1)
     return cells
 
 
