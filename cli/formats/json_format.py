@@ -52,6 +52,9 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
                                          formula: what it was compared with and the
                                          smallest relative error it could detect
       "resolution": float | null,        that smallest detectable relative error
+      "dispute": str | null,             a failed op_db check in float64/complex128:
+                                         whether torch's gradcheck fails the sample
+                                         too, and if not the evidence of who is right
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,
