@@ -195,7 +195,7 @@ class TorchRegistry:
             return None
         name = _torchdb().dtype_name(dtype)
         command = (f"adcheck op {info.name} --registry torch --dtype {name} "
-                   f"--sample {sample.index} shows it")
+                   f"--sample {sample.index}")
         runs = info.torch_runs("reverse" if check == "fast" else check)
         return dispute(call.func, call.inputs, runs, name, report, command)
 

@@ -42,13 +42,13 @@ def dispute(func, inputs, runs: list, dtype_name: str, report, reproduce: str) -
     if not verdict.passed:
         first = " ".join(verdict.message.split())[:240]
         return f"torch's gradcheck fails this sample too ({verdict.error}: {first})"
-    flags = ", ".join(f"{k}={v}" for k, v in runs[0][1].items() if k in ("fast_mode", "nondet_tol"))
-    head = f"torch's gradcheck passes this sample ({runs[0][0]}, {flags}, atol=1e-05, rtol=0.001)"
+    fast = runs[0][1].get("fast_mode", False)
+    head = f"torch's {runs[0][0]} (fast_mode={fast}, as PyTorch's test runs it) passes this sample"
     failure = _disputed(report)
     if failure is None:
-        return f"{head}; this failure is not about a Jacobian entry, so no independent value " \
-               f"settles it ({reproduce})"
-    return f"{head}; {_evidence(func, inputs, failure)} ({reproduce})"
+        return f"{head}; the failure is not about one Jacobian entry, so no independent " \
+               f"value settles it. Reproduce: {reproduce}"
+    return f"{head}. {_evidence(func, inputs, failure)}. Reproduce: {reproduce}"
 
 
 def _disputed(report):
@@ -68,24 +68,24 @@ def _evidence(func, inputs, failure) -> str:
     numerical = complex(failure.expected[row, col])
     if failure.origin is not None:
         row, col = row + failure.origin[0], col + failure.origin[1]
-    where = f"output {failure.out_idx} coordinate {row}, input {failure.in_idx} coordinate {col}"
-    values = f"AD gives {_show(analytical)}, adcheck's extrapolated difference {_show(numerical)}"
+    where = f"output {failure.out_idx}[{row}] by input {failure.in_idx}[{col}]"
+    values = f"AD {_show(analytical)}, adcheck's extrapolated difference {_show(numerical)}"
     x = inputs[failure.in_idx]
     if x.is_complex() or np.iscomplexobj(failure.expected) or np.iscomplexobj(failure.actual):
-        return f"at {where}: {values}; complex entries get no independent value here"
+        return f"Disputed entry {where}: {values}; complex entries get no independent value"
     estimates = [_difference(func, inputs, failure.out_idx, failure.in_idx, row, col, step)
                  for step in STEPS]
     if not all(np.isfinite(estimates)):
-        return f"at {where}: {values}; the independent difference is not finite there"
+        return f"Disputed entry {where}: {values}; the independent difference is not finite"
     y, spread = estimates[-1], abs(estimates[0] - estimates[1])
     uncertain = max(spread, 1e-15 * max(abs(y), 1e-300))
-    text = (f"at {where}: {values}; an independent fourth-order central difference in float64 "
-            f"gives {y:.17g} (steps {STEPS[0]:g} and {STEPS[1]:g} agree to {spread:.1e})")
+    text = (f"Disputed entry {where}: {values}, an independent fourth-order difference "
+            f"{y:.17g} ± {spread:.1e} (two steps' spread)")
     off_ad, off_fd = abs(analytical.real - y), abs(numerical.real - y)
     if off_ad > DECISIVE * max(uncertain, off_fd):
         relative = off_ad / max(abs(y), 1e-300)
-        return (f"{text}: the formula is wrong by {relative:.1e} relative, which torch's "
-                "tolerance admits (a PyTorch formula bug its gradcheck misses)")
+        return (f"{text}: AD is off by {relative:.1e} relative, within torch's atol=1e-05 "
+                "and rtol=0.001: a PyTorch formula bug its gradcheck misses")
     if off_fd > DECISIVE * max(uncertain, off_ad):
         return f"{text}: it agrees with AD, so this failure is a false alarm of adcheck's"
     return f"{text}: not decisive"

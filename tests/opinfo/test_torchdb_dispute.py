@@ -45,9 +45,9 @@ def test_hardsigmoid_float64_disputed_and_settled_for_adcheck():
                                policy=Policy(precise=True, engine="torch"))
     ((result, _),) = check_sample(entry, sample, torch.float64, settings)
     assert result.status == "failed"
-    assert "torch's gradcheck passes this sample" in result.dispute
+    assert "passes this sample" in result.dispute
     assert "PyTorch formula bug" in result.dispute
-    value = float(result.dispute.split("float64 gives ")[1].split(" ")[0])
+    value = float(result.dispute.split("fourth-order difference ")[1].split(" ")[0])
     assert abs(value - 1 / 6) < 1e-10 < abs(value - grad.item())
 
 
@@ -58,7 +58,7 @@ def test_a_false_alarm_of_adcheck_is_named_as_such():
     true = math.cos(1.1)
     report = _report(0, 0, (1, 1), true * (1 + 1e-6), true, (2, 2))
     text = dispute(torch.sin, (x,), SLOW, "float64", report, "reproduce")
-    assert text.startswith("torch's gradcheck passes")
+    assert "passes this sample" in text
     assert "false alarm of adcheck's" in text
 
 
@@ -88,7 +88,7 @@ def test_a_kink_within_the_steps_is_not_decisive():
     x = torch.tensor([1e-5], dtype=torch.float64, requires_grad=True)
     report = _report(0, 0, (0, 0), 0.5, 1.0, (1, 1))
     text = dispute(torch.abs, (x,), SLOW, "float64", report, "reproduce")
-    assert text.endswith("not decisive (reproduce)")
+    assert "not decisive. Reproduce: reproduce" in text
 
 
 def test_only_double_precision_is_disputed():
