@@ -336,7 +336,9 @@ def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
                          time.perf_counter() - start, seed, base.family, base.sample_name,
-                         failures, _unbatched(report), *_precision(report))
+                         failures, _unbatched(report), *_precision(report),
+                         plan=getattr(report, "plan", None),
+                         escape=dict(report.escape) if getattr(report, "escape", None) else None)
     return result, report
 
 

@@ -80,6 +80,11 @@ class CheckResult:
     #: for a failed check of a registry that has another verdict on the sample
     #: (torch's gradcheck on op_db), whether it agrees and, if not, who is right
     dispute: str | None = None
+    #: how the check's Jacobians were built (``gradcheck.Report.plan``: dense,
+    #: compressed, chunked, probed), and for a probed one the odds that an entry
+    #: wrong by ``relative_error`` of its row's norm escaped, by AD mode
+    plan: str | None = None
+    escape: dict | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
 
     @property
