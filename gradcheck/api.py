@@ -63,9 +63,7 @@ def check(func, inputs, **keywords) -> Report:
       the formula's sparsity pattern, every entry still compared (in chunks
       beyond the budget: ``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
       Gaussian directions, with the odds that a wrong entry escapes in
-      ``Report.escape`` (``gradcheck.probed``; a low-precision formula's
-      second order with its rounding allowance: ``gradcheck.lowprobed``;
-      its first order stays dense); ``"auto"``: dense for small
+      ``Report.escape`` (``gradcheck.probed``, ``lowprobed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in
       chunks (``Report.plan``).
     - ``input_names``: a name per input, shown beside its index in messages
