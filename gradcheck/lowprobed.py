@@ -1,4 +1,4 @@
-"""Probed Jacobians of a low-precision formula: ``J U`` with the rounding allowance carried through ``U``.
+"""Probed Jacobians of a low-precision formula: the rounding allowance carried through ``U``.
 
 A second-order check of a float32, bfloat16 or float16 formula judged on
 whole Jacobians (``gradcheck.widening``) extrapolates every input coordinate
