@@ -122,10 +122,13 @@ def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Pro
     for key, block in jac.blocks.items():   # an output no vjp reaches: measured only
         jac.allowance.setdefault(key, np.zeros_like(block))
     forward, reverse = measured_cells(p, plan, sides)
+    terms = dict(jac.allowance)
     for key, spread in forward.items():
-        jac.allowance[key] = jac.allowance[key] + MARGIN * spread
+        jac.allowance[key] = jac.allowance[key] + MARGIN * pooled(spread, terms[key], axis=1)
     if reverse:
-        jac.projected_allowance = {key: MARGIN * spread for key, spread in reverse.items()}
+        jac.projected_allowance = {
+            (o, i): MARGIN * pooled(spread, np.abs(plan.rows[o]) @ terms[o, i], axis=None)
+            for (o, i), spread in reverse.items() if o in plan.rows}
     complex_ = any(np.iscomplexobj(a) for a in (*wide.arrays.values(), *wide.out_arrays.values()))
     jac.precision = Precision(formula_dtype(p), "complex128" if complex_ else "float64",
                               f"Richardson extrapolation along {plan.k} directions")
@@ -133,6 +136,20 @@ def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Pro
     jac.seconds = time.perf_counter() - start
     p.counts["function"] += wide.counts["function"]
     return jac
+
+
+def pooled(spread: np.ndarray, scale: np.ndarray, axis) -> np.ndarray:
+    """The measured spread, each cell at least its ``scale`` times the largest
+    ratio of spread to scale along ``axis`` (a row's directions; ``None``: the
+    block). Four points measure one cell's rounding roughly (atan2 float16 at
+    a scalar: a quarter of what the dense check's points found); the cells of
+    a row share the formula's rounding relative to their terms, so the row's
+    eight directions together measure it better."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(scale > 0, spread / scale, 0.0)
+    ratio = np.nan_to_num(ratio, nan=0.0, posinf=0.0)
+    top = np.max(ratio, axis=axis, keepdims=axis is not None, initial=0.0)
+    return np.maximum(spread, top * scale)
 
 
 def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
