@@ -52,3 +52,30 @@ def test_as_strided_partial_views_reads_outside_the_view_in_every_dtype(dtype):
     for check in ("reverse", "gradgrad"):
         report = _check("as_strided.partial_views", dtype, 1, check)
         assert report.passed, report.message()
+
+
+@pytest.mark.parametrize("op, index", [("quantile", 0), ("nanquantile", 1), ("stft", 0)])
+def test_a_misshapen_batched_jvp_is_computed_column_by_column(op, index):
+    # torch's legacy vmap (the batching its forward AD supports) adds a dimension
+    # to these jvps (quantile of a 0-d input: shape (1,) for (); stft: (1, 51, 6)
+    # for (6, 51)); each column alone has the output's shape
+    entry, dtype, sample, call = _case(op, "float32", index)
+    report = gradcheck.check(call.func, call.inputs, name=op, seed=0,
+                             **entry.adcheck_options("forward", dtype))
+    assert report.passed, report.message()
+    assert "under vmap raised" in report.batching["fallback"]
+    x = call.inputs[0].detach().double()
+    rest = [a.detach().double() if torch.is_tensor(a) and a.is_floating_point() else a
+            for a in call.inputs[1:]]
+    with torch.autograd.forward_ad.dual_level():
+        tangent = torch.ones_like(x)
+        out = call.func(torch.autograd.forward_ad.make_dual(x, tangent), *rest)
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        jvp = torch.autograd.forward_ad.unpack_dual(out).tangent
+    h = 1e-6
+
+    def at(t):
+        value = call.func(t, *rest)
+        return value[0] if isinstance(value, (tuple, list)) else value
+    assert jvp.shape == out.shape
+    torch.testing.assert_close(jvp, (at(x + h) - at(x - h)) / (2 * h), rtol=1e-6, atol=1e-6)
