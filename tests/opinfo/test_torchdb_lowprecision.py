@@ -54,12 +54,14 @@ def test_as_strided_partial_views_reads_outside_the_view_in_every_dtype(dtype):
         assert report.passed, report.message()
 
 
-@pytest.mark.parametrize("op, index", [("quantile", 0), ("nanquantile", 1), ("stft", 0)])
-def test_a_misshapen_batched_jvp_is_computed_column_by_column(op, index):
+@pytest.mark.parametrize("op, dtype, index", [("quantile", "float32", 0),
+                                               ("nanquantile", "float32", 1),
+                                               ("stft", "float64", 0)])
+def test_a_misshapen_batched_jvp_is_computed_column_by_column(op, dtype, index):
     # torch's legacy vmap (the batching its forward AD supports) adds a dimension
     # to these jvps (quantile of a 0-d input: shape (1,) for (); stft: (1, 51, 6)
     # for (6, 51)); each column alone has the output's shape
-    entry, dtype, sample, call = _case(op, "float32", index)
+    entry, dtype, sample, call = _case(op, dtype, index)
     report = gradcheck.check(call.func, call.inputs, name=op, seed=0,
                              **entry.adcheck_options("forward", dtype))
     assert report.passed, report.message()
@@ -130,3 +132,25 @@ def test_group_norm_rstd_jvp_in_float16_is_a_torch_inaccuracy():
     shifted.view(-1)[:9] = torch.arange(1.0, 10.0)
     assert _rstd_jacobian(shifted, torch.float16)[0, 9:].abs().max() == 0
     assert (_rstd_jacobian(x, torch.float16)[0, 9:] != 0).all()
+
+
+def test_a_sample_with_a_fixed_narrow_tensor_is_widened_whole():
+    # _softmax_backward_data(grad, softmax output, dim, input_dtype): the output
+    # and input_dtype are fixed float32; the float64 run takes them along, so the
+    # reference is the float64 op (it was differenced in float32, whose error
+    # estimate missed 2.8e-7 at entries of size 8e-6)
+    entry, dtype, sample, call = _case("_softmax_backward_data", "float32", 1)
+    y = sample.args[0]
+    assert y.dtype == torch.float32 and not y.requires_grad and sample.args[2] == torch.float32
+    g = call.inputs[0].detach().double()
+    wide = call.func(g)
+    assert wide.dtype == torch.float64
+    # grad_input[i, j] = y[i, j] (g[i, j] - sum_k g[k, j] y[k, j]) along dim 0, in float64
+    yd = y.double()
+    torch.testing.assert_close(wide, yd * (g - (g * yd).sum(0, keepdim=True)),
+                               rtol=1e-14, atol=1e-15)
+    assert call.func(call.inputs[0].detach()).dtype == torch.float32   # the sample unchanged
+    for check in ("reverse", "forward"):
+        report = _check("_softmax_backward_data", "float32", 1, check)
+        assert report.passed, report.message()
+        assert report.results[0].precision.numerical == "float64"
