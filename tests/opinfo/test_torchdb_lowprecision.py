@@ -154,3 +154,48 @@ def test_a_sample_with_a_fixed_narrow_tensor_is_widened_whole():
         report = _check("_softmax_backward_data", "float32", 1, check)
         assert report.passed, report.message()
         assert report.results[0].precision.numerical == "float64"
+
+
+def test_atanh_near_its_pole_in_float32_is_right_within_a_rounding_of_its_input():
+    import mpmath
+    entry, dtype, sample, call = _case("atanh", "float32", 0)
+    x = sample.input.detach().flatten()
+    k = int(x.abs().argmax())
+    xk = float(x[k])
+    assert abs(xk) > 0.997
+    leaf = x[k:k + 1].clone().requires_grad_()
+    [grad] = torch.autograd.grad(torch.atanh(leaf).sum(), leaf)
+    mpmath.mp.dps = 40
+    exact = 1 / (1 - mpmath.mpf(xk) ** 2)
+    u = 2.0 ** -24
+    # float32's derivative is tens of roundings off the exact one ...
+    assert abs(float(mpmath.mpf(float(grad)) / exact - 1)) > 20 * u
+    # ... and within one rounding of the derivative at an input a fraction of a
+    # rounding away (its 1 - x*x rounds x*x): a right formula in float32
+    near = [1 / (1 - (mpmath.mpf(xk) * (1 + s * u)) ** 2) for s in (-0.25, 0.25)]
+    low, high = min(near), max(near)
+    assert low * (1 - u) <= float(grad) <= high * (1 + u)
+    for check in ("reverse", "forward"):
+        report = _check("atanh", "float32", 0, check)
+        assert report.passed, report.message()
+
+
+def test_logaddexp_second_order_in_float16_overflows_where_the_truth_is_finite():
+    from types import SimpleNamespace
+    from runner.checks import Policy, check_sample
+    from runner.torchregistry import TorchRegistry
+    entry, dtype, sample, call = _case("logaddexp", "float16", 1)
+    a, b = (t.detach() for t in call.inputs)
+    # torch's second derivative in float16 is NaN where the true one,
+    # s (1 - s) with s = sigmoid(a - b), is finite (exp(b - a) > 65504 inside it)
+    leaf = a.clone().requires_grad_()
+    [first] = torch.autograd.grad(torch.logaddexp(leaf, b).sum(), leaf, create_graph=True)
+    [second] = torch.autograd.grad(first.sum(), leaf)
+    s = torch.sigmoid(a.double() - b.double())
+    assert torch.isfinite(s * (1 - s)).all() and not torch.isfinite(second).all()
+    assert float(torch.exp(b.double() - a.double()).max()) > torch.finfo(torch.float16).max
+    settings = SimpleNamespace(registry=TorchRegistry(), checks=("gradgrad", "fwgrad_bwgrad"),
+                               policy=Policy(precise=True, engine="torch"))
+    results = [r for r, _ in check_sample(entry, sample, dtype, settings)]
+    assert [r.status for r in results] == ["skipped", "skipped"]
+    assert all("passes in double precision" in r.message for r in results)
