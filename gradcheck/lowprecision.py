@@ -21,7 +21,11 @@ rounding error analysis, a computed derivative differs from ``J`` by these
 terms, each estimated from what the check can observe:
 
 1. *Rounding of each stored result*: a formula is a short chain of stored
-   intermediates, each off by at most ``u`` relative: ``u * |J_rc|``.
+   intermediates, each off by at most ``u`` relative: ``u * |J_rc|``; and
+   below the dtype's normal range by half its smallest (subnormal) number,
+   whatever the entry's size: ``+ tiny / 2`` (float16's 2**-24: a float64
+   gradient of 2.95e-8 cast to a float16 input's dtype is 0, as softmin
+   with ``dtype=float64`` on a float16 input returns).
 2. *Kernel accuracy*: library kernels (special functions, reductions) run in
    at least float32 (PyTorch and JAX compute half-precision kernels in
    float32) and are accurate to a few float32 ulps, not half of one:
@@ -113,6 +117,9 @@ ONCE = 1.0 / 16
 #: term 5's move of an input, in units of ``u``: the backward error of a formula
 #: that rounds an intermediate of its input's size (see the module docstring)
 INPUT_ROUNDING = 1.0 / 8
+#: the smallest positive (subnormal) number of each narrow dtype, by its machine
+#: epsilon (float16, bfloat16, float32: each epsilon names one format)
+SMALLEST = {2.0 ** -10: 2.0 ** -24, 2.0 ** -7: 2.0 ** -133, 2.0 ** -23: 2.0 ** -149}
 #: double precision's machine epsilon: formulas at it are not low precision
 DOUBLE_EPS = float(np.finfo(np.float64).eps)
 
@@ -162,6 +169,7 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
     term 3's unit ``s`` by output (default ``u``). Entries where
     ``numerical`` is not finite get an infinite allowance."""
     u = epsilon / 2
+    tiny = SMALLEST.get(epsilon, 0.0) / 2
     forward = forward or {}
     curvature = curvature or {}
     sums = sums or {}
@@ -178,7 +186,7 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
         M = largest[o]
         summed = sums.get(o, u) * np.log2(np.maximum(counts[key], 1))[:, None]
         scale = (KERNEL_ULPS * U32 + summed + coupled[o][:, None] * forward.get(o, u)) * M
-        terms = (u + KERNEL_ULPS * U32) * J + scale + curvature.get(key, 0.0)
+        terms = (u + KERNEL_ULPS * U32) * J + tiny + scale + curvature.get(key, 0.0)
         result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)
     return result
 

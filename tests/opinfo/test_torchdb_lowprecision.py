@@ -199,3 +199,23 @@ def test_logaddexp_second_order_in_float16_overflows_where_the_truth_is_finite()
     results = [r for r, _ in check_sample(entry, sample, dtype, settings)]
     assert [r.status for r in results] == ["skipped", "skipped"]
     assert all("passes in double precision" in r.message for r in results)
+
+
+def test_a_float64_gradient_cast_to_float16_may_round_to_zero_below_its_normal_range():
+    # softmin with dtype=float64 on a float16 input computes in float64 and
+    # casts the gradient to float16: below 2**-14 float16 holds multiples of
+    # 2**-24 only, so an entry of 2.95e-8 comes back as 0
+    entry, dtype, sample, call = _case("nn.functional.softmin.with_dtype", "float16", 0)
+    x = call.inputs[0].detach()
+    wide = x.double().requires_grad_()
+    jac64 = torch.autograd.functional.jacobian(
+        lambda t: torch.nn.functional.softmin(t, 0, dtype=torch.float64), wide)
+    jac16 = torch.stack([torch.autograd.grad(call.func(leaf)[r], leaf)[0]
+                         for r in range(x.numel())
+                         for leaf in [x.clone().requires_grad_()]])
+    assert torch.equal(jac16, jac64.to(torch.float16))          # right, rounded once
+    tiny = jac64.abs()[(jac64 != 0) & (jac64.abs() < 2.0 ** -25)]
+    assert tiny.numel() > 0 and (tiny.to(torch.float16) == 0).all()
+    for check in ("reverse", "forward"):
+        report = _check("nn.functional.softmin.with_dtype", "float16", 0, check)
+        assert report.passed, report.message()
