@@ -232,10 +232,11 @@ def sum_units(problem, wide) -> dict:
 
 def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict,
                  inputs: dict | None = None, unit: float = 0.0) -> dict:
-    """Term 5 per block: ``|H_rc| * (min(d_r / |J_rc|, L_c) + u |x_c|)``, from
-    ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by output),
-    ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input, real form)
-    and ``unit`` (``u``; without ``inputs`` the second move is left out)."""
+    """Term 5 per block: ``|H_rc| * (min(d_r / |J_rc|, L_c) + unit * |x_c|)``,
+    from ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by
+    output), ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input,
+    real form) and ``unit`` (the input's relative move, ``INPUT_ROUNDING *
+    u``); without ``inputs`` the second move is left out."""
     terms = {}
     for key, H in second.items():
         o, i = key
