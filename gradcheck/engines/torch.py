@@ -2,9 +2,10 @@
 
 Function evaluations are batched with ``torch.func.vmap`` (finite
 differences evaluate the function at many points of one input in one call).
-A function vmap cannot run (randomness, ``.item()`` or ``.numpy()``, data-
-dependent control flow, an ``autograd.Function`` without a vmap rule) raises
-inside it, and gradcheck then evaluates one point at a time and says why in
+A function vmap cannot run (fresh random draws at each call, ``.item()`` or
+``.numpy()``, data-dependent control flow, an ``autograd.Function`` without
+a vmap rule) raises inside it (one that reseeds itself before drawing shares
+one draw across the batch: see ``TorchEngine.vmap``), and gradcheck then evaluates one point at a time and says why in
 ``Report.batching``. Ops that torch runs in a loop inside vmap (no batching
 rule: torch warns "There is a performance drop...") are counted by name in
 ``Report.batching["looped_ops"]``. A function that differentiates inside
@@ -68,7 +69,27 @@ class TorchEngine(Engine):
         return np.array(tensor.numpy(), copy=True)
 
     def vmap(self, func, in_dims):
-        return torch.func.vmap(func, in_dims=in_dims)
+        """``func`` mapped over ``in_dims``. A function that draws random numbers
+        after seeding its generator itself (op_db's ``wrapper_set_seed``:
+        fractional max pooling) gives every call the same draw, so a batch may
+        share one draw (``randomness="same"``); that is verified on the batch's
+        first example, and a function whose draws differ is left to the loop."""
+        mapped = torch.func.vmap(func, in_dims=in_dims)
+
+        def call(*args):
+            try:
+                return mapped(*args)
+            except RuntimeError as exc:
+                if "randomness" not in str(exc):
+                    raise
+                shared = torch.func.vmap(func, in_dims=in_dims, randomness="same")(*args)
+                first = func(*(a if d is None else a.select(d, 0)
+                               for a, d in zip(args, in_dims)))
+                if not _same_outputs(first, shared):
+                    raise RuntimeError("the function draws different random numbers at each "
+                                       "call, so a batch cannot share one draw") from exc
+                return shared
+        return call
 
     def functional_vjp(self, func, diff_in, out_idx, grad_idx):
         """The first derivative through ``torch.func.vjp``, which vmap maps (it
@@ -152,3 +173,27 @@ class TorchEngine(Engine):
 
     def undefined_grad(self, tensor):
         return torch._C._functions.UndefinedGrad()(tensor)
+
+
+def _same_outputs(single, batched) -> bool:
+    """Whether ``single`` is example 0 of ``batched`` up to a few roundings of its
+    largest value (a batched kernel may sum in another order; another random
+    draw moves values by their own size)."""
+    single = single if isinstance(single, (tuple, list)) else (single,)
+    batched = batched if isinstance(batched, (tuple, list)) else (batched,)
+    for one, many in zip(single, batched):
+        if not isinstance(one, torch.Tensor):
+            continue
+        one, first = one.detach(), many.detach()[0]
+        if one.shape != first.shape:
+            return False
+        if not (one.is_floating_point() or one.is_complex()):
+            if not torch.equal(one, first):
+                return False
+            continue
+        if one.numel() == 0:
+            continue
+        allowed = 8 * torch.finfo(one.dtype).eps * float(one.abs().max())
+        if float((one - first).abs().max()) > allowed:
+            return False
+    return True
