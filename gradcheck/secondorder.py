@@ -59,4 +59,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
 
     first.functional = functional
+    # whether the function under the derivative draws random numbers (vmap cannot
+    # tell through autograd.grad): see ``gradcheck.widening``
+    first.draws_random = lambda: E.draws_random(func, problem.inputs)
     return first, problem.inputs + grad_outputs

@@ -25,7 +25,7 @@ import numpy as np
 
 from gradcheck import coords
 from gradcheck.adrounding import measured_rounding
-from gradcheck.errors import GradcheckError
+from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.lowprecision import (
@@ -52,6 +52,15 @@ def widened(problem: Problem) -> tuple:
     """``(Problem, None)``: ``problem``'s function at its inputs in double
     precision; or ``(None, reason)`` when the function does not accept them."""
     E = problem.engine
+    if _draws_random(problem):
+        # a float64 run draws other random numbers (fractional max pooling's
+        # regions move): another function, whatever the seed; and differences in
+        # the dtype itself of such a piecewise function gave 0.5 for 1 in float16
+        raise UncheckableError(
+            f"{problem.name}: the function draws random numbers, so its float64 run is "
+            "another function (other draws, even after the same seed), and finite "
+            f"differences in {E.dtype_name(problem.inputs[problem.diff_in[0]])} cannot "
+            "judge it; check it in float64, where every step repeats the same draw")
     inputs = tuple(E.widened(x) if E.is_tensor(x) and E.is_differentiable_dtype(x) else x
                    for x in problem.inputs)
     try:
@@ -65,6 +74,16 @@ def widened(problem: Problem) -> tuple:
         return None, f"it raises {type(cause).__name__} on float64 inputs ({text})"
     reason = _mismatch(problem, wide)
     return (None, reason) if reason else (wide, None)
+
+
+def _draws_random(problem: Problem) -> bool:
+    """Whether the function (under the first derivative, for a second-order
+    check) draws random numbers."""
+    own = getattr(problem.source, "draws_random", None)
+    if own is not None:
+        return own()
+    return not problem.differentiates_inside and \
+        problem.engine.draws_random(problem.source, problem.inputs)
 
 
 def _mismatch(problem: Problem, wide: Problem) -> str | None:

@@ -81,6 +81,12 @@ class Engine:
         a function computes; ``from_numpy`` (of ``template``'s dtype) elsewhere."""
         return self.from_numpy(array, requires_grad, dtype=template.dtype)
 
+    def draws_random(self, func, inputs) -> bool:
+        """Whether ``func`` draws random numbers (then a run in another dtype
+        draws other ones, even after the same seed); ``False`` when the engine
+        cannot tell."""
+        return False
+
     def plain_layout(self, tensor) -> bool:
         """Whether ``from_numpy`` makes a tensor laid out as ``tensor`` (else
         only ``from_numpy_like`` does, and a batched evaluation cannot)."""

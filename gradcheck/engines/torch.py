@@ -91,6 +91,20 @@ class TorchEngine(Engine):
                 return shared
         return call
 
+    def draws_random(self, func, inputs) -> bool:
+        """Whether ``func`` draws random numbers: vmap's "error" randomness mode
+        refuses a draw, on a batch of one (one call; any other refusal, such as
+        an ``autograd.Function`` without a vmap rule, says nothing)."""
+        dims = tuple(0 if isinstance(x, torch.Tensor) else None for x in inputs)
+        batch = [x.detach().unsqueeze(0) if d == 0 else x for x, d in zip(inputs, dims)]
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.func.vmap(func, in_dims=dims)(*batch)
+        except Exception as exc:  # noqa: BLE001 - only the randomness refusal counts
+            return "randomness" in str(exc)
+        return False
+
     def functional_vjp(self, func, diff_in, out_idx, grad_idx):
         """The first derivative through ``torch.func.vjp``, which vmap maps (it
         cannot map ``autograd.grad``); the same derivative formulas run."""
