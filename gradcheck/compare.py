@@ -72,10 +72,13 @@ def entry_errors(expected: np.ndarray, actual: np.ndarray,
     twice is no difference (the NaN is another check's finding).
     """
     with np.errstate(invalid="ignore"):
-        err = np.abs(actual - expected).astype(np.float64)
+        err = np.abs(actual - expected)
+    err = err if err.dtype == np.float64 else err.astype(np.float64)
     if same_nonfinite:
         err[_same_nonfinite(np.asarray(expected), np.asarray(actual))] = 0.0
-    err[np.isnan(err)] = np.inf
+    nan = np.isnan(err)
+    if nan.any():
+        err[nan] = np.inf
     return err
 
 
@@ -154,6 +157,11 @@ def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: fl
     return results
 
 
+#: entries per piece of a chunk that ``Tally.add`` takes at once: its temporaries
+#: then stay in cache, and a chunk is read a few times from memory, not a few dozen
+PIECE = 2 ** 15
+
+
 class Tally:
     """``compare`` over a block seen a chunk at a time, without holding it.
 
@@ -188,12 +196,33 @@ class Tally:
 
     def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
             row0: int = 0, col0: int = 0) -> None:
-        """Entries ``[row0:, col0:]`` of the block (complex form)."""
+        """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
+        piece of rows at a time (the temporaries then stay in cache)."""
         if expected.size == 0:
             return
+        rows = max(1, PIECE // max(1, expected.shape[1]))
+        spans = [(a, min(a + rows, expected.shape[0]))
+                 for a in range(0, expected.shape[0], rows)]
+        for a, b in spans:
+            self._grow(expected[a:b])
+        floor = self.floor()
+        for a, b in spans:
+            self._piece(expected[a:b], actual[a:b], base[a:b], floor, row0 + a, col0)
+
+    def observe(self, expected: np.ndarray) -> None:
+        """Count ``expected`` into the block's scale and ``sums[0]`` only: for
+        the reference block itself, compared with nothing."""
+        if expected.size:
+            self._grow(expected)
+            self.sums[0] += _dot(expected, expected)
+
+    def _grow(self, expected: np.ndarray) -> None:
+        if expected.size:
+            self.scale = max(self.scale, float(np.max(np.abs(expected))))
+
+    def _piece(self, expected, actual, base, floor, row0, col0) -> None:
         err = entry_errors(expected, actual)
-        self.scale = max(self.scale, float(np.max(np.abs(expected))))
-        tol = base + self.floor()
+        tol = base + floor
         flat = int(np.argmax(err))
         if err.flat[flat] > self.best[0]:
             r, c = np.unravel_index(flat, err.shape)
@@ -203,7 +232,11 @@ class Tally:
         self._count(expected, actual, tol, bad, row0, col0)
         if bad.any():
             rows, cols = np.nonzero(bad)
-            order = np.argsort(-err[rows, cols], kind="stable")[:self.KEEP]
+            worst_first = -err[rows, cols]
+            if len(rows) > self.KEEP:   # the KEEP largest, then in order
+                top = np.argpartition(worst_first, self.KEEP)[:self.KEEP]
+                rows, cols, worst_first = rows[top], cols[top], worst_first[top]
+            order = np.argsort(worst_first, kind="stable")
             self.candidates += [(float(err[r, c]), (int(r) + row0, int(c) + col0),
                                  float(base[r, c])) for r, c in zip(rows[order], cols[order])]
             self.candidates.sort(key=lambda item: -item[0])
@@ -212,9 +245,9 @@ class Tally:
     def _count(self, expected, actual, tol, bad, row0, col0) -> None:
         self.sums += (_dot(expected, expected), _dot(expected, actual), _dot(actual, actual))
         big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
-        self.counts["active"] += int((big_e | big_a | bad).sum())
-        self.counts["expected"] += int(big_e.sum())
-        self.counts["actual"] += int(big_a.sum())
+        self.counts["active"] += int(np.count_nonzero(big_e | big_a | bad))
+        self.counts["expected"] += int(np.count_nonzero(big_e))
+        self.counts["actual"] += int(np.count_nonzero(big_a))
         self.counts["nonzero"] += int(np.count_nonzero(actual))
         if bad.any():
             rows, cols = np.nonzero(bad)

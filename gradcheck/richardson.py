@@ -12,12 +12,15 @@ of its modulus). Each output coordinate keeps the entry with the smallest
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
-Levels: ``k < 4`` and the sentinel ``k = 13`` first; all ``k < 14`` unless
-every estimate has converged by then (its share of the precise tolerance,
-``SAFETY`` times the estimate, is at most the tolerance's relative allowance)
-and agrees with the sentinel. Most smooth columns stop there: 10 evaluations
-instead of 28, and a tableau of 5 levels instead of 14 (a linear function's
-steps agree to rounding from the first; deeper levels only add noise). Steps
+Levels: ``k < 2`` first; a coordinate whose two quotients agree to rounding
+in every output coordinate stops there (4 evaluations: a linear or quadratic
+function's central difference is exact at any step, and deeper levels only
+add noise). The others take ``k < 4`` and the sentinel ``k = 13``; then all
+``k < 14`` unless every estimate has converged by then (its share of the
+precise tolerance, ``SAFETY`` times the estimate, is at most the tolerance's
+relative allowance) and agrees with the sentinel. Most smooth columns stop
+there: 10 evaluations instead of 28, and a tableau of 5 levels instead of
+14. Steps
 that straddle a jump (or a kink, or a pole) are no evidence: the quotients
 before the last *break* (see ``_straddling``) are discarded, and a
 coordinate whose smallest steps still straddle one gets smaller steps, down
@@ -37,6 +40,7 @@ from gradcheck.numerical import column_chunk, perturbed_outputs
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
+AGREE_LEVELS = 2    # steps of the first phase: enough where their quotients agree to rounding
 FIRST_LEVELS = 4    # steps tried before deciding whether smaller ones are needed
 CONVERGED = 1 / 8   # "converged": error below this fraction of the relative allowance
 #                     (1 / precise.SAFETY: the estimate's term of the tolerance is then
@@ -187,6 +191,9 @@ def _straddling(diffs: list, noises: list) -> tuple:
     """
     marked, unresolved = [dict(d) for d in diffs], {}
     levels = len(diffs)
+    if levels < 3:   # a break is a move larger than an earlier one: none in one move
+        return marked, [dict(v) for v in noises], {o: np.zeros(d.shape, bool)
+                                                   for o, d in diffs[0].items()}
     for o in diffs[0]:
         # an entry that cancels to almost nothing (a convolution's) rounds like
         # its terms: the output's largest noise is the floor, not its own
@@ -231,14 +238,18 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     columns of ``steps``, and per output where no step was free of a jump
     (``unresolved``): along ``directions[j]`` (one real vector per column,
     moved by ``steps[k, j]``) if given, else on coordinates ``columns``
-    (default: every coordinate of input ``in_idx`` in order). The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
-    sentinel) are tried. Coordinates not converged, or disagreeing with the
-    sentinel (a staircase converges to its slope at wide steps), or whose
-    smallest steps straddle a jump, get all ``LEVELS``; those still
-    straddling one get more, down to ``DEEPEST``, until ``CLEAN`` levels
-    below it are free of it (``_straddling`` drops the levels before a
-    break). Each phase is one stacked evaluation; the extrapolation is
-    elementwise, so all coordinates at once give what one at a time gives.
+    (default: every coordinate of input ``in_idx`` in order).
+
+    Phases, each one stacked evaluation of the coordinates still open: the
+    first ``AGREE_LEVELS`` steps, which settle coordinates whose quotients
+    already agree to rounding (``_agree``); then up to ``FIRST_LEVELS`` and
+    the smallest of ``LEVELS`` (a sentinel); coordinates not converged, or
+    disagreeing with the sentinel (a staircase converges to its slope at
+    wide steps), or whose smallest steps straddle a jump, get all
+    ``LEVELS``; those still straddling one get more, down to ``DEEPEST``,
+    until ``CLEAN`` levels below it are free of it (``_straddling`` drops
+    the levels before a break). The extrapolation is elementwise, so all
+    coordinates at once give what one at a time gives.
     """
     problem = ev.problem
     n = steps.shape[1]
@@ -248,10 +259,8 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     unresolved = {o: np.zeros((n, problem.layout.out_size(o)), bool) for o in problem.float_out}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
-    first = np.r_[0:FIRST_LEVELS, LEVELS - 1]
-    diffs, noises = differences(first, np.arange(n))
-    sentinel = (diffs.pop(), noises.pop())
-    active, depth = np.arange(n), FIRST_LEVELS
+    diffs, noises = differences(np.arange(AGREE_LEVELS), np.arange(n))
+    active, depth, sentinel = np.arange(n), AGREE_LEVELS, None
     while active.size:
         marked, marked_noise, straddled = _straddling(diffs, noises)
         for o, (best, err) in _extrapolated(problem, marked, marked_noise).items():
@@ -262,28 +271,78 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
                 result[o][0][active] = np.where(u, np.nan, result[o][0][active])
                 result[o][1][active] = np.where(u, np.inf, result[o][1][active])
             break
-        jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
-        if depth < LEVELS:
-            current = {o: (r[0][active], r[1][active]) for o, r in result.items()}
-            jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel,
-                                                                 active)
-        keep = np.flatnonzero(jumpy)
+        keep = np.flatnonzero(_open(problem, depth, straddled, diffs, noises, sentinel,
+                                    {o: (r[0][active], r[1][active]) for o, r in result.items()},
+                                    active))
         if not keep.size:
             break
         active = active[keep]
         diffs = [{o: d[o][keep] for o in d} for d in diffs]
         noises = [{o: v[o][keep] for o in v} for v in noises]
-        if depth < LEVELS:   # the sentinel is the last of them
-            extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
-            extra.append({o: v[active] for o, v in sentinel[0].items()})
-            extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
-            depth = LEVELS
-        else:
-            deeper = min(depth + JUMP_LEVELS, DEEPEST)
-            extra, extra_noise = differences(slice(depth, deeper), active)
-            depth = deeper
+        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel, n)
         diffs, noises = diffs + extra, noises + extra_noise
     return {o: tuple(r) for o, r in result.items()}, unresolved
+
+
+def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: list,
+          sentinel, current: dict, active) -> np.ndarray:
+    """Per active coordinate, whether it needs smaller steps after ``depth``
+    levels (see ``extrapolated_columns``)."""
+    jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
+    if depth == AGREE_LEVELS:
+        return jumpy | ~_agree(diffs, noises)
+    if depth < LEVELS:
+        jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel, active)
+    return jumpy
+
+
+def _deeper(differences, depth: int, active, sentinel, n: int) -> tuple:
+    """The next phase's levels for the coordinates ``active``: (their
+    differences, their noise, the new depth, the sentinel by coordinate)."""
+    if depth == AGREE_LEVELS:
+        extra, extra_noise = differences(np.r_[AGREE_LEVELS:FIRST_LEVELS, LEVELS - 1], active)
+        found = (extra.pop(), extra_noise.pop())
+        # held by coordinate (all n of them), as ``_disagree`` indexes it
+        sentinel = tuple({o: _scatter(v, active, n) for o, v in part.items()} for part in found)
+        return extra, extra_noise, FIRST_LEVELS, sentinel
+    if depth < LEVELS:   # the sentinel is the last of them
+        extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
+        extra.append({o: v[active] for o, v in sentinel[0].items()})
+        extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
+        return extra, extra_noise, LEVELS, sentinel
+    deeper = min(depth + JUMP_LEVELS, DEEPEST)
+    extra, extra_noise = differences(slice(depth, deeper), active)
+    return extra, extra_noise, deeper, sentinel
+
+
+def _scatter(values: np.ndarray, rows, n: int) -> np.ndarray:
+    """``values`` (one row per entry of ``rows``) placed in ``n`` rows of NaN."""
+    out = np.full((n,) + values.shape[1:], np.nan)
+    out[rows] = values
+    return out
+
+
+def _agree(diffs: list, noises: list) -> np.ndarray:
+    """Per coordinate (row), whether the quotients of the first two steps agree
+    within their rounding noise in every output coordinate.
+
+    ``D(h) = f' + c2 h**2 + c4 h**4 + ...``: two steps a factor of 2 apart that
+    agree to rounding leave a truncation error of the extrapolated value far
+    below its noise (a linear or quadratic function's quotient is exact at any
+    step), and the error estimate still counts their difference. A staircase,
+    a jump within reach of a step, or curvature moves the quotient by more
+    than rounding and opens the coordinate for the next phase (with its
+    sentinel). The noise is the output's largest (see ``_straddling``).
+    """
+    agree = None
+    for o in diffs[0]:
+        floor = sum(np.max(level[o], axis=-1, initial=0.0) for level in noises[:2])
+        with np.errstate(invalid="ignore"):
+            move = np.max(np.abs(diffs[1][o] - diffs[0][o]), axis=-1, initial=0.0)
+            # (NaN, a step out of the domain, never agrees)
+            here = (move <= floor) & ~np.isnan(move)
+        agree = here if agree is None else agree & here
+    return agree
 
 
 def _differences(ev: Evaluator, in_idx: int, steps, directions, columns):

@@ -35,7 +35,7 @@ from gradcheck import checks
 from gradcheck.adjoint import adjoint_results
 from gradcheck.analytical import ad_parts
 from gradcheck.cells import forward_cells, numerical_cells, reverse_row_cells
-from gradcheck.compare import Tally, compare
+from gradcheck.compare import PIECE, Tally, compare
 from gradcheck.compressed import _note
 from gradcheck.decompress import ROW_GAIN, reconstruct
 from gradcheck.diagnosis import diagnose, zero_analytical, zero_numerical
@@ -59,12 +59,24 @@ def _width(ev: Evaluator, in_idx: int) -> int:
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
-def _base(expected, errors, options, epsilon) -> np.ndarray:
-    """The tolerance of each entry but the floor that depends on the whole block."""
+def _base(expected, errors, options, epsilon, consume: bool = False) -> np.ndarray:
+    """The tolerance of each entry but the floor that depends on the whole block;
+    ``consume``: ``errors`` is the caller's to give, and becomes the result (a
+    chunk is a share of the budget: a fresh array of its size costs time)."""
     if not options.precise:
         return options.atol + options.rtol * np.abs(expected)
-    err = np.zeros(expected.shape) if errors is None else errors
-    return SAFETY * err + np.sqrt(epsilon) / 2 * np.abs(expected)
+    relative = np.sqrt(epsilon) / 2
+    if errors is None:
+        base = np.abs(expected)
+        base *= relative
+        return base
+    base = errors if consume else errors.copy()
+    rows = max(1, PIECE // max(1, base.shape[-1]))
+    for a in range(0, base.shape[0], rows):   # in pieces: the temporary stays in cache
+        part = base[a:a + rows]
+        part *= SAFETY
+        part += relative * np.abs(expected[a:a + rows])
+    return base
 
 
 def _magnitude(errors, in_complex):
@@ -174,9 +186,9 @@ def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dic
             _count_unresolved(state, (o, in_idx), unresolved, a)
         e = _complex(values, cplx)
         base = _base(e, None if errors is None else _magnitude(errors, cplx), options,
-                     state.epsilon)
+                     state.epsilon, consume=True)
         expected[o] = (e, base)
-        _tally(state.tallies, ("numerical", o, in_idx), e, e, base, state.floor, 0, 0)
+        state.tallies.setdefault(("numerical", o, in_idx), Tally(state.floor)).observe(e)
     return expected
 
 
