@@ -56,11 +56,13 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
         part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
         for o, pieces in part.items():
             if o not in found:
+                # stored a column after another, as they are made (a transposed
+                # write is several times slower)
                 found[o] = tuple(None if q is None else
-                                 np.empty((q.shape[1], stop - start), q.dtype) for q in pieces)
+                                 np.empty((stop - start, q.shape[1]), q.dtype).T for q in pieces)
             for whole, q in zip(found[o], pieces):
                 if q is not None:
-                    whole[:, a - start:b - start] = q.T
+                    whole.T[a - start:b - start] = q
     if not found:   # no column at all
         return {o: (q.T.copy(),) + tuple(None if k is None else k.T.copy() for k in rest)
                 for o, (q, *rest) in _numerical_cells(ev, in_idx, seeds, start, stop, precise,

@@ -197,23 +197,22 @@ class Tally:
     def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
             row0: int = 0, col0: int = 0) -> None:
         """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
-        piece of rows at a time (the temporaries then stay in cache)."""
+        piece at a time (``pieces``: the temporaries then stay in cache)."""
         if expected.size == 0:
             return
-        rows = max(1, PIECE // max(1, expected.shape[1]))
-        spans = [(a, min(a + rows, expected.shape[0]))
-                 for a in range(0, expected.shape[0], rows)]
-        for a, b in spans:
-            self._grow(expected[a:b])
+        for piece in pieces(expected):
+            self._grow(piece)
         floor = self.floor()
-        for a, b in spans:
-            self._piece(expected[a:b], actual[a:b], base[a:b], floor, row0 + a, col0)
+        for (r, c), e, a, b in zip(_origins(expected), pieces(expected), pieces(actual, expected),
+                                   pieces(base, expected)):
+            self._piece(e, a, b, floor, row0 + r, col0 + c)
 
     def observe(self, expected: np.ndarray) -> None:
         """Count ``expected`` into the block's scale and ``sums[0]`` only: for
         the reference block itself, compared with nothing."""
+        for piece in pieces(expected):
+            self._grow(piece)
         if expected.size:
-            self._grow(expected)
             self.sums[0] += _dot(expected, expected)
 
     def _grow(self, expected: np.ndarray) -> None:
@@ -255,8 +254,9 @@ class Tally:
             on = int(np.sum(rows + row0 == cols + col0))
             self.counts["diagonal"] += on
             self.counts["off"] += len(rows) - on
-            if self.first is None:
-                self.first = (int(rows[0]) + row0, int(cols[0]) + col0)
+            # (the first in row-major order whatever the order of the pieces)
+            first = (int(rows[0]) + row0, int(cols[0]) + col0)
+            self.first = first if self.first is None else min(self.first, first)
 
     def result(self, check, mode, against, out_idx, in_idx) -> Result:
         """The ``Result`` of the whole block (without arrays or diagnosis)."""
@@ -268,6 +268,30 @@ class Tally:
                           base + floor)
         error, where, tol = self.best
         return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def pieces(array: np.ndarray, like: np.ndarray | None = None) -> list:
+    """``array`` (2-D) in pieces of about ``PIECE`` entries: bands of rows, or of
+    columns when ``like`` (default ``array``) is stored a column after another,
+    so that each piece is one stretch of memory. Arrays of one shape give
+    matching pieces for the same ``like``."""
+    like = array if like is None else like
+    return [array[span] for span in _spans(like)]
+
+
+def _origins(like: np.ndarray) -> list:
+    """Where each of ``pieces(_, like)`` starts: ``(row, column)``."""
+    return [(span[0].start or 0, span[1].start or 0) for span in _spans(like)]
+
+
+def _spans(like: np.ndarray) -> list:
+    rows, cols = like.shape
+    by_column = like.strides[0] < like.strides[1] and cols > 1
+    across, along = (cols, rows) if by_column else (rows, cols)
+    step = max(1, PIECE // max(1, along))
+    bands = [slice(k, min(k + step, across)) for k in range(0, across, step)]
+    whole = slice(0, along)
+    return [(whole, band) if by_column else (band, whole) for band in bands]
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
