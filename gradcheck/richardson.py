@@ -60,24 +60,42 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None)
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
     coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
     output, a (columns, output size) matrix. A step where the function raises
-    gives NaN (discarded)."""
+    gives NaN (discarded). The levels are evaluated a group at a time
+    (``_level_groups``), each group's perturbed points dropped once differenced."""
     p = ev.problem
     outs = p.float_out
-    both = perturbed_outputs(ev, in_idx, np.concatenate([steps, -steps]),
-                             f"extrapolating finite differences for input {in_idx}", columns,
-                             tolerant=True, directions=directions)
-    levels = len(steps)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
-    for k in range(levels):
-        h = steps[k][:, None]
-        plus = {o: both[o][k] for o in outs}
-        minus = {o: both[o][levels + k] for o in outs}
-        diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-        noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
-                                              + _magnitude(minus[o], p.layout.out_complex[o]))
-                       / (2 * h) for o in outs})
+    for group in _level_groups(ev, in_idx, steps.shape):
+        part = steps[group]
+        both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
+                                 f"extrapolating finite differences for input {in_idx}",
+                                 columns, tolerant=True, directions=directions)
+        for k in range(len(part)):
+            h = part[k][:, None]
+            plus = {o: both[o][k] for o in outs}
+            minus = {o: both[o][len(part) + k] for o in outs}
+            diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
+            noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
+                                                  + _magnitude(minus[o],
+                                                               p.layout.out_complex[o]))
+                           / (2 * h) for o in outs})
+        del both
     return diffs, noises
+
+
+def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:
+    """Slices of the levels of ``steps`` (of ``shape``: levels, columns) to
+    evaluate at once: as many as a share of the budget holds with their
+    perturbed inputs and outputs (each level two points per column; the
+    inputs and their engine copy, the outputs and their stacked copy), at
+    least one."""
+    p = ev.problem
+    levels, cols = shape
+    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
+    per_level = 2 * max(1, cols) * size * budgets.BYTES * 4
+    at_once = max(1, ev.budget // budgets.SHARE // per_level)
+    return [slice(a, min(levels, a + at_once)) for a in range(0, levels, at_once)]
 
 
 def _magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
@@ -142,17 +160,29 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
                    for best, err in result.values()], axis=0)
 
 
-def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
+def _extrapolated(problem: Problem, diffs: list, noises: list, last: dict, budget: int) -> dict:
     """``extrapolate`` for every output, a piece of its coordinates at a time
-    (it is elementwise: the pieces give what the whole would)."""
+    (it is elementwise: the pieces give what the whole would), the levels at
+    and before each entry's last break (``last``, see ``_straddling``) set to
+    NaN in the piece (no copy of the whole is made)."""
     found = {}
     for o in problem.float_out:
         size = diffs[0][o].shape[-1]
-        parts = [extrapolate([d[o][:, a:b] for d in diffs], [n[o][:, a:b] for n in noises])
-                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
+        spans = list(budgets.chunks(size, _piece(diffs[0][o], len(diffs), budget)))
+        parts = [extrapolate(_marked([d[o][:, a:b] for d in diffs], last.get(o), a, b),
+                             [n[o][:, a:b] for n in noises]) for a, b in spans]
         found[o] = (tuple(np.concatenate([q[k] for q in parts], axis=1) for k in range(2))
                     if parts else extrapolate([d[o] for d in diffs], [n[o] for n in noises]))
     return found
+
+
+def _marked(levels: list, last, a: int, b: int) -> list:
+    """``levels`` (pieces ``a:b`` of an output's quotients) with those at and
+    before the last break of their entry set to NaN."""
+    if last is None:
+        return levels
+    piece = last[:, a:b]
+    return [np.where(piece >= k, np.nan, level) for k, level in enumerate(levels)]
 
 
 def step_scale(x: np.ndarray) -> np.ndarray:
@@ -172,10 +202,11 @@ def _steps(x: np.ndarray) -> np.ndarray:
     return level_steps(step_scale(x))
 
 
-def _straddling(diffs: list, noises: list) -> tuple:
-    """Copies of ``diffs`` and ``noises`` with the levels at and above the last
-    break set to NaN, and, per (coordinate, output coordinate) of each output,
-    whether fewer than ``CLEAN`` levels are left below the last break.
+def _straddling(diffs: list, noises: list, budget: int) -> tuple:
+    """Per output, the last level at which each entry's quotients ``diffs``
+    break (``None`` where none does: nothing is discarded), and per
+    (coordinate, output coordinate) whether fewer than ``CLEAN`` levels are
+    left below its last break (``unresolved``).
 
     A smooth function's difference quotients settle as ``h`` halves: each one
     moves less than the one before (by 4 once the ``h**2`` term leads). A
@@ -184,35 +215,42 @@ def _straddling(diffs: list, noises: list) -> tuple:
     longer reaches the jump; a staircase (``round(x, 3)``) even looks like a
     line of slope 1 to steps much wider than its stairs. A *break* is a move
     ``GROWTH`` times larger than every move since the last break (and well
-    above rounding noise): the levels before it straddle something and are
-    no evidence of the derivative, which is the limit of the levels after.
-    The floor of a move is the output's largest rounding noise: a quotient
-    that noise dominates doubles as ``h`` halves, as a jump's does.
+    above rounding noise): the levels at and before it straddle something
+    and are no evidence of the derivative, which is the limit of the levels
+    after (``_extrapolated`` discards them). The floor of a move is the
+    output's largest rounding noise: a quotient that noise dominates doubles
+    as ``h`` halves, as a jump's does.
     """
-    marked, unresolved = [dict(d) for d in diffs], {}
+    breaks, unresolved = {}, {}
     levels = len(diffs)
-    if levels < 3:   # a break is a move larger than an earlier one: none in one move
-        return marked, [dict(v) for v in noises], {o: np.zeros(d.shape, bool)
-                                                   for o, d in diffs[0].items()}
     for o in diffs[0]:
+        unresolved[o] = np.zeros(diffs[0][o].shape, bool)
+        if levels < 3:   # a break is a move larger than an earlier one: none in one move
+            continue
         # an entry that cancels to almost nothing (a convolution's) rounds like
         # its terms: the output's largest noise is the floor, not its own
         n = np.stack([np.max(level[o], axis=-1, keepdims=True, initial=0.0)
                       for level in noises])  # (an empty output has no noise)
         size = diffs[0][o].shape[-1]
         parts = [_last_break([level[o][:, a:b] for level in diffs], n)
-                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
-        last = np.concatenate(parts, axis=-1) if parts else np.full(diffs[0][o].shape, -1)
-        for k in range(levels):
-            marked[k][o] = np.where(last >= k, np.nan, diffs[k][o])
-        unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
-    return marked, [dict(v) for v in noises], unresolved
+                 for a, b in budgets.chunks(size, _piece(diffs[0][o], levels, budget))]
+        if not parts:
+            continue
+        last = np.concatenate(parts, axis=-1).astype(np.int8)   # (levels < 128)
+        if last.max(initial=-1) >= 0:
+            breaks[o] = last
+            unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
+    return breaks, unresolved
 
 
-def _piece(block: np.ndarray) -> int:
+def _piece(block: np.ndarray, levels: int, budget: int) -> int:
     """Output coordinates per piece of the elementwise tableau work, so that
-    its few dozen temporaries per level stay small whatever the output size."""
-    return max(1, PIECE // max(1, block.shape[0]))
+    its temporaries (a value and a noise per level and order, and a few
+    more) stay small whatever the output size: ``PIECE`` entries per level,
+    fewer when a share of the budget does not hold the tableau of that many."""
+    tableau = budgets.BYTES * 2 * (ORDERS + 2) * max(1, levels)
+    entries = min(PIECE, max(1, budget // budgets.SHARE // tableau))
+    return max(1, entries // max(1, block.shape[0]))
 
 
 def _last_break(levels: list, noise: np.ndarray) -> np.ndarray:
@@ -262,8 +300,8 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     diffs, noises = differences(np.arange(AGREE_LEVELS), np.arange(n))
     active, depth, sentinel = np.arange(n), AGREE_LEVELS, None
     while active.size:
-        marked, marked_noise, straddled = _straddling(diffs, noises)
-        for o, (best, err) in _extrapolated(problem, marked, marked_noise).items():
+        breaks, straddled = _straddling(diffs, noises, ev.budget)
+        for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
             result[o][0][active], result[o][1][active] = best, err
         if depth >= DEEPEST:   # no step was free of the jump: no evidence there
             for o, u in straddled.items():
@@ -276,9 +314,10 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
                                     active))
         if not keep.size:
             break
+        if keep.size < active.size:   # (else no copy)
+            diffs = [{o: d[o][keep] for o in d} for d in diffs]
+            noises = [{o: v[o][keep] for o in v} for v in noises]
         active = active[keep]
-        diffs = [{o: d[o][keep] for o in d} for d in diffs]
-        noises = [{o: v[o][keep] for o in v} for v in noises]
         extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel, n)
         diffs, noises = diffs + extra, noises + extra_noise
     return {o: tuple(r) for o, r in result.items()}, unresolved
