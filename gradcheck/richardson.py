@@ -56,14 +56,16 @@ SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
 PIECE = 2 ** 16     # entries per level taken at once by the elementwise tableau work
 
 
-def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None) -> tuple:
+def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
+                         window=None) -> tuple:
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
     coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
     output, a (columns, output size) matrix. A step where the function raises
     gives NaN (discarded). The levels are evaluated a group at a time
-    (``_level_groups``), each group's perturbed points dropped once differenced."""
+    (``_level_groups``), each group's perturbed points dropped once differenced;
+    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates."""
     p = ev.problem
-    outs = p.float_out
+    outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
     for group in _level_groups(ev, in_idx, steps.shape):
@@ -71,6 +73,8 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None)
         both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
                                  f"extrapolating finite differences for input {in_idx}",
                                  columns, tolerant=True, directions=directions)
+        if window is not None:   # (copies: the whole outputs are dropped)
+            both = {o: both[o][..., a:b].copy() for o, (a, b) in window.items()}
         for k in range(len(part)):
             h = part[k][:, None]
             plus = {o: both[o][k] for o in outs}
@@ -166,7 +170,7 @@ def _extrapolated(problem: Problem, diffs: list, noises: list, last: dict, budge
     and before each entry's last break (``last``, see ``_straddling``) set to
     NaN in the piece (no copy of the whole is made)."""
     found = {}
-    for o in problem.float_out:
+    for o in diffs[0]:
         size = diffs[0][o].shape[-1]
         spans = list(budgets.chunks(size, _piece(diffs[0][o], len(diffs), budget)))
         parts = [extrapolate(_marked([d[o][:, a:b] for d in diffs], last.get(o), a, b),
@@ -288,13 +292,53 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     until ``CLEAN`` levels below it are free of it (``_straddling`` drops
     the levels before a break). The extrapolation is elementwise, so all
     coordinates at once give what one at a time gives.
+
+    Where every level's quotients of every output coordinate would not fit
+    in a share of the budget (a probe of a million outputs), the output
+    coordinates are taken a window at a time (``_windows``), each evaluating
+    the function again: the noise floors and the stopping rules then see
+    the window's coordinates.
     """
+    windows = _windows(ev, steps.shape[1])
+    if windows is None:
+        return _window_columns(ev, in_idx, steps, directions, columns, None)
+    p, n = ev.problem, steps.shape[1]
+    result = {o: tuple(np.empty((n, p.layout.out_size(o))) for _ in range(2))
+              for o in p.float_out}
+    unresolved = {o: np.zeros((n, p.layout.out_size(o)), bool) for o in p.float_out}
+    for window in windows:
+        found, marks = _window_columns(ev, in_idx, steps, directions, columns, window)
+        for o, (a, b) in window.items():
+            result[o][0][:, a:b], result[o][1][:, a:b] = found[o]
+            unresolved[o][:, a:b] = marks[o]
+    return result, unresolved
+
+
+def _windows(ev: Evaluator, columns: int):
+    """``None`` when every level's quotients and noise (``LEVELS`` of each, and
+    a copy of either while the open columns are taken) of ``columns`` columns
+    of every output fit in a share of the budget; else windows of output
+    coordinates that do, one output at a time: a list of ``{out_idx: (start,
+    stop)}``."""
+    p = ev.problem
+    per_coordinate = max(1, columns) * budgets.BYTES * 3 * LEVELS
+    fits = ev.budget // budgets.SHARE // per_coordinate
+    if sum(p.layout.out_size(o) for o in p.float_out) <= fits:
+        return None
+    return [{o: span} for o in p.float_out
+            for span in budgets.chunks(p.layout.out_size(o), max(1, fits))]
+
+
+def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, window) -> tuple:
+    """``extrapolated_columns`` for the output coordinates ``window``
+    (``{out_idx: (start, stop)}``; ``None``: all of every output)."""
     problem = ev.problem
     n = steps.shape[1]
-    differences = _differences(ev, in_idx, steps, directions, columns)
-    result = {o: [np.full((n, problem.layout.out_size(o)), np.nan),
-                  np.full((n, problem.layout.out_size(o)), np.inf)] for o in problem.float_out}
-    unresolved = {o: np.zeros((n, problem.layout.out_size(o)), bool) for o in problem.float_out}
+    differences = _differences(ev, in_idx, steps, directions, columns, window)
+    sizes = ({o: problem.layout.out_size(o) for o in problem.float_out} if window is None
+             else {o: b - a for o, (a, b) in window.items()})
+    result = {o: [np.full((n, m), np.nan), np.full((n, m), np.inf)] for o, m in sizes.items()}
+    unresolved = {o: np.zeros((n, m), bool) for o, m in sizes.items()}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
     diffs, noises = differences(np.arange(AGREE_LEVELS), np.arange(n))
@@ -384,15 +428,16 @@ def _agree(diffs: list, noises: list) -> np.ndarray:
     return agree
 
 
-def _differences(ev: Evaluator, in_idx: int, steps, directions, columns):
+def _differences(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
     """``(levels, which) -> _stacked_differences`` for the columns ``which`` of
-    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``)."""
+    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
+    the output coordinates ``window`` (all of every output if ``None``)."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 
     def differences(levels, which):
         return _stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
-                                    None if directions is None else directions[which])
+                                    None if directions is None else directions[which], window)
     return differences
 
 
