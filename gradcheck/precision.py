@@ -71,10 +71,14 @@ class Precision:
 
 
 def resolution(tol: np.ndarray, expected: np.ndarray) -> float | None:
-    """The smallest ``tol / |expected|`` over the nonzero entries, or ``None``."""
+    """The smallest ``tol / |expected|`` over the entries larger than their
+    tolerance, or ``None`` when there is none. An entry within its tolerance
+    (rounding noise where the derivative is zero) passes any relative error up
+    to 100%, so it cannot state a resolution; counting it would state one of
+    1e7 or more, a number that means nothing."""
     magnitude = np.abs(np.asarray(expected))
-    nonzero = magnitude > 0
-    if not nonzero.any():
-        return None
     tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), magnitude.shape)
-    return float(np.min(tol[nonzero] / magnitude[nonzero]))
+    judged = magnitude > tol
+    if not judged.any():
+        return None
+    return float(np.min(tol[judged] / magnitude[judged]))

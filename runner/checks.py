@@ -254,7 +254,20 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if result.status == "error" and missing is not None and missing(result.message):
         result.status, result.message = "failed", missing(result.message)
     keep_evidence(result, report)
+    if result.status == "failed":
+        result.dispute = _dispute(subject, check, call, report)
     return result, report if keep_reports else None
+
+
+def _dispute(subject, check: str, call, report) -> str | None:
+    """The registry's other verdict on a failed check (``CheckResult.dispute``)."""
+    own = getattr(getattr(subject, "registry", None), "dispute", None)
+    if own is None:
+        return None
+    try:
+        return own(subject.info, subject.sample, call, subject.dtype, check, report)
+    except FAULTS as exc:  # the op again, perturbed: its fault, not the run's
+        return f"no independent verdict: rerunning the sample raised {fault_text(exc)}"
 
 
 def _skipped(subject, check: str, reason: str) -> CheckResult:
@@ -323,7 +336,9 @@ def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
             status, message = "known-failure", f"{known.reason} [{message}]"
     result = CheckResult(base.op, base.dtype, base.sample, check, status, message, diagnosis,
                          time.perf_counter() - start, seed, base.family, base.sample_name,
-                         failures, _unbatched(report), *_precision(report))
+                         failures, _unbatched(report), *_precision(report),
+                         plan=getattr(report, "plan", None),
+                         escape=dict(report.escape) if getattr(report, "escape", None) else None)
     return result, report
 
 

@@ -53,7 +53,9 @@ class CheckResult:
     compared with and the smallest relative error it could detect
     (``resolution``; the coarsest of its pairs). ``unbatched`` says why the
     check's Jacobians were built, wholly or partly, one vector at a time
-    (``None`` when every evaluation was batched). For the HTML report a failed
+    (``None`` when every evaluation was batched). ``dispute``, for a failed
+    check of PyTorch's op_db in double precision: torch's gradcheck's verdict
+    on the same sample and, where they disagree, the evidence of who is right. For the HTML report a failed
     check also keeps, in memory only, ``jacobians``: ``(expected, actual)``
     NumPy blocks of its first ``JACOBIAN_PAIRS`` failing pairs (``None`` for
     a pair with no matrix). ``runner.rebuild`` reruns any check from its
@@ -75,6 +77,14 @@ class CheckResult:
     unbatched: str | None = None
     precision: str | None = None
     resolution: float | None = None
+    #: for a failed check of a registry that has another verdict on the sample
+    #: (torch's gradcheck on op_db), whether it agrees and, if not, who is right
+    dispute: str | None = None
+    #: how the check's Jacobians were built (``gradcheck.Report.plan``: dense,
+    #: compressed, chunked, probed), and for a probed one the odds that an entry
+    #: wrong by ``relative_error`` of its row's norm escaped, by AD mode
+    plan: str | None = None
+    escape: dict | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
 
     @property

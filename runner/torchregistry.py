@@ -185,6 +185,20 @@ class TorchRegistry:
         """``gradcheck.check``'s keywords with the flags torch's test passes."""
         return info.adcheck_options(check, dtype, precise=precise)
 
+    @staticmethod
+    def dispute(info, sample, call, dtype, check: str, report) -> str | None:
+        """For a failed check in double precision: whether torch's gradcheck, run as
+        PyTorch's test of ``check`` runs it, fails the sample too, and if not the
+        evidence of who is right (``opinfo.torchdb.dispute``)."""
+        from opinfo.torchdb.dispute import dispute
+        if check not in ("reverse", "forward", "gradgrad", "fwgrad_bwgrad", "fast"):
+            return None
+        name = _torchdb().dtype_name(dtype)
+        command = (f"adcheck op {info.name} --registry torch --dtype {name} "
+                   f"--sample {sample.index}")
+        runs = info.torch_runs("reverse" if check == "fast" else check)
+        return dispute(call.func, call.inputs, runs, name, report, command)
+
     def skip_reason(self, info, dtype, check: str) -> str | None:
         return dtype_problem(dtype)
 

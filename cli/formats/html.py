@@ -262,6 +262,8 @@ def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
            f'{"-" if r.seed is None else r.seed}</p>',
            '<p class="diagnosis"><b>diagnosis:</b> '
            f"{escape(r.diagnosis or 'no recognised pattern')}</p>"]
+    if r.dispute:
+        out.append(f'<p class="diagnosis"><b>torch:</b> {escape(r.dispute)}</p>')
     for i, failure in enumerate(r.failures):
         blocks = r.jacobians[i] if drawn and i < len(r.jacobians) else None
         out.append(_pair(failure, blocks, r.op))

@@ -52,6 +52,15 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
                                          formula: what it was compared with and the
                                          smallest relative error it could detect
       "resolution": float | null,        that smallest detectable relative error
+      "plan": str | null,                how its Jacobians were built: "dense",
+                                         "compressed", "chunked" or "probed"
+      "escape": {"forward": float, "reverse": float, "relative_error": float} | null,
+                                         a probed check: the probability that an
+                                         entry wrong by relative_error of its row's
+                                         norm escaped, by AD mode
+      "dispute": str | null,             a failed op_db check in float64/complex128:
+                                         whether torch's gradcheck fails the sample
+                                         too, and if not the evidence of who is right
       "failures": [                      failing (out_idx, in_idx) pairs
         {"check": str, "mode": str, "against": str, "order": 1 | 2,
          "out_idx": int | null,

@@ -34,6 +34,7 @@ def _case(report: RunReport, r: CheckResult) -> ET.Element:
     if tag in ("failure", "error"):
         child.set("type", f"{r.check}-{r.status}")
         lines = [r.message] + ([f"diagnosis: {r.diagnosis}"] if r.diagnosis else [])
+        lines += [f"torch: {r.dispute}"] if r.dispute else []
         lines += [f"sample: {r.sample_name}"] if r.sample_name else []
         lines += [f"seed: {r.seed}"] if r.seed is not None else []
         child.text = "\n".join(lines)

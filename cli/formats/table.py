@@ -93,6 +93,8 @@ def _result_line(r) -> Text:
     if r.status == "failed" and r.resolution is not None:
         line.append(f" [{r.dtype}: errors above {r.resolution:.1e} relative detectable]",
                     style="dim")
+    if r.dispute:
+        line.append(f"\n      {r.dispute}", style="cyan")
     return line
 
 

@@ -15,7 +15,9 @@ RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, ty
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),
           "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None)),
-          "precision": (str, type(None)), "resolution": (float, type(None))}
+          "precision": (str, type(None)), "resolution": (float, type(None)),
+          "dispute": (str, type(None)), "plan": (str, type(None)),
+          "escape": (dict, type(None))}
 FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "in_name": (str, type(None)),
            "max_error": (float, str), "where": (list, type(None)),

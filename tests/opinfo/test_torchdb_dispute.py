@@ -1,0 +1,98 @@
+"""A failed double-precision check of op_db carries torch's verdict and, where
+torch's gradcheck passes, an independent value of the disputed entry
+(``opinfo.torchdb.dispute``; issue 18: "every disagreement ... carries which
+side is right and the evidence"). Each case knows the truth independently:
+an exact derivative, or torch's own gradcheck run here.
+"""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the dispute runs torch's gradcheck; "
+                            "torch is not installed")
+pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
+                    "not installed (pip install expecttest)")
+
+from gradcheck.compare import Result  # noqa: E402
+from opinfo.torchdb.dispute import dispute  # noqa: E402
+from runner.checks import Policy, check_sample  # noqa: E402
+from runner.torchregistry import TorchRegistry  # noqa: E402
+
+SLOW = [("gradcheck", {"fast_mode": False, "nondet_tol": 0.0})]
+
+
+def _report(out_idx, in_idx, where, numerical, analytical, shape):
+    expected, actual = np.zeros(shape), np.zeros(shape)
+    expected[where], actual[where] = numerical, analytical
+    failure = Result("jacobian", "reverse", "numerical", out_idx, in_idx, False,
+                     abs(numerical - analytical), where, 1e-12, expected, actual)
+    return SimpleNamespace(failures=[failure])
+
+
+def test_hardsigmoid_float64_disputed_and_settled_for_adcheck():
+    """torch's float64 hardsigmoid backward multiplies by float32(1/6); the exact
+    derivative in the linear region is 1/6. The sweep's failure says torch's
+    gradcheck passes, and the independent difference sides with 1/6."""
+    x = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(torch.nn.functional.hardsigmoid(x), x)
+    assert grad.item() != 1 / 6 and abs(grad.item() * 6 - 1) > 1e-8   # the bug, by hand
+    registry = TorchRegistry()
+    entry = registry.get("nn.functional.hardsigmoid")
+    sample = next(iter(registry.samples(entry, torch.float64)))
+    settings = SimpleNamespace(registry=registry, checks=("reverse",),
+                               policy=Policy(precise=True, engine="torch"))
+    ((result, _),) = check_sample(entry, sample, torch.float64, settings)
+    assert result.status == "failed"
+    assert "passes this sample" in result.dispute
+    assert "PyTorch formula bug" in result.dispute
+    value = float(result.dispute.split("fourth-order difference ")[1].split(" ")[0])
+    assert abs(value - 1 / 6) < 1e-10 < abs(value - grad.item())
+
+
+def test_a_false_alarm_of_adcheck_is_named_as_such():
+    """sin's derivative is cos; a report whose numerical side is off by 1e-6
+    relative (adcheck wrong) is judged a false alarm of adcheck's."""
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    true = math.cos(1.1)
+    report = _report(0, 0, (1, 1), true * (1 + 1e-6), true, (2, 2))
+    text = dispute(torch.sin, (x,), SLOW, "float64", report, "reproduce")
+    assert "passes this sample" in text
+    assert "false alarm of adcheck's" in text
+
+
+def test_torch_failing_too_is_agreement():
+    """A backward off by 1%: torch's own gradcheck fails it (checked here), and
+    the dispute says both agree instead of offering evidence."""
+    class Scaled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos() * 1.01
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(Scaled.apply, (x,), raise_exception=False)
+    report = _report(0, 0, (0, 0), math.cos(0.3), 1.01 * math.cos(0.3), (2, 2))
+    text = dispute(Scaled.apply, (x,), SLOW, "float64", report, "reproduce")
+    assert text.startswith("torch's gradcheck fails this sample too")
+
+
+def test_a_kink_within_the_steps_is_not_decisive():
+    """abs at 1e-5: the independent steps (about 1e-4) straddle the kink, the two
+    steps disagree, and the evidence says it decides nothing."""
+    x = torch.tensor([1e-5], dtype=torch.float64, requires_grad=True)
+    report = _report(0, 0, (0, 0), 0.5, 1.0, (1, 1))
+    text = dispute(torch.abs, (x,), SLOW, "float64", report, "reproduce")
+    assert "not decisive. Reproduce: reproduce" in text
+
+
+def test_only_double_precision_is_disputed():
+    """torch's gradient tests run gradcheck in float64 and complex128 only."""
+    x = torch.tensor([0.3], dtype=torch.float32, requires_grad=True)
+    report = _report(0, 0, (0, 0), 1.0, 2.0, (1, 1))
+    assert dispute(torch.sin, (x,), SLOW, "float32", report, "reproduce") is None
