@@ -12,10 +12,12 @@ of its modulus). Each output coordinate keeps the entry with the smallest
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
-Levels: ``k < 2`` first; a coordinate whose two quotients agree to rounding
-in every output coordinate stops there (4 evaluations: a linear or quadratic
-function's central difference is exact at any step, and deeper levels only
-add noise). The others take ``k < 4`` and the sentinel ``k = 13``; then all
+Levels: ``k < 2`` and the sentinel ``k = 13`` first; a coordinate whose two
+quotients agree to rounding in every output coordinate, and with the
+sentinel, stops there (6 evaluations: a linear or quadratic function's
+central difference is exact at any step, and deeper levels only add noise;
+the sentinel catches a staircase whose stairs give equal quotients at the two
+wide steps). The others take ``k < 4``; then all
 ``k < 14`` unless every estimate has converged by then (its share of the
 precise tolerance, ``SAFETY`` times the estimate, is at most the tolerance's
 relative allowance) and agrees with the sentinel. Most smooth columns stop
@@ -283,9 +285,10 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     (default: every coordinate of input ``in_idx`` in order).
 
     Phases, each one stacked evaluation of the coordinates still open: the
-    first ``AGREE_LEVELS`` steps, which settle coordinates whose quotients
-    already agree to rounding (``_agree``); then up to ``FIRST_LEVELS`` and
-    the smallest of ``LEVELS`` (a sentinel); coordinates not converged, or
+    first ``AGREE_LEVELS`` steps and the smallest of ``LEVELS`` (a sentinel),
+    which settle coordinates whose quotients already agree to rounding
+    (``_agree``) and with the sentinel (a staircase can give equal quotients
+    at two wide steps); then up to ``FIRST_LEVELS``; coordinates not converged, or
     disagreeing with the sentinel (a staircase converges to its slope at
     wide steps), or whose smallest steps straddle a jump, get all
     ``LEVELS``; those still straddling one get more, down to ``DEEPEST``,
@@ -341,8 +344,9 @@ def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, wind
     unresolved = {o: np.zeros((n, m), bool) for o, m in sizes.items()}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
-    diffs, noises = differences(np.arange(AGREE_LEVELS), np.arange(n))
-    active, depth, sentinel = np.arange(n), AGREE_LEVELS, None
+    diffs, noises = differences(np.r_[0:AGREE_LEVELS, LEVELS - 1], np.arange(n))
+    sentinel = (diffs.pop(), noises.pop())
+    active, depth = np.arange(n), AGREE_LEVELS
     while active.size:
         breaks, straddled = _straddling(diffs, noises, ev.budget)
         for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
@@ -362,7 +366,7 @@ def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, wind
             diffs = [{o: d[o][keep] for o in d} for d in diffs]
             noises = [{o: v[o][keep] for o in v} for v in noises]
         active = active[keep]
-        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel, n)
+        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel)
         diffs, noises = diffs + extra, noises + extra_noise
     return {o: tuple(r) for o, r in result.items()}, unresolved
 
@@ -373,20 +377,17 @@ def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: li
     levels (see ``extrapolated_columns``)."""
     jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
     if depth == AGREE_LEVELS:
-        return jumpy | ~_agree(diffs, noises)
+        return jumpy | ~_agree(diffs, noises) | _disagree(problem, current, sentinel, active)
     if depth < LEVELS:
         jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel, active)
     return jumpy
 
 
-def _deeper(differences, depth: int, active, sentinel, n: int) -> tuple:
+def _deeper(differences, depth: int, active, sentinel) -> tuple:
     """The next phase's levels for the coordinates ``active``: (their
     differences, their noise, the new depth, the sentinel by coordinate)."""
     if depth == AGREE_LEVELS:
-        extra, extra_noise = differences(np.r_[AGREE_LEVELS:FIRST_LEVELS, LEVELS - 1], active)
-        found = (extra.pop(), extra_noise.pop())
-        # held by coordinate (all n of them), as ``_disagree`` indexes it
-        sentinel = tuple({o: _scatter(v, active, n) for o, v in part.items()} for part in found)
+        extra, extra_noise = differences(np.arange(AGREE_LEVELS, FIRST_LEVELS), active)
         return extra, extra_noise, FIRST_LEVELS, sentinel
     if depth < LEVELS:   # the sentinel is the last of them
         extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
@@ -396,13 +397,6 @@ def _deeper(differences, depth: int, active, sentinel, n: int) -> tuple:
     deeper = min(depth + JUMP_LEVELS, DEEPEST)
     extra, extra_noise = differences(slice(depth, deeper), active)
     return extra, extra_noise, deeper, sentinel
-
-
-def _scatter(values: np.ndarray, rows, n: int) -> np.ndarray:
-    """``values`` (one row per entry of ``rows``) placed in ``n`` rows of NaN."""
-    out = np.full((n,) + values.shape[1:], np.nan)
-    out[rows] = values
-    return out
 
 
 def _agree(diffs: list, noises: list) -> np.ndarray:
