@@ -21,7 +21,11 @@ rounding error analysis, a computed derivative differs from ``J`` by these
 terms, each estimated from what the check can observe:
 
 1. *Rounding of each stored result*: a formula is a short chain of stored
-   intermediates, each off by at most ``u`` relative: ``u * |J_rc|``.
+   intermediates, each off by at most ``u`` relative: ``u * |J_rc|``; and
+   below the dtype's normal range by half its smallest (subnormal) number,
+   whatever the entry's size: ``+ tiny / 2`` (float16's 2**-24: a float64
+   gradient of 2.95e-8 cast to a float16 input's dtype is 0, as softmin
+   with ``dtype=float64`` on a float16 input returns).
 2. *Kernel accuracy*: library kernels (special functions, reductions) run in
    at least float32 (PyTorch and JAX compute half-precision kernels in
    float32) and are accurate to a few float32 ulps, not half of one:
@@ -61,7 +65,16 @@ terms, each estimated from what the check can observe:
    by ``|H_rc| * min(d_r / |J_rc|, L_c)``, with ``H_rc`` the second
    derivative of ``y_r`` along ``c`` (float64 second differences) and the
    move capped at the input's magnitude ``L_c``. This is what makes tanh at
-   x = 5 in float32 off by 7e-4 relative, and a correct formula.
+   x = 5 in float32 off by 7e-4 relative, and a correct formula. Likewise a
+   formula that rounds an intermediate of its input's size (``x * x`` in
+   atanh's ``1 / (1 - x * x)``) is the derivative at an input a fraction of
+   a rounding away: ``|H_rc| * u / 8 * |x_c|`` more (``MARGIN`` makes it
+   ``3 u / 8``). Near atanh's pole, at x = 0.99749 in float32, torch's
+   result is 89 ``u`` from the derivative, yet it is the derivative at
+   ``x * (1 + 0.22 u)``, rounded once (0.57 ``u``): a right formula. The
+   fraction is kept small because where the derivative is well conditioned
+   (``|x H / J|`` about 2 for a reciprocal) term 1 covers this already, and
+   a larger one would hide a reciprocal off by 3% in bfloat16.
 
 6. *Second order*: a second-order check's function is a backward formula,
    and its derivative a longer chain whose cancellations none of the above
@@ -101,6 +114,12 @@ U32 = 2.0 ** -24
 #: how far past one rounding of its outputs a forward may be (relative to the
 #: largest, in units of ``u``) and still count as rounded once (term 3)
 ONCE = 1.0 / 16
+#: term 5's move of an input, in units of ``u``: the backward error of a formula
+#: that rounds an intermediate of its input's size (see the module docstring)
+INPUT_ROUNDING = 1.0 / 8
+#: the smallest positive (subnormal) number of each narrow dtype, by its machine
+#: epsilon (float16, bfloat16, float32: each epsilon names one format)
+SMALLEST = {2.0 ** -10: 2.0 ** -24, 2.0 ** -7: 2.0 ** -133, 2.0 ** -23: 2.0 ** -149}
 #: double precision's machine epsilon: formulas at it are not low precision
 DOUBLE_EPS = float(np.finfo(np.float64).eps)
 
@@ -150,6 +169,7 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
     term 3's unit ``s`` by output (default ``u``). Entries where
     ``numerical`` is not finite get an infinite allowance."""
     u = epsilon / 2
+    tiny = SMALLEST.get(epsilon, 0.0) / 2
     forward = forward or {}
     curvature = curvature or {}
     sums = sums or {}
@@ -166,7 +186,7 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
         M = largest[o]
         summed = sums.get(o, u) * np.log2(np.maximum(counts[key], 1))[:, None]
         scale = (KERNEL_ULPS * U32 + summed + coupled[o][:, None] * forward.get(o, u)) * M
-        terms = (u + KERNEL_ULPS * U32) * J + scale + curvature.get(key, 0.0)
+        terms = (u + KERNEL_ULPS * U32) * J + tiny + scale + curvature.get(key, 0.0)
         result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)
     return result
 
@@ -210,10 +230,13 @@ def sum_units(problem, wide) -> dict:
     return units
 
 
-def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict) -> dict:
-    """Term 5 per block: ``|H_rc| * min(d_r / |J_rc|, L_c)``, from ``second``
-    (``H`` by block, real form), ``rounding`` (``d_r`` by output) and
-    ``scales`` (``L_c`` by input)."""
+def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict,
+                 inputs: dict | None = None, unit: float = 0.0) -> dict:
+    """Term 5 per block: ``|H_rc| * (min(d_r / |J_rc|, L_c) + unit * |x_c|)``,
+    from ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by
+    output), ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input,
+    real form) and ``unit`` (the input's relative move, ``INPUT_ROUNDING *
+    u``); without ``inputs`` the second move is left out."""
     terms = {}
     for key, H in second.items():
         o, i = key
@@ -221,5 +244,7 @@ def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict
         cap = np.broadcast_to(scales[i][None, :], J.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
             move = np.where(J > 0, np.minimum(rounding[o][:, None] / J, cap), cap)
+        if inputs is not None:
+            move = move + unit * inputs[i][None, :]
         terms[key] = np.nan_to_num(np.abs(H), nan=np.inf) * move
     return terms

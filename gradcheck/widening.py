@@ -29,6 +29,7 @@ from gradcheck.errors import GradcheckError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
 from gradcheck.lowprecision import (
+    INPUT_ROUNDING,
     MARGIN,
     allowance,
     formula_dtype,
@@ -110,6 +111,16 @@ def second_differences(ev: Evaluator) -> tuple:
     return second, scales
 
 
+def _input_unit(problem: Problem) -> float:
+    """Term 5's relative move of an input: ``INPUT_ROUNDING`` of ``u``."""
+    return INPUT_ROUNDING * formula_epsilon(problem) / 2
+
+
+def _magnitudes(wide: Problem) -> dict:
+    """``|x_c|`` of every real coordinate of each checked input (term 5)."""
+    return {i: np.abs(coords.to_real(wide.arrays[i])) for i in wide.diff_in}
+
+
 def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     """The numerical Jacobian of ``ev``'s low-precision problem from its float64
     run ``wide``, with ``errors``, the ``allowance`` of the analytical side and
@@ -120,8 +131,8 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     jac = richardson_blocks(wide_ev)
     relative, each = forward_rounding(p, wide)
     second, scales = second_differences(wide_ev)
-    jac.allowance = allowance(jac, formula_epsilon(p), relative,
-                              output_terms(jac, second, each, scales), sum_units(p, wide))
+    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+    jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
     if p.order == 2:  # term 6: a second-order formula's rounding, measured
         for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
             jac.allowance[key] = jac.allowance[key] + MARGIN * spread
@@ -148,7 +159,7 @@ def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | Non
     else:
         relative, each = forward_rounding(p, wide)
         second, scales = second_differences(Evaluator(wide))
-        jac.allowance = allowance(jac, formula_epsilon(p), relative,
-                                  output_terms(jac, second, each, scales), sum_units(p, wide))
+        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+        jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
         p.counts["function"] += wide.counts["function"]
     jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")

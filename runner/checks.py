@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from gradcheck.budget import DEFAULT_BUDGET
 from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 from gradcheck.reuse import shared
-from runner.judgement import cannot_judge
+from runner.judgement import cannot_judge, overflow_only, overflow_reason
 from runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
 
@@ -247,7 +247,8 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if result.status == "error" and unsupported(result.message):
         result.status, result.message = "skipped", unsupported(result.message)
     if result.status == "failed" and report is not None:
-        reason = cannot_judge(report, subject.dtype_name)
+        reason = cannot_judge(report, subject.dtype_name) or _overflowed(
+            subject, check, call, kwargs, subject.seed(policy.seed, check), report)
         if reason is not None:
             result.status, result.message = "skipped", reason
     missing = getattr(subject, "missing_derivative", None)
@@ -257,6 +258,21 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if result.status == "failed":
         result.dispute = _dispute(subject, check, call, report)
     return result, report if keep_reports else None
+
+
+def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> str | None:
+    """Why a low-precision check that failed only on AD's NaN or inf where the
+    true derivative is finite is no evidence: the same check passes on the same
+    values in double precision, so the formula is right and overflows the
+    dtype's range; ``None`` when it is not so."""
+    if not overflow_only(report, subject.dtype_name):
+        return None
+    from gradcheck.engines import engine_for
+    E = engine_for(call.inputs)
+    wide = tuple(E.widened(x) if E.is_tensor(x) and E.is_differentiable_dtype(x) else x
+                 for x in call.inputs)
+    status = _verdict(call.func, wide, subject.name, seed, kwargs)[0]
+    return overflow_reason(report, subject.dtype_name) if status == "passed" else None
 
 
 def _dispute(subject, check: str, call, report) -> str | None:

@@ -70,3 +70,37 @@ def _singular(report, result, largest: float | None) -> bool:
     if not finite.all():
         return True
     return largest is not None and bool(finite.size) and float(np.abs(block).max()) > largest
+
+
+def overflow_only(report, dtype_name: str) -> bool:
+    """Whether ``report`` (a check in the narrow dtype ``dtype_name``) failed
+    only on AD's NaN or inf, with the true derivative finite there: the
+    formula is wrong, or right and its intermediates overflow the dtype (such
+    as ``exp(16.6)`` in float16 in logaddexp's second derivative). The same
+    check in double precision tells which (``runner.checks``)."""
+    if LARGEST.get(dtype_name.split("+")[0]) is None or not report.failures:
+        return False
+    return all(_overflowed(report, f) for f in report.failures)
+
+
+def _overflowed(report, result) -> bool:
+    """Whether ``result`` is AD's NaN or inf, or a comparison of a pair whose
+    AD Jacobian has some (an overflow to inf also gives 0 where inf divides:
+    its finite entries are suspect too), where the true derivative is finite."""
+    if result.mode in ("numerical", "reference", "function"):
+        return False
+    actual = None if result.actual is None else np.asarray(result.actual)
+    nonfinite = (result.check == "nonfinite" or not np.isfinite(result.max_error)
+                 or (actual is not None and not np.isfinite(actual).all()))
+    return nonfinite and not _singular(report, result, None)
+
+
+def overflow_reason(report, dtype_name: str) -> str:
+    """The "cannot judge" text of an ``overflow_only`` report whose check
+    passes in double precision at the same values."""
+    from gradcheck.report import describe
+    largest = LARGEST[dtype_name.split("+")[0]]
+    return ("cannot judge this sample: " + describe(report.failures[0], report.name)
+            .splitlines()[0] + f" (the same check passes in double precision at the same "
+            f"values: the formula is right, and an intermediate of it overflows "
+            f"{dtype_name}'s range (largest {largest:.6g}) where the true derivative is finite)")

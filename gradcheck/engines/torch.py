@@ -31,6 +31,17 @@ _LOOPED = re.compile(r"batching rule for (\S+?)\.? ")
 _WIDER_FOR_NUMPY = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
 
 
+def _laid_out_as(template, dtype):
+    """A new tensor of ``dtype`` holding a copy of ``template``'s whole storage
+    (converted exactly when ``dtype`` is wider), viewed with ``template``'s
+    sizes, strides and storage offset."""
+    storage = template.detach().untyped_storage()
+    flat = torch.empty(storage.nbytes() // template.element_size(), dtype=template.dtype)
+    flat.untyped_storage().copy_(storage)
+    flat = flat.to(dtype)
+    return flat.as_strided(template.size(), template.stride(), template.storage_offset())
+
+
 class TorchEngine(Engine):
     """Adapter for ``torch`` tensors (CPU)."""
 
@@ -118,12 +129,22 @@ class TorchEngine(Engine):
         """
         if self.plain_layout(template):
             return self.from_numpy(array, requires_grad, dtype=template.dtype)
-        storage = template.detach().untyped_storage()
-        flat = torch.empty(storage.nbytes() // template.element_size(), dtype=template.dtype)
-        flat.untyped_storage().copy_(storage)
-        view = flat.as_strided(template.size(), template.stride(), template.storage_offset())
+        view = _laid_out_as(template, template.dtype)
         view.copy_(torch.from_numpy(np.array(array, copy=True)))  # to template's dtype
         return view.requires_grad_(requires_grad)
+
+    def widened(self, tensor):
+        """``tensor``'s values in double precision (float64 or complex128), as a
+        new leaf that requires grad when ``tensor`` does, laid out in memory as
+        ``tensor``: its whole storage widened (exactly), viewed with its sizes,
+        strides and offset. A view's layout decides what an op that reads
+        storage computes (``as_strided`` with a ``storage_offset`` reads
+        elements outside the view), so the double-precision reference must
+        read the same elements."""
+        if self.plain_layout(tensor):
+            return super().widened(tensor)
+        wide = torch.complex128 if tensor.is_complex() else torch.float64
+        return _laid_out_as(tensor, wide).requires_grad_(self.requires_grad(tensor))
 
     def batched_jvp(self, func, primals, in_idx, tangents):
         from torch._vmap_internals import _vmap  # the batching forward AD supports

@@ -54,6 +54,23 @@ def _put_back(value, inputs: tuple, pos: int):
     return value, pos
 
 
+def _widened(value, wider: dict):
+    """``value`` with its fixed tensors (those that do not require grad) and
+    its dtype values of a dtype in ``wider`` converted to the wider one."""
+    import torch
+    if not wider:
+        return value
+    if isinstance(value, torch.dtype):
+        return wider.get(value, value)
+    if isinstance(value, torch.Tensor):
+        if value.requires_grad or value.dtype not in wider:
+            return value
+        return value.to(wider[value.dtype])
+    if type(value) in (list, tuple):
+        return type(value)(_widened(v, wider) for v in value)
+    return value
+
+
 class TorchCall:
     """``func(*inputs)`` is the op on the sample with ``inputs`` in place of its
     differentiable tensors, exactly as PyTorch's gradient tests call it.
@@ -70,18 +87,40 @@ class TorchCall:
         self.reference = None
 
     def func(self, *inputs):
-        """The op with ``inputs`` put back into the sample (gradcheck's function)."""
+        """The op with ``inputs`` put back into the sample (gradcheck's function).
+
+        Inputs in a wider dtype than the sample's (adcheck's double-precision
+        run of a low-precision sample) take the sample's fixed tensors and its
+        dtype arguments of the same narrow dtype along: the same op at the same
+        values, exactly widened (``_softmax_backward_data``'s float32 softmax
+        output and ``input_dtype`` would otherwise refuse float64 gradients)."""
         sample = self.sample
+        wider = self._widening(inputs)
         first, pos = _put_back(sample.input, inputs, 0)
         args = []
         for value in sample.args:
             value, pos = _put_back(value, inputs, pos)
-            args.append(value)
+            args.append(_widened(value, wider))
         kwargs = {}
         for key, value in sample.kwargs.items():
             kwargs[key], pos = _put_back(value, inputs, pos)
+            kwargs[key] = _widened(kwargs[key], wider)
+        if wider:
+            first = _widened(first, wider)
         output = self.wrapper(self.op, first, *args, **kwargs)
         return output if self.process is None else self.process(output)
+
+    def _widening(self, inputs) -> dict:
+        """``{sample dtype: given dtype}`` for the inputs given in a wider
+        floating or complex dtype than the sample's own."""
+        import torch
+        wider = {}
+        for given, own in zip(inputs, self.inputs):
+            if (isinstance(given, torch.Tensor) and given.dtype != own.dtype
+                    and (own.is_floating_point() or own.is_complex())
+                    and torch.finfo(given.dtype).eps < torch.finfo(own.dtype).eps):
+                wider[own.dtype] = given.dtype
+        return wider
 
     def has_plain_output(self) -> bool:
         """Whether the output is differentiated as the op returns it."""
