@@ -34,11 +34,19 @@ SHARE = 4
 EXTRAPOLATION_COPIES = 64
 
 
+#: bytes of the stacked inputs and outputs of one batched evaluation at most,
+#: whatever the budget: a larger batch is no cheaper per example (one call's
+#: overhead is already small beside it) and much dearer once its arrays leave
+#: the cache (vjps of a 4,096-long cumsum: 128 at a time, 5x faster than 512)
+CACHE_BATCH = 2 ** 23
+
+
 def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES) -> int:
     """Examples per batched evaluation when one example has ``example_size``
     real coordinates in all (inputs plus outputs); at least 1."""
     per_example = max(1, example_size) * BYTES * copies
-    return max(1, budget // SHARE // per_example)
+    cached = CACHE_BATCH // (max(1, example_size) * BYTES)
+    return max(1, min(budget // SHARE // per_example, cached))
 
 
 def chunk_columns(budget: int, rows: int, copies: int = COMPARISON_COPIES) -> int:

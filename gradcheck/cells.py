@@ -46,24 +46,38 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
     """``(cells, errors, unresolved)`` by output, each ``(output real size,
     stop - start)``; ``errors`` and ``unresolved`` (the cells no step resolved,
     NaN in ``cells``) are ``None`` unless ``precise``. Columns go in sub-chunks
-    the budget allows (extrapolation holds a few dozen values per entry)."""
+    the budget allows (extrapolation holds a few dozen values per entry), each
+    written into the arrays of the whole span as it comes."""
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
                          else budgets.COMPARISON_COPIES)
-    if stop - start > width:
-        parts = [_numerical_cells(ev, in_idx, seeds, a, min(stop, a + width), precise, eps)
-                 for a in range(start, stop, width)]
-        return {o: tuple(None if parts[0][o][k] is None else
-                         np.concatenate([q[o][k] for q in parts], axis=1) for k in range(3))
-                for o in parts[0]}
-    return _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps)
+    found = {}
+    for a in range(start, stop, width):
+        b = min(stop, a + width)
+        part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
+        for o, pieces in part.items():
+            if o not in found:
+                # stored a column after another, as they are made (a transposed
+                # write is several times slower)
+                found[o] = tuple(None if q is None else
+                                 np.empty((stop - start, q.shape[1]), q.dtype).T for q in pieces)
+            for whole, q in zip(found[o], pieces):
+                if q is not None:
+                    whole.T[a - start:b - start] = q
+    if not found:   # no column at all
+        return {o: (q.T.copy(),) + tuple(None if k is None else k.T.copy() for k in rest)
+                for o, (q, *rest) in _numerical_cells(ev, in_idx, seeds, start, stop, precise,
+                                                      eps).items()}
+    return found
 
 
 def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
+    """``(cells, errors, unresolved)`` by output, each ``(stop - start, output
+    real size)`` (a row per column, as they are made)."""
     directions = seeds.directions(start, stop)
     columns = np.arange(start, stop)
     if not precise:
         found = central_columns(ev, in_idx, eps, columns, directions)
-        return {o: (block, None, None) for o, block in found.items()}
+        return {o: (block.T, None, None) for o, block in found.items()}
     if directions is None:
         steps = _steps(coords.to_real(ev.problem.arrays[in_idx]))[:, start:stop]
         found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns)
@@ -72,8 +86,7 @@ def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
         found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions)
     # (a cell no step resolves, its steps straddling a jump, comes back NaN with
     # an infinite error: no evidence either way, as in the dense precise check)
-    return {o: (best.T.copy(), err.T.copy(), unresolved[o].T.copy())
-            for o, (best, err) in found.items()}
+    return {o: (best, err, unresolved[o]) for o, (best, err) in found.items()}
 
 
 def forward_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int) -> dict:

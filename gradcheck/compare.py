@@ -72,10 +72,13 @@ def entry_errors(expected: np.ndarray, actual: np.ndarray,
     twice is no difference (the NaN is another check's finding).
     """
     with np.errstate(invalid="ignore"):
-        err = np.abs(actual - expected).astype(np.float64)
+        err = np.abs(actual - expected)
+    err = err if err.dtype == np.float64 else err.astype(np.float64)
     if same_nonfinite:
         err[_same_nonfinite(np.asarray(expected), np.asarray(actual))] = 0.0
-    err[np.isnan(err)] = np.inf
+    nan = np.isnan(err)
+    if nan.any():
+        err[nan] = np.inf
     return err
 
 
@@ -154,6 +157,11 @@ def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: fl
     return results
 
 
+#: entries per piece of a chunk that ``Tally.add`` takes at once: its temporaries
+#: then stay in cache, and a chunk is read a few times from memory, not a few dozen
+PIECE = 2 ** 15
+
+
 class Tally:
     """``compare`` over a block seen a chunk at a time, without holding it.
 
@@ -188,12 +196,32 @@ class Tally:
 
     def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
             row0: int = 0, col0: int = 0) -> None:
-        """Entries ``[row0:, col0:]`` of the block (complex form)."""
+        """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
+        piece at a time (``pieces``: the temporaries then stay in cache)."""
         if expected.size == 0:
             return
+        for piece in pieces(expected):
+            self._grow(piece)
+        floor = self.floor()
+        for (r, c), e, a, b in zip(_origins(expected), pieces(expected), pieces(actual, expected),
+                                   pieces(base, expected)):
+            self._piece(e, a, b, floor, row0 + r, col0 + c)
+
+    def observe(self, expected: np.ndarray) -> None:
+        """Count ``expected`` into the block's scale and ``sums[0]`` only: for
+        the reference block itself, compared with nothing."""
+        for piece in pieces(expected):
+            self._grow(piece)
+        if expected.size:
+            self.sums[0] += _dot(expected, expected)
+
+    def _grow(self, expected: np.ndarray) -> None:
+        if expected.size:
+            self.scale = max(self.scale, float(np.max(np.abs(expected))))
+
+    def _piece(self, expected, actual, base, floor, row0, col0) -> None:
         err = entry_errors(expected, actual)
-        self.scale = max(self.scale, float(np.max(np.abs(expected))))
-        tol = base + self.floor()
+        tol = base + floor
         flat = int(np.argmax(err))
         if err.flat[flat] > self.best[0]:
             r, c = np.unravel_index(flat, err.shape)
@@ -203,7 +231,11 @@ class Tally:
         self._count(expected, actual, tol, bad, row0, col0)
         if bad.any():
             rows, cols = np.nonzero(bad)
-            order = np.argsort(-err[rows, cols], kind="stable")[:self.KEEP]
+            worst_first = -err[rows, cols]
+            if len(rows) > self.KEEP:   # the KEEP largest, then in order
+                top = np.argpartition(worst_first, self.KEEP)[:self.KEEP]
+                rows, cols, worst_first = rows[top], cols[top], worst_first[top]
+            order = np.argsort(worst_first, kind="stable")
             self.candidates += [(float(err[r, c]), (int(r) + row0, int(c) + col0),
                                  float(base[r, c])) for r, c in zip(rows[order], cols[order])]
             self.candidates.sort(key=lambda item: -item[0])
@@ -212,9 +244,9 @@ class Tally:
     def _count(self, expected, actual, tol, bad, row0, col0) -> None:
         self.sums += (_dot(expected, expected), _dot(expected, actual), _dot(actual, actual))
         big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
-        self.counts["active"] += int((big_e | big_a | bad).sum())
-        self.counts["expected"] += int(big_e.sum())
-        self.counts["actual"] += int(big_a.sum())
+        self.counts["active"] += int(np.count_nonzero(big_e | big_a | bad))
+        self.counts["expected"] += int(np.count_nonzero(big_e))
+        self.counts["actual"] += int(np.count_nonzero(big_a))
         self.counts["nonzero"] += int(np.count_nonzero(actual))
         if bad.any():
             rows, cols = np.nonzero(bad)
@@ -222,8 +254,9 @@ class Tally:
             on = int(np.sum(rows + row0 == cols + col0))
             self.counts["diagonal"] += on
             self.counts["off"] += len(rows) - on
-            if self.first is None:
-                self.first = (int(rows[0]) + row0, int(cols[0]) + col0)
+            # (the first in row-major order whatever the order of the pieces)
+            first = (int(rows[0]) + row0, int(cols[0]) + col0)
+            self.first = first if self.first is None else min(self.first, first)
 
     def result(self, check, mode, against, out_idx, in_idx) -> Result:
         """The ``Result`` of the whole block (without arrays or diagnosis)."""
@@ -235,6 +268,30 @@ class Tally:
                           base + floor)
         error, where, tol = self.best
         return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def pieces(array: np.ndarray, like: np.ndarray | None = None) -> list:
+    """``array`` (2-D) in pieces of about ``PIECE`` entries: bands of rows, or of
+    columns when ``like`` (default ``array``) is stored a column after another,
+    so that each piece is one stretch of memory. Arrays of one shape give
+    matching pieces for the same ``like``."""
+    like = array if like is None else like
+    return [array[span] for span in _spans(like)]
+
+
+def _origins(like: np.ndarray) -> list:
+    """Where each of ``pieces(_, like)`` starts: ``(row, column)``."""
+    return [(span[0].start or 0, span[1].start or 0) for span in _spans(like)]
+
+
+def _spans(like: np.ndarray) -> list:
+    rows, cols = like.shape
+    by_column = like.strides[0] < like.strides[1] and cols > 1
+    across, along = (cols, rows) if by_column else (rows, cols)
+    step = max(1, PIECE // max(1, along))
+    bands = [slice(k, min(k + step, across)) for k in range(0, across, step)]
+    whole = slice(0, along)
+    return [(whole, band) if by_column else (band, whole) for band in bands]
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:

@@ -195,9 +195,14 @@ class Evaluator:
             parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
                      for a, b in budgets.chunks(len(vectors), size)]
             return _join(parts, lambda r, n: self._zeros(kind, n)(r))
-        kept = [self._take(kind, idx, v) for v in vectors]
+        kept = self._kept_rows(kind, idx, vectors)
         missing = [k for k, row in enumerate(kept) if row is None]
         pending = self._pending[kind].pop(idx, [])
+        if len(missing) == len(vectors) and not pending:
+            # (the common case: one batched call makes every row, stacked as it is)
+            whole = self._batched_stacked(kind, idx, vectors, what)
+            if whole is not None:
+                return whole
         if missing:
             computed = self._batched_products(kind, idx, vectors[missing], what)
             if computed is None:  # the loop
@@ -217,6 +222,29 @@ class Evaluator:
         absent = (lambda r: None) if kind == "vjp" else zeros
         return _stack(kept, self._receivers(kind), zeros, absent)
 
+    def _kept_rows(self, kind, idx, vectors) -> list:
+        """``_take`` for each of ``vectors``, the key of a long vector made only
+        where one of the kept vectors could be it (at its largest entry, or an
+        all-zero row for a zero one)."""
+        found = [None] * len(vectors)
+        keys = [key[2] for key in self._kept if key[:2] == (kind, idx)]
+        if not keys:
+            return found
+        flat = vectors.reshape(len(vectors), vectors[0].size if len(vectors) else 0)
+        maybe = np.zeros(len(vectors), bool)
+        for dtype, _, data in keys:
+            c = np.frombuffer(data, dtype=dtype)
+            j = int(np.argmax(np.abs(c))) if c.size else 0
+            if c.size == 0 or not np.isfinite(c[j]):
+                maybe[:] = True
+            elif c[j] == 0:
+                maybe |= ~flat.any(axis=1)
+            else:
+                maybe |= flat[:, j] == c[j]
+        for k in np.flatnonzero(maybe):
+            found[k] = self._take(kind, idx, vectors[k])
+        return found
+
     def _take(self, kind, idx, vector) -> dict | None:
         """A kept result for ``vector`` (each serves one request), or ``None``."""
         if not self._kept:   # (the common case: no key of a long vector to make)
@@ -233,6 +261,25 @@ class Evaluator:
     def _batched_products(self, kind, idx, batch, what) -> list | None:
         """Per vector of ``batch``, its products (by receiver), from one batched
         call; ``None`` when the loop must do it."""
+        result = self._batched_call(kind, idx, batch, what)
+        if result is None:
+            return None
+        return [{r: None if s is None else s[k] for r, s in result.items()}
+                for k in range(len(batch))]
+
+    def _batched_stacked(self, kind, idx, batch, what) -> dict | None:
+        """The products of ``batch`` by receiver, stacked as ``_stack`` makes
+        them, from one batched call; ``None`` when the loop must do it."""
+        result = self._batched_call(kind, idx, batch, what)
+        if result is None:
+            return None
+        zeros = self._zeros(kind, len(batch))
+        return {r: (result.get(r) if result.get(r) is not None else
+                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
+
+    def _batched_call(self, kind, idx, batch, what) -> dict | None:
+        """One batched call's stacked products by receiver (``None`` where a
+        receiver gets none), counted; ``None`` when the loop must do it."""
         p = self.problem
         supported = (p.engine.supports_batched_grad if kind == "vjp"
                      else p.engine.supports_batched_forward_grad)
@@ -256,8 +303,7 @@ class Evaluator:
         p.counts[kind] += len(batch)
         if kind == "jvp":
             p.counts["function"] += len(batch)
-        return [{r: None if s is None else s[k] for r, s in result.items()}
-                for k in range(len(batch))]
+        return result
 
     def _single(self, kind, idx, vector, what) -> dict:
         if kind == "vjp":

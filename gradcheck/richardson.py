@@ -12,12 +12,17 @@ of its modulus). Each output coordinate keeps the entry with the smallest
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
-Levels: ``k < 4`` and the sentinel ``k = 13`` first; all ``k < 14`` unless
-every estimate has converged by then (its share of the precise tolerance,
-``SAFETY`` times the estimate, is at most the tolerance's relative allowance)
-and agrees with the sentinel. Most smooth columns stop there: 10 evaluations
-instead of 28, and a tableau of 5 levels instead of 14 (a linear function's
-steps agree to rounding from the first; deeper levels only add noise). Steps
+Levels: ``k < 2`` and the sentinel ``k = 13`` first; a coordinate whose two
+quotients agree to rounding in every output coordinate, and with the
+sentinel, stops there (6 evaluations: a linear or quadratic function's
+central difference is exact at any step, and deeper levels only add noise;
+the sentinel catches a staircase whose stairs give equal quotients at the two
+wide steps). The others take ``k < 4``; then all
+``k < 14`` unless every estimate has converged by then (its share of the
+precise tolerance, ``SAFETY`` times the estimate, is at most the tolerance's
+relative allowance) and agrees with the sentinel. Most smooth columns stop
+there: 10 evaluations instead of 28, and a tableau of 5 levels instead of
+14. Steps
 that straddle a jump (or a kink, or a pole) are no evidence: the quotients
 before the last *break* (see ``_straddling``) are discarded, and a
 coordinate whose smallest steps still straddle one gets smaller steps, down
@@ -37,6 +42,7 @@ from gradcheck.numerical import column_chunk, perturbed_outputs
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
+AGREE_LEVELS = 2    # steps of the first phase: enough where their quotients agree to rounding
 FIRST_LEVELS = 4    # steps tried before deciding whether smaller ones are needed
 CONVERGED = 1 / 8   # "converged": error below this fraction of the relative allowance
 #                     (1 / precise.SAFETY: the estimate's term of the tolerance is then
@@ -52,28 +58,50 @@ SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
 PIECE = 2 ** 16     # entries per level taken at once by the elementwise tableau work
 
 
-def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None) -> tuple:
+def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
+                         window=None) -> tuple:
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
     coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
     output, a (columns, output size) matrix. A step where the function raises
-    gives NaN (discarded)."""
+    gives NaN (discarded). The levels are evaluated a group at a time
+    (``_level_groups``), each group's perturbed points dropped once differenced;
+    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates."""
     p = ev.problem
-    outs = p.float_out
-    both = perturbed_outputs(ev, in_idx, np.concatenate([steps, -steps]),
-                             f"extrapolating finite differences for input {in_idx}", columns,
-                             tolerant=True, directions=directions)
-    levels = len(steps)
+    outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
-    for k in range(levels):
-        h = steps[k][:, None]
-        plus = {o: both[o][k] for o in outs}
-        minus = {o: both[o][levels + k] for o in outs}
-        diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-        noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
-                                              + _magnitude(minus[o], p.layout.out_complex[o]))
-                       / (2 * h) for o in outs})
+    for group in _level_groups(ev, in_idx, steps.shape):
+        part = steps[group]
+        both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
+                                 f"extrapolating finite differences for input {in_idx}",
+                                 columns, tolerant=True, directions=directions)
+        if window is not None:   # (copies: the whole outputs are dropped)
+            both = {o: both[o][..., a:b].copy() for o, (a, b) in window.items()}
+        for k in range(len(part)):
+            h = part[k][:, None]
+            plus = {o: both[o][k] for o in outs}
+            minus = {o: both[o][len(part) + k] for o in outs}
+            diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
+            noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
+                                                  + _magnitude(minus[o],
+                                                               p.layout.out_complex[o]))
+                           / (2 * h) for o in outs})
+        del both
     return diffs, noises
+
+
+def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:
+    """Slices of the levels of ``steps`` (of ``shape``: levels, columns) to
+    evaluate at once: as many as a share of the budget holds with their
+    perturbed inputs and outputs (each level two points per column; the
+    inputs and their engine copy, the outputs and their stacked copy), at
+    least one."""
+    p = ev.problem
+    levels, cols = shape
+    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
+    per_level = 2 * max(1, cols) * size * budgets.BYTES * 4
+    at_once = max(1, ev.budget // budgets.SHARE // per_level)
+    return [slice(a, min(levels, a + at_once)) for a in range(0, levels, at_once)]
 
 
 def _magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
@@ -138,17 +166,29 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
                    for best, err in result.values()], axis=0)
 
 
-def _extrapolated(problem: Problem, diffs: list, noises: list) -> dict:
+def _extrapolated(problem: Problem, diffs: list, noises: list, last: dict, budget: int) -> dict:
     """``extrapolate`` for every output, a piece of its coordinates at a time
-    (it is elementwise: the pieces give what the whole would)."""
+    (it is elementwise: the pieces give what the whole would), the levels at
+    and before each entry's last break (``last``, see ``_straddling``) set to
+    NaN in the piece (no copy of the whole is made)."""
     found = {}
-    for o in problem.float_out:
+    for o in diffs[0]:
         size = diffs[0][o].shape[-1]
-        parts = [extrapolate([d[o][:, a:b] for d in diffs], [n[o][:, a:b] for n in noises])
-                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
+        spans = list(budgets.chunks(size, _piece(diffs[0][o], len(diffs), budget)))
+        parts = [extrapolate(_marked([d[o][:, a:b] for d in diffs], last.get(o), a, b),
+                             [n[o][:, a:b] for n in noises]) for a, b in spans]
         found[o] = (tuple(np.concatenate([q[k] for q in parts], axis=1) for k in range(2))
                     if parts else extrapolate([d[o] for d in diffs], [n[o] for n in noises]))
     return found
+
+
+def _marked(levels: list, last, a: int, b: int) -> list:
+    """``levels`` (pieces ``a:b`` of an output's quotients) with those at and
+    before the last break of their entry set to NaN."""
+    if last is None:
+        return levels
+    piece = last[:, a:b]
+    return [np.where(piece >= k, np.nan, level) for k, level in enumerate(levels)]
 
 
 def step_scale(x: np.ndarray) -> np.ndarray:
@@ -168,10 +208,11 @@ def _steps(x: np.ndarray) -> np.ndarray:
     return level_steps(step_scale(x))
 
 
-def _straddling(diffs: list, noises: list) -> tuple:
-    """Copies of ``diffs`` and ``noises`` with the levels at and above the last
-    break set to NaN, and, per (coordinate, output coordinate) of each output,
-    whether fewer than ``CLEAN`` levels are left below the last break.
+def _straddling(diffs: list, noises: list, budget: int) -> tuple:
+    """Per output, the last level at which each entry's quotients ``diffs``
+    break (``None`` where none does: nothing is discarded), and per
+    (coordinate, output coordinate) whether fewer than ``CLEAN`` levels are
+    left below its last break (``unresolved``).
 
     A smooth function's difference quotients settle as ``h`` halves: each one
     moves less than the one before (by 4 once the ``h**2`` term leads). A
@@ -180,32 +221,42 @@ def _straddling(diffs: list, noises: list) -> tuple:
     longer reaches the jump; a staircase (``round(x, 3)``) even looks like a
     line of slope 1 to steps much wider than its stairs. A *break* is a move
     ``GROWTH`` times larger than every move since the last break (and well
-    above rounding noise): the levels before it straddle something and are
-    no evidence of the derivative, which is the limit of the levels after.
-    The floor of a move is the output's largest rounding noise: a quotient
-    that noise dominates doubles as ``h`` halves, as a jump's does.
+    above rounding noise): the levels at and before it straddle something
+    and are no evidence of the derivative, which is the limit of the levels
+    after (``_extrapolated`` discards them). The floor of a move is the
+    output's largest rounding noise: a quotient that noise dominates doubles
+    as ``h`` halves, as a jump's does.
     """
-    marked, unresolved = [dict(d) for d in diffs], {}
+    breaks, unresolved = {}, {}
     levels = len(diffs)
     for o in diffs[0]:
+        unresolved[o] = np.zeros(diffs[0][o].shape, bool)
+        if levels < 3:   # a break is a move larger than an earlier one: none in one move
+            continue
         # an entry that cancels to almost nothing (a convolution's) rounds like
         # its terms: the output's largest noise is the floor, not its own
         n = np.stack([np.max(level[o], axis=-1, keepdims=True, initial=0.0)
                       for level in noises])  # (an empty output has no noise)
         size = diffs[0][o].shape[-1]
         parts = [_last_break([level[o][:, a:b] for level in diffs], n)
-                 for a, b in budgets.chunks(size, _piece(diffs[0][o]))]
-        last = np.concatenate(parts, axis=-1) if parts else np.full(diffs[0][o].shape, -1)
-        for k in range(levels):
-            marked[k][o] = np.where(last >= k, np.nan, diffs[k][o])
-        unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
-    return marked, [dict(v) for v in noises], unresolved
+                 for a, b in budgets.chunks(size, _piece(diffs[0][o], levels, budget))]
+        if not parts:
+            continue
+        last = np.concatenate(parts, axis=-1).astype(np.int8)   # (levels < 128)
+        if last.max(initial=-1) >= 0:
+            breaks[o] = last
+            unresolved[o] = (last >= 0) & (levels - 1 - last < CLEAN)
+    return breaks, unresolved
 
 
-def _piece(block: np.ndarray) -> int:
+def _piece(block: np.ndarray, levels: int, budget: int) -> int:
     """Output coordinates per piece of the elementwise tableau work, so that
-    its few dozen temporaries per level stay small whatever the output size."""
-    return max(1, PIECE // max(1, block.shape[0]))
+    its temporaries (a value and a noise per level and order, and a few
+    more) stay small whatever the output size: ``PIECE`` entries per level,
+    fewer when a share of the budget does not hold the tableau of that many."""
+    tableau = budgets.BYTES * 2 * (ORDERS + 2) * max(1, levels)
+    entries = min(PIECE, max(1, budget // budgets.SHARE // tableau))
+    return max(1, entries // max(1, block.shape[0]))
 
 
 def _last_break(levels: list, noise: np.ndarray) -> np.ndarray:
@@ -231,30 +282,74 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     columns of ``steps``, and per output where no step was free of a jump
     (``unresolved``): along ``directions[j]`` (one real vector per column,
     moved by ``steps[k, j]``) if given, else on coordinates ``columns``
-    (default: every coordinate of input ``in_idx`` in order). The first ``FIRST_LEVELS`` steps and the smallest of ``LEVELS`` (a
-    sentinel) are tried. Coordinates not converged, or disagreeing with the
-    sentinel (a staircase converges to its slope at wide steps), or whose
-    smallest steps straddle a jump, get all ``LEVELS``; those still
-    straddling one get more, down to ``DEEPEST``, until ``CLEAN`` levels
-    below it are free of it (``_straddling`` drops the levels before a
-    break). Each phase is one stacked evaluation; the extrapolation is
-    elementwise, so all coordinates at once give what one at a time gives.
+    (default: every coordinate of input ``in_idx`` in order).
+
+    Phases, each one stacked evaluation of the coordinates still open: the
+    first ``AGREE_LEVELS`` steps and the smallest of ``LEVELS`` (a sentinel),
+    which settle coordinates whose quotients already agree to rounding
+    (``_agree``) and with the sentinel (a staircase can give equal quotients
+    at two wide steps); then up to ``FIRST_LEVELS``; coordinates not converged, or
+    disagreeing with the sentinel (a staircase converges to its slope at
+    wide steps), or whose smallest steps straddle a jump, get all
+    ``LEVELS``; those still straddling one get more, down to ``DEEPEST``,
+    until ``CLEAN`` levels below it are free of it (``_straddling`` drops
+    the levels before a break). The extrapolation is elementwise, so all
+    coordinates at once give what one at a time gives.
+
+    Where every level's quotients of every output coordinate would not fit
+    in a share of the budget (a probe of a million outputs), the output
+    coordinates are taken a window at a time (``_windows``), each evaluating
+    the function again: the noise floors and the stopping rules then see
+    the window's coordinates.
     """
+    windows = _windows(ev, steps.shape[1])
+    if windows is None:
+        return _window_columns(ev, in_idx, steps, directions, columns, None)
+    p, n = ev.problem, steps.shape[1]
+    result = {o: tuple(np.empty((n, p.layout.out_size(o))) for _ in range(2))
+              for o in p.float_out}
+    unresolved = {o: np.zeros((n, p.layout.out_size(o)), bool) for o in p.float_out}
+    for window in windows:
+        found, marks = _window_columns(ev, in_idx, steps, directions, columns, window)
+        for o, (a, b) in window.items():
+            result[o][0][:, a:b], result[o][1][:, a:b] = found[o]
+            unresolved[o][:, a:b] = marks[o]
+    return result, unresolved
+
+
+def _windows(ev: Evaluator, columns: int):
+    """``None`` when every level's quotients and noise (``LEVELS`` of each, and
+    a copy of either while the open columns are taken) of ``columns`` columns
+    of every output fit in a share of the budget; else windows of output
+    coordinates that do, one output at a time: a list of ``{out_idx: (start,
+    stop)}``."""
+    p = ev.problem
+    per_coordinate = max(1, columns) * budgets.BYTES * 3 * LEVELS
+    fits = ev.budget // budgets.SHARE // per_coordinate
+    if sum(p.layout.out_size(o) for o in p.float_out) <= fits:
+        return None
+    return [{o: span} for o in p.float_out
+            for span in budgets.chunks(p.layout.out_size(o), max(1, fits))]
+
+
+def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, window) -> tuple:
+    """``extrapolated_columns`` for the output coordinates ``window``
+    (``{out_idx: (start, stop)}``; ``None``: all of every output)."""
     problem = ev.problem
     n = steps.shape[1]
-    differences = _differences(ev, in_idx, steps, directions, columns)
-    result = {o: [np.full((n, problem.layout.out_size(o)), np.nan),
-                  np.full((n, problem.layout.out_size(o)), np.inf)] for o in problem.float_out}
-    unresolved = {o: np.zeros((n, problem.layout.out_size(o)), bool) for o in problem.float_out}
+    differences = _differences(ev, in_idx, steps, directions, columns, window)
+    sizes = ({o: problem.layout.out_size(o) for o in problem.float_out} if window is None
+             else {o: b - a for o, (a, b) in window.items()})
+    result = {o: [np.full((n, m), np.nan), np.full((n, m), np.inf)] for o, m in sizes.items()}
+    unresolved = {o: np.zeros((n, m), bool) for o, m in sizes.items()}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
-    first = np.r_[0:FIRST_LEVELS, LEVELS - 1]
-    diffs, noises = differences(first, np.arange(n))
+    diffs, noises = differences(np.r_[0:AGREE_LEVELS, LEVELS - 1], np.arange(n))
     sentinel = (diffs.pop(), noises.pop())
-    active, depth = np.arange(n), FIRST_LEVELS
+    active, depth = np.arange(n), AGREE_LEVELS
     while active.size:
-        marked, marked_noise, straddled = _straddling(diffs, noises)
-        for o, (best, err) in _extrapolated(problem, marked, marked_noise).items():
+        breaks, straddled = _straddling(diffs, noises, ev.budget)
+        for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
             result[o][0][active], result[o][1][active] = best, err
         if depth >= DEEPEST:   # no step was free of the jump: no evidence there
             for o, u in straddled.items():
@@ -262,39 +357,81 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
                 result[o][0][active] = np.where(u, np.nan, result[o][0][active])
                 result[o][1][active] = np.where(u, np.inf, result[o][1][active])
             break
-        jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
-        if depth < LEVELS:
-            current = {o: (r[0][active], r[1][active]) for o, r in result.items()}
-            jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel,
-                                                                 active)
-        keep = np.flatnonzero(jumpy)
+        keep = np.flatnonzero(_open(problem, depth, straddled, diffs, noises, sentinel,
+                                    {o: (r[0][active], r[1][active]) for o, r in result.items()},
+                                    active))
         if not keep.size:
             break
+        if keep.size < active.size:   # (else no copy)
+            diffs = [{o: d[o][keep] for o in d} for d in diffs]
+            noises = [{o: v[o][keep] for o in v} for v in noises]
         active = active[keep]
-        diffs = [{o: d[o][keep] for o in d} for d in diffs]
-        noises = [{o: v[o][keep] for o in v} for v in noises]
-        if depth < LEVELS:   # the sentinel is the last of them
-            extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
-            extra.append({o: v[active] for o, v in sentinel[0].items()})
-            extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
-            depth = LEVELS
-        else:
-            deeper = min(depth + JUMP_LEVELS, DEEPEST)
-            extra, extra_noise = differences(slice(depth, deeper), active)
-            depth = deeper
+        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel)
         diffs, noises = diffs + extra, noises + extra_noise
     return {o: tuple(r) for o, r in result.items()}, unresolved
 
 
-def _differences(ev: Evaluator, in_idx: int, steps, directions, columns):
+def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: list,
+          sentinel, current: dict, active) -> np.ndarray:
+    """Per active coordinate, whether it needs smaller steps after ``depth``
+    levels (see ``extrapolated_columns``)."""
+    jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
+    if depth == AGREE_LEVELS:
+        return jumpy | ~_agree(diffs, noises) | _disagree(problem, current, sentinel, active)
+    if depth < LEVELS:
+        jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel, active)
+    return jumpy
+
+
+def _deeper(differences, depth: int, active, sentinel) -> tuple:
+    """The next phase's levels for the coordinates ``active``: (their
+    differences, their noise, the new depth, the sentinel by coordinate)."""
+    if depth == AGREE_LEVELS:
+        extra, extra_noise = differences(np.arange(AGREE_LEVELS, FIRST_LEVELS), active)
+        return extra, extra_noise, FIRST_LEVELS, sentinel
+    if depth < LEVELS:   # the sentinel is the last of them
+        extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
+        extra.append({o: v[active] for o, v in sentinel[0].items()})
+        extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
+        return extra, extra_noise, LEVELS, sentinel
+    deeper = min(depth + JUMP_LEVELS, DEEPEST)
+    extra, extra_noise = differences(slice(depth, deeper), active)
+    return extra, extra_noise, deeper, sentinel
+
+
+def _agree(diffs: list, noises: list) -> np.ndarray:
+    """Per coordinate (row), whether the quotients of the first two steps agree
+    within their rounding noise in every output coordinate.
+
+    ``D(h) = f' + c2 h**2 + c4 h**4 + ...``: two steps a factor of 2 apart that
+    agree to rounding leave a truncation error of the extrapolated value far
+    below its noise (a linear or quadratic function's quotient is exact at any
+    step), and the error estimate still counts their difference. A staircase,
+    a jump within reach of a step, or curvature moves the quotient by more
+    than rounding and opens the coordinate for the next phase (with its
+    sentinel). The noise is the output's largest (see ``_straddling``).
+    """
+    agree = None
+    for o in diffs[0]:
+        floor = sum(np.max(level[o], axis=-1, initial=0.0) for level in noises[:2])
+        with np.errstate(invalid="ignore"):
+            move = np.max(np.abs(diffs[1][o] - diffs[0][o]), axis=-1, initial=0.0)
+            # (NaN, a step out of the domain, never agrees)
+            here = (move <= floor) & ~np.isnan(move)
+        agree = here if agree is None else agree & here
+    return agree
+
+
+def _differences(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
     """``(levels, which) -> _stacked_differences`` for the columns ``which`` of
-    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``)."""
+    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
+    the output coordinates ``window`` (all of every output if ``None``)."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 
     def differences(levels, which):
         return _stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
-                                    None if directions is None else directions[which])
+                                    None if directions is None else directions[which], window)
     return differences
 
 

@@ -35,7 +35,7 @@ from gradcheck import checks
 from gradcheck.adjoint import adjoint_results
 from gradcheck.analytical import ad_parts
 from gradcheck.cells import forward_cells, numerical_cells, reverse_row_cells
-from gradcheck.compare import Tally, compare
+from gradcheck.compare import Tally, compare, pieces
 from gradcheck.compressed import _note
 from gradcheck.decompress import ROW_GAIN, reconstruct
 from gradcheck.diagnosis import diagnose, zero_analytical, zero_numerical
@@ -50,21 +50,37 @@ from gradcheck.window import dense_window, explain
 
 
 def _width(ev: Evaluator, in_idx: int) -> int:
-    """Real columns per chunk: the numerical columns of every output (values,
-    error estimates, tolerances, the complex form) held while the sides are
-    compared with them."""
+    """Real columns per chunk: the numerical columns of every output, held while
+    the sides are compared with them: their values and their tolerances (made
+    in the error estimates' array), and for a complex input their complex form.
+    A chunk takes half the budget, not a ``SHARE``: forward mode's columns and
+    reverse mode's rows come a batch at a time, the comparisons' temporaries
+    are pieces (``compare.PIECE``), and the numerical sub-chunks' work (a
+    ``SHARE``) is all that is held beside it. Reverse mode's rows are
+    recomputed for every chunk, so fewer chunks save their time."""
     p = ev.problem
     rows = sum(p.layout.out_size(o) for o in p.float_out)
-    width = budgets.chunk_columns(ev.budget, rows, 4)
+    copies = 3 if p.layout.in_complex[in_idx] else 2
+    width = budgets.chunk_columns(ev.budget * budgets.SHARE // 2, rows, copies)
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
-def _base(expected, errors, options, epsilon) -> np.ndarray:
-    """The tolerance of each entry but the floor that depends on the whole block."""
+def _base(expected, errors, options, epsilon, consume: bool = False) -> np.ndarray:
+    """The tolerance of each entry but the floor that depends on the whole block;
+    ``consume``: ``errors`` is the caller's to give, and becomes the result (a
+    chunk is a share of the budget: a fresh array of its size costs time)."""
     if not options.precise:
         return options.atol + options.rtol * np.abs(expected)
-    err = np.zeros(expected.shape) if errors is None else errors
-    return SAFETY * err + np.sqrt(epsilon) / 2 * np.abs(expected)
+    relative = np.sqrt(epsilon) / 2
+    if errors is None:
+        base = np.abs(expected)
+        base *= relative
+        return base
+    base = errors if consume else errors.copy()
+    for part, e in zip(pieces(base), pieces(expected)):   # (the temporary stays in cache)
+        part *= SAFETY
+        part += relative * np.abs(e)
+    return base
 
 
 def _magnitude(errors, in_complex):
@@ -137,17 +153,13 @@ def _input(state: _State, in_idx: int) -> list:
     cplx = p.layout.in_complex[in_idx] and state.comp is None
     results = []
     # a compressed check also holds reverse mode's whole cells of the input (a
-    # share of the budget): its chunks take half the columns
-    width = _width(ev, in_idx) if state.comp is None else max(1, _width(ev, in_idx) // 2)
+    # share of the budget): its chunks take an eighth of the budget
+    width = _width(ev, in_idx) if state.comp is None else max(1, _width(ev, in_idx) // 8)
     for a, b in budgets.chunks(seeds.count, width):
         state.chunks += 1
-        col0 = a // (2 if cplx else 1)
         expected = _expected(state, in_idx, seeds, (a, b), cplx)
         if FORWARD in state.sides:
-            for o, block in forward_cells(ev, in_idx, seeds, a, b).items():
-                e, base = expected[o]
-                _tally(state.tallies, ("forward", o, in_idx), e, _complex(block, cplx), base,
-                       state.floor, 0, col0)
+            _forward(state, expected, in_idx, (a, b), cplx)
         if REVERSE not in state.sides:
             continue
         nondet = options.nondet_tol if a == 0 else None
@@ -157,6 +169,21 @@ def _input(state: _State, in_idx: int) -> list:
             results += _reverse_cells(state, expected, in_idx, (a, b), nondet)
     state.whole.clear()
     return results
+
+
+def _forward(state: _State, expected: dict, in_idx: int, span: tuple, cplx: bool) -> None:
+    """Forward mode's (cell) columns ``span``, a batch of jvps at a time, each
+    compared as it comes (no array of the chunk's size is made for them)."""
+    a, b = span
+    unit = 2 if cplx else 1
+    step = max(unit, state.ev.batch_size("jvp") // unit * unit)
+    for c0 in range(a, b, step):
+        c1 = min(b, c0 + step)
+        s0, s1 = (c0 - a) // unit, (c1 - a) // unit
+        for o, block in forward_cells(state.ev, in_idx, state.seeds(in_idx), c0, c1).items():
+            e, base = expected[o]
+            _tally(state.tallies, ("forward", o, in_idx), e[:, s0:s1], _complex(block, cplx),
+                   base[:, s0:s1], state.floor, 0, c0 // unit)
 
 
 def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
@@ -174,9 +201,9 @@ def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dic
             _count_unresolved(state, (o, in_idx), unresolved, a)
         e = _complex(values, cplx)
         base = _base(e, None if errors is None else _magnitude(errors, cplx), options,
-                     state.epsilon)
+                     state.epsilon, consume=True)
         expected[o] = (e, base)
-        _tally(state.tallies, ("numerical", o, in_idx), e, e, base, state.floor, 0, 0)
+        state.tallies.setdefault(("numerical", o, in_idx), Tally(state.floor)).observe(e)
     return expected
 
 

@@ -163,6 +163,17 @@ def test_steps_that_straddle_a_jump_are_discarded(E):
                                rtol=1e-9)
 
 
+def test_a_staircase_alone_is_flat_even_where_two_wide_steps_agree(E):
+    # at 0.96 the first step is 0.03: 0.06 and 0.03 of stairs over 2h give the
+    # same quotient (1) at the two widest steps, as a line's would; the smallest
+    # step (the sentinel) sees the flat stair, and the derivative is 0
+    stairs = lambda x: E.floor(x * 1000 + 0.5) / 1000  # noqa: E731
+    x = np.array([0.96, 0.64, 3.08424565, 1.99732539, -2.47296353, 1.2341])
+    report = check(stairs, (leaf(E, x),), precise=True, seed=0)
+    assert report.passed, report.message()
+    np.testing.assert_array_equal(report.jacobians["numerical"][0, 0], np.zeros((6, 6)))
+
+
 def test_a_jump_no_step_avoids_is_named_and_the_formula_is_not_blamed(E):
     x = np.array([1.2341, 0.5005 + 1e-13, -0.8123])   # a jump at 0.5005
     report = check(staircase(E), (leaf(E, x),), precise=True, seed=0)

@@ -86,3 +86,64 @@ def test_a_single_wrong_entry_is_caught_and_located(E):
     forward = [r for r in report.failures if r.check == "forward"]
     assert forward and forward[0].where == (1100, 321)
     assert forward[0].max_error == pytest.approx(1e-3, rel=1e-4)
+
+
+def sin_function(E, bug: float = 0.0, row: int = 1100):
+    """sin whose jvp is off by a relative ``bug`` at output ``row``."""
+    scale = np.ones(N)
+    scale[row] += bug
+
+    class Sin(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * E.cos(x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * E.cos(x) * E.from_numpy(scale)
+    return Sin.apply
+
+
+def test_output_windows_beyond_the_budget_still_catch_a_wrong_entry(E):
+    # a budget of 1 MiB holds every level's quotients of about 780 output
+    # coordinates per direction, not 1500: the extrapolation takes the outputs a
+    # window at a time, evaluating the function again for each (more evaluations),
+    # and must still pass a right formula and locate a wrong entry
+    options = dict(precise=True, check_forward_ad=True, jacobian="probed", probes=2, seed=0)
+    whole = check(sin_function(E), (_x(E),), **options)
+    windowed = check(sin_function(E), (_x(E),), memory_budget=2**20, **options)
+    assert whole.passed and windowed.passed, windowed.message()
+    assert windowed.counts["function"] > 1.5 * whole.counts["function"], \
+        (windowed.counts, whole.counts)
+    wrong = check(sin_function(E, bug=1e-6), (_x(E),), memory_budget=2**20, **options)
+    forward = [r for r in wrong.failures if r.check == "forward"]
+    assert forward and forward[0].where[0] == 1100
+
+
+def test_a_probed_check_of_many_outputs_keeps_to_a_small_memory_budget():
+    # softmax's directions need most levels of the extrapolation; one direction's
+    # perturbed outputs and quotients at every level of 65,536 outputs held at once
+    # peaked near 70 MiB; now the peak of every array the check makes stays in 24 MiB
+    import tracemalloc
+
+    import refengine as E
+    x = E.tensor(np.random.default_rng(0).standard_normal((1024, 64)), dtype=E.float64,
+                 requires_grad=True)
+    tracemalloc.start()
+    try:
+        report = check(lambda t: E.nn.functional.softmax(t, -1), (x,), precise=True,
+                       check_forward_ad=True, jacobian="probed", memory_budget=24 * 2**20,
+                       seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.passed and report.plan == "probed", report.message()
+    assert peak < 24 * 2**20, f"peak {peak / 2**20:.1f} MiB"
