@@ -151,7 +151,19 @@ def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) ->
     """Whole blocks (the allowance is per entry: neither compressed nor chunked,
     said in the report's plan), except a second-order check asked to probe whose
     function runs in float64: its allowance is carried through the directions
-    (``gradcheck.lowprobed``)."""
+    (``gradcheck.lowprobed``). Either way the whole Jacobian must fit in the
+    budget, else ``UncheckableError`` says so."""
+    if not budgets.fits(ev.budget, entries(ev)):
+        # whole blocks beyond the budget (the probed allowance, too, starts from the
+        # float64 run's whole reverse Jacobian): refused, as the budget promises,
+        # rather than built (op_db's slice in float32: minutes past any timeout)
+        p = ev.problem
+        raise UncheckableError(
+            f"{p.name}: a precise check of a formula narrower than double precision "
+            f"compares whole Jacobians, and this one has {entries(ev):,} entries, beyond "
+            f"the memory budget of {ev.budget / 2**20:.0f} MiB; raise the budget "
+            "(memory_budget=, --memory-budget) to check it, or check it in float64, where "
+            "large Jacobians are compressed or built in chunks")
     if options.jacobian == "probed" and ev.problem.order == 2 \
             and options.low_precision != "dtype":
         wide, _ = widened(ev.problem)
