@@ -153,25 +153,37 @@ def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) ->
     function runs in float64: its allowance is carried through the directions
     (``gradcheck.lowprobed``). Either way the whole Jacobian must fit in the
     budget, else ``UncheckableError`` says so."""
-    if not budgets.fits(ev.budget, entries(ev)):
-        # whole blocks beyond the budget (the probed allowance, too, starts from the
-        # float64 run's whole reverse Jacobian): refused, as the budget promises,
-        # rather than built (op_db's slice in float32: minutes past any timeout)
-        p = ev.problem
-        raise UncheckableError(
-            f"{p.name}: a precise check of a formula narrower than double precision "
-            f"compares whole Jacobians, and this one has {entries(ev):,} entries, beyond "
-            f"the memory budget of {ev.budget / 2**20:.0f} MiB; raise the budget "
-            "(memory_budget=, --memory-budget) to check it, or check it in float64, where "
-            "large Jacobians are compressed or built in chunks")
-    if options.jacobian == "probed" and ev.problem.order == 2 \
-            and options.low_precision != "dtype":
+    probing = options.jacobian == "probed" and ev.problem.order == 2 \
+        and options.low_precision != "dtype"
+    # the probed allowance starts from the float64 run's whole reverse Jacobian
+    # (one copy and its terms); a dense check holds every comparison copy
+    if not budgets.fits(ev.budget, entries(ev), PROBED_COPIES if probing else
+                        budgets.COMPARISON_COPIES):
+        _refuse_beyond_budget(ev)
+    if probing:
         wide, _ = widened(ev.problem)
         if wide is not None:
             child = np.random.default_rng(rng.integers(2**63))
             probes, scales = rounded_plan(ev, child, options.probes)
             return Plan("probed", None, epsilon, probes, wide=wide, scales=scales)
     return Plan("dense", None, epsilon)
+
+
+#: what a probed low-precision check holds per entry of the whole Jacobian: the
+#: float64 run's reverse Jacobian and the allowance built from it
+PROBED_COPIES = 2
+
+
+def _refuse_beyond_budget(ev: Evaluator):
+    """Whole blocks beyond the budget: refused, as the budget promises, rather
+    than built (op_db's slice in float32: minutes past any timeout, or killed)."""
+    p = ev.problem
+    raise UncheckableError(
+        f"{p.name}: a precise check of a formula narrower than double precision "
+        f"compares whole Jacobians, and this one has {entries(ev):,} entries, beyond "
+        f"the memory budget of {ev.budget / 2**20:.0f} MiB; raise the budget "
+        "(memory_budget=, --memory-budget) to check it, or check it in float64, where "
+        "large Jacobians are compressed or built in chunks")
 
 
 def cells(ev: Evaluator, comp: Compression) -> int:
