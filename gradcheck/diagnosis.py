@@ -164,8 +164,9 @@ def _nonfinite(e, a, mode, origin=(0, 0)) -> str | None:
     for values, side in ((e, "numerical"), (a, "analytical")):
         bad = ~np.isfinite(values)
         if bad.any():
-            r, c = (int(k[0]) + o for k, o in zip(np.nonzero(bad), origin))
-            kind = "NaN" if np.isnan(values[r, c]) else "inf"
+            i, j = (int(k[0]) for k in np.nonzero(bad))
+            kind = "NaN" if np.isnan(values[i, j]) else "inf"
+            r, c = i + origin[0], j + origin[1]   # named in the whole block
             whose = (f"the {_verb(mode)} returns {kind}" if side == "analytical" else
                      f"finite differences give {kind} (the function is NaN or inf at or near "
                      "these inputs)")

@@ -99,7 +99,8 @@ def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:
     p = ev.problem
     levels, cols = shape
     size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
-    per_level = 2 * max(1, cols) * size * budgets.BYTES * 4
+    # (an empty input and output still cost a little: never a division by zero)
+    per_level = 2 * max(1, cols) * max(1, size) * budgets.BYTES * 4
     at_once = max(1, ev.budget // budgets.SHARE // per_level)
     return [slice(a, min(levels, a + at_once)) for a in range(0, levels, at_once)]
 
