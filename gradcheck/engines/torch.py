@@ -4,10 +4,11 @@ Function evaluations are batched with ``torch.func.vmap`` (finite
 differences evaluate the function at many points of one input in one call).
 A function vmap cannot run (fresh random draws at each call, ``.item()`` or
 ``.numpy()``, data-dependent control flow, an ``autograd.Function`` without
-a vmap rule) raises inside it (one that reseeds itself before drawing shares
-one draw across the batch: see ``TorchEngine.vmap``), and gradcheck then evaluates one point at a time and says why in
-``Report.batching``. Ops that torch runs in a loop inside vmap (no batching
-rule: torch warns "There is a performance drop...") are counted by name in
+a vmap rule) raises inside it, and gradcheck then evaluates one point at a
+time and says why in ``Report.batching`` (a function that reseeds itself
+before drawing shares one draw across the batch: see ``TorchEngine.vmap``).
+Ops that torch runs in a loop inside vmap (no batching rule: torch warns
+"There is a performance drop...") are counted by name in
 ``Report.batching["looped_ops"]``. A function that differentiates inside
 (the first derivative of a second-order check) is vmapped through its twin
 written with ``torch.func.vjp`` (``functional_vjp``): torch.func does not
