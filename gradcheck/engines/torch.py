@@ -79,7 +79,7 @@ class TorchEngine(Engine):
 
         def call(*args):
             try:
-                return mapped(*args)
+                batched = mapped(*args)
             except RuntimeError as exc:
                 if "randomness" not in str(exc):
                     raise
@@ -90,6 +90,13 @@ class TorchEngine(Engine):
                     raise RuntimeError("the function draws different random numbers at each "
                                        "call, so a batch cannot share one draw") from exc
                 return shared
+            # torch's batching rules are code too: index_fill with a batched 0-dim
+            # value returns a wrong example 0; the loop then runs instead
+            first = func(*(a if d is None else a.select(d, 0) for a, d in zip(args, in_dims)))
+            if not _same_outputs(first, batched):
+                raise RuntimeError("torch's batching rule gave another value than one call "
+                                   "for the batch's first example")
+            return batched
         return call
 
     def draws_random(self, func, inputs) -> bool:
