@@ -52,7 +52,9 @@ def linspace(E, n):
 def test_fast_failure_reports_the_slow_jacobians_and_their_diagnosis(E):
     # exp on 3 complex numbers whose vjp lacks the conj()
     bug = zoo.entry("exp-vjp_missing_conj-complex")
-    report = check(bug.build(E), bug.inputs(E), fast_mode=True)
+    # seeded: fast mode's random projections can, rarely, miss the bug (the suite
+    # once drew such a seed); this test is about what the report says of it
+    report = check(bug.build(E), bug.inputs(E), fast_mode=True, seed=0)
     failure = report.failures[0]
     assert failure.check == "fast-reverse"
     assert failure.expected.shape == (6, 3) and failure.actual.shape == (6, 3)
