@@ -84,16 +84,13 @@ class TorchEngine(Engine):
                 if "randomness" not in str(exc):
                     raise
                 shared = torch.func.vmap(func, in_dims=in_dims, randomness="same")(*args)
-                first = func(*(a if d is None else a.select(d, 0)
-                               for a, d in zip(args, in_dims)))
-                if not _same_outputs(first, shared):
+                if not _same_outputs(_first_example(func, args, in_dims), shared):
                     raise RuntimeError("the function draws different random numbers at each "
                                        "call, so a batch cannot share one draw") from exc
                 return shared
             # torch's batching rules are code too: index_fill with a batched 0-dim
             # value returns a wrong example 0; the loop then runs instead
-            first = func(*(a if d is None else a.select(d, 0) for a, d in zip(args, in_dims)))
-            if not _same_outputs(first, batched):
+            if not _same_outputs(_first_example(func, args, in_dims), batched):
                 raise RuntimeError("torch's batching rule gave another value than one call "
                                    "for the batch's first example")
             return batched
@@ -195,6 +192,11 @@ class TorchEngine(Engine):
 
     def undefined_grad(self, tensor):
         return torch._C._functions.UndefinedGrad()(tensor)
+
+
+def _first_example(func, args, in_dims):
+    """``func`` called plainly on the first example of a batch of ``args``."""
+    return func(*(a if d is None else a.select(d, 0) for a, d in zip(args, in_dims)))
 
 
 def _same_outputs(single, batched) -> bool:
