@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from gradcheck import checks, faults, flow, modules
+from gradcheck import checks, faults, flow, heap, modules
 from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.options import Options
@@ -86,6 +86,14 @@ def check(func, inputs, **keywords) -> Report:
 
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
+    heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.heap)
+    try:
+        return _run(func, inputs, options)
+    finally:
+        heap.release()
+
+
+def _run(func, inputs, options: Options) -> Report:
     start = time.perf_counter()
     func, inputs, names, name = modules.prepare(func, inputs, options)
     seed = options.seed
