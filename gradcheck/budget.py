@@ -41,10 +41,25 @@ EXTRAPOLATION_COPIES = 64
 CACHE_BATCH = 2 ** 23
 
 
-def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES) -> int:
+#: evaluations in flight beside a check's arrays: a function call, and a
+#: vjp or jvp (its forward again, and a backward about as large)
+EVALUATIONS_IN_FLIGHT = 3
+
+
+def for_arrays(budget: int, evaluation_bytes: int) -> int:
+    """The part of ``budget`` a check's own arrays may take when one evaluation
+    of the function allocates ``evaluation_bytes`` at its peak (a convolution's
+    unfolded image, a model's activations): the rest is kept for the
+    evaluations in flight beside them; never below a ``SHARE`` of it."""
+    return max(budget // SHARE, budget - EVALUATIONS_IN_FLIGHT * max(0, evaluation_bytes))
+
+
+def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
+               extra_bytes: int = 0) -> int:
     """Examples per batched evaluation when one example has ``example_size``
-    real coordinates in all (inputs plus outputs); at least 1."""
-    per_example = max(1, example_size) * BYTES * copies
+    real coordinates in all (inputs plus outputs) and its evaluation
+    allocates ``extra_bytes`` besides (measured); at least 1."""
+    per_example = max(1, example_size) * BYTES * copies + max(0, extra_bytes)
     cached = CACHE_BATCH // (max(1, example_size) * BYTES)
     return max(1, min(budget // SHARE // per_example, cached))
 

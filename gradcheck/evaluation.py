@@ -44,8 +44,9 @@ class Evaluator:
 
     def __init__(self, problem: Problem, budget: int = budgets.DEFAULT_BUDGET):
         self.problem = problem
-        #: bytes the stacked evaluations may hold (``Options.memory_budget``)
-        self.budget = budget
+        #: bytes the arrays of the check may hold: ``Options.memory_budget`` less
+        #: what evaluations in flight hold beside them (``budget.for_arrays``)
+        self.budget = budgets.for_arrays(budget, self.evaluation_bytes)
         self._unbatchable: set = set()
         #: vectors asked for ahead, by kind and index; and their results, a list
         #: (equal vectors may be asked for more than once) by (kind, index, vector)
@@ -182,11 +183,18 @@ class Evaluator:
     def batch_size(self, kind: str) -> int:
         """Vectors per batched ``kind`` evaluation ("function", "vjp", "jvp")
         that the budget allows: each holds every input and output (and, in a
-        function that differentiates inside, a copy of every input)."""
+        function that differentiates inside, a copy of every input), and what
+        one evaluation of the function allocates."""
         p = self.problem
         size = sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.arrays.values())
         size += sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.out_arrays.values())
-        return budgets.batch_size(self.budget, size)
+        return budgets.batch_size(self.budget, size, extra_bytes=self.evaluation_bytes)
+
+    @property
+    def evaluation_bytes(self) -> int:
+        """What one evaluation of the function held at its peak (measured on the
+        first; 0 where it cannot be)."""
+        return getattr(self.problem, "evaluation_bytes", 0)
 
     def _products(self, kind, idx, vectors, what, each) -> dict:
         vectors = self._cast(kind, idx, vectors)

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from gradcheck import heap
 from gradcheck.engines import Engine, engine_for
 from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.jacobian import Layout
@@ -68,8 +69,11 @@ class Problem:
         #: the engine's dtype of each tensor input (NumPy may hold it in a wider one)
         self.in_dtypes = {i: self.inputs[i].dtype for i in self.arrays}
         with self.engine.enable_grad():
-            self.outputs = self.call(self.inputs, "evaluating it at the given inputs",
-                                     self.arrays)
+            self.outputs, measured = heap.transient_bytes(
+                lambda: self.call(self.inputs, "evaluating it at the given inputs", self.arrays))
+        #: bytes this first evaluation held at its peak, its outputs and graph
+        #: included (0: not measurable here); the budget counts it per evaluation
+        self.evaluation_bytes = measured or 0
         self._classify_outputs()
         self.layout = Layout(
             {i: self.arrays[i].shape for i in self.diff_in},
