@@ -13,7 +13,7 @@ at 1,048,576), in every mode of ``scale_run.py``: torch's
 ``check(precise=True)``, fast mode, ``jacobian="compressed"`` and
 ``jacobian="probed"`` on the torch function, and ``check(precise=True)`` on
 the same function written with refengine. Every check has
-``check_forward_ad=True``; torch runs on one thread.
+``check_forward_ad=True``; torch and NumPy's BLAS run on one thread.
 
 Each run is its own process (``scale_run.py``): time is the check's wall
 time; memory is the peak resident set (``ru_maxrss``) minus the resident set
