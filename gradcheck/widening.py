@@ -28,6 +28,7 @@ from gradcheck.adrounding import measured_rounding
 from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
+from gradcheck.kinks import kink_allowance
 from gradcheck.lowprecision import (
     INPUT_ROUNDING,
     MARGIN,
@@ -200,6 +201,11 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     second, scales = second_differences(wide_ev)
     terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
     jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
+    if p.order == 1:  # a kink within a rounding of the input: either side's derivative
+        extra = kink_allowance(wide_ev, jac, second, scales, jac.allowance,
+                               formula_epsilon(p) / 2)
+        for key, block in extra.items():
+            jac.allowance[key] = jac.allowance[key] + block
     if p.order == 2:  # term 6: a second-order formula's rounding, measured
         for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
             jac.allowance[key] = jac.allowance[key] + MARGIN * spread
