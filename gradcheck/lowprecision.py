@@ -74,7 +74,10 @@ terms, each estimated from what the check can observe:
    ``x * (1 + 0.22 u)``, rounded once (0.57 ``u``): a right formula. The
    fraction is kept small because where the derivative is well conditioned
    (``|x H / J|`` about 2 for a reciprocal) term 1 covers this already, and
-   a larger one would hide a reciprocal off by 3% in bfloat16.
+   a larger one would hide a reciprocal off by 3% in bfloat16. Where a
+   kink of the derivative lies within such a rounding (bfloat16, float16),
+   no curvature bounds the move: either side's derivative is allowed
+   (``gradcheck.kinks``).
 
 6. *Second order*: a second-order check's function is a backward formula,
    and its derivative a longer chain whose cancellations none of the above

@@ -2,10 +2,10 @@
 (issue 18, bench/opdb_sweep_alldtypes.md, group A): for each, adcheck's check
 fails on the sample; torch's derivative in the dtype is its formula evaluated
 with every intermediate rounded to the dtype (reproduced bit for bit at the
-disputed entry); that
-is many roundings from the true derivative (mpmath) where the same formula
-rounded once is within one: the excess is a cancellation of rounded
-intermediates in torch's formula, beyond what the dtype's rounding allows.
+disputed entry); that is many roundings from the true derivative (mpmath),
+where the true value rounded once is within one: the excess is a cancellation
+of rounded intermediates in torch's formula, beyond what the dtype's rounding
+allows.
 """
 import pytest
 
