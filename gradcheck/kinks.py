@@ -13,15 +13,15 @@ in bfloat16 rounds a coordinate of 19.95 to 20.0, a pixel boundary, and its
 derivative is the float64 one at 20.0 (to 0.4% of the block's largest
 entry), of the opposite sign to the one at 19.95.
 
-Such columns are found on the float64 run: the second difference over the
-twice the rounding ``delta = u * L_c`` disagrees with the local one (``H``, from
-``gradcheck.widening.second_differences``) by more than an eighth of the allowance
-over that span, which no smooth function does at that scale (bfloat16 and
-float16 only: see ``NARROWEST``). There, the
-derivatives at ``x_c +- delta`` are differenced too, and the allowance of the
-column's entries grows by the larger of their distances to the derivative at
-``x_c`` (the jump): on those columns only, an error smaller than the jump
-goes unseen; every other column keeps its allowance.
+Such columns are found on the float64 run: where the second difference over
+twice the rounding ``delta = u * L_c`` disagrees with the local one (``H``,
+from ``gradcheck.widening.second_differences``) by more than an eighth of the
+allowance over that span, which no smooth function does at that scale
+(bfloat16 and float16 only: see ``NARROWEST``). There, the derivatives at
+``x_c +- delta`` are differenced too, and the allowance of the column's
+entries grows by the larger of their distances to the derivative at ``x_c``
+(the jump): on those columns only, an error smaller than the jump goes
+unseen; every other column keeps its allowance.
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ FIND = 1.0 / 8
 #: carry float64 noise near float32's allowance; bfloat16 and float16 are searched
 NARROWEST = 2.0 ** -12
 #: the second difference that finds a kink spans this many ``delta`` each way:
-#: one over ``delta`` itself misses a kink near its end (a derivative jump of 48
-#: at 0.9 ``delta`` moves it by 4.8, under an allowance of 15)
+#: one over ``delta`` itself barely sees a kink near its end (grid_sampler_2d: a
+#: jump of 21 at 0.9 ``delta`` moves it by 2.1, an eighth of the allowance being 1.9)
 SEARCH = 2.0
 
 
