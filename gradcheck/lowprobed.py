@@ -149,7 +149,13 @@ def pooled(spread: np.ndarray, scale: np.ndarray, axis) -> np.ndarray:
         ratio = np.where(scale > 0, spread / scale, 0.0)
     ratio = np.nan_to_num(ratio, nan=0.0, posinf=0.0)
     top = np.max(ratio, axis=axis, keepdims=axis is not None, initial=0.0)
-    return np.maximum(spread, top * scale)
+    # a cell whose terms are unbounded (the float64 run's AD is NaN or inf in its
+    # row) has an infinite allowance already: a row that measured no spread must
+    # not turn it into 0 * inf = NaN, which fails every comparison
+    # (masked.logaddexp's second order at masked coordinates)
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(top > 0, top * scale, 0.0)
+    return np.maximum(spread, scaled)
 
 
 def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:

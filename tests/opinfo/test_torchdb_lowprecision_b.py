@@ -112,3 +112,48 @@ def test_householder_product_backward_in_complex64_is_a_torch_inaccuracy(index):
     assert np.abs(plain_low - truth).max() <= 4 * U * M
     # ... torch's complex64 backward, at the same inputs, hundreds of times farther
     assert np.abs(torch_low - truth).max() >= 300 * U * M
+
+
+def _fwd_over_rev(func, inputs, g, wide):
+    """The Jacobian of ``x -> vjp(func, x, g)`` on input 0 by forward mode over
+    reverse mode, column by column, as float64."""
+    import torch.autograd.forward_ad as fwAD
+    dtype = torch.float64 if wide else inputs[0].dtype
+    x = [t.detach().to(dtype) for t in inputs]
+    columns = []
+    for c in range(x[0].numel()):
+        tangent = torch.zeros(x[0].numel(), dtype=dtype)
+        tangent[c] = 1
+        with fwAD.dual_level():
+            dual = fwAD.make_dual(x[0].clone().requires_grad_(), tangent.reshape(x[0].shape))
+            y = func(dual, *x[1:])
+            (vjp,) = torch.autograd.grad(y, dual, g.to(dtype), create_graph=True)
+            columns.append(fwAD.unpack_dual(vjp).tangent.detach().reshape(-1).double().numpy())
+    return np.stack(columns, axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_masked_logaddexp_second_order_with_a_nan_in_the_float64_reverse_jacobian(dtype):
+    # masked-out coordinates make torch's float64 reverse-over-reverse NaN (the sample's
+    # -inf fill), so the allowance of those cells is infinite; a row that measured no
+    # spread multiplied it by 0: a NaN tolerance that failed cells off by 0.0
+    report = _check("masked.logaddexp", dtype, 1, "fwgrad_bwgrad")
+    assert report.passed, report.message()
+    entry, torch_dtype, sample, call = _case("masked.logaddexp", dtype, 1)
+    g = torch.linspace(-1, 1, call.inputs[0].numel()).to(torch_dtype)
+    low = _fwd_over_rev(call.func, call.inputs, g, wide=False)
+    high = _fwd_over_rev(call.func, call.inputs, g, wide=True)
+    # the formula is right there: forward over reverse in the dtype is finite and
+    # within a few roundings of the float64 one (the largest entry's)
+    eps = torch.finfo(torch_dtype).eps
+    assert np.isfinite(low).all() and np.isfinite(high).all()
+    assert np.abs(low - high).max() <= 4 * eps * max(np.abs(high).max(), 1.0)
+
+
+def test_a_row_without_measured_spread_keeps_an_infinite_allowance_infinite():
+    from gradcheck.lowprobed import pooled
+    spread = np.zeros((1, 3))
+    scale = np.array([[np.inf, 1.0, 2.0]])
+    assert np.array_equal(pooled(spread, scale, axis=1), np.array([[0.0, 0.0, 0.0]]))
+    allowance = scale + 3.0 * pooled(spread, scale, axis=1)
+    assert np.isinf(allowance[0, 0]) and not np.isnan(allowance).any()
