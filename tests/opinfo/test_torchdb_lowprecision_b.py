@@ -157,3 +157,44 @@ def test_a_row_without_measured_spread_keeps_an_infinite_allowance_infinite():
     assert np.array_equal(pooled(spread, scale, axis=1), np.array([[0.0, 0.0, 0.0]]))
     allowance = scale + 3.0 * pooled(spread, scale, axis=1)
     assert np.isinf(allowance[0, 0]) and not np.isnan(allowance).any()
+
+
+def test_masked_cumprod_second_order_rounding_seen_at_few_nearby_points():
+    # output 4 is x1 * x4 (the mask keeps x1 and x4), so the true second derivative
+    # d(vjp_4)/dx4 is 0; torch's float16 forward over reverse computes it as a
+    # difference of two terms of size |g4 * x1| and leaves 1.5 roundings of them
+    import torch.autograd.forward_ad as fwAD
+    entry, dtype, sample, call = _case("masked.cumprod", "float16", 0)
+    options = entry.adcheck_options("fwgrad_bwgrad", dtype, precise=True)
+    report = gradcheck.check(call.func, call.inputs, name="masked.cumprod",
+                             seed=9049239113480626958, **options)   # the sweep's seed
+    assert report.passed, report.message()
+    g = torch.tensor([0.3, -0.5, 0.2, 0.9, -0.71], dtype=dtype)
+
+    def entry_44(x, dtype):
+        tangent = torch.zeros(5, dtype=dtype)
+        tangent[4] = 1
+        with fwAD.dual_level():
+            dual = fwAD.make_dual(x.to(dtype).clone().requires_grad_(), tangent)
+            (vjp,) = torch.autograd.grad(call.func(dual), dual, g.to(dtype), create_graph=True)
+            return float(fwAD.unpack_dual(vjp).tangent[4])
+
+    x = call.inputs[0].detach()
+    terms = abs(float(g[4]) * float(x[1]))
+    assert entry_44(x, torch.float64) == 0.0
+    assert 0 < abs(entry_44(x, dtype)) <= 2 * 2.0 ** -11 * terms
+    rng = np.random.default_rng(1)
+    nearby = [entry_44((x.double() * torch.tensor(1 + 2.0 ** -8 * rng.choice([-1.0, 1.0], 5)))
+                       .half(), dtype) for _ in range(40)]
+    # the rounding shows at a minority of the points around: four of them often miss it
+    assert 0 < sum(v != 0 for v in nearby) <= 20
+
+
+def test_a_small_problem_measures_its_rounding_at_more_points():
+    from gradcheck.adrounding import MAX_POINTS, POINTS, point_count
+    from gradcheck.problem import Problem
+    small = Problem(torch.sin, (torch.ones(5, dtype=torch.float16, requires_grad=True),), "sin",
+                    warn_precision=False)
+    large = Problem(torch.sin, (torch.ones(400, dtype=torch.float16, requires_grad=True),), "sin",
+                    warn_precision=False)
+    assert point_count(small) == MAX_POINTS and point_count(large) == POINTS
