@@ -23,7 +23,7 @@ independent of ``g_j`` and ``a^2 + s^2 = rho_i^2``. Escaping means
 probability at most ``E[erf((alpha |Z| + beta) / sqrt 2)]`` (about
 ``(2 / pi) alpha`` when ``beta`` is small), and ``k`` independent directions
 with its ``k``-th power (``forward_escape``). In reverse mode a cell's error
-is ``delta w_i g_j`` against a tolerance of about ``c ||w * J u||``, which
+is ``delta w_i g_j`` against a tolerance of about ``c |w|^T |J u|``, which
 sums over the whole block: with ``t`` that tolerance over ``delta``, the
 entry escapes all ``k x k`` cells with probability
 ``P(max_a |X_a| * max_b |Y_b| <= t)`` for independent standard Gaussians
@@ -116,8 +116,8 @@ def probed_reverse(ev: Evaluator, plan: ProbePlan) -> Jacobian:
 
 def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> tuple:
     """``W^T (J U)`` and its tolerances, for reverse mode to be compared with:
-    the projection's error estimate plus the relative allowance spread over
-    the rows (``c ||w * J u||``), plus rounding of the sum."""
+    the projection's error estimate plus the relative allowance of every cell
+    it sums (``c |w|^T |J u|``), plus rounding of the sum."""
     jac = Jacobian("numerical", numerical.layout, seeds=numerical.seeds, producer="probed",
                    note=numerical.note, row_seeds=plan.rows)
     tolerances = {}
@@ -131,8 +131,9 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
             tol = np.abs(w) @ numerical.allowance[o, i]
             tol = tol + (numerical.projected_allowance or {}).get((o, i), 0.0)
         else:
-            spread = np.sqrt((w ** 2) @ (cells ** 2))
-            tol = relative * spread + ADJOINT_ULPS * epsilon * (np.abs(w) @ np.abs(cells))
+            # each cell trusted to ``relative`` of itself: their sum to that of the sum
+            # of their sizes (the cells of an SVD's derivative cancel in it)
+            tol = (relative + ADJOINT_ULPS * epsilon) * (np.abs(w) @ np.abs(cells))
         if numerical.errors is not None:
             tol = tol + SAFETY * (np.abs(w) @ numerical.errors[o, i])
         else:

@@ -189,6 +189,13 @@ def _magnitudes(wide: Problem) -> dict:
     return {i: np.abs(coords.to_real(wide.arrays[i])) for i in wide.diff_in}
 
 
+def _complex_pairs(wide: Problem) -> frozenset:
+    """The (output, input) blocks of complex outputs by complex inputs (term 5
+    takes their real pairs together: ``lowprecision._paired_term``)."""
+    return frozenset((o, i) for o in wide.float_out for i in wide.diff_in
+                     if np.iscomplexobj(wide.out_arrays[o]) and np.iscomplexobj(wide.arrays[i]))
+
+
 def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     """The numerical Jacobian of ``ev``'s low-precision problem from its float64
     run ``wide``, with ``errors``, the ``allowance`` of the analytical side and
@@ -199,7 +206,8 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     jac = richardson_blocks(wide_ev)
     relative, each = forward_rounding(p, wide)
     second, scales = second_differences(wide_ev)
-    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
+                         _complex_pairs(wide))
     jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
     if p.order == 1:  # a kink within a rounding of the input: either side's derivative
         extra = kink_allowance(wide_ev, jac, second, scales, jac.allowance,
@@ -232,7 +240,8 @@ def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | Non
     else:
         relative, each = forward_rounding(p, wide)
         second, scales = second_differences(Evaluator(wide))
-        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
+                             _complex_pairs(wide))
         jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
         p.counts["function"] += wide.counts["function"]
     jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")
