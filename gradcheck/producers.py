@@ -23,7 +23,8 @@ call chain.
 (``Options.jacobian``, default ``"auto"``):
 
 - ``dense``: whole blocks, as above. ``auto`` keeps it for blocks of up to
-  ``compressed.AUTO_ENTRIES`` entries in all, so small checks run as they
+  ``compressed.AUTO_ENTRIES`` entries in all and ``AUTO_COLUMNS`` input
+  coordinates, so small checks run as they
   always have;
 - ``compressed``: larger blocks whose pattern (read from the formula) puts
   the columns into at least ``AUTO_GAIN`` times fewer groups: every side
