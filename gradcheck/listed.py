@@ -164,6 +164,8 @@ def read(ev, side, idx: int, shapes) -> dict:
             found[key][1].append(hit)
             if sum(map(len, found[key][0])) > MOST_PER_ROW * size:
                 found.pop(key)
+        if not found:   # every block too dense to list: the banded proposals stand
+            break
     listed = {}
     for key, (carried, hit) in found.items():
         carried = np.concatenate(carried) if carried else np.zeros(0, dtype=np.int64)
