@@ -116,7 +116,7 @@ def run(func, inputs, options: Options) -> Report:
         report.results += faults.mutation_results(problem)
     if options.order == 2 and not report.passed:
         # a failure where the first derivative is rounding noise is no evidence
-        noise = checks.noise_only(ev)
+        noise = checks.noise_only(ev, report.failures)
         if noise is not None:
             raise UncheckableError(noise)
     for result in report.results:

@@ -8,7 +8,8 @@ cancels the ``h**2``, ``h**4``, ... terms of the error. Each extrapolated
 entry gets an error estimate: its largest distance to its lower-order parent
 and to its same-order neighbours at the next larger and smaller step, plus
 the propagated rounding noise of the function values (for a complex output,
-of its modulus). Each output coordinate keeps the entry with the smallest
+of its modulus; never below the noise measured by ``gradcheck.noisefloor``,
+which an SVD's or a solve's normwise rounding puts in small entries). Each output coordinate keeps the entry with the smallest
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
@@ -38,6 +39,7 @@ from gradcheck import budget as budgets
 from gradcheck import coords
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
+from gradcheck.noisefloor import noise_floor
 from gradcheck.numerical import column_chunk, perturbed_outputs
 from gradcheck.problem import Problem
 
@@ -70,6 +72,9 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
+    floor = noise_floor(ev, in_idx)
+    if window is not None:
+        floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
     for group in _level_groups(ev, in_idx, steps.shape):
         part = steps[group]
         both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
@@ -82,10 +87,10 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
             plus = {o: both[o][k] for o in outs}
             minus = {o: both[o][len(part) + k] for o in outs}
             diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-            noises.append({o: NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
-                                                  + _magnitude(minus[o],
-                                                               p.layout.out_complex[o]))
-                           / (2 * h) for o in outs})
+            noises.append({o: (NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
+                                                   + _magnitude(minus[o],
+                                                                p.layout.out_complex[o]))
+                               + 2 * floor[o]) / (2 * h) for o in outs})
         del both
     return diffs, noises
 

@@ -83,3 +83,36 @@ def test_a_double_precision_repeat_must_be_exact():
     x = torch.tensor([0.3, -1.7, 2.2], dtype=torch.float64, requires_grad=True)
     report = gradcheck.check(_jittered(torch.finfo(torch.float64).eps), (x,), seed=0)
     assert "deterministic" in {r.check for r in report.failures}
+
+
+class _SoftmaxDetachedBackward(torch.autograd.Function):
+    """softmax with a right vjp whose own derivative misses a term: the backward
+    reads the saved output through ``detach`` in one factor."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, = ctx.saved_tensors
+        return y * (grad - (grad * y.detach()).sum(-1, keepdim=True))
+
+
+def test_a_zero_product_of_ones_does_not_excuse_a_second_order_error():
+    # softmax's outputs do not move when every input moves alike (J 1 = 0), so
+    # the first derivative's vjp of ones is zero in exact arithmetic; that is a
+    # sum of second-order entries, not the entries, and the planted error in
+    # them must fail the check, as torch's gradgradcheck fails it
+    x = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0),
+                    requires_grad=True)
+    assert torch.autograd.gradcheck(_SoftmaxDetachedBackward.apply, (x,))
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        torch.autograd.gradgradcheck(_SoftmaxDetachedBackward.apply, (x,))
+    for keywords in ({"precise": True}, {"precise": False}):
+        report = gradcheck.check(_SoftmaxDetachedBackward.apply, (x,), order=2, seed=0,
+                                 **keywords)
+        assert not report.passed
+        assert {"reverse"} <= {r.check for r in report.failures}

@@ -1,0 +1,78 @@
+"""Outputs whose rounding is normwise (an SVD, a solve): pinverse's small entries
+carry errors of the size of an ulp of its largest entry, which the measured
+noise floor (``gradcheck.noisefloor``) puts under the finite differences'
+error estimate. Judged against mpmath, and a planted error stays caught."""
+import mpmath
+import pytest
+
+torch = pytest.importorskip("torch", reason="the case is PyTorch's pinverse on op_db's sample")
+pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
+                    "not installed (pip install expecttest)")
+
+import gradcheck  # noqa: E402
+from opinfo import torchdb  # noqa: E402
+
+# the entry the sweep disputed: output pinv[4, 0] by input A[3, 4] (flat 20 by 19)
+OUT, IN = (4, 0), (3, 4)
+
+
+def _matrix():
+    # op_db's first float64 sample of pinverse, as the sweep draws it: a well
+    # conditioned 5 x 5 matrix whose pinverse has entries from 1e-4 to 0.9
+    return torch.as_tensor(torchdb.get("pinverse").sample(0, "float64").input.detach())
+
+
+def _exact_entry(a) -> float:
+    mpmath.mp.dps = 50
+    m = mpmath.matrix(a.tolist())
+    step = mpmath.mpf("1e-25")
+
+    def inverse_at(delta):
+        moved = m.copy()
+        moved[IN] += delta
+        return mpmath.inverse(moved)[OUT]   # square and invertible: pinv is inv
+    return float((inverse_at(step) - inverse_at(-step)) / (2 * step))
+
+
+def _ad_entry(a) -> float:
+    x = a.clone().requires_grad_()
+    grad_out = torch.zeros(5, 5, dtype=torch.float64)
+    grad_out[OUT] = 1
+    return float(torch.autograd.grad(torch.pinverse(x), x, grad_out)[0][IN])
+
+
+def test_pinverse_is_right_and_passes_the_precise_check():
+    a = _matrix()
+    assert torch.linalg.cond(a) < 10
+    exact = _exact_entry(a)
+    assert abs(_ad_entry(a) - exact) <= 1e-10 * abs(exact)
+    x = a.clone().requires_grad_()
+    report = gradcheck.check(torch.pinverse, (x,), precise=True, check_forward_ad=True, seed=0)
+    assert report.passed, report.message()
+
+
+class _PlantedPinverse(torch.autograd.Function):
+    """pinverse whose vjp is off by 1e-9 in the disputed entry (1e-4 of it)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return torch.pinverse(a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, = ctx.saved_tensors
+        with torch.enable_grad():
+            x = a.detach().requires_grad_()
+            right = torch.autograd.grad(torch.pinverse(x), x, grad)[0]
+        planted = torch.zeros_like(right)
+        planted[IN] = 1e-9 * grad[OUT]
+        return right + planted
+
+
+def test_an_error_in_a_small_entry_is_still_caught():
+    x = _matrix().requires_grad_()
+    report = gradcheck.check(_PlantedPinverse.apply, (x,), precise=True, seed=0)
+    assert not report.passed
+    failure = report.failures[0]
+    assert failure.where == (OUT[0] * 5 + OUT[1], IN[0] * 5 + IN[1])
