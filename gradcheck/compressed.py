@@ -56,8 +56,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradcheck import listed
 from gradcheck.cells import direction_scale, seeded_forward, seeded_numerical
 from gradcheck.evaluation import Evaluator
+from gradcheck.listed import sparse_rows
 from gradcheck.jacobian import Jacobian
 from gradcheck.seeds import Groups, signed_weights
 from gradcheck.sides import FORWARD, REVERSE, Side
@@ -67,6 +69,10 @@ from gradcheck.structure import combined, propose, real_shape
 SAMPLES = 3
 #: ``jacobian="auto"`` compresses only blocks with more entries than this in all
 AUTO_ENTRIES = 2 ** 18
+#: ... or with more input coordinates than this (each is a column to
+#: difference, ten to twenty-eight evaluations when extrapolating: ctc_loss's
+#: 16,000 log-probabilities into 16 losses took minutes of a sweep)
+AUTO_COLUMNS = 2 ** 12
 #: ... and only when the columns to difference drop at least this many times
 AUTO_GAIN = 4
 
@@ -122,13 +128,20 @@ def detect(ev: Evaluator, side: Side, rng) -> dict:
         units[np.arange(len(where)), where] = 1.0
         results = side.products(ev, idx, side.vectors(p, idx, units),
                                 "reading the formula's sparsity pattern")
+        counts, poor = [], False
         for r in side.receivers(p):
             key = side.key(idx, r)
             if key[0] not in p.diff_out:
                 continue
             k, hit = np.nonzero(side.real_rows(p, r, results[r], len(where)))
+            counts.append(np.bincount(k, minlength=len(where)))
             rows, cols = (where[k], hit) if side is REVERSE else (hit, where[k])
             found[key] = propose(*shapes(p, *key), rows, cols)
+            poor |= found[key].column_count * AUTO_GAIN > p.layout.in_size(key[1])
+        # no band narrows the pattern, yet the sampled rows hold few entries (a
+        # permutation): every row's entries, listed, give the groups
+        if poor and counts and sparse_rows(np.concatenate(counts)):
+            found.update(listed.read(ev, side, idx, lambda key: shapes(p, *key)))
     return found
 
 
@@ -156,18 +169,17 @@ def compression(ev: Evaluator, rng, precise: bool, side: Side) -> Compression:
 def worth_it(ev: Evaluator, comp: Compression) -> bool:
     """``jacobian="auto"``: whether compressing pays (large blocks, many
     fewer columns to difference)."""
-    p = ev.problem
-    entries = sum(p.layout.out_size(o) * p.layout.in_size(i)
-                  for o in p.float_out for i in p.diff_in)
-    columns = sum(p.layout.in_size(i) for i in p.diff_in)
-    return entries > AUTO_ENTRIES and comp.groups * AUTO_GAIN <= columns
+    columns = sum(ev.problem.layout.in_size(i) for i in ev.problem.diff_in)
+    return large(ev) and comp.groups * AUTO_GAIN <= columns
 
 
 def large(ev: Evaluator) -> bool:
-    """Whether the blocks are large enough for ``auto`` to try compressing."""
+    """Whether the blocks are large enough, or their columns many enough, for
+    ``auto`` to try compressing."""
     p = ev.problem
-    return sum(p.layout.out_size(o) * p.layout.in_size(i)
-               for o in p.float_out for i in p.diff_in) > AUTO_ENTRIES
+    entries = sum(p.layout.out_size(o) * p.layout.in_size(i)
+                  for o in p.float_out for i in p.diff_in)
+    return entries > AUTO_ENTRIES or sum(p.layout.in_size(i) for i in p.diff_in) > AUTO_COLUMNS
 
 
 def _note(comp: Compression, what: str) -> str:

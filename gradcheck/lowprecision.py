@@ -69,12 +69,17 @@ terms, each estimated from what the check can observe:
    formula that rounds an intermediate of its input's size (``x * x`` in
    atanh's ``1 / (1 - x * x)``) is the derivative at an input a fraction of
    a rounding away: ``|H_rc| * u / 8 * |x_c|`` more (``MARGIN`` makes it
-   ``3 u / 8``). Near atanh's pole, at x = 0.99749 in float32, torch's
+   ``3 u / 8``). A complex output by a complex input is taken as one pair
+   (``_paired_term``): the rounding of ``Re y`` moves the derivative of
+   ``Im y`` along ``Im x`` as much as along ``Re x`` (Cauchy-Riemann). Near atanh's pole, at x = 0.99749 in float32, torch's
    result is 89 ``u`` from the derivative, yet it is the derivative at
    ``x * (1 + 0.22 u)``, rounded once (0.57 ``u``): a right formula. The
    fraction is kept small because where the derivative is well conditioned
    (``|x H / J|`` about 2 for a reciprocal) term 1 covers this already, and
-   a larger one would hide a reciprocal off by 3% in bfloat16.
+   a larger one would hide a reciprocal off by 3% in bfloat16. Where a
+   kink of the derivative lies within such a rounding (bfloat16, float16),
+   no curvature bounds the move: either side's derivative is allowed
+   (``gradcheck.kinks``).
 
 6. *Second order*: a second-order check's function is a backward formula,
    and its derivative a longer chain whose cancellations none of the above
@@ -230,21 +235,57 @@ def sum_units(problem, wide) -> dict:
     return units
 
 
+def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Term 5's move of an input: ``min(d / |J|, L)`` (``L`` where ``J`` is 0)."""
+    cap = np.broadcast_to(cap, J.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(J > 0, np.minimum(rounding / J, cap), cap)
+
+
 def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict,
-                 inputs: dict | None = None, unit: float = 0.0) -> dict:
+                 inputs: dict | None = None, unit: float = 0.0,
+                 paired: frozenset = frozenset()) -> dict:
     """Term 5 per block: ``|H_rc| * (min(d_r / |J_rc|, L_c) + unit * |x_c|)``,
     from ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by
     output), ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input,
     real form) and ``unit`` (the input's relative move, ``INPUT_ROUNDING *
-    u``); without ``inputs`` the second move is left out."""
+    u``); without ``inputs`` the second move is left out. Blocks in
+    ``paired`` (complex output by complex input) also get ``_paired_term``."""
     terms = {}
     for key, H in second.items():
         o, i = key
         J = np.abs(numerical.blocks[key])
-        cap = np.broadcast_to(scales[i][None, :], J.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            move = np.where(J > 0, np.minimum(rounding[o][:, None] / J, cap), cap)
+        move = _move(J, rounding[o][:, None], scales[i][None, :])
         if inputs is not None:
             move = move + unit * inputs[i][None, :]
         terms[key] = np.nan_to_num(np.abs(H), nan=np.inf) * move
+        if key in paired:
+            extra = _paired_term(numerical.blocks[key], H, rounding[o], scales[i],
+                                 None if inputs is None else unit * inputs[i])
+            terms[key] = np.maximum(terms[key], extra)
     return terms
+
+
+def _paired_term(J: np.ndarray, H: np.ndarray, rounding: np.ndarray, cap: np.ndarray,
+                 nudge: np.ndarray | None) -> np.ndarray:
+    """Term 5 of a complex output coordinate by a complex input coordinate,
+    one value for the four real entries of their pair.
+
+    The formula's evaluation point moves by a complex amount, and the rounding
+    of the real part of ``y_r`` moves the derivative of its imaginary part:
+    for a holomorphic ``f`` (torch's complex ``logcumsumexp`` at 10000 in
+    complex64, whose backward is ``exp(x - y)`` with ``y`` rounded), the
+    imaginary axis' entries equal the real axis' (Cauchy-Riemann), while the
+    second derivative of ``Im y`` along ``Im x`` is zero, so the per-entry term
+    leaves them no allowance. Per input axis, the pair's ``|f'|`` and
+    ``|f''|`` are the moduli of the two real rows of ``J`` and of ``H``, and
+    ``d`` the modulus of the output's rounding; the larger axis' term counts."""
+    m, n = J.shape[0] // 2, J.shape[1] // 2
+    first = np.hypot(J[0::2], J[1::2])                     # (m, 2n): |f'| per input axis
+    curve = np.nan_to_num(np.hypot(H[0::2], H[1::2]), nan=np.inf)
+    d = np.hypot(rounding[0::2], rounding[1::2])[:, None]
+    move = _move(first, d, cap[None, :])
+    if nudge is not None:
+        move = move + nudge[None, :]
+    term = (curve * move).reshape(m, n, 2).max(axis=2)     # the larger input axis
+    return np.repeat(np.repeat(term, 2, axis=0), 2, axis=1)

@@ -25,7 +25,7 @@ most of an op_db sweep's time. Asked for ``jacobian="probed"``, it compares
   plus, in place of terms 5 and 6 (the saved outputs' rounding, the second
   order's cancellations), the cells' own rounding measured as
   ``gradcheck.adrounding`` measures it on whole Jacobians: the spread, over
-  ``POINTS`` nearby points, of the low-precision cells' distance to the
+  ``point_count`` nearby points, of the low-precision cells' distance to the
   float64 run's, for the forward cells and the reverse scalars ``W^T A S``
   alike (``MARGIN`` times each).
 
@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from gradcheck import coords
-from gradcheck.adrounding import POINTS, nudged
+from gradcheck.adrounding import nudged, point_count
 from gradcheck.analytical import ad_blocks
 from gradcheck.cells import seeded_forward, seeded_numerical
 from gradcheck.evaluation import Evaluator
@@ -149,7 +149,13 @@ def pooled(spread: np.ndarray, scale: np.ndarray, axis) -> np.ndarray:
         ratio = np.where(scale > 0, spread / scale, 0.0)
     ratio = np.nan_to_num(ratio, nan=0.0, posinf=0.0)
     top = np.max(ratio, axis=axis, keepdims=axis is not None, initial=0.0)
-    return np.maximum(spread, top * scale)
+    # a cell whose terms are unbounded (the float64 run's AD is NaN or inf in its
+    # row) has an infinite allowance already: a row that measured no spread must
+    # not turn it into 0 * inf = NaN, which fails every comparison
+    # (masked.logaddexp's second order at masked coordinates)
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(top > 0, top * scale, 0.0)
+    return np.maximum(spread, scaled)
 
 
 def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
@@ -176,7 +182,7 @@ def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
 
 
 def measured_cells(problem: Problem, plan: ProbePlan, sides: tuple) -> tuple:
-    """``(forward, reverse)``: per block, the spread over ``POINTS`` nearby points
+    """``(forward, reverse)``: per block, the spread over ``point_count`` nearby points
     of the low-precision forward cells' (``A S``) and reverse scalars'
     (``W^T A S``) distance to the float64 run's; ``{}`` for a side not in
     ``sides`` or when a point cannot be evaluated in both precisions (then
@@ -185,7 +191,7 @@ def measured_cells(problem: Problem, plan: ProbePlan, sides: tuple) -> tuple:
     rng = np.random.default_rng(0)
     wanted = [m for m in ("forward", "reverse") if m in sides]
     differences = {m: [] for m in wanted}
-    for _ in range(POINTS):
+    for _ in range(point_count(problem)):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

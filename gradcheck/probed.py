@@ -23,7 +23,7 @@ independent of ``g_j`` and ``a^2 + s^2 = rho_i^2``. Escaping means
 probability at most ``E[erf((alpha |Z| + beta) / sqrt 2)]`` (about
 ``(2 / pi) alpha`` when ``beta`` is small), and ``k`` independent directions
 with its ``k``-th power (``forward_escape``). In reverse mode a cell's error
-is ``delta w_i g_j`` against a tolerance of about ``c ||w * J u||``, which
+is ``delta w_i g_j`` against a tolerance of about ``c |w|^T |J u|``, which
 sums over the whole block: with ``t`` that tolerance over ``delta``, the
 entry escapes all ``k x k`` cells with probability
 ``P(max_a |X_a| * max_b |Y_b| <= t)`` for independent standard Gaussians
@@ -63,15 +63,20 @@ class ProbePlan:
 
     seeds: dict
     rows: dict
+    #: the rows ``W`` are the identity (few outputs: ``exact_rows``), so reverse
+    #: mode compares ``A U`` cell by cell, as forward mode does
+    exact: bool = False
 
     @property
     def k(self) -> int:
         return next(iter(self.seeds.values())).count
 
 
-def probe_plan(ev: Evaluator, rng, k: int, precise: bool) -> ProbePlan:
+def probe_plan(ev: Evaluator, rng, k: int, precise: bool, exact_rows: bool = False) -> ProbePlan:
     """Gaussian directions for every input (scaled as the steps are) and unit
-    Gaussian rows for every output that requires grad."""
+    Gaussian rows for every output that requires grad; with ``exact_rows``,
+    the identity's rows instead (one vjp per output coordinate: every row of
+    ``A``, for outputs few enough that this is cheap)."""
     p = ev.problem
     seeds = {}
     for i in p.diff_in:
@@ -79,9 +84,12 @@ def probe_plan(ev: Evaluator, rng, k: int, precise: bool) -> ProbePlan:
         seeds[i] = Probes(draws * direction_scale(ev, i, precise))
     rows = {}
     for o in p.diff_out:
+        if exact_rows:
+            rows[o] = np.eye(p.layout.out_size(o))
+            continue
         w = rng.standard_normal((k, p.layout.out_size(o)))
         rows[o] = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-300)
-    return ProbePlan(seeds, rows)
+    return ProbePlan(seeds, rows, exact_rows)
 
 
 def probed_numerical(ev: Evaluator, plan: ProbePlan, precise: bool, eps: float) -> Jacobian:
@@ -116,8 +124,8 @@ def probed_reverse(ev: Evaluator, plan: ProbePlan) -> Jacobian:
 
 def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> tuple:
     """``W^T (J U)`` and its tolerances, for reverse mode to be compared with:
-    the projection's error estimate plus the relative allowance spread over
-    the rows (``c ||w * J u||``), plus rounding of the sum."""
+    the projection's error estimate plus the relative allowance of every cell
+    it sums (``c |w|^T |J u|``), plus rounding of the sum."""
     jac = Jacobian("numerical", numerical.layout, seeds=numerical.seeds, producer="probed",
                    note=numerical.note, row_seeds=plan.rows)
     tolerances = {}
@@ -131,8 +139,9 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
             tol = np.abs(w) @ numerical.allowance[o, i]
             tol = tol + (numerical.projected_allowance or {}).get((o, i), 0.0)
         else:
-            spread = np.sqrt((w ** 2) @ (cells ** 2))
-            tol = relative * spread + ADJOINT_ULPS * epsilon * (np.abs(w) @ np.abs(cells))
+            # each cell trusted to ``relative`` of itself: their sum to that of the sum
+            # of their sizes (the cells of an SVD's derivative cancel in it)
+            tol = (relative + ADJOINT_ULPS * epsilon) * (np.abs(w) @ np.abs(cells))
         if numerical.errors is not None:
             tol = tol + SAFETY * (np.abs(w) @ numerical.errors[o, i])
         else:
@@ -178,8 +187,13 @@ def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict 
         ok = rho > 0
         beta = float(np.median(floor[ok] / rho[ok])) / (r - c) if ok.any() else 0.0
         forward = max(forward, forward_escape(c / (r - c), beta, plan.k))
+        if plan.exact and reverse_tolerances and key in reverse_tolerances and ok.any():
+            # every row of A, times U: a wrong entry escapes as in forward mode
+            rest = np.maximum(reverse_tolerances[key] - c * np.abs(cells), 0.0).mean(axis=1)
+            beta = float(np.median(rest[ok] / rho[ok])) / (r - c)
+            reverse = max(reverse, forward_escape(c / (r - c), beta, plan.k))
         # a zero block has no row norm for an entry to be wrong by a part of
-        if reverse_tolerances and key in reverse_tolerances and ok.any():
+        elif reverse_tolerances and key in reverse_tolerances and ok.any():
             typical = float(np.median(rho[ok])) if ok.any() else 0.0
             # a unit row w puts about 1 / sqrt(M) on the wrong entry's row
             t = float(np.median(reverse_tolerances[key])) * math.sqrt(len(rho)) / \

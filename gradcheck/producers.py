@@ -23,7 +23,8 @@ call chain.
 (``Options.jacobian``, default ``"auto"``):
 
 - ``dense``: whole blocks, as above. ``auto`` keeps it for blocks of up to
-  ``compressed.AUTO_ENTRIES`` entries in all, so small checks run as they
+  ``compressed.AUTO_ENTRIES`` entries in all and ``AUTO_COLUMNS`` input
+  coordinates, so small checks run as they
   always have;
 - ``compressed``: larger blocks whose pattern (read from the formula) puts
   the columns into at least ``AUTO_GAIN`` times fewer groups: every side
@@ -139,6 +140,11 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
         child = np.random.default_rng(rng.integers(2**63))
         comp = compression(ev, child, options.precise, pattern_side(options))
         kind = "compressed" if kind == "compressed" or worth_it(ev, comp) else "auto"
+    if options.jacobian == "auto" and options.reference is None and \
+            wide(ev, comp if kind == "compressed" else None):
+        child = np.random.default_rng(rng.integers(2**63))
+        return Plan("probed", None, epsilon, probe_plan(ev, child, max(options.probes, WIDE_PROBES),
+                                                         options.precise, exact_rows=True))
     if kind in ("auto", "dense"):   # every entry: whole blocks, or chunks of them
         kind = "dense" if budgets.fits(ev.budget, entries(ev)) else "chunked"
     if kind != "compressed":
@@ -147,25 +153,49 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
                 streamed=not budgets.fits(ev.budget, cells(ev, comp), budgets.CELL_COPIES))
 
 
+#: ``auto`` probes a Jacobian with at most this many rows per output ...
+WIDE_ROWS = 64
+#: ... and more columns than this to difference, even compressed
+WIDE_COLUMNS = 512
+#: ... along at least this many directions (a wrong entry escapes eight
+#: Gaussian directions with odds far below 1e-12: ``Report.escape`` says)
+WIDE_PROBES = 8
+
+
+def wide(ev: Evaluator, comp: Compression | None) -> bool:
+    """Whether a Jacobian has few rows and too many columns to difference one
+    by one (or group by group, ``comp``): ``auto`` then probes it along
+    ``WIDE_PROBES`` directions and takes every row of the formula (``WIDE_ROWS``
+    vjps at most), so both AD sides are compared cell by cell (ctc_loss: 16
+    losses of 16,000 log-probabilities, 1,000 groups, each evaluation 30 ms)."""
+    p = ev.problem
+    columns = comp.groups if comp is not None else sum(p.layout.in_size(i) for i in p.diff_in)
+    return large(ev) and columns > WIDE_COLUMNS and \
+        all(p.layout.out_size(o) <= WIDE_ROWS for o in p.diff_out)
+
+
 def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     """Whole blocks (the allowance is per entry: neither compressed nor chunked,
-    said in the report's plan), except a second-order check asked to probe whose
-    function runs in float64: its allowance is carried through the directions
-    (``gradcheck.lowprobed``). Either way the whole Jacobian must fit in the
+    said in the report's plan), except a second-order check asked to probe, or
+    a ``wide`` Jacobian under ``auto``, whose function runs in float64: its
+    allowance is carried through the directions (``gradcheck.lowprobed``). Either way the whole Jacobian must fit in the
     budget, else ``UncheckableError`` says so."""
-    probing = options.jacobian == "probed" and ev.problem.order == 2 \
-        and options.low_precision != "dtype"
+    probing = options.low_precision != "dtype" and (
+        options.jacobian == "probed" and ev.problem.order == 2
+        or options.jacobian == "auto" and options.reference is None and wide(ev, None))
     # the probed allowance starts from the float64 run's whole reverse Jacobian
     # (one copy and its terms); a dense check holds every comparison copy
     if not budgets.fits(ev.budget, entries(ev), PROBED_COPIES if probing else
                         budgets.COMPARISON_COPIES):
         _refuse_beyond_budget(ev)
     if probing:
-        wide, _ = widened(ev.problem)
-        if wide is not None:
+        run64, _ = widened(ev.problem)
+        if run64 is not None:
             child = np.random.default_rng(rng.integers(2**63))
-            probes, scales = rounded_plan(ev, child, options.probes)
-            return Plan("probed", None, epsilon, probes, wide=wide, scales=scales)
+            k = options.probes if options.jacobian == "probed" else \
+                max(options.probes, WIDE_PROBES)
+            probes, scales = rounded_plan(ev, child, k)
+            return Plan("probed", None, epsilon, probes, wide=run64, scales=scales)
     return Plan("dense", None, epsilon)
 
 

@@ -28,6 +28,7 @@ from gradcheck.adrounding import measured_rounding
 from gradcheck.errors import GradcheckError, UncheckableError
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
+from gradcheck.kinks import kink_allowance
 from gradcheck.lowprecision import (
     INPUT_ROUNDING,
     MARGIN,
@@ -46,6 +47,11 @@ from gradcheck.richardson import richardson_blocks
 CURVATURE_STEP = 2.0 ** -10
 #: the smallest magnitude a step is relative to (as Richardson's first step)
 FLOOR = 2.0 ** -6
+#: a second difference is trusted where its step moves the derivative by at most
+#: this fraction of itself; else the step shrinks by ``REFINE``, up to ``LEVELS`` times
+LOCAL = 1.0 / 8
+REFINE = 8.0
+LEVELS = 3
 
 
 def widened(problem: Problem) -> tuple:
@@ -103,7 +109,15 @@ def second_differences(ev: Evaluator) -> tuple:
     """``(H by block, L by input)``: the second derivative of every output real
     coordinate along every input real coordinate, from central second
     differences at ``CURVATURE_STEP`` times the coordinate's magnitude; and
-    each input's magnitude per coordinate (term 5's cap)."""
+    each input's magnitude per coordinate (term 5's cap).
+
+    A step is only good where the derivative barely changes across it: a
+    coordinate ``c`` whose difference moves a derivative by more than
+    ``LOCAL`` of itself (``h |H_rc| > LOCAL |D_rc|``, ``D`` the central first
+    difference) is differenced again at an ``REFINE`` times smaller step, up
+    to ``LEVELS`` times, until two steps agree: a step that straddles a pole
+    (digamma at -5.99686 in float32, 0.0031 from -6, with a step of 0.0059)
+    gives a second difference of the wrong size, and term 5 with it."""
     p = ev.problem
     second, scales = {}, {}
     for in_idx in p.diff_in:
@@ -116,18 +130,53 @@ def second_differences(ev: Evaluator) -> tuple:
             continue
         scales[in_idx] = np.maximum(np.abs(x), max(float(np.max(np.abs(x), initial=0.0)), FLOOR))
         h = np.maximum(np.abs(x), FLOOR) * CURVATURE_STEP
-        moved = np.broadcast_to(x, (2, n, n)).copy()
-        moved[0, np.arange(n), np.arange(n)] += h
-        moved[1, np.arange(n), np.arange(n)] -= h
-        arrays = coords.from_real_rows(moved.reshape(2 * n, n), p.arrays[in_idx].shape,
-                                       p.arrays[in_idx].dtype)
-        outs = ev.outputs_at(in_idx, arrays, f"taking second differences for input {in_idx}",
-                             f"taking a second difference for input {in_idx}", tolerant=True)
-        for o, values in outs.items():
-            rows = coords.to_real_rows(values).reshape(2, n, -1)
-            centre = coords.to_real(p.out_arrays[o])
-            second[o, in_idx] = ((rows[0] + rows[1] - 2 * centre) / h[:, None] ** 2).T
+        columns = np.arange(n)
+        blocks, local = _differences(ev, in_idx, x, h, columns)
+        for o, (H, _) in blocks.items():
+            second[o, in_idx] = H
+        for _ in range(LEVELS):
+            columns = columns[~local]
+            if columns.size == 0:
+                break
+            h = h / REFINE
+            finer, local = _differences(ev, in_idx, x, h, columns)
+            agree = np.ones(columns.size, dtype=bool)
+            for o, (H, _) in finer.items():
+                coarse = second[o, in_idx][:, columns]
+                with np.errstate(invalid="ignore"):
+                    agree &= np.all(np.abs(H - coarse) <= np.abs(H) / 4, axis=0)
+                second[o, in_idx][:, columns] = H
+            local |= agree
     return second, scales
+
+
+def _differences(ev: Evaluator, in_idx: int, x: np.ndarray, h: np.ndarray,
+                 columns: np.ndarray) -> tuple:
+    """``({out_idx: (H, D)}, local)``: central second and first differences of
+    every output along the real coordinates ``columns`` of input ``in_idx``
+    (steps ``h``, the whole array's; ``H`` and ``D`` of shape (outputs,
+    columns)), and per column whether the step is local (``h |H| <= LOCAL
+    |D|`` on every row, or the output does not move)."""
+    p = ev.problem
+    n, k = x.size, columns.size
+    step = h[columns]
+    moved = np.broadcast_to(x, (2, k, n)).copy()
+    moved[0, np.arange(k), columns] += step
+    moved[1, np.arange(k), columns] -= step
+    arrays = coords.from_real_rows(moved.reshape(2 * k, n), p.arrays[in_idx].shape,
+                                   p.arrays[in_idx].dtype)
+    outs = ev.outputs_at(in_idx, arrays, f"taking second differences for input {in_idx}",
+                         f"taking a second difference for input {in_idx}", tolerant=True)
+    result, local = {}, np.ones(k, dtype=bool)
+    for o, values in outs.items():
+        rows = coords.to_real_rows(values).reshape(2, k, -1)
+        centre = coords.to_real(p.out_arrays[o])
+        H = ((rows[0] + rows[1] - 2 * centre) / step[:, None] ** 2).T
+        D = ((rows[0] - rows[1]) / (2 * step[:, None])).T
+        with np.errstate(invalid="ignore"):
+            local &= ~np.any(step * np.abs(H) > LOCAL * np.abs(D), axis=0)
+        result[o] = (H, D)
+    return result, local
 
 
 def _input_unit(problem: Problem) -> float:
@@ -140,6 +189,13 @@ def _magnitudes(wide: Problem) -> dict:
     return {i: np.abs(coords.to_real(wide.arrays[i])) for i in wide.diff_in}
 
 
+def _complex_pairs(wide: Problem) -> frozenset:
+    """The (output, input) blocks of complex outputs by complex inputs (term 5
+    takes their real pairs together: ``lowprecision._paired_term``)."""
+    return frozenset((o, i) for o in wide.float_out for i in wide.diff_in
+                     if np.iscomplexobj(wide.out_arrays[o]) and np.iscomplexobj(wide.arrays[i]))
+
+
 def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     """The numerical Jacobian of ``ev``'s low-precision problem from its float64
     run ``wide``, with ``errors``, the ``allowance`` of the analytical side and
@@ -150,8 +206,14 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     jac = richardson_blocks(wide_ev)
     relative, each = forward_rounding(p, wide)
     second, scales = second_differences(wide_ev)
-    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
+                         _complex_pairs(wide))
     jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
+    if p.order == 1:  # a kink within a rounding of the input: either side's derivative
+        extra = kink_allowance(wide_ev, jac, second, scales, jac.allowance,
+                               formula_epsilon(p) / 2)
+        for key, block in extra.items():
+            jac.allowance[key] = jac.allowance[key] + block
     if p.order == 2:  # term 6: a second-order formula's rounding, measured
         for key, spread in measured_rounding(p, formula_epsilon(p), widened).items():
             jac.allowance[key] = jac.allowance[key] + MARGIN * spread
@@ -178,7 +240,8 @@ def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | Non
     else:
         relative, each = forward_rounding(p, wide)
         second, scales = second_differences(Evaluator(wide))
-        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p))
+        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
+                             _complex_pairs(wide))
         jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
         p.counts["function"] += wide.counts["function"]
     jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")

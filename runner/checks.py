@@ -254,8 +254,11 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     missing = getattr(subject, "missing_derivative", None)
     if result.status == "error" and missing is not None and missing(result.message):
         result.status, result.message = "failed", missing(result.message)
+    confirmed = _confirmed(subject, check, call, result) if result.status == "error" else None
+    if confirmed is not None:   # torch's verdict is in the message: no dispute to add
+        result.status, result.message = "failed", confirmed
     keep_evidence(result, report)
-    if result.status == "failed":
+    if result.status == "failed" and confirmed is None:
         result.dispute = _dispute(subject, check, call, report)
     return result, report if keep_reports else None
 
@@ -273,6 +276,18 @@ def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> s
                  for x in call.inputs)
     status = _verdict(call.func, wide, subject.name, seed, kwargs)[0]
     return overflow_reason(report, subject.dtype_name) if status == "passed" else None
+
+
+def _confirmed(subject, check: str, call, result) -> str | None:
+    """The failure a check's error is when the registry shows the code under
+    check raising the same on its own (``confirm_error``), else ``None``."""
+    own = getattr(getattr(subject, "registry", None), "confirm_error", None)
+    if own is None:
+        return None
+    try:
+        return own(subject.info, subject.sample, call, subject.dtype, check, result.message)
+    except FAULTS:  # no confirmation: the error stays the run's
+        return None
 
 
 def _dispute(subject, check: str, call, report) -> str | None:

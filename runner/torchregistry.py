@@ -199,6 +199,20 @@ class TorchRegistry:
         runs = info.torch_runs("reverse" if check == "fast" else check)
         return dispute(call.func, call.inputs, runs, name, report, command)
 
+    @staticmethod
+    def confirm_error(info, sample, call, dtype, check: str, message: str) -> str | None:
+        """A check that raised ``message``, said as the failure it is when torch
+        raises the same without adcheck (its own gradcheck as PyTorch's test runs
+        it, or the derivative called directly: ``opinfo.torchdb.raised``);
+        ``None`` when torch does not, and the error stays the run's."""
+        from opinfo.torchdb.raised import confirm
+        if check not in TORCH_TESTS:
+            return None
+        name = _torchdb().dtype_name(dtype)
+        command = (f"adcheck op {info.name} --registry torch --dtype {name} "
+                   f"--sample {sample.index} --check {check}")
+        return confirm(call.func, call.inputs, info.torch_runs(check), check, message, command)
+
     def skip_reason(self, info, dtype, check: str) -> str | None:
         return dtype_problem(dtype)
 

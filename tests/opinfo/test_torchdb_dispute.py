@@ -96,3 +96,30 @@ def test_only_double_precision_is_disputed():
     x = torch.tensor([0.3], dtype=torch.float32, requires_grad=True)
     report = _report(0, 0, (0, 0), 1.0, 2.0, (1, 1))
     assert dispute(torch.sin, (x,), SLOW, "float32", report, "reproduce") is None
+
+
+def test_logcumsumexp_forward_ad_float64_disputed_and_settled_for_adcheck():
+    """The first element along the scanned dimension is its input: logcumsumexp's
+    out[i, 0, k] = x[i, 0, k], a derivative of exactly 1. torch's reverse mode
+    gives 1; its forward-mode jvp on op_db's second float64 sample (inputs of
+    size up to 9 along the dimension) does not, by far more than rounding."""
+    registry = TorchRegistry()
+    entry = registry.get("logcumsumexp")
+    sample = list(registry.samples(entry, torch.float64))[1]
+    x = sample.input.detach()
+    assert sample.args == (1,) and x.shape == (5, 5, 5)
+    flat = 4 * 25 + 0 * 5 + 1          # x[4, 0, 1]: first along dim 1
+    tangent = torch.zeros_like(x)
+    tangent.view(-1)[flat] = 1
+    import torch.autograd.forward_ad as fwad
+    with fwad.dual_level():
+        jvp = fwad.unpack_dual(torch.logcumsumexp(fwad.make_dual(x, tangent), 1)).tangent
+    assert abs(jvp.view(-1)[flat].item() - 1) > 1e-9            # the bug, by hand
+    leaf = x.clone().requires_grad_()
+    (vjp,) = torch.autograd.grad(torch.logcumsumexp(leaf, 1), leaf, tangent)
+    assert abs(vjp.view(-1)[flat].item() - 1) < 1e-15
+    settings = SimpleNamespace(registry=registry, checks=("forward",),
+                               policy=Policy(precise=True, engine="torch"))
+    ((result, _),) = check_sample(entry, sample, torch.float64, settings)
+    assert result.status == "failed" and f"[{flat}, {flat}]" in result.message
+    assert "PyTorch formula bug" in result.dispute
