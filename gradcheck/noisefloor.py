@@ -8,10 +8,7 @@ a finite difference of them is off by that error over the step. So the
 outputs are evaluated at the input moved by a few ulps at random, and the
 second difference ``f(x + s) + f(x - s) - 2 f(x)`` of each output coordinate
 (about its noise, since the function's curvature over so small a move is
-negligible) becomes a floor under that coordinate's rounding noise. The
-moves are a few ulps of the largest input: a function that adds a small
-input to a large one inside is a staircase in the small one, with stairs
-an ulp of the large one high.
+negligible) becomes a floor under that coordinate's rounding noise.
 """
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ MOVES = 4           # pairs of moves; the floor is the largest second difference
 MOVE_ULPS = 4       # each coordinate moves by up to this many units of its rounding
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
-#: no floor above this many ulps of the output's scale (``TYPICAL``) times the
-#: largest input (at least 1): more is no
+#: no floor above this many ulps of the output's scale (``TYPICAL``): more is no
 #: rounding (a function that draws random numbers, a pole's curvature), and must
 #: not widen tolerances
 CAP_ULPS = 2.0 ** 10
@@ -45,15 +41,10 @@ def _measured(ev, in_idx: int) -> dict:
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     rng = np.random.default_rng(0)
-    # moves of a few ulps of the largest input, not of each coordinate: where a
-    # small coordinate is added to a large one inside the function (logcumsumexp's
-    # backward at inputs of 1e4 works in log space), smaller moves are rounded
-    # away and the outputs are a staircase whose stairs they never cross
-    largest = max([_largest(a) for a in p.arrays.values()
-                   if np.issubdtype(a.dtype, np.inexact)] + [0.0])
-    unit = MOVE_ULPS * p.epsilon(in_idx=in_idx) * np.maximum(np.abs(vector), largest)
-    moves = unit * rng.uniform(-1.0, 1.0, (MOVES, vector.size))
-    moved = np.concatenate([vector + moves, vector - moves])
+    # relative moves: a move of a few ulps of the largest input would throw a
+    # small coordinate of a sample that mixes 1e-30 and 1e30 (abs's) across zero
+    moves = MOVE_ULPS * p.epsilon(in_idx=in_idx) * rng.uniform(-1.0, 1.0, (MOVES, vector.size))
+    moved = np.concatenate([vector * (1 + moves), vector * (1 - moves)])
     arrays = coords.from_real_rows(moved, base.shape, base.dtype)
     outs = ev.outputs_at(in_idx, arrays, f"measuring the rounding noise of the outputs "
                          f"(input {in_idx})", tolerant=True)
@@ -67,13 +58,7 @@ def _measured(ev, in_idx: int) -> dict:
         # a high quantile, not the largest: next to a pole (digamma at -4 in a
         # bfloat16 sample) a few values are huge, and their curvature is no noise
         typical = float(np.quantile(finite, TYPICAL)) if finite.size else 0.0
-        # (times the largest input: intermediates that large round it, as x - out
-        # in logcumsumexp's backward at inputs of 1e4)
-        cap = CAP_ULPS * p.epsilon(out_idx=o) * typical * max(1.0, largest)
+        cap = CAP_ULPS * p.epsilon(out_idx=o) * typical
         floors[o] = np.minimum(np.where(np.isfinite(second), second, 0.0), cap)
     return floors
 
-
-def _largest(array: np.ndarray) -> float:
-    magnitudes = np.abs(array)
-    return float(magnitudes.max(initial=0.0, where=np.isfinite(magnitudes)))

@@ -95,3 +95,21 @@ def test_a_pole_in_the_sample_does_not_raise_every_floor():
     ((result, _),) = check_sample(entry, sample, torchdb.dtype_named("bfloat16"), settings)
     assert result.status == "skipped" and result.message.startswith("cannot judge")
     assert "the true derivative is infinite" in result.message
+
+
+def test_a_sample_of_mixed_magnitudes_keeps_its_kink_unjudged():
+    # op_db's second complex64 sample of abs mixes 1e-30 and 1e30: at 1e-30 + 1e-30j
+    # every step straddles abs's kink at 0; a floor measured with moves of the
+    # largest input's ulps hid that and failed the sample by 2.4e29
+    from types import SimpleNamespace
+
+    from runner.checks import Policy, check_sample
+    from runner.torchregistry import TorchRegistry
+    entry = torchdb.get("abs")
+    sample = entry.sample(1, "complex64")
+    magnitudes = sample.input.detach().abs()
+    assert float(magnitudes.min()) < 1e-29 and float(magnitudes.max()) > 1e29
+    settings = SimpleNamespace(registry=TorchRegistry(), checks=("fwgrad_bwgrad",),
+                               policy=Policy(precise=True, engine="torch"))
+    ((result, _),) = check_sample(entry, sample, torchdb.dtype_named("complex64"), settings)
+    assert result.status == "skipped" and "kink" in result.message
