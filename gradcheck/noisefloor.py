@@ -20,7 +20,10 @@ MOVES = 4           # pairs of moves; the floor is the largest second difference
 MOVE_ULPS = 4       # each coordinate moves by up to this many units of its rounding
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
-#: no floor above this many ulps of the output's scale (``TYPICAL``): more is no
+#: how many times its own size a coordinate's move may be (see ``_measured``)
+SPAN = 2.0 ** 16
+#: no floor above this many ulps of the output's scale (``TYPICAL``), times the
+#: largest input (at least 1, at most ``SPAN``): more is no
 #: rounding (a function that draws random numbers, a pole's curvature), and must
 #: not widen tolerances
 CAP_ULPS = 2.0 ** 10
@@ -41,10 +44,18 @@ def _measured(ev, in_idx: int) -> dict:
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     rng = np.random.default_rng(0)
-    # relative moves: a move of a few ulps of the largest input would throw a
-    # small coordinate of a sample that mixes 1e-30 and 1e30 (abs's) across zero
-    moves = MOVE_ULPS * p.epsilon(in_idx=in_idx) * rng.uniform(-1.0, 1.0, (MOVES, vector.size))
-    moved = np.concatenate([vector * (1 + moves), vector * (1 - moves)])
+    # moves of a few ulps of the largest input (inside the function a small input
+    # may be added to a large one: logcumsumexp's backward adds the grad_output's
+    # logarithm to inputs of 1e4, a staircase whose stairs smaller moves never
+    # cross), but at most ``SPAN`` ulps of the coordinate itself: abs's sample
+    # mixes 1e-30 and 1e30, and its small coordinates must not cross zero
+    largest = max([_largest(a) for a in p.arrays.values()
+                   if np.issubdtype(a.dtype, np.inexact)] + [0.0])
+    size = np.abs(vector)
+    unit = MOVE_ULPS * p.epsilon(in_idx=in_idx) * np.maximum(size, np.minimum(largest,
+                                                                              SPAN * size))
+    moves = unit * rng.uniform(-1.0, 1.0, (MOVES, vector.size))
+    moved = np.concatenate([vector + moves, vector - moves])
     arrays = coords.from_real_rows(moved, base.shape, base.dtype)
     outs = ev.outputs_at(in_idx, arrays, f"measuring the rounding noise of the outputs "
                          f"(input {in_idx})", tolerant=True)
@@ -58,7 +69,11 @@ def _measured(ev, in_idx: int) -> dict:
         # a high quantile, not the largest: next to a pole (digamma at -4 in a
         # bfloat16 sample) a few values are huge, and their curvature is no noise
         typical = float(np.quantile(finite, TYPICAL)) if finite.size else 0.0
-        cap = CAP_ULPS * p.epsilon(out_idx=o) * typical
+        cap = CAP_ULPS * p.epsilon(out_idx=o) * typical * max(1.0, min(largest, SPAN))
         floors[o] = np.minimum(np.where(np.isfinite(second), second, 0.0), cap)
     return floors
 
+
+def _largest(array: np.ndarray) -> float:
+    magnitudes = np.abs(array)
+    return float(magnitudes.max(initial=0.0, where=np.isfinite(magnitudes)))
