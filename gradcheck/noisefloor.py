@@ -5,7 +5,8 @@ ulps of itself. That holds for elementwise arithmetic, not for outputs a
 normwise-stable algorithm computes (an SVD, a QR, a solve): pinverse's
 small entries carry errors of the size of an ulp of its largest entry, and
 a finite difference of them is off by that error over the step. So the
-outputs are evaluated at the input moved by a few ulps at random, and the
+outputs are evaluated at the input moved at random by a few ulps of the
+largest input (of its own size for a coordinate far smaller), and the
 second difference ``f(x + s) + f(x - s) - 2 f(x)`` of each output coordinate
 (about its noise, since the function's curvature over so small a move is
 negligible) becomes a floor under that coordinate's rounding noise.
