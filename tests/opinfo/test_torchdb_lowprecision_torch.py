@@ -127,3 +127,22 @@ def test_silu_and_mish_jvps_in_float16_cancel_a_rounded_sigmoid(op, k, true_f, f
     leaf = x.clone().requires_grad_()
     (grad,) = torch.autograd.grad(func(leaf).sum(), leaf)
     assert abs(float(grad[k]) - true) <= U16 * abs(true)
+
+
+def test_vector_norm_second_derivative_in_float16_loses_a_term():
+    # op_db's float16 sample 0 of linalg.vector_norm is one element, -8.977, with
+    # ord=6: a norm of one element is |x|, whose second derivative is 0 (torch's
+    # float64 formula gives 0: two terms of 5 / |x| cancel). In float16 one term
+    # is lost (|x|**10 is beyond float16's range) and the other, 0.557, is left
+    sample, call, report = _case("linalg.vector_norm", 0, "gradgrad")
+    x = sample.input.detach()
+    assert x.numel() == 1 and sample.kwargs.get("ord") == 6
+    assert float(x.double().abs()) ** 10 > torch.finfo(torch.float16).max
+
+    def second(t):
+        t = t.clone().requires_grad_()
+        (g,) = torch.autograd.grad(torch.linalg.vector_norm(t, ord=6), t, create_graph=True)
+        return float(torch.autograd.grad(g, t)[0])
+    assert second(x.double()) == 0.0
+    assert abs(second(x) - 5 / abs(float(x))) < 4 * U16
+    assert not report.passed
