@@ -146,3 +146,23 @@ def test_vector_norm_second_derivative_in_float16_loses_a_term():
     assert second(x.double()) == 0.0
     assert abs(second(x) - 5 / abs(float(x))) < 4 * U16
     assert not report.passed
+
+
+def test_logcumsumexp_forward_over_reverse_in_float16_is_nan():
+    # op_db's float16 sample 0 of logcumsumexp holds 1e4: torch's float16
+    # forward-over-reverse is NaN at every coordinate where its float64 one is
+    # finite, and adcheck's check fails it
+    import torch.autograd.forward_ad as fwad
+    sample, call, report = _case("logcumsumexp", 0, "fwgrad_bwgrad")
+    x, dim = sample.input.detach(), sample.args[0]
+
+    def tangent_of_vjp(t):
+        t = t.clone().requires_grad_()
+        with fwad.dual_level():
+            dual = fwad.make_dual(t, torch.ones_like(t))
+            (g,) = torch.autograd.grad(torch.logcumsumexp(dual, dim), dual,
+                                       torch.ones_like(t), create_graph=True)
+            return fwad.unpack_dual(g).tangent.detach()
+    assert bool(torch.isnan(tangent_of_vjp(x)).all())
+    assert bool(torch.isfinite(tangent_of_vjp(x.double())).all())
+    assert not report.passed
