@@ -194,12 +194,14 @@ def noise_only(ev: Evaluator, failures) -> str | None:
     ``-s``, a few ulps (``moved_evaluators``): where the second difference
     ``f(+s) + f(-s) - 2 f`` is ``NOISE_SHARE`` of ``f`` and of the first
     difference or more, ``f`` is rounding noise (a derivative that is zero in
-    exact arithmetic, as corrcoef's of one variable). A failure is excused when
-    the output it compares is noise (its finite differences are noise over a
-    step), or when it is no larger than the products' noise (or an ulp of the
-    inputs). A product of ones that is zero (``J 1 = 0`` for softmax, whose
-    outputs do not change when every input moves alike) excuses no error
-    larger than its rounding."""
+    exact arithmetic, as corrcoef's of one variable). When something is, a
+    failure is excused if the output it compares is noise (its finite
+    differences are noise over a step), if its block's steps straddle a jump
+    (noise looks like one), or if it is no larger than ``NOISE_ERROR`` times
+    the products' noise or the rounding of a quantity zero in exact arithmetic
+    (an ulp of the largest input per input coordinate). A product of ones
+    that is zero (``J 1 = 0`` for softmax, whose outputs do not change when
+    every input moves alike) excuses no error larger than that."""
     noisy = _noisy(ev)
     p = ev.problem
     floats = [a for a in p.arrays.values() if np.issubdtype(a.dtype, np.inexact)]
