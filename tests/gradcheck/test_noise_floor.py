@@ -9,8 +9,12 @@ torch = pytest.importorskip("torch", reason="the case is PyTorch's pinverse on o
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
+from types import SimpleNamespace  # noqa: E402
+
 import gradcheck  # noqa: E402
 from opinfo import torchdb  # noqa: E402
+from runner.checks import Policy, check_sample  # noqa: E402
+from runner.torchregistry import TorchRegistry  # noqa: E402
 
 # the entry the sweep disputed: output pinv[4, 0] by input A[3, 4] (flat 20 by 19)
 OUT, IN = (4, 0), (3, 4)
@@ -83,16 +87,10 @@ def test_a_pole_in_the_sample_does_not_raise_every_floor():
     # is huge there and its curvature over a few ulps is no noise; the floor of
     # the other coordinates must stay theirs, so the check still sees that the
     # second derivative is infinite there and cannot be judged
-    from types import SimpleNamespace
-
-    from runner.checks import Policy, check_sample
-    from runner.torchregistry import TorchRegistry
     entry = torchdb.get("digamma")
     sample = entry.sample(0, "bfloat16")
     assert bool((sample.input.detach() == -4).any())
-    settings = SimpleNamespace(registry=TorchRegistry(), checks=("gradgrad",),
-                               policy=Policy(precise=True, engine="torch"))
-    ((result, _),) = check_sample(entry, sample, torchdb.dtype_named("bfloat16"), settings)
+    result = _swept(entry, sample, "bfloat16", "gradgrad")
     assert result.status == "skipped" and result.message.startswith("cannot judge")
     assert "the true derivative is infinite" in result.message
 
@@ -101,15 +99,17 @@ def test_a_sample_of_mixed_magnitudes_keeps_its_kink_unjudged():
     # op_db's second complex64 sample of abs mixes 1e-30 and 1e30: at 1e-30 + 1e-30j
     # every step straddles abs's kink at 0; a floor measured with moves of the
     # largest input's ulps hid that and failed the sample by 2.4e29
-    from types import SimpleNamespace
-
-    from runner.checks import Policy, check_sample
-    from runner.torchregistry import TorchRegistry
     entry = torchdb.get("abs")
     sample = entry.sample(1, "complex64")
     magnitudes = sample.input.detach().abs()
     assert float(magnitudes.min()) < 1e-29 and float(magnitudes.max()) > 1e29
-    settings = SimpleNamespace(registry=TorchRegistry(), checks=("fwgrad_bwgrad",),
-                               policy=Policy(precise=True, engine="torch"))
-    ((result, _),) = check_sample(entry, sample, torchdb.dtype_named("complex64"), settings)
+    result = _swept(entry, sample, "complex64", "fwgrad_bwgrad")
     assert result.status == "skipped" and "kink" in result.message
+
+
+def _swept(entry, sample, dtype, check):
+    """The result ``adcheck ops --registry torch`` gives ``check`` of ``sample``."""
+    settings = SimpleNamespace(registry=TorchRegistry(), checks=(check,),
+                               policy=Policy(precise=True, engine="torch"))
+    ((result, _),) = check_sample(entry, sample, torchdb.dtype_named(dtype), settings)
+    return result
