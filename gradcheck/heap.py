@@ -32,9 +32,6 @@ import sys
 #: ``mallopt`` parameters (glibc's malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-_M_MMAP_MAX = -4
-#: glibc's default for ``M_MMAP_MAX``
-_MMAP_MAX_DEFAULT = 65536
 #: glibc's largest dynamic mmap threshold on 64-bit systems (32 MiB); the
 #: trim threshold it pairs with is twice that
 MMAP_THRESHOLD = 32 * 2**20
@@ -78,40 +75,54 @@ def release() -> None:
         libc.malloc_trim(0)
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-                 "uordblks", "fordblks", "keepcost")]
+#: during a measured call, blocks from this size up get pages of their own
+#: and give them back when freed, so the resident set follows what it holds
+MEASURED_MMAP_THRESHOLD = 64 * 2**10
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
 
 
-def _heap_bytes(libc) -> int:
-    """Bytes the heap holds from the kernel, every arena (``mallinfo2``)."""
-    libc.mallinfo2.restype = _Mallinfo2
-    return int(libc.mallinfo2().arena)
+def _status_bytes(key: str):
+    """A size from ``/proc/self/status`` in bytes (``VmRSS``, ``VmHWM``)."""
+    with open(_STATUS) as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _reset_peak():
+    """Start the kernel's high-water mark of the resident set afresh (Linux
+    4.0 or later); its value now, or ``None`` where it cannot be reset."""
+    try:
+        with open(_CLEAR_REFS, "w") as clear:
+            clear.write("5")
+    except OSError:   # no such file, or not ours to write (a sandbox)
+        return None
+    return _status_bytes("VmHWM")
 
 
 def transient_bytes(call):
-    """``(call(), bytes)``: at least how many bytes ``call`` held at once at its
-    peak, counting what it returns; ``None`` where this cannot be measured
-    (not glibc 2.33 or later).
+    """``(call(), bytes)``: how many bytes ``call`` held at once at its peak,
+    counting what it returns and its own temporaries; ``None`` where this
+    cannot be measured (not glibc on Linux).
 
-    The heap is trimmed first and, during the call, every block comes from it
-    (no ``mmap``) and nothing is trimmed, so the heap grows to the call's
-    peak: its growth is that peak, less any free space the heap already had
-    inside it (hence "at least").
+    The measure is the growth of the kernel's high-water mark of the resident
+    set, reset just before the call. The free space a long-running process
+    has inside its heap would hide a call's blocks from any count of the
+    heap's size, so during the call every block of 64 KiB or more is mapped
+    on its own: its pages are resident while it lives and returned when it
+    is freed. Smaller blocks may reuse that free space unseen.
     """
     libc = _libc()
-    if libc is None or not hasattr(libc, "mallinfo2") or not keep_freed_blocks():
+    if libc is None or not keep_freed_blocks():
         return call(), None
     libc.malloc_trim(0)
-    before = _heap_bytes(libc)
-    libc.mallopt(_M_MMAP_MAX, 0)
-    libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)   # (an int: the largest)
+    libc.mallopt(_M_MMAP_THRESHOLD, MEASURED_MMAP_THRESHOLD)
     try:
+        before = _reset_peak()
         result = call()
-        grown = _heap_bytes(libc) - before
+        peak = None if before is None else _status_bytes("VmHWM")
     finally:
-        libc.mallopt(_M_MMAP_MAX, _MMAP_MAX_DEFAULT)
-        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-        libc.malloc_trim(0)
-    return result, max(0, grown)
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    return result, None if peak is None else max(0, peak - before)

@@ -64,9 +64,26 @@ def test_one_evaluations_own_allocations_are_measured():
     from gradcheck.problem import Problem
     x = E.tensor(np.linspace(-1, 1, 4096), dtype=E.float64, requires_grad=True)
     problem = Problem(_heavy_function(E, 128), (x,), "heavy")
-    # the product and its sine, 4,096 x 128 each (4 MiB), held with the graph
-    assert problem.evaluation_bytes >= 8 * 2**20
+    # the product and its sine, 4,096 x 128 each (4 MiB), held with the graph;
+    # the kernel counts resident pages in batches, a few dozen pages late
+    assert problem.evaluation_bytes >= 7.5 * 2**20
     assert problem.evaluation_bytes < 64 * 2**20
+
+
+def test_free_space_left_in_the_heap_does_not_hide_an_evaluation():
+    # a long-running process (a test session, a worker of ``adcheck ops``)
+    # holds free blocks inside its heap; the evaluation's 4 MiB arrays fit in
+    # these 8 MiB holes, so the heap's growth alone measured nothing (0 bytes
+    # in CI, after 700 other tests)
+    import refengine as E
+    from gradcheck.problem import Problem
+    assert heap.keep_freed_blocks()
+    blocks = [np.ones(8 * 2**20 // 8) for _ in range(16)]
+    del blocks[::2]
+    x = E.tensor(np.linspace(-1, 1, 4096), dtype=E.float64, requires_grad=True)
+    problem = Problem(_heavy_function(E, 128), (x,), "heavy")
+    assert problem.evaluation_bytes >= 7.5 * 2**20
+    del blocks
 
 
 def test_a_function_with_large_temporaries_keeps_to_the_budget():
