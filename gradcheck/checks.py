@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcheck import budget as budgets
 from gradcheck import coords
 from gradcheck.adjoint import ADJOINT_ULPS
 from gradcheck.compare import Result, compare, compare_jacobians
@@ -55,11 +56,19 @@ def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float,
     return results
 
 
+#: the part of the budget that vectors prefetched for the other checks, and their
+#: products, may hold from before the Jacobians are built until those checks run
+PREFETCH_SHARE = 16
+
+
 def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
     """Draw the random vectors of the scaling check, by (mode, carrier index).
 
     They are drawn before the Jacobians are built and prefetched, so the
-    batched Jacobian producers compute their products too.
+    batched Jacobian producers compute their products too; unless they and
+    their products outgrow a ``PREFETCH_SHARE`` of the budget (a convolution
+    of a million inputs: 100 MB held through the whole check), when they are
+    computed as the check runs (two more products, unbatched).
     """
     p = ev.problem
     probes = {}
@@ -68,8 +77,18 @@ def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
             draw = rng.standard_normal((1, side.carrier_size(p.layout, idx)))
             vector = side.vectors(p, idx, draw)[0]
             probes[side.mode, idx] = vector
-            ev.prefetch(side.product, idx, [vector, SCALE * vector])
+            if _small(ev, side, idx):
+                ev.prefetch(side.product, idx, [vector, SCALE * vector])
     return probes
+
+
+def _small(ev: Evaluator, side: Side, idx: int) -> bool:
+    """Whether two vectors on ``idx`` and their products may be held while the
+    Jacobians are built (``PREFETCH_SHARE``)."""
+    p = ev.problem
+    size = side.carrier_size(p.layout, idx) + sum(side.receiver_size(p.layout, r)
+                                                  for r in side.receivers(p))
+    return 2 * size * budgets.BYTES <= ev.budget // PREFETCH_SHARE
 
 
 def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0,
@@ -349,7 +368,8 @@ def request_undefined_grad(ev: Evaluator) -> None:
     """Where undefined gradients are zeros (refengine) and there is one output,
     the undefined-grad check is the vjp of zeros: the reverse batch computes it."""
     p = ev.problem
-    if not p.engine.supports_undefined_grad and len(p.diff_out) == 1:
+    if not p.engine.supports_undefined_grad and len(p.diff_out) == 1 and \
+            _small(ev, SIDES["reverse"], p.diff_out[0]):
         out_idx = p.diff_out[0]
         ev.prefetch("vjp", out_idx, [np.zeros_like(p.out_arrays[out_idx])])
 

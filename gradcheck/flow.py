@@ -31,6 +31,7 @@ from gradcheck.probed import escape_odds
 from gradcheck.producers import ad_producer, choose, expected_producer
 from gradcheck.reuse import expected_jacobian
 from gradcheck.streamed import streamed
+from gradcheck.probestream import streamed_probed
 from gradcheck.window import explain
 from gradcheck.report import Report, describe
 from gradcheck.sides import FORWARD, REVERSE, SIDES
@@ -77,6 +78,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     against the expected one; a plan of chunks goes to ``streamed``."""
     plan = choose(ev, rng, options, _epsilon(ev))
     report.plan = plan.kind
+    if plan.kind == "probed" and plan.streamed:
+        return streamed_probed(ev, report, options, sides(options), _epsilon(ev), plan)
     if plan.kind == "chunked" or plan.streamed:
         return streamed(ev, report, rng, options, sides(options), _epsilon(ev), plan)
     numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))

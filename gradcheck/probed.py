@@ -81,14 +81,16 @@ def probe_plan(ev: Evaluator, rng, k: int, precise: bool, exact_rows: bool = Fal
     seeds = {}
     for i in p.diff_in:
         draws = rng.standard_normal((k, p.layout.in_size(i)))
-        seeds[i] = Probes(draws * direction_scale(ev, i, precise))
+        draws *= direction_scale(ev, i, precise)   # (in place: k copies of the input)
+        seeds[i] = Probes(draws)
     rows = {}
     for o in p.diff_out:
         if exact_rows:
             rows[o] = np.eye(p.layout.out_size(o))
             continue
         w = rng.standard_normal((k, p.layout.out_size(o)))
-        rows[o] = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-300)
+        w /= np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-300)   # (in place)
+        rows[o] = w
     return ProbePlan(seeds, rows, exact_rows)
 
 
@@ -173,31 +175,70 @@ def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict 
     norm escapes every comparison, for the median row of each block (the
     largest over blocks). ``relative``: the part of the tolerance proportional
     to a cell (``c``; by default the options'); the rest counts as ``f``."""
-    c = relative if relative is not None else \
-        math.sqrt(epsilon) / 2 if options.precise else options.rtol
-    odds = {}
+    c = cell_relative(options, epsilon, relative)
+    summaries = {}
+    for key, cells in numerical.blocks.items():
+        if not cells.size:
+            continue
+        rest = None
+        if plan.exact and reverse_tolerances and key in reverse_tolerances:
+            rest = np.maximum(reverse_tolerances[key] - c * np.abs(cells), 0.0).mean(axis=1)
+        summaries[key] = row_summary(*row_statistics(cells, tolerances[key], c), rest)
+    return odds_of_rows(summaries, reverse_tolerances, plan.k, c, r)
+
+
+def cell_relative(options, epsilon: float, relative: float | None = None) -> float:
+    """``c``, the part of a cell's tolerance proportional to the cell."""
+    if relative is not None:
+        return relative
+    return math.sqrt(epsilon) / 2 if options.precise else options.rtol
+
+
+def row_statistics(cells: np.ndarray, tolerances: np.ndarray, c: float) -> tuple:
+    """Per row of a block of cells: the sum of the squared cells and the sum of
+    their tolerances' absolute parts (``f``), over the columns given (a check
+    that sees its cells a few columns at a time adds them up), and the count."""
+    with np.errstate(invalid="ignore"):
+        return (np.sum(cells ** 2, axis=1), np.maximum(tolerances - c * np.abs(cells),
+                                                       0.0).sum(axis=1), cells.shape[1])
+
+
+def row_summary(squares: np.ndarray, floors: np.ndarray, count: int,
+                rest: np.ndarray | None = None) -> dict | None:
+    """What the escape odds need of a block's ``row_statistics`` (summed over
+    its ``count`` columns): the median over rows of the absolute part of a
+    cell's tolerance relative to the row's norm (``ratio``), the median norm
+    (``typical``) and the number of rows; with ``rest`` (per row, the mean
+    absolute part of reverse mode's tolerance when ``W`` is the identity),
+    its median ratio too (``exact``). ``None`` for a block of zeros."""
+    rho = np.sqrt(squares / count)          # ~ the row norms of J D
+    ok = rho > 0
+    if not ok.any():
+        return None
+    found = {"ratio": float(np.median(floors[ok] / count / rho[ok])),
+             "typical": float(np.median(rho[ok])), "rows": len(rho)}
+    if rest is not None:
+        found["exact"] = float(np.median(rest[ok] / rho[ok]))
+    return found
+
+
+def odds_of_rows(summaries: dict, reverse_tolerances: dict | None, k: int, c: float,
+                 r: float = STATED_RELATIVE) -> dict:
+    """``escape_odds`` from each block's ``row_summary``."""
     if r <= c:
         return {"forward": 1.0, "reverse": 1.0, "relative_error": r}
     forward, reverse = 0.0, 0.0
-    for key, cells in numerical.blocks.items():
-        if cells.size == 0:
+    for key, rows in summaries.items():
+        beta = rows["ratio"] / (r - c) if rows else 0.0
+        forward = max(forward, forward_escape(c / (r - c), beta, k))
+        if rows is None:   # a zero block has no row norm for an entry to be wrong by a part of
             continue
-        rho = np.sqrt(np.mean(cells ** 2, axis=1))          # ~ the row norms of J D
-        floor = np.maximum(tolerances[key] - c * np.abs(cells), 0.0).mean(axis=1)
-        ok = rho > 0
-        beta = float(np.median(floor[ok] / rho[ok])) / (r - c) if ok.any() else 0.0
-        forward = max(forward, forward_escape(c / (r - c), beta, plan.k))
-        if plan.exact and reverse_tolerances and key in reverse_tolerances and ok.any():
+        if "exact" in rows:
             # every row of A, times U: a wrong entry escapes as in forward mode
-            rest = np.maximum(reverse_tolerances[key] - c * np.abs(cells), 0.0).mean(axis=1)
-            beta = float(np.median(rest[ok] / rho[ok])) / (r - c)
-            reverse = max(reverse, forward_escape(c / (r - c), beta, plan.k))
-        # a zero block has no row norm for an entry to be wrong by a part of
-        elif reverse_tolerances and key in reverse_tolerances and ok.any():
-            typical = float(np.median(rho[ok])) if ok.any() else 0.0
+            reverse = max(reverse, forward_escape(c / (r - c), rows["exact"] / (r - c), k))
+        elif reverse_tolerances and key in reverse_tolerances:
             # a unit row w puts about 1 / sqrt(M) on the wrong entry's row
-            t = float(np.median(reverse_tolerances[key])) * math.sqrt(len(rho)) / \
-                max(r * typical, 1e-300)
-            reverse = max(reverse, reverse_escape(t, plan.k, plan.k))
-    odds["forward"], odds["reverse"], odds["relative_error"] = forward, reverse, r
-    return odds
+            t = float(np.median(reverse_tolerances[key])) * math.sqrt(rows["rows"]) / \
+                max(r * rows["typical"], 1e-300)
+            reverse = max(reverse, reverse_escape(t, k, k))
+    return {"forward": forward, "reverse": reverse, "relative_error": r}

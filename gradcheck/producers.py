@@ -94,8 +94,8 @@ class Plan:
     compression: Compression | None = None
     epsilon: float = 0.0
     probes: ProbePlan | None = None
-    #: a compressed plan whose cells, held whole, would not fit in the budget:
-    #: built and compared a chunk of cell columns at a time
+    #: a compressed or probed plan whose cells, held whole, would not fit in the
+    #: budget: built and compared a chunk of cell columns at a time
     streamed: bool = False
     #: a probed plan of a low-precision formula: its float64 run, and the powers
     #: of two its directions were normalised by (``gradcheck.lowprobed``)
@@ -134,7 +134,9 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
         return _low_precision_plan(ev, rng, options, epsilon)
     if kind == "probed":
         child = np.random.default_rng(rng.integers(2**63))
-        return Plan(kind, None, epsilon, probe_plan(ev, child, options.probes, options.precise))
+        probes = probe_plan(ev, child, options.probes, options.precise)
+        return Plan(kind, None, epsilon, probes, streamed=not budgets.fits(
+            ev.budget, probe_cells(ev, probes.k), budgets.CELL_COPIES))
     comp = None
     if kind == "compressed" or (kind == "auto" and large(ev)):
         child = np.random.default_rng(rng.integers(2**63))
@@ -221,6 +223,12 @@ def cells(ev: Evaluator, comp: Compression) -> int:
     p = ev.problem
     return sum(p.layout.out_size(o) * comp.seeds[i].count for o in p.float_out
                for i in p.diff_in)
+
+
+def probe_cells(ev: Evaluator, k: int) -> int:
+    """Real cells of every probed block together (``k`` directions per input)."""
+    p = ev.problem
+    return k * len(p.diff_in) * sum(p.layout.out_size(o) for o in p.float_out)
 
 
 def expected_producer(options: Options, plan: Plan | None = None) -> Producer:

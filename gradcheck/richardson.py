@@ -302,20 +302,19 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     the levels before a break). The extrapolation is elementwise, so all
     coordinates at once give what one at a time gives.
 
-    Where every level's quotients of every output coordinate would not fit
-    in a share of the budget (a probe of a million outputs), the output
-    coordinates are taken a window at a time (``_windows``), each evaluating
-    the function again: the noise floors and the stopping rules then see
-    the window's coordinates.
-    """
-    windows = _windows(ev, steps.shape[1])
+    Where a phase's quotients of every output coordinate would not fit in a share of the
+    budget (a probe of a million outputs), they go a window of output coordinates at a
+    time (``_split``; the noise floors and stopping rules then see the window's): the
+    first phase's sized for its levels alone, each evaluating the function again (most
+    columns of a smooth function settle there), split further for a deeper phase."""
+    p, n = ev.problem, steps.shape[1]
+    windows = _split(ev, None, {o: p.layout.out_size(o) for o in p.float_out}, n, AGREE_LEVELS)
     if windows is None:
         return _window_columns(ev, in_idx, steps, directions, columns, None)
-    p, n = ev.problem, steps.shape[1]
     result = {o: tuple(np.empty((n, p.layout.out_size(o))) for _ in range(2))
               for o in p.float_out}
     unresolved = {o: np.zeros((n, p.layout.out_size(o)), bool) for o in p.float_out}
-    for window in windows:
+    for _, _, window in windows:
         found, marks = _window_columns(ev, in_idx, steps, directions, columns, window)
         for o, (a, b) in window.items():
             result[o][0][:, a:b], result[o][1][:, a:b] = found[o]
@@ -323,26 +322,10 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     return result, unresolved
 
 
-def _windows(ev: Evaluator, columns: int):
-    """``None`` when every level's quotients and noise (``LEVELS`` of each, and
-    a copy of either while the open columns are taken) of ``columns`` columns
-    of every output fit in a share of the budget; else windows of output
-    coordinates that do, one output at a time: a list of ``{out_idx: (start,
-    stop)}``."""
-    p = ev.problem
-    per_coordinate = max(1, columns) * budgets.BYTES * 3 * LEVELS
-    fits = ev.budget // budgets.SHARE // per_coordinate
-    if sum(p.layout.out_size(o) for o in p.float_out) <= fits:
-        return None
-    return [{o: span} for o in p.float_out
-            for span in budgets.chunks(p.layout.out_size(o), max(1, fits))]
-
-
 def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, window) -> tuple:
     """``extrapolated_columns`` for the output coordinates ``window``
     (``{out_idx: (start, stop)}``; ``None``: all of every output)."""
-    problem = ev.problem
-    n = steps.shape[1]
+    problem, n = ev.problem, steps.shape[1]
     differences = _differences(ev, in_idx, steps, directions, columns, window)
     sizes = ({o: problem.layout.out_size(o) for o in problem.float_out} if window is None
              else {o: b - a for o, (a, b) in window.items()})
@@ -352,7 +335,19 @@ def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, wind
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
     diffs, noises = differences(np.r_[0:AGREE_LEVELS, LEVELS - 1], np.arange(n))
     sentinel = (diffs.pop(), noises.pop())
-    active, depth = np.arange(n), AGREE_LEVELS
+    _phases(ev, (in_idx, steps, directions, columns), window, (diffs, noises, sentinel),
+            np.arange(n), AGREE_LEVELS, (result, unresolved))
+    return {o: tuple(r) for o, r in result.items()}, unresolved
+
+
+def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: int,
+            found: tuple) -> None:
+    """The phases from ``depth`` levels on, for the columns ``active`` of the output
+    coordinates ``window``, written into ``found`` (values, errors, unresolved); a
+    phase whose levels would not fit (``_split``) goes a part of the window at a
+    time, the levels so far sliced (no evaluation repeated)."""
+    problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
+    differences = _differences(ev, *source, window)
     while active.size:
         breaks, straddled = _straddling(diffs, noises, ev.budget)
         for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
@@ -372,9 +367,31 @@ def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, wind
             diffs = [{o: d[o][keep] for o in d} for d in diffs]
             noises = [{o: v[o][keep] for o in v} for v in noises]
         active = active[keep]
+        after = {AGREE_LEVELS: FIRST_LEVELS}.get(depth, min(max(LEVELS, depth + JUMP_LEVELS),
+                                                             DEEPEST))   # (as _deeper goes)
+        sizes = {o: q.shape[-1] for o, q in diffs[0].items()}
+        if (parts := _split(ev, window, sizes, active.size, after)) is not None:
+            for o, (a, b), part in parts:
+                views = ([{o: d[o][:, a:b]} for d in diffs], [{o: v[o][:, a:b]} for v in noises],
+                         tuple({o: s[o][:, a:b]} for s in sentinel))
+                _phases(ev, source, part, views, active, depth,
+                        ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]}))
+            return
         extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel)
         diffs, noises = diffs + extra, noises + extra_noise
-    return {o: tuple(r) for o, r in result.items()}, unresolved
+
+
+def _split(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
+    """``None`` when ``levels`` levels' quotients and noise (and a copy of either) of
+    ``columns`` columns of the window's ``sizes`` output coordinates fit in a share of the
+    budget; else ``(out_idx, (start, stop) in the window, the part as a window)``s that do."""
+    per_coordinate = max(1, columns) * budgets.BYTES * 3 * (levels + 1)
+    fits = max(1, ev.budget // budgets.SHARE // per_coordinate)
+    if sum(sizes.values()) <= fits:
+        return None
+    origin = {o: 0 if window is None else window[o][0] for o in sizes}
+    return [(o, (a, b), {o: (origin[o] + a, origin[o] + b)})
+            for o, m in sizes.items() for a, b in budgets.chunks(m, fits)]
 
 
 def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: list,

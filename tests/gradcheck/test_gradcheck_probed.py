@@ -64,8 +64,8 @@ def cumsum_function(E, bug: float = 0.0, row: int = 1100, col: int = 321):
     return Cumsum.apply
 
 
-def _x(E):
-    return E.from_numpy(np.random.default_rng(3).standard_normal(N)).requires_grad_()
+def _x(E, size: int = N):
+    return E.from_numpy(np.random.default_rng(3).standard_normal(size)).requires_grad_()
 
 
 def test_a_correct_formula_passes_and_the_report_states_the_odds(E):
@@ -88,9 +88,9 @@ def test_a_single_wrong_entry_is_caught_and_located(E):
     assert forward[0].max_error == pytest.approx(1e-3, rel=1e-4)
 
 
-def sin_function(E, bug: float = 0.0, row: int = 1100):
-    """sin whose jvp is off by a relative ``bug`` at output ``row``."""
-    scale = np.ones(N)
+def sin_function(E, bug: float = 0.0, row: int = 1100, size: int = N):
+    """sin of ``size`` inputs whose jvp is off by a relative ``bug`` at output ``row``."""
+    scale = np.ones(size)
     scale[row] += bug
 
     class Sin(E.autograd.Function):
@@ -113,17 +113,22 @@ def sin_function(E, bug: float = 0.0, row: int = 1100):
 
 
 def test_output_windows_beyond_the_budget_still_catch_a_wrong_entry(E):
-    # a budget of 1 MiB holds every level's quotients of about 780 output
-    # coordinates per direction, not 1500: the extrapolation takes the outputs a
-    # window at a time, evaluating the function again for each (more evaluations),
-    # and must still pass a right formula and locate a wrong entry
+    # under a budget of 1 MiB the first phase's quotients of one direction of 10,000
+    # outputs (72 bytes a coordinate) do not fit in a share of it: the extrapolation
+    # takes the outputs a window at a time, evaluating the function again for each
+    # (more evaluations), and the cells go a probe column at a time
+    # (``gradcheck.probestream``); it must still pass a right formula and locate a
+    # wrong entry
+    size = 10_000
     options = dict(precise=True, check_forward_ad=True, jacobian="probed", probes=2, seed=0)
-    whole = check(sin_function(E), (_x(E),), **options)
-    windowed = check(sin_function(E), (_x(E),), memory_budget=2**20, **options)
+    whole = check(sin_function(E, size=size), (_x(E, size),), **options)
+    windowed = check(sin_function(E, size=size), (_x(E, size),), memory_budget=2**20, **options)
     assert whole.passed and windowed.passed, windowed.message()
     assert windowed.counts["function"] > 1.5 * whole.counts["function"], \
         (windowed.counts, whole.counts)
-    wrong = check(sin_function(E, bug=1e-6), (_x(E),), memory_budget=2**20, **options)
+    assert "chunks of probe columns" in windowed.coverage["forward"]
+    wrong = check(sin_function(E, bug=1e-6, size=size), (_x(E, size),), memory_budget=2**20,
+                  **options)
     forward = [r for r in wrong.failures if r.check == "forward"]
     assert forward and forward[0].where[0] == 1100
 
