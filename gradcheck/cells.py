@@ -50,6 +50,10 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
     written into the arrays of the whole span as it comes."""
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
                          else budgets.COMPARISON_COPIES)
+    if width >= stop - start > 0:   # one sub-chunk: its arrays as they are (no copy)
+        return {o: tuple(None if q is None else q.T for q in pieces)
+                for o, pieces in _numerical_cells(ev, in_idx, seeds, start, stop, precise,
+                                                  eps).items()}
     found = {}
     for a in range(start, stop, width):
         b = min(stop, a + width)

@@ -63,10 +63,15 @@ def _measured(ev, in_idx: int) -> dict:
         outs = ev.outputs_at(in_idx, arrays, f"measuring the rounding noise of the outputs "
                              f"(input {in_idx})", tolerant=True)
         for o in p.float_out:
-            plus, minus = coords.to_real_rows(outs[o]).reshape(2, -1)
+            plus, minus = coords.to_real_rows(outs.pop(o)).reshape(2, -1)
+            # (in place: a million outputs make each temporary 8 MB)
             with np.errstate(invalid="ignore", over="ignore"):
-                pair = np.abs(plus + minus - 2 * coords.to_real(p.out_arrays[o]))
-            np.fmax(second[o], np.where(np.isfinite(pair), pair, 0.0), out=second[o])
+                pair = plus + minus
+                pair -= 2 * coords.to_real(p.out_arrays[o])
+                np.abs(pair, out=pair)
+            pair[~np.isfinite(pair)] = 0.0
+            np.fmax(second[o], pair, out=second[o])
+            del plus, minus, pair
     floors = {}
     for o in p.float_out:
         mid = coords.to_real(p.out_arrays[o])

@@ -152,3 +152,29 @@ def test_a_probed_check_of_many_outputs_keeps_to_a_small_memory_budget():
         tracemalloc.stop()
     assert report.passed and report.plan == "probed", report.message()
     assert peak < 24 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_the_cells_of_many_outputs_and_few_probes_keep_to_the_budget():
+    # an outer product of 1,024 and 256 inputs: 262,144 outputs, four directions
+    # each, 8 MiB a block. Holding the cells whole (the numerical ones and their
+    # error estimates, forward mode's, the tolerances, the comparisons' and the
+    # escape odds' temporaries) took the arrays to 117 MiB under a budget of 64;
+    # a probe column at a time (``gradcheck.probestream``), they stay in it
+    import tracemalloc
+
+    import refengine as E
+    rng = np.random.default_rng(0)
+    x = E.tensor(rng.uniform(-1, 1, 1024), dtype=E.float64, requires_grad=True)
+    y = E.tensor(rng.uniform(-1, 1, 256), dtype=E.float64, requires_grad=True)
+    budget = 64 * 2**20
+    tracemalloc.start()
+    try:
+        report = check(lambda a, b: a[:, None] * b[None, :], (x, y), precise=True,
+                       check_forward_ad=True, jacobian="probed", probes=4,
+                       memory_budget=budget, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < budget, f"peak {peak / 2**20:.1f} MiB"
+    assert report.passed and report.plan == "probed", report.message()
+    assert "chunks of probe columns" in report.coverage["forward"]
