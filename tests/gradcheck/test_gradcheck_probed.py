@@ -88,10 +88,12 @@ def test_a_single_wrong_entry_is_caught_and_located(E):
     assert forward[0].max_error == pytest.approx(1e-3, rel=1e-4)
 
 
-def sin_function(E, bug: float = 0.0, row: int = 1100, size: int = N):
-    """sin of ``size`` inputs whose jvp is off by a relative ``bug`` at output ``row``."""
-    scale = np.ones(size)
+def sin_function(E, bug: float = 0.0, row: int = 1100, size: int = N, backward_bug=0.0):
+    """sin of ``size`` inputs whose jvp (and vjp: ``backward_bug``) is off by a
+    relative ``bug`` at output ``row``."""
+    scale, back = np.ones(size), np.ones(size)
     scale[row] += bug
+    back[row] += backward_bug
 
     class Sin(E.autograd.Function):
         @staticmethod
@@ -103,7 +105,7 @@ def sin_function(E, bug: float = 0.0, row: int = 1100, size: int = N):
         @staticmethod
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return g * E.cos(x)
+            return g * E.cos(x) * E.from_numpy(back)
 
         @staticmethod
         def jvp(ctx, t):
@@ -131,6 +133,23 @@ def test_output_windows_beyond_the_budget_still_catch_a_wrong_entry(E):
                   **options)
     forward = [r for r in wrong.failures if r.check == "forward"]
     assert forward and forward[0].where[0] == 1100
+
+
+def test_a_wrong_vjp_entry_is_located_alike_with_the_cells_whole_or_a_column_at_a_time(E):
+    # reverse mode compares W^T A U with W^T (J U): a column at a time, the
+    # projection is summed from each column's cells, and the failing cell's column
+    # differenced again to find its row
+    size = 6_000   # 1.2 MB of cells, 12 copies of 6,000 by 2 directions
+    x = _x(E, size)
+    options = dict(precise=True, jacobian="probed", probes=2, seed=0)
+    found, streamed = [], []
+    for budget in (2**20, 512 * 2**20):
+        report = check(sin_function(E, size=size, backward_bug=1e-3), (x,),
+                       memory_budget=budget, **options)
+        found.append([(r.check, r.where) for r in report.failures])
+        streamed.append("chunks of probe columns" in report.coverage["numerical"])
+    assert streamed == [True, False]
+    assert found[0] == found[1] and ("reverse", (1100, 1100)) in found[0], found
 
 
 def test_a_probed_check_of_many_outputs_keeps_to_a_small_memory_budget():
