@@ -64,6 +64,14 @@ def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
     return max(1, min(budget // SHARE // per_example, cached))
 
 
+def batch_bytes(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
+                extra_bytes: int = 0) -> int:
+    """What one batch of ``batch_size`` examples holds, counted as it counts
+    them: at most a ``SHARE`` of ``budget``, less where the cache bounds it."""
+    per_example = max(1, example_size) * BYTES * copies + max(0, extra_bytes)
+    return batch_size(budget, example_size, copies, extra_bytes) * per_example
+
+
 def chunk_columns(budget: int, rows: int, copies: int = COMPARISON_COPIES) -> int:
     """Columns of a ``rows``-row block that one chunk may hold; at least 1."""
     return max(1, budget // SHARE // (max(1, rows) * BYTES * copies))

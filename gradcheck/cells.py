@@ -17,9 +17,9 @@ extrapolation does.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import time
+
+import numpy as np
 
 from gradcheck import budget as budgets
 from gradcheck import coords
@@ -44,10 +44,11 @@ def direction_scale(ev: Evaluator, in_idx: int, precise: bool) -> np.ndarray:
 def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int,
                     precise: bool, eps: float) -> dict:
     """``(cells, errors, unresolved)`` by output, each ``(output real size,
-    stop - start)``; ``errors`` and ``unresolved`` (the cells no step resolved,
-    NaN in ``cells``) are ``None`` unless ``precise``. Columns go in sub-chunks
-    the budget allows (extrapolation holds a few dozen values per entry), each
-    written into the arrays of the whole span as it comes."""
+    stop - start)``; ``errors`` is ``None`` unless ``precise``, ``unresolved``
+    (the cells no step resolved, NaN in ``cells``) ``None`` unless some cell
+    is. Columns go in sub-chunks the budget allows (extrapolation holds a few
+    dozen values per entry), each written into the arrays of the whole span
+    as it comes."""
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
                          else budgets.COMPARISON_COPIES)
     if width >= stop - start > 0:   # one sub-chunk: its arrays as they are (no copy)
@@ -58,20 +59,30 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
     for a in range(start, stop, width):
         b = min(stop, a + width)
         part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
-        for o, pieces in part.items():
+        for o, (cells, errors, unresolved) in part.items():
             if o not in found:
                 # stored a column after another, as they are made (a transposed
                 # write is several times slower)
-                found[o] = tuple(None if q is None else
-                                 np.empty((stop - start, q.shape[1]), q.dtype).T for q in pieces)
-            for whole, q in zip(found[o], pieces):
-                if q is not None:
+                found[o] = [_span(cells, stop - start), _span(errors, stop - start), None]
+            spans = found[o]
+            if unresolved is not None and unresolved.any() and spans[2] is None:
+                # (a mask of the span only when needed: each array of its size is
+                # memory touched afresh, which costs as much as filling it)
+                spans[2] = np.zeros((stop - start, unresolved.shape[1]), bool).T
+            for whole, q in zip(spans, (cells, errors, unresolved)):
+                if whole is not None and q is not None:
                     whole.T[a - start:b - start] = q
     if not found:   # no column at all
         return {o: (q.T.copy(),) + tuple(None if k is None else k.T.copy() for k in rest)
                 for o, (q, *rest) in _numerical_cells(ev, in_idx, seeds, start, stop, precise,
                                                       eps).items()}
-    return found
+    return {o: tuple(spans) for o, spans in found.items()}
+
+
+def _span(piece, count: int):
+    """An array for ``count`` columns like ``piece`` (or ``None``), filled a
+    column after another."""
+    return None if piece is None else np.empty((count, piece.shape[1]), piece.dtype).T
 
 
 def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
@@ -83,7 +94,7 @@ def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
         found = central_columns(ev, in_idx, eps, columns, directions)
         return {o: (block.T, None, None) for o, block in found.items()}
     if directions is None:
-        steps = _steps(coords.to_real(ev.problem.arrays[in_idx]))[:, start:stop]
+        steps = _steps(coords.to_real(ev.problem.arrays[in_idx])[start:stop])
         found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns)
     else:
         steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None], (DEEPEST, stop - start))
@@ -135,11 +146,12 @@ def assemble(jac: Jacobian, ev: Evaluator, in_idx: int, parts: list) -> None:
         jac.blocks[o, in_idx] = _columns(values)
         if jac.errors is not None:
             jac.errors[o, in_idx] = _columns([part[o][1] for part in parts])
-        if not isinstance(parts[0][o], np.ndarray) and parts[0][o][2] is not None:
-            unresolved = np.concatenate([part[o][2] for part in parts], axis=1)
-            if unresolved.any():
-                jac.unresolved = jac.unresolved or {}
-                jac.unresolved[o, in_idx] = unresolved
+        if not isinstance(parts[0][o], np.ndarray) and any(part[o][2] is not None
+                                                            for part in parts):
+            jac.unresolved = jac.unresolved or {}
+            jac.unresolved[o, in_idx] = np.concatenate(
+                [np.zeros(part[o][0].shape, bool) if part[o][2] is None else part[o][2]
+                 for part in parts], axis=1)
 
 
 def _columns(parts: list) -> np.ndarray:

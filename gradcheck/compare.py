@@ -216,8 +216,8 @@ class Tally:
             self.sums[0] += _dot(expected, expected)
 
     def _grow(self, expected: np.ndarray) -> None:
-        if expected.size:
-            self.scale = max(self.scale, float(np.max(np.abs(expected))))
+        if expected.size:   # (no array of absolute values: two passes, no temporary)
+            self.scale = max(self.scale, float(np.max(expected)), -float(np.min(expected)))
 
     def _piece(self, expected, actual, base, floor, row0, col0) -> None:
         err = entry_errors(expected, actual)
@@ -301,5 +301,8 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     if np.iscomplexobj(x) or np.iscomplexobj(y):
         x, y = np.asarray(x, dtype=complex), np.asarray(y, dtype=complex)
         return _dot(x.real, y.real) + _dot(x.imag, y.imag)
+    for order, flag in (("C", "C_CONTIGUOUS"), ("F", "F_CONTIGUOUS")):
+        if x.flags[flag] and y.flags[flag]:   # one stretch of memory each, in one order
+            return float(np.dot(x.ravel(order), y.ravel(order)))
     letters = "abcdefgh"[:np.ndim(x)]
     return float(np.einsum(f"{letters},{letters}->", x, y))

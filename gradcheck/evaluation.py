@@ -185,10 +185,13 @@ class Evaluator:
         that the budget allows: each holds every input and output (and, in a
         function that differentiates inside, a copy of every input), and what
         one evaluation of the function allocates."""
-        p = self.problem
-        size = sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.arrays.values())
-        size += sum(a.size * (2 if np.iscomplexobj(a) else 1) for a in p.out_arrays.values())
-        return budgets.batch_size(self.budget, size, extra_bytes=self.evaluation_bytes)
+        return budgets.batch_size(self.budget, self.problem.example_size,
+                                  extra_bytes=self.evaluation_bytes)
+
+    def batch_bytes(self) -> int:
+        """What one batch of ``batch_size`` vectors holds, as the budget counts it."""
+        return budgets.batch_bytes(self.budget, self.problem.example_size,
+                                   extra_bytes=self.evaluation_bytes)
 
     @property
     def evaluation_bytes(self) -> int:
@@ -398,7 +401,8 @@ class Evaluator:
             p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)],
                               {**p.arrays, in_idx: arrays[0]}, p.subject,
                               f"evaluating it at {len(arrays)} points at once")
-            return {o: E.to_numpy(outs[o]) for o in p.float_out}
+            return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
+                    for o in p.float_out}
 
     def _mapped_twin(self, in_idx: int, arrays: np.ndarray) -> dict | None:
         """A first derivative's outputs at each ``arrays[k]`` through its

@@ -164,7 +164,7 @@ class Problem:
         for i in self.diff_in:
             if i in self.mutations or i not in sources:
                 continue
-            now, before = self.engine.to_numpy(args[i]), np.asarray(sources[i])
+            now, before = self.engine.to_numpy(args[i], copy=False), np.asarray(sources[i])
             if now.shape == before.shape and np.array_equal(now, before, equal_nan=True):
                 continue
             if now.shape != before.shape:
@@ -193,6 +193,12 @@ class Problem:
     def like_output(self, out_idx: int, array):
         """``array`` as a tensor of output ``out_idx``'s engine dtype (a grad_output)."""
         return self.engine.from_numpy(array, dtype=self.out_dtypes[out_idx])
+
+    @property
+    def example_size(self) -> int:
+        """Real coordinates of every input and output (one example of a batch)."""
+        return sum(a.size * (2 if np.iscomplexobj(a) else 1)
+                   for a in (*self.arrays.values(), *self.out_arrays.values()))
 
     def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
         """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""

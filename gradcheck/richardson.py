@@ -83,16 +83,31 @@ def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
         if window is not None:   # (copies: the whole outputs are dropped)
             both = {o: both[o][..., a:b].copy() for o, (a, b) in window.items()}
         for k in range(len(part)):
-            h = part[k][:, None]
-            plus = {o: both[o][k] for o in outs}
-            minus = {o: both[o][len(part) + k] for o in outs}
-            diffs.append({o: (plus[o] - minus[o]) / (2 * h) for o in outs})
-            noises.append({o: (NOISE_ULPS * eps * (_magnitude(plus[o], p.layout.out_complex[o])
-                                                   + _magnitude(minus[o],
-                                                                p.layout.out_complex[o]))
-                               + 2 * floor[o]) / (2 * h) for o in outs})
+            width = 2 * part[k][:, None]
+            pairs = {o: (both[o][k], both[o][len(part) + k], p.layout.out_complex[o])
+                     for o in outs}
+            diffs.append({o: _quotient(plus, minus, width) for o, (plus, minus, _) in pairs.items()})
+            noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
+                           for o, (plus, minus, cplx) in pairs.items()})
         del both
     return diffs, noises
+
+
+def _quotient(plus, minus, width):
+    """``(plus - minus) / width`` (in place of its one temporary: a level of a
+    chunk is megabytes, and each temporary is a pass over memory)."""
+    quotient = plus - minus
+    return np.divide(quotient, width, out=quotient)
+
+
+def _noise(plus, minus, complex_, eps, floor, width):
+    """The rounding noise of a central difference: ``NOISE_ULPS`` ulps of each
+    value, with the measured floor, over the step ``width``."""
+    noise = _magnitude(plus, complex_)
+    noise += _magnitude(minus, complex_)
+    noise *= NOISE_ULPS * eps
+    noise += 2 * floor
+    return np.divide(noise, width, out=noise)
 
 
 def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:

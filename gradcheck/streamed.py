@@ -6,9 +6,11 @@ columns are taken ``width`` at a time: the numerical columns (finite
 differences or Richardson of those coordinates, themselves in budget-sized
 sub-chunks), forward mode's jvps of the same unit vectors, and reverse
 mode's rows restricted to those columns. Reverse mode makes rows, not
-columns, so all its rows are recomputed (in budget-sized batches of vjps)
-for every chunk of columns: its cost is multiplied by the number of chunks,
-which the report states. Each chunk is compared at once and dropped; a
+columns: where its rows of the whole input fit in what the budget leaves a
+chunk, they are made once and held, and the chunks are a few columns each
+(``_held_width``); else all its rows are recomputed (in budget-sized
+batches of vjps) for every chunk of columns, which multiplies their cost by
+the number of chunks. The report states which. Each chunk is compared at once and dropped; a
 ``compare.Tally`` keeps what the result needs. A failing pair is then shown
 as the dense window around its worst entry (``window.dense_window``),
 diagnosed there, with the counts of the whole block. Reentrancy (the vjp
@@ -43,6 +45,7 @@ from gradcheck.faults import unresolved_result
 from gradcheck.evaluation import Evaluator
 from gradcheck.fast import draw_probes, fast_projections
 from gradcheck.jacobian import Jacobian
+from gradcheck.numerical import column_chunk
 from gradcheck.precise import AD_ULPS, SAFETY
 from gradcheck.seeds import Identity
 from gradcheck.sides import FORWARD, REVERSE
@@ -53,15 +56,39 @@ def _width(ev: Evaluator, in_idx: int) -> int:
     """Real columns per chunk: the numerical columns of every output, held while
     the sides are compared with them: their values and their tolerances (made
     in the error estimates' array), and for a complex input their complex form.
-    A chunk takes half the budget, not a ``SHARE``: forward mode's columns and
-    reverse mode's rows come a batch at a time, the comparisons' temporaries
-    are pieces (``compare.PIECE``), and the numerical sub-chunks' work (a
-    ``SHARE``) is all that is held beside it. Reverse mode's rows are
-    recomputed for every chunk, so fewer chunks save their time."""
+    A chunk takes what the budget leaves beside the two things held with it:
+    the numerical sub-chunks' work (a ``SHARE``) and one batch of vjps or jvps
+    (``Evaluator.batch_bytes``: a ``SHARE`` at most, less where the cache
+    bounds the batch); the comparisons' temporaries are pieces
+    (``compare.PIECE``). Reverse mode's rows are recomputed for every chunk,
+    so fewer chunks save their time (a 4,096-long cumsum took a second pass
+    of 4,096 vjps for its last column when a chunk took half the budget)."""
     p = ev.problem
-    rows = sum(p.layout.out_size(o) for o in p.float_out)
     copies = 3 if p.layout.in_complex[in_idx] else 2
-    width = budgets.chunk_columns(ev.budget * budgets.SHARE // 2, rows, copies)
+    width = max(1, _room(ev) // (_rows(p) * budgets.BYTES * copies))
+    return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
+
+
+def _room(ev: Evaluator) -> int:
+    """What the budget leaves for a chunk's arrays (see ``_width``)."""
+    return ev.budget - ev.budget // budgets.SHARE - ev.batch_bytes()
+
+
+def _rows(p) -> int:
+    return max(1, sum(p.layout.out_size(o) for o in p.float_out))
+
+
+def _held_width(ev: Evaluator, in_idx: int):
+    """Real columns per chunk when reverse mode's rows of the whole input fit
+    in the room a chunk has, once (``None`` when they do not). They are then
+    made once and held, and the numerical columns come a few at a time: a
+    sub-chunk, or a batch of jvps if that is more. One array of the block's
+    size is made instead of two (the numerical values and their tolerances),
+    and each is memory touched afresh, which costs as much as filling it."""
+    p = ev.problem
+    if p.layout.in_size(in_idx) * _rows(p) * budgets.BYTES > _room(ev):
+        return None
+    width = max(column_chunk(ev, budgets.EXTRAPOLATION_COPIES), ev.batch_size("jvp"))
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
@@ -107,10 +134,11 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
     report.results += [unresolved_result(key, *found, comp is not None)
                        for key, found in sorted(state.unresolved.items())]
     if comp is None:
+        rows = ("its rows made once and held" if state.held_rows else
+                "recomputed all rows for each chunk")
         what = (f"dense blocks beyond the memory budget ({ev.budget} bytes): {state.chunks} "
-                "chunks of columns, each built, compared and dropped; reverse mode recomputed "
-                "all rows for each chunk; reentrancy checked on the first rows of the first "
-                "chunk")
+                f"chunks of columns, each built, compared and dropped; reverse mode {rows}; "
+                "reentrancy checked on its first rows")
     else:
         what = (f"{_note(comp, 'J S')}; its cells beyond the memory budget ({ev.budget} "
                 f"bytes): {state.chunks} chunks of cell columns, each built, compared and "
@@ -130,6 +158,8 @@ class _State:
         self.ev, self.options, self.sides = ev, options, sides
         self.epsilon, self.floor, self.comp = epsilon, floor, comp
         self.tallies, self.chunks = {}, 0
+        #: whether reverse mode's rows were made once and held (``_held_width``)
+        self.held_rows = False
         #: (out_idx, in_idx) -> whether the random product refused its row groups
         #: (decided on the first chunk)
         self.refused = {}
@@ -155,6 +185,11 @@ def _input(state: _State, in_idx: int) -> list:
     # a compressed check also holds reverse mode's whole cells of the input (a
     # share of the budget): its chunks take an eighth of the budget
     width = _width(ev, in_idx) if state.comp is None else max(1, _width(ev, in_idx) // 8)
+    held = None
+    if state.comp is None and REVERSE in state.sides and _held_width(ev, in_idx):
+        width = _held_width(ev, in_idx)
+        held, results = _held_rows(ev, in_idx, options.nondet_tol)
+        state.held_rows = True
     for a, b in budgets.chunks(seeds.count, width):
         state.chunks += 1
         expected = _expected(state, in_idx, seeds, (a, b), cplx)
@@ -163,7 +198,11 @@ def _input(state: _State, in_idx: int) -> list:
         if REVERSE not in state.sides:
             continue
         nondet = options.nondet_tol if a == 0 else None
-        if state.comp is None:
+        if held is not None:
+            for o, (e, base) in ((o, expected[o]) for o in held):
+                _tally(state.tallies, ("reverse", o, in_idx), e,
+                       _complex(held[o][:, a:b], cplx), base, state.floor, 0, a // (1 + cplx))
+        elif state.comp is None:
             results += _reverse(ev, state.tallies, expected, in_idx, (a, b), state.floor, nondet)
         else:
             results += _reverse_cells(state, expected, in_idx, (a, b), nondet)
@@ -270,6 +309,24 @@ def _reverse_made(state: _State, key: tuple, span: tuple) -> np.ndarray:
     parts = [reverse_row_cells(ev, out_idx, comp.seeds, r0, r1, {in_idx: span})[in_idx]
              for r0, r1 in budgets.chunks(m, ev.batch_size("vjp"))]
     return np.concatenate(parts) if parts else np.zeros((0, span[1] - span[0]))
+
+
+def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
+    """Reverse mode's rows of every output restricted to input ``in_idx``'s
+    columns, made a batch of vjps at a time, and the reentrancy of the first
+    batch: ``({out_idx: rows}, results)``."""
+    p = ev.problem
+    held, results = {}, []
+    for o in p.diff_out:
+        held[o] = np.empty((p.layout.out_size(o), p.layout.in_size(in_idx)))
+        for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
+            held[o][r0:r1] = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
+            if r0 == 0:
+                again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
+                # (a copy: the results keep their arrays, and must not keep the rows)
+                results += _reentrant(p, {o: np.array(held[o][r0:r1])}, {o: again}, in_idx,
+                                      nondet_tol)
+    return held, results
 
 
 def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:

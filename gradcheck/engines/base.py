@@ -39,8 +39,10 @@ class Engine:
     def is_tensor(self, value) -> bool:
         raise NotImplementedError
 
-    def to_numpy(self, tensor) -> np.ndarray:
-        """A detached NumPy copy of ``tensor``."""
+    def to_numpy(self, tensor, copy: bool = True) -> np.ndarray:
+        """A detached NumPy copy of ``tensor``; ``copy=False``: the tensor's own
+        memory where it is contiguous (for a result nothing else holds: a
+        copy of a batch costs as much as its evaluation)."""
         raise NotImplementedError
 
     def wrap_function(self, func):
@@ -173,3 +175,12 @@ class Engine:
         """``tensor`` passed through a node whose gradient is undefined, or
         ``None`` when the engine cannot express undefined gradients."""
         return
+
+
+def own_array(array: np.ndarray, copy: bool) -> np.ndarray:
+    """``array`` as ``to_numpy`` returns it: a copy, or with ``copy=False`` the
+    array itself where it is C-contiguous (a broadcast or strided view is
+    copied: it may repeat memory, and callers write into what they get)."""
+    if not copy and array.flags.c_contiguous:
+        return array
+    return np.array(array, copy=True)

@@ -181,12 +181,12 @@ class JaxEngine(Engine):
     def is_tensor(self, value) -> bool:
         return isinstance(value, jax.Array)
 
-    def to_numpy(self, tensor) -> np.ndarray:
+    def to_numpy(self, tensor, copy: bool = True) -> np.ndarray:
         """A NumPy copy; bfloat16 as float32 (NumPy's own functions do not know
         ml_dtypes' bfloat16), which holds every value exactly."""
         if tensor.dtype == jnp.bfloat16:
             tensor = tensor.astype(jnp.float32)
-        return np.array(tensor, copy=True)
+        return np.array(tensor, copy=True)   # (a jax array is immutable: always a copy)
 
     def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
         return jnp.asarray(np.array(array, copy=True), dtype=dtype)

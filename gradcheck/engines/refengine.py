@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import refengine
-from gradcheck.engines.base import Engine
+from gradcheck.engines.base import Engine, own_array
 
 
 class RefEngine(Engine):
@@ -19,8 +19,8 @@ class RefEngine(Engine):
     def is_tensor(self, value) -> bool:
         return isinstance(value, refengine.Tensor)
 
-    def to_numpy(self, tensor) -> np.ndarray:
-        return np.array(tensor.detach().numpy(), copy=True)
+    def to_numpy(self, tensor, copy: bool = True) -> np.ndarray:
+        return own_array(tensor.detach().numpy(), copy)
 
     def vmap(self, func, in_dims):
         return refengine.vmap(func, in_dims)

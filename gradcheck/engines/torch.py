@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from gradcheck.engines.base import Engine
+from gradcheck.engines.base import Engine, own_array
 
 #: torch's warning for an op without a batching rule, and the op it names
 _LOOPED = re.compile(r"batching rule for (\S+?)\.? ")
@@ -58,7 +58,7 @@ class TorchEngine(Engine):
     def is_tensor(self, value) -> bool:
         return isinstance(value, torch.Tensor)
 
-    def to_numpy(self, tensor) -> np.ndarray:
+    def to_numpy(self, tensor, copy: bool = True) -> np.ndarray:
         """A NumPy copy; bfloat16 as float32 and complex32 as complex64 (NumPy has
         neither; both hold every value exactly). ``from_numpy(array,
         dtype=tensor.dtype)`` gives the tensor back."""
@@ -67,7 +67,7 @@ class TorchEngine(Engine):
         if tensor._is_zerotensor():  # an exact zero (sgn's vjp) that refuses .numpy()
             return np.zeros(tuple(tensor.shape), torch.empty(0, dtype=held).numpy().dtype)
         tensor = tensor.cpu().resolve_conj().resolve_neg().to(held)
-        return np.array(tensor.numpy(), copy=True)
+        return own_array(tensor.numpy(), copy)
 
     def vmap(self, func, in_dims):
         """``func`` mapped over ``in_dims``. A function that draws random numbers

@@ -24,13 +24,18 @@ ENTRIES = [e for e in zoo.bugs() + zoo.correct()
 OPTIONS = {"precise": {"precise": True}, "adjoint": {"check_forward_ad": True}}
 
 
-@pytest.fixture
-def chunked(monkeypatch):
-    """Run a check with every block declared beyond the budget, 2 columns a chunk."""
+@pytest.fixture(params=["rows held", "rows per chunk"])
+def chunked(monkeypatch, request):
+    """Run a check with every block declared beyond the budget, 2 columns a
+    chunk: reverse mode's rows made once and held, or (as when they do not
+    fit) made again for every chunk."""
+    held = request.param == "rows held"
+
     def run(*args, **kwargs):
         with monkeypatch.context() as m:
             m.setattr(budget, "fits", lambda *a, **k: False)
             m.setattr(streamed, "_width", lambda ev, in_idx: 2)
+            m.setattr(streamed, "_held_width", lambda ev, in_idx: 2 if held else None)
             return check(*args, **kwargs)
     return run
 
@@ -76,6 +81,24 @@ def test_a_chunked_check_stays_within_its_memory_budget():
     assert report.passed and report.plan == "chunked"
     assert peak < 4 * 2**20, f"peak {peak / 2**20:.2f} MiB"
     assert "chunks of columns" in report.coverage["chunked"]
+
+
+@pytest.mark.parametrize("budget_mib, held", [(4, True), (1, False)])
+def test_reverse_rows_are_made_once_when_the_budget_holds_them(budget_mib, held):
+    # 400 x 400 reverse rows are 1.2 MiB: within what a 4 MiB budget leaves a
+    # chunk, they are made once and held (4,096-long cumsum: a second pass of
+    # 4,096 vjps is gone); under 1 MiB they are made again for each chunk
+    import refengine as E
+    n = 400
+    x = E.tensor(np.random.default_rng(0).standard_normal(n), dtype=E.float64,
+                 requires_grad=True)
+    report = check(lambda t: E.cumsum(t, 0), (x,), precise=True, jacobian="dense",
+                   memory_budget=budget_mib * 2**20, seed=0)
+    assert report.passed and report.plan == "chunked"
+    vjps = report.counts["vjp"]
+    # every row once per pass, the first batch again (reentrancy), the adjoint's probes
+    assert (n <= vjps < 2 * n) if held else vjps >= 2 * n
+    assert ("rows made once and held" in report.coverage["chunked"]) == held
 
 
 def test_a_compressed_check_of_100000_inputs_stays_within_its_memory_budget():
