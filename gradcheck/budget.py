@@ -87,3 +87,17 @@ def chunks(count: int, size: int):
     size = max(1, int(size))
     for start in range(0, count, size):
         yield start, min(count, start + size)
+
+
+def windows(budget: int, sizes: dict, per_coordinate: int, window: dict | None = None):
+    """``None`` when ``sizes`` coordinates (by output) at ``per_coordinate`` bytes
+    each fit in a ``SHARE`` of ``budget``; else the parts that do, one output at
+    a time: ``(out_idx, (start, stop), the part as a window {out_idx: (start,
+    stop)})``, the window's placed in ``window`` (``{out_idx: (start, stop)}``,
+    ``None``: whole outputs) when the coordinates are a window already."""
+    fits = max(1, budget // SHARE // max(1, per_coordinate))
+    if sum(sizes.values()) <= fits:
+        return None
+    origin = {o: 0 if window is None else window[o][0] for o in sizes}
+    return [(o, (a, b), {o: (origin[o] + a, origin[o] + b)})
+            for o, m in sizes.items() for a, b in chunks(m, fits)]

@@ -52,9 +52,10 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
                          else budgets.COMPARISON_COPIES)
     if width >= stop - start > 0:   # one sub-chunk: its arrays as they are (no copy)
-        return {o: tuple(None if q is None else q.T for q in pieces)
-                for o, pieces in _numerical_cells(ev, in_idx, seeds, start, stop, precise,
-                                                  eps).items()}
+        return {o: (cells.T, None if errors is None else errors.T,
+                    unresolved.T if unresolved is not None and unresolved.any() else None)
+                for o, (cells, errors, unresolved) in _numerical_cells(
+                    ev, in_idx, seeds, start, stop, precise, eps).items()}
     found = {}
     for a in range(start, stop, width):
         b = min(stop, a + width)

@@ -319,47 +319,39 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
 
     Where a phase's quotients of every output coordinate would not fit in a share of the
     budget (a probe of a million outputs), they go a window of output coordinates at a
-    time (``_split``; the noise floors and stopping rules then see the window's): the
+    time (``_windows``; the noise floors and stopping rules then see the window's): the
     first phase's sized for its levels alone, each evaluating the function again (most
     columns of a smooth function settle there), split further for a deeper phase."""
     p, n = ev.problem, steps.shape[1]
-    windows = _split(ev, None, {o: p.layout.out_size(o) for o in p.float_out}, n, AGREE_LEVELS)
-    if windows is None:
-        return _window_columns(ev, in_idx, steps, directions, columns, None)
-    result = {o: tuple(np.empty((n, p.layout.out_size(o))) for _ in range(2))
-              for o in p.float_out}
-    unresolved = {o: np.zeros((n, p.layout.out_size(o)), bool) for o in p.float_out}
-    for _, _, window in windows:
-        found, marks = _window_columns(ev, in_idx, steps, directions, columns, window)
-        for o, (a, b) in window.items():
-            result[o][0][:, a:b], result[o][1][:, a:b] = found[o]
-            unresolved[o][:, a:b] = marks[o]
-    return result, unresolved
-
-
-def _window_columns(ev: Evaluator, in_idx: int, steps, directions, columns, window) -> tuple:
-    """``extrapolated_columns`` for the output coordinates ``window``
-    (``{out_idx: (start, stop)}``; ``None``: all of every output)."""
-    problem, n = ev.problem, steps.shape[1]
-    differences = _differences(ev, in_idx, steps, directions, columns, window)
-    sizes = ({o: problem.layout.out_size(o) for o in problem.float_out} if window is None
-             else {o: b - a for o, (a, b) in window.items()})
+    sizes = {o: p.layout.out_size(o) for o in p.float_out}
     result = {o: [np.full((n, m), np.nan), np.full((n, m), np.inf)] for o, m in sizes.items()}
     unresolved = {o: np.zeros((n, m), bool) for o, m in sizes.items()}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
-    diffs, noises = differences(np.r_[0:AGREE_LEVELS, LEVELS - 1], np.arange(n))
-    sentinel = (diffs.pop(), noises.pop())
-    _phases(ev, (in_idx, steps, directions, columns), window, (diffs, noises, sentinel),
-            np.arange(n), AGREE_LEVELS, (result, unresolved))
+    source = (in_idx, steps, directions, columns)
+    for o, (a, b), window in _windows(ev, None, sizes, n, AGREE_LEVELS) or [(None, (0, 0), None)]:
+        found = (result, unresolved) if window is None else \
+            ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]})
+        diffs, noises = _differences(ev, *source, window)(np.r_[0:AGREE_LEVELS, LEVELS - 1],
+                                                          np.arange(n))
+        sentinel = (diffs.pop(), noises.pop())
+        _phases(ev, source, window, (diffs, noises, sentinel), np.arange(n), AGREE_LEVELS, found)
+        del diffs, noises, sentinel   # (before the next window's)
     return {o: tuple(r) for o, r in result.items()}, unresolved
+
+
+def _windows(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
+    """``budget.windows`` for ``levels`` levels' quotients and noise (and a copy
+    of either) of ``columns`` columns of the window's ``sizes`` output coordinates."""
+    per_coordinate = max(1, columns) * budgets.BYTES * 3 * (levels + 1)
+    return budgets.windows(ev.budget, sizes, per_coordinate, window)
 
 
 def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: int,
             found: tuple) -> None:
     """The phases from ``depth`` levels on, for the columns ``active`` of the output
     coordinates ``window``, written into ``found`` (values, errors, unresolved); a
-    phase whose levels would not fit (``_split``) goes a part of the window at a
+    phase whose levels would not fit (``_windows``) goes a part of the window at a
     time, the levels so far sliced (no evaluation repeated)."""
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
     differences = _differences(ev, *source, window)
@@ -385,7 +377,7 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
         after = {AGREE_LEVELS: FIRST_LEVELS}.get(depth, min(max(LEVELS, depth + JUMP_LEVELS),
                                                              DEEPEST))   # (as _deeper goes)
         sizes = {o: q.shape[-1] for o, q in diffs[0].items()}
-        if (parts := _split(ev, window, sizes, active.size, after)) is not None:
+        if (parts := _windows(ev, window, sizes, active.size, after)) is not None:
             for o, (a, b), part in parts:
                 views = ([{o: d[o][:, a:b]} for d in diffs], [{o: v[o][:, a:b]} for v in noises],
                          tuple({o: s[o][:, a:b]} for s in sentinel))
@@ -394,19 +386,6 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
             return
         extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel)
         diffs, noises = diffs + extra, noises + extra_noise
-
-
-def _split(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
-    """``None`` when ``levels`` levels' quotients and noise (and a copy of either) of
-    ``columns`` columns of the window's ``sizes`` output coordinates fit in a share of the
-    budget; else ``(out_idx, (start, stop) in the window, the part as a window)``s that do."""
-    per_coordinate = max(1, columns) * budgets.BYTES * 3 * (levels + 1)
-    fits = max(1, ev.budget // budgets.SHARE // per_coordinate)
-    if sum(sizes.values()) <= fits:
-        return None
-    origin = {o: 0 if window is None else window[o][0] for o in sizes}
-    return [(o, (a, b), {o: (origin[o] + a, origin[o] + b)})
-            for o, m in sizes.items() for a, b in budgets.chunks(m, fits)]
 
 
 def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: list,
