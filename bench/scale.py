@@ -137,11 +137,16 @@ def _line(run: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=float, default=90.0, help="seconds a run may take")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES + (LARGE,))))
-    parser.add_argument("--functions", default=",".join(FUNCTIONS))
-    parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--json", default=str(HERE / "scale.json"))
-    parser.add_argument("--png", default=str(HERE / "scale.png"))
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES + (LARGE,))),
+                        help="numbers of inputs, comma-separated (default: %(default)s)")
+    parser.add_argument("--functions", default=",".join(FUNCTIONS),
+                        help="functions to check, comma-separated (default: %(default)s)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="checks to run, comma-separated (default: %(default)s)")
+    parser.add_argument("--json", default=str(HERE / "scale.json"),
+                        help="where the run's results go (default: bench/scale.json)")
+    parser.add_argument("--png", default=str(HERE / "scale.png"),
+                        help="where the plot goes (default: bench/scale.png)")
     parser.add_argument("--plot-only", metavar="JSON", help="redraw from a saved run")
     args = parser.parse_args(argv)
     from scale_report import plot, print_report

@@ -108,11 +108,13 @@ def transient_bytes(call):
     cannot be measured (not glibc on Linux).
 
     The measure is the growth of the kernel's high-water mark of the resident
-    set, reset just before the call. The free space a long-running process
-    has inside its heap would hide a call's blocks from any count of the
-    heap's size, so during the call every block of 64 KiB or more is mapped
-    on its own: its pages are resident while it lives and returned when it
-    is freed. Smaller blocks may reuse that free space unseen.
+    set, reset just before the call (for the whole process: ``ru_maxrss``
+    and ``VmHWM`` count from there afterwards; the README says so). The
+    free space a long-running process has inside its heap would hide a
+    call's blocks from any count of the heap's size, so during the call
+    every block of 64 KiB or more is mapped on its own: its pages are
+    resident while it lives and returned when it is freed. Smaller blocks
+    may reuse that free space unseen.
     """
     libc = _libc()
     if libc is None or not keep_freed_blocks():

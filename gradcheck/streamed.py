@@ -318,7 +318,9 @@ def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
     p = ev.problem
     held, results = {}, []
     for o in p.diff_out:
-        held[o] = np.empty((p.layout.out_size(o), p.layout.in_size(in_idx)))
+        # (a column after another, as the numerical columns are: the chunks'
+        # comparisons then read both in pieces of one stretch of memory each)
+        held[o] = np.empty((p.layout.out_size(o), p.layout.in_size(in_idx)), order="F")
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
             held[o][r0:r1] = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
             if r0 == 0:

@@ -13,20 +13,7 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
 
 import gradcheck  # noqa: E402
 from gradcheck.engines.torch import TorchEngine  # noqa: E402
-from opinfo import torchdb  # noqa: E402
-
-
-def _case(op, dtype, index):
-    entry = torchdb.get(op)
-    dtype = getattr(torch, dtype)
-    sample = entry.sample(index, dtype)
-    return entry, dtype, sample, entry.call(sample)
-
-
-def _check(op, dtype, index, check):
-    entry, dtype, sample, call = _case(op, dtype, index)
-    options = entry.adcheck_options(check, dtype, precise=True)
-    return gradcheck.check(call.func, call.inputs, name=op, seed=0, **options)
+from torchdb_cases import case, checked  # noqa: E402
 
 
 def test_the_double_precision_copy_of_a_partial_view_keeps_its_storage():
@@ -44,13 +31,13 @@ def test_the_double_precision_copy_of_a_partial_view_keeps_its_storage():
 def test_as_strided_partial_views_reads_outside_the_view_in_every_dtype(dtype):
     # sample 1 views storage elements 0..3, outside its input (elements 5..14):
     # the true Jacobian is zero, as torch's float64 gradcheck agrees
-    entry, wide, sample, call = _case("as_strided.partial_views", "float64", 1)
+    entry, wide, sample, call = case("as_strided.partial_views", "float64", 1)
     assert call.inputs[0].storage_offset() == 5
     assert entry.torch_verdict(sample).passed
     jac = torch.autograd.functional.jacobian(lambda x: call.func(x), call.inputs[0].detach())
     assert not jac.any()
     for check in ("reverse", "gradgrad"):
-        report = _check("as_strided.partial_views", dtype, 1, check)
+        report = checked("as_strided.partial_views", dtype, 1, check)
         assert report.passed, report.message()
 
 
@@ -61,7 +48,7 @@ def test_a_misshapen_batched_jvp_is_computed_column_by_column(op, dtype, index):
     # torch's legacy vmap (the batching its forward AD supports) adds a dimension
     # to these jvps (quantile of a 0-d input: shape (1,) for (); stft: (1, 51, 6)
     # for (6, 51)); each column alone has the output's shape
-    entry, dtype, sample, call = _case(op, dtype, index)
+    entry, dtype, sample, call = case(op, dtype, index)
     report = gradcheck.check(call.func, call.inputs, name=op, seed=0,
                              **entry.adcheck_options("forward", dtype))
     assert report.passed, report.message()
@@ -112,7 +99,7 @@ def _plain_rstd_jacobian(x, dtype):
 
 def test_group_norm_rstd_jvp_in_float16_is_a_torch_inaccuracy():
     # adcheck's verdict stands: float16 sample 0's forward check of output 2 fails
-    entry, dtype, sample, call = _case("native_group_norm", "float16", 0)
+    entry, dtype, sample, call = case("native_group_norm", "float16", 0)
     report = gradcheck.check(call.func, call.inputs, name="native_group_norm", seed=0,
                              **entry.adcheck_options("forward", dtype))
     assert {f.out_idx for f in report.failures} == {2}
@@ -139,7 +126,7 @@ def test_a_sample_with_a_fixed_narrow_tensor_is_widened_whole():
     # and input_dtype are fixed float32; the float64 run takes them along, so the
     # reference is the float64 op (it was differenced in float32, whose error
     # estimate missed 2.8e-7 at entries of size 8e-6)
-    entry, dtype, sample, call = _case("_softmax_backward_data", "float32", 1)
+    entry, dtype, sample, call = case("_softmax_backward_data", "float32", 1)
     y = sample.args[0]
     assert y.dtype == torch.float32 and not y.requires_grad and sample.args[2] == torch.float32
     g = call.inputs[0].detach().double()
@@ -151,14 +138,14 @@ def test_a_sample_with_a_fixed_narrow_tensor_is_widened_whole():
                                rtol=1e-14, atol=1e-15)
     assert call.func(call.inputs[0].detach()).dtype == torch.float32   # the sample unchanged
     for check in ("reverse", "forward"):
-        report = _check("_softmax_backward_data", "float32", 1, check)
+        report = checked("_softmax_backward_data", "float32", 1, check)
         assert report.passed, report.message()
         assert report.results[0].precision.numerical == "float64"
 
 
 def test_atanh_near_its_pole_in_float32_is_right_within_a_rounding_of_its_input():
     import mpmath
-    entry, dtype, sample, call = _case("atanh", "float32", 0)
+    entry, dtype, sample, call = case("atanh", "float32", 0)
     x = sample.input.detach().flatten()
     k = int(x.abs().argmax())
     xk = float(x[k])
@@ -176,7 +163,7 @@ def test_atanh_near_its_pole_in_float32_is_right_within_a_rounding_of_its_input(
     low, high = min(near), max(near)
     assert low * (1 - u) <= float(grad) <= high * (1 + u)
     for check in ("reverse", "forward"):
-        report = _check("atanh", "float32", 0, check)
+        report = checked("atanh", "float32", 0, check)
         assert report.passed, report.message()
 
 
@@ -184,7 +171,7 @@ def test_logaddexp_second_order_in_float16_overflows_where_the_truth_is_finite()
     from types import SimpleNamespace
     from runner.checks import Policy, check_sample
     from runner.torchregistry import TorchRegistry
-    entry, dtype, sample, call = _case("logaddexp", "float16", 1)
+    entry, dtype, sample, call = case("logaddexp", "float16", 1)
     a, b = (t.detach() for t in call.inputs)
     # torch's second derivative in float16 is NaN where the true one,
     # s (1 - s) with s = sigmoid(a - b), is finite (exp(b - a) > 65504 inside it)
@@ -205,7 +192,7 @@ def test_a_float64_gradient_cast_to_float16_may_round_to_zero_below_its_normal_r
     # softmin with dtype=float64 on a float16 input computes in float64 and
     # casts the gradient to float16: below 2**-14 float16 holds multiples of
     # 2**-24 only, so an entry of 2.95e-8 comes back as 0
-    entry, dtype, sample, call = _case("nn.functional.softmin.with_dtype", "float16", 0)
+    entry, dtype, sample, call = case("nn.functional.softmin.with_dtype", "float16", 0)
     x = call.inputs[0].detach()
     wide = x.double().requires_grad_()
     jac64 = torch.autograd.functional.jacobian(
@@ -217,7 +204,7 @@ def test_a_float64_gradient_cast_to_float16_may_round_to_zero_below_its_normal_r
     tiny = jac64.abs()[(jac64 != 0) & (jac64.abs() < 2.0 ** -25)]
     assert tiny.numel() > 0 and (tiny.to(torch.float16) == 0).all()
     for check in ("reverse", "forward"):
-        report = _check("nn.functional.softmin.with_dtype", "float16", 0, check)
+        report = checked("nn.functional.softmin.with_dtype", "float16", 0, check)
         assert report.passed, report.message()
 
 
@@ -227,7 +214,7 @@ def test_softmax_backward_data_forward_ad_in_bfloat16_is_a_torch_inaccuracy():
     # with both products rounded, 0.96 - 0.92 for an entry of 0.0375, while its
     # reverse mode (the fused kernel) is one rounding from the exact value
     import torch.autograd.forward_ad as fwAD
-    entry, dtype, sample, call = _case("_softmax_backward_data", "bfloat16", 0)
+    entry, dtype, sample, call = case("_softmax_backward_data", "bfloat16", 0)
     g, y = call.inputs[0].detach(), sample.args[0]
     k = int(y.double().argmax())
     t = torch.zeros_like(g)
@@ -244,8 +231,8 @@ def test_softmax_backward_data_forward_ad_in_bfloat16_is_a_torch_inaccuracy():
     u = 2.0 ** -8
     assert abs(float(vjp[k]) - float(exact[k])) <= u * abs(float(exact[k]))
     assert abs(float(jvp[k]) - float(exact[k])) > 8 * u * abs(float(exact[k]))
-    assert _check("_softmax_backward_data", "bfloat16", 0, "reverse").passed
-    assert not _check("_softmax_backward_data", "bfloat16", 0, "forward").passed
+    assert checked("_softmax_backward_data", "bfloat16", 0, "reverse").passed
+    assert not checked("_softmax_backward_data", "bfloat16", 0, "forward").passed
 
 
 @pytest.mark.parametrize("dtype, index", [("float16", 0), ("float16", 1), ("bfloat16", 0)])
@@ -253,7 +240,7 @@ def test_group_norm_rstd_jvp_offsets_entries_that_are_exactly_zero(dtype, index)
     # the three failing samples fail where rstd of one group meets the other
     # group's inputs: exactly zero (float64 AD: below 1e-15; the plain formula
     # in the dtype: 0), and torch's jvp in the dtype is not
-    entry, torch_dtype, sample, call = _case("native_group_norm", dtype, index)
+    entry, torch_dtype, sample, call = case("native_group_norm", dtype, index)
     x = sample.input.detach()
     exact = _rstd_jacobian(x.double(), torch.float64)
     plain = _plain_rstd_jacobian(x, torch_dtype)

@@ -13,22 +13,9 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
                     "not installed (pip install expecttest)")
 
 import gradcheck  # noqa: E402
-from opinfo import torchdb  # noqa: E402
+from torchdb_cases import case, checked  # noqa: E402
 
 U = 2.0 ** -24   # complex64's unit roundoff
-
-
-def _case(op, dtype, index):
-    entry = torchdb.get(op)
-    dtype = getattr(torch, dtype)
-    sample = entry.sample(index, dtype)
-    return entry, dtype, sample, entry.call(sample)
-
-
-def _check(op, dtype, index, check):
-    entry, dtype, sample, call = _case(op, dtype, index)
-    options = entry.adcheck_options(check, dtype, precise=True)
-    return gradcheck.check(call.func, call.inputs, name=op, seed=0, **options)
 
 
 def _vjp_rows(func, inputs, wide):
@@ -48,9 +35,9 @@ def _vjp_rows(func, inputs, wide):
 def test_complex_logcumsumexp_backward_at_10000_is_off_by_its_output_rounding_only():
     # sample 1 of op_db's logcumsumexp sets a slice to 10000 (complex64 keeps it exactly);
     # along dim 1 the outputs are 10000 + log(k), rounded to complex64's spacing there
-    report = _check("logcumsumexp", "complex64", 1, "reverse")
+    report = checked("logcumsumexp", "complex64", 1, "reverse")
     assert report.passed, report.message()
-    entry, dtype, sample, call = _case("logcumsumexp", "complex64", 1)
+    entry, dtype, sample, call = case("logcumsumexp", "complex64", 1)
     low, y_low = _vjp_rows(call.func, call.inputs, wide=False)
     high, y_high = _vjp_rows(call.func, call.inputs, wide=True)
     r, c = np.unravel_index(np.argmax(np.abs(low - high)), low.shape)
@@ -70,7 +57,7 @@ def test_complex_logcumsumexp_forward_ad_overflows_where_the_derivative_is_finit
     # torch's complex jvp is cumsum(t * exp(x)) / cumsum(exp(x)) without the max shift
     # (op_db marks it an expected failure, for complex128 only): exp(10000) is inf
     import torch.autograd.forward_ad as fwAD
-    entry, torch_dtype, sample, call = _case("logcumsumexp", dtype, 1)
+    entry, torch_dtype, sample, call = case("logcumsumexp", dtype, 1)
     x = call.inputs[0].detach()
     tangent = torch.zeros(x.numel(), dtype=x.dtype)
     tangent[0] = 1
@@ -81,7 +68,7 @@ def test_complex_logcumsumexp_forward_ad_overflows_where_the_derivative_is_finit
     assert np.isfinite(rows).all()      # the true derivative (complex128 reverse mode)
     assert torch.isnan(jvp).any()
     if dtype == "complex64":
-        report = _check("logcumsumexp", dtype, 1, "forward")
+        report = checked("logcumsumexp", dtype, 1, "forward")
         assert not report.passed and "NaN or inf" in report.message()
 
 
@@ -99,9 +86,9 @@ def _plain_householder(a, tau):
 
 @pytest.mark.parametrize("index", [0, 1])
 def test_householder_product_backward_in_complex64_is_a_torch_inaccuracy(index):
-    report = _check("linalg.householder_product", "complex64", index, "reverse")
+    report = checked("linalg.householder_product", "complex64", index, "reverse")
     assert not report.passed
-    entry, dtype, sample, call = _case("linalg.householder_product", "complex64", index)
+    entry, dtype, sample, call = case("linalg.householder_product", "complex64", index)
     torch_low, _ = _vjp_rows(call.func, call.inputs, wide=False)
     truth, _ = _vjp_rows(call.func, call.inputs, wide=True)
     plain_low, _ = _vjp_rows(_plain_householder, call.inputs, wide=False)
@@ -137,9 +124,9 @@ def test_masked_logaddexp_second_order_with_a_nan_in_the_float64_reverse_jacobia
     # masked-out coordinates make torch's float64 reverse-over-reverse NaN (the sample's
     # -inf fill), so the allowance of those cells is infinite; a row that measured no
     # spread multiplied it by 0: a NaN tolerance that failed cells off by 0.0
-    report = _check("masked.logaddexp", dtype, 1, "fwgrad_bwgrad")
+    report = checked("masked.logaddexp", dtype, 1, "fwgrad_bwgrad")
     assert report.passed, report.message()
-    entry, torch_dtype, sample, call = _case("masked.logaddexp", dtype, 1)
+    entry, torch_dtype, sample, call = case("masked.logaddexp", dtype, 1)
     g = torch.linspace(-1, 1, call.inputs[0].numel()).to(torch_dtype)
     low = _fwd_over_rev(call.func, call.inputs, g, wide=False)
     high = _fwd_over_rev(call.func, call.inputs, g, wide=True)
@@ -164,7 +151,7 @@ def test_masked_cumprod_second_order_rounding_seen_at_few_nearby_points():
     # d(vjp_4)/dx4 is 0; torch's float16 forward over reverse computes it as a
     # difference of two terms of size |g4 * x1| and leaves 1.5 roundings of them
     import torch.autograd.forward_ad as fwAD
-    entry, dtype, sample, call = _case("masked.cumprod", "float16", 0)
+    entry, dtype, sample, call = case("masked.cumprod", "float16", 0)
     options = entry.adcheck_options("fwgrad_bwgrad", dtype, precise=True)
     report = gradcheck.check(call.func, call.inputs, name="masked.cumprod",
                              seed=9049239113480626958, **options)   # the sweep's seed

@@ -12,7 +12,7 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
                     "not installed (pip install expecttest)")
 
 import gradcheck  # noqa: E402
-from opinfo import torchdb  # noqa: E402
+from torchdb_cases import case  # noqa: E402
 
 #: (op, dtype, sample index, the class of the survey, the modes that raised it:
 #: False for gradcheck() with op_db's flags, True for check(precise=True))
@@ -31,17 +31,10 @@ FALSE_ALARMS = [
 ]
 
 
-def _case(op, dtype, index):
-    entry = torchdb.get(op)
-    dtype = getattr(torch, dtype)
-    sample = entry.sample(index, dtype)
-    return entry, dtype, sample, entry.call(sample)
-
-
 @pytest.mark.parametrize("op, dtype, index, kind, modes", FALSE_ALARMS,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in FALSE_ALARMS])
 def test_no_false_alarm_where_torch_passes(op, dtype, index, kind, modes):
-    entry, dtype, sample, call = _case(op, dtype, index)
+    entry, dtype, sample, call = case(op, dtype, index)
     if kind != "discontinuity straddled":   # op_db skips round's gradient tests
         assert entry.torch_verdict(sample).passed
     for precise in modes:
@@ -53,7 +46,7 @@ def test_no_false_alarm_where_torch_passes(op, dtype, index, kind, modes):
 def test_declared_non_differentiable_outputs_are_checked_only_when_asked():
     # native_layer_norm's saved mean and inverse std: requires_grad=False, yet
     # they depend on the input; a user's function asks for the detached check
-    entry, dtype, sample, call = _case("native_layer_norm", "float64", 0)
+    entry, dtype, sample, call = case("native_layer_norm", "float64", 0)
     assert [o.requires_grad for o in call.func(*call.inputs)] == [True, False, False]
     options = dict(entry.adcheck_options("reverse", dtype, precise=False), check_detached=True)
     report = gradcheck.check(call.func, call.inputs, seed=0, **options)
@@ -63,7 +56,7 @@ def test_declared_non_differentiable_outputs_are_checked_only_when_asked():
 def test_round_decimals_3_is_right_by_finite_differences_at_small_steps():
     # the independent evidence for round's verdict: at steps below the distance
     # to the nearest jump (every 1e-3), differences are 0, torch's derivative
-    entry, dtype, sample, call = _case("round.decimals_3", "float64", 0)
+    entry, dtype, sample, call = case("round.decimals_3", "float64", 0)
     x = call.inputs[0].detach()
     jumps = (torch.floor(x * 1e3 - 0.5) + 0.5) / 1e3
     distance = torch.minimum((x - jumps).abs(), (x - jumps - 1e-3).abs())
@@ -76,7 +69,7 @@ def test_round_decimals_3_is_right_by_finite_differences_at_small_steps():
 
 @pytest.mark.parametrize("op", ["sparse.sampled_addmm", "sparse.mm.reduce"])
 def test_sparse_inputs_are_a_value_error_naming_the_layout(op):
-    entry, dtype, sample, call = _case(op, "float64", 0)
+    entry, dtype, sample, call = case(op, "float64", 0)
     with pytest.raises(ValueError, match=r"is a sparse tensor \(torch\.sparse_csr\)"):
         gradcheck.check(call.func, call.inputs, **entry.adcheck_options("reverse", dtype))
 
