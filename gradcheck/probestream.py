@@ -9,7 +9,7 @@ is ten such arrays at once, far beyond the budget the probes keep to
 everywhere else. When the cells do not fit (``Plan.streamed``), each
 input's probe columns are taken a chunk at a time, as ``gradcheck.streamed``
 takes a dense block's: the numerical cells of the chunk (``streamed``'s
-``_expected``, with the base of their tolerances), forward mode's jvps along
+``expected_span``, with the base of their tolerances), forward mode's jvps along
 the same directions compared as they come (a ``compare.Tally`` per pair),
 and what the rest of the check needs reduced from them before they are
 dropped:
@@ -50,7 +50,7 @@ from gradcheck.probed import (
     row_summary,
 )
 from gradcheck.sides import FORWARD, REVERSE
-from gradcheck.streamed import _expected, _forward, _results, _State
+from gradcheck.streamed import ChunkState, expected_span, forward_span, tally_results
 from gradcheck.window import explain
 
 
@@ -58,7 +58,7 @@ from gradcheck.window import explain
 PIECE_ROWS = 2 ** 15
 
 
-class _Probes(_State):
+class _Probes(ChunkState):
     """``streamed``'s state with the probe plan's directions for seeds."""
 
     def __init__(self, ev, options, sides, epsilon, floor, plan):
@@ -94,9 +94,9 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
     for in_idx in p.diff_in:
         for a, b in budgets.chunks(probes.seeds[in_idx].count, width):
             state.chunks += 1
-            expected = _expected(state, in_idx, probes.seeds[in_idx], (a, b), False)
+            expected = expected_span(state, in_idx, probes.seeds[in_idx], (a, b), False)
             if FORWARD in sides:
-                _forward(state, expected, in_idx, (a, b), False)
+                forward_span(state, expected, in_idx, (a, b), False)
             _reduce(state, expected, in_idx, (a, b))
             del expected   # before the next chunk's are made
         for key, held in list(state.rows.items()):   # the input's rows, in a few numbers
@@ -108,7 +108,7 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
              if key[0] == "numerical"]
     report.magnitudes = dict.fromkeys([key[1:] for key in state.tallies
                                        if key[0] == "numerical"], max(norms, default=0.0))
-    _results(ev, report, state.tallies, options, epsilon, state.comp)
+    tally_results(ev, report, state.tallies, options, epsilon, state.comp)
     report.results += [unresolved_result(key, *found, True)
                        for key, found in sorted(state.unresolved.items())]
     if reverse is not None:

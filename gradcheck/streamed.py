@@ -127,7 +127,7 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
     start = time.perf_counter()
     floor = AD_ULPS * epsilon if options.precise else 0.0
     comp = None if plan is None else plan.compression
-    state = _State(ev, options, sides, epsilon, floor, comp)
+    state = ChunkState(ev, options, sides, epsilon, floor, comp)
     for in_idx in p.diff_in:
         report.results += _input(state, in_idx)
     _finish(ev, report, rng, options, sides, epsilon, state.tallies, comp)
@@ -151,7 +151,7 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
         seeds=None if comp is None else comp.seeds)
 
 
-class _State:
+class ChunkState:
     """What a streamed check carries from chunk to chunk."""
 
     def __init__(self, ev, options, sides, epsilon, floor, comp):
@@ -175,7 +175,7 @@ class _State:
         return self.comp.seeds[in_idx]
 
 
-def _input(state: _State, in_idx: int) -> list:
+def _input(state: ChunkState, in_idx: int) -> list:
     """Every chunk of input ``in_idx``'s (cell) columns, built and compared."""
     ev, options = state.ev, state.options
     p = ev.problem
@@ -192,9 +192,9 @@ def _input(state: _State, in_idx: int) -> list:
         state.held_rows = True
     for a, b in budgets.chunks(seeds.count, width):
         state.chunks += 1
-        expected = _expected(state, in_idx, seeds, (a, b), cplx)
+        expected = expected_span(state, in_idx, seeds, (a, b), cplx)
         if FORWARD in state.sides:
-            _forward(state, expected, in_idx, (a, b), cplx)
+            forward_span(state, expected, in_idx, (a, b), cplx)
         if REVERSE not in state.sides:
             continue
         nondet = options.nondet_tol if a == 0 else None
@@ -210,7 +210,8 @@ def _input(state: _State, in_idx: int) -> list:
     return results
 
 
-def _forward(state: _State, expected: dict, in_idx: int, span: tuple, cplx: bool) -> None:
+def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
+                 cplx: bool) -> None:
     """Forward mode's (cell) columns ``span``, a batch of jvps at a time, each
     compared as it comes (no array of the chunk's size is made for them)."""
     a, b = span
@@ -225,7 +226,7 @@ def _forward(state: _State, expected: dict, in_idx: int, span: tuple, cplx: bool
                    base[:, s0:s1], state.floor, 0, c0 // unit)
 
 
-def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
+def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
     """The numerical (cell) columns ``span`` by output, with the base of their
     tolerances; cells no step resolved count as unresolved and compare as 0
     within an infinite tolerance (no evidence either way)."""
@@ -246,7 +247,7 @@ def _expected(state: _State, in_idx: int, seeds, span: tuple, cplx: bool) -> dic
     return expected
 
 
-def _count_unresolved(state: _State, key: tuple, mask: np.ndarray, col0: int) -> None:
+def _count_unresolved(state: ChunkState, key: tuple, mask: np.ndarray, col0: int) -> None:
     found = state.unresolved.setdefault(key, [0, 0, None])
     found[0] += int(mask.sum())
     if found[2] is None:
@@ -257,7 +258,7 @@ def _count_unresolved(state: _State, key: tuple, mask: np.ndarray, col0: int) ->
                                             p.layout.in_size(key[1]))
 
 
-def _reverse_cells(state: _State, expected: dict, in_idx: int, span: tuple,
+def _reverse_cells(state: ChunkState, expected: dict, in_idx: int, span: tuple,
                    nondet_tol) -> list:
     """Cell columns ``span`` of every compressed reverse block: reconstructed
     from row groups where the pattern holds (checked on the first chunk), else
@@ -277,7 +278,7 @@ def _reverse_cells(state: _State, expected: dict, in_idx: int, span: tuple,
     return results
 
 
-def _reverse_span(state: _State, key: tuple, span: tuple, again: bool = False) -> np.ndarray:
+def _reverse_span(state: ChunkState, key: tuple, span: tuple, again: bool = False) -> np.ndarray:
     """Reverse mode's cells of ``key`` in cell columns ``span``: sliced from the
     pair's whole cells when a share of the budget holds them (its row groups
     then run once, not once per chunk), else made for the span (``again``:
@@ -293,7 +294,7 @@ def _reverse_span(state: _State, key: tuple, span: tuple, again: bool = False) -
     return _reverse_made(state, key, span)
 
 
-def _reverse_made(state: _State, key: tuple, span: tuple) -> np.ndarray:
+def _reverse_made(state: ChunkState, key: tuple, span: tuple) -> np.ndarray:
     """Reverse mode's cells of ``key`` in ``span``, from row groups where the
     pattern holds (checked the first time), else from every row."""
     ev, comp = state.ev, state.comp
@@ -356,7 +357,7 @@ def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> Non
     norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
     report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
                                       max(norms, default=0.0))
-    _results(ev, report, tallies, options, epsilon, comp)
+    tally_results(ev, report, tallies, options, epsilon, comp)
     if len(sides) == 2 and options.check_adjoint:
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
 
@@ -383,7 +384,7 @@ def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> 
     return checks.reentrant(one, two, nondet_tol)
 
 
-def _results(ev, report, tallies, options, epsilon, comp=None) -> None:
+def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
     """One ``Result`` per (side, pair); a failure shown by its window (for a
     failing cell, around the entry ``window.explain`` locates in it)."""
     p = ev.problem
