@@ -10,11 +10,11 @@ columns: where its rows of the whole input fit in what the budget leaves a
 chunk, they are made once and held, and the chunks are a few columns each
 (``_held_width``); else all its rows are recomputed (in budget-sized
 batches of vjps) for every chunk of columns, which multiplies their cost by
-the number of chunks. The report states which. Each chunk is compared at once and dropped; a
-``compare.Tally`` keeps what the result needs. A failing pair is then shown
-as the dense window around its worst entry (``window.dense_window``),
-diagnosed there, with the counts of the whole block. Reentrancy (the vjp
-run twice) is checked on the first chunk.
+the number of chunks. The report states which. Each chunk is compared at
+once and dropped; a ``compare.Tally`` keeps what the result needs. A
+failing pair is then shown as the dense window around its worst entry
+(``window.dense_window``), diagnosed there, with the counts of the whole
+block. Reentrancy (the vjp run twice) is checked on its first rows.
 
 A compressed plan whose cells do not fit in the budget (``Plan.streamed``)
 goes the same way with the seeds of ``J S`` in place of unit vectors: a
