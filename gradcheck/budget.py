@@ -59,7 +59,7 @@ def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
     """Examples per batched evaluation when one example has ``example_size``
     real coordinates in all (inputs plus outputs) and its evaluation
     allocates ``extra_bytes`` besides (measured); at least 1."""
-    per_example = max(1, example_size) * BYTES * copies + max(0, extra_bytes)
+    per_example = _example_bytes(example_size, copies, extra_bytes)
     cached = CACHE_BATCH // (max(1, example_size) * BYTES)
     return max(1, min(budget // SHARE // per_example, cached))
 
@@ -68,8 +68,12 @@ def batch_bytes(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
                 extra_bytes: int = 0) -> int:
     """What one batch of ``batch_size`` examples holds, counted as it counts
     them: at most a ``SHARE`` of ``budget``, less where the cache bounds it."""
-    per_example = max(1, example_size) * BYTES * copies + max(0, extra_bytes)
-    return batch_size(budget, example_size, copies, extra_bytes) * per_example
+    return (batch_size(budget, example_size, copies, extra_bytes)
+            * _example_bytes(example_size, copies, extra_bytes))
+
+
+def _example_bytes(example_size: int, copies: int, extra_bytes: int) -> int:
+    return max(1, example_size) * BYTES * copies + max(0, extra_bytes)
 
 
 def chunk_columns(budget: int, rows: int, copies: int = COMPARISON_COPIES) -> int:

@@ -105,7 +105,8 @@ def _reset_peak():
 def transient_bytes(call):
     """``(call(), bytes)``: how many bytes ``call`` held at once at its peak,
     counting what it returns and its own temporaries; ``None`` where this
-    cannot be measured (not glibc on Linux).
+    cannot be measured (not glibc on Linux, or ``/proc/self/clear_refs`` not
+    writable).
 
     The measure is the growth of the kernel's high-water mark of the resident
     set, reset just before the call (for the whole process: ``ru_maxrss``

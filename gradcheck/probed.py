@@ -131,7 +131,7 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
     jac = Jacobian("numerical", numerical.layout, seeds=numerical.seeds, producer="probed",
                    note=numerical.note, row_seeds=plan.rows)
     tolerances = {}
-    relative = math.sqrt(epsilon) / 2 if options.precise else options.rtol
+    relative = cell_relative(options, epsilon)
     for (o, i), cells in numerical.blocks.items():
         if o not in plan.rows:
             continue

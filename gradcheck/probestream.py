@@ -50,7 +50,13 @@ from gradcheck.probed import (
     row_summary,
 )
 from gradcheck.sides import FORWARD, REVERSE
-from gradcheck.streamed import ChunkState, expected_span, forward_span, tally_results
+from gradcheck.streamed import (
+    ChunkState,
+    expected_span,
+    forward_span,
+    set_magnitudes,
+    tally_results,
+)
 from gradcheck.window import explain
 
 
@@ -104,10 +110,7 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
                 state.rows[key] = row_summary(*held)
     for tol in state.tolerances.values():   # the absolute part, once per cell
         tol += (0.0 if options.precise else options.atol) + 1e-300
-    norms = [float(np.sqrt(t.sums[0])) for key, t in state.tallies.items()
-             if key[0] == "numerical"]
-    report.magnitudes = dict.fromkeys([key[1:] for key in state.tallies
-                                       if key[0] == "numerical"], max(norms, default=0.0))
+    set_magnitudes(report, state.tallies)
     tally_results(ev, report, state.tallies, options, epsilon, state.comp)
     report.results += [unresolved_result(key, *found, True)
                        for key, found in sorted(state.unresolved.items())]

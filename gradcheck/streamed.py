@@ -354,12 +354,18 @@ def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
 
 def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> None:
     """Magnitudes, the results of every tally, and the adjoint identity."""
-    norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
-    report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
-                                      max(norms, default=0.0))
+    set_magnitudes(report, tallies)
     tally_results(ev, report, tallies, options, epsilon, comp)
     if len(sides) == 2 and options.check_adjoint:
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
+
+
+def set_magnitudes(report, tallies: dict) -> None:
+    """``report.magnitudes``: every pair gets the largest Frobenius norm of the
+    numerical blocks the tallies observed."""
+    norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
+    report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
+                                      max(norms, default=0.0))
 
 
 def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
