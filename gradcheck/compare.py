@@ -195,41 +195,43 @@ class Tally:
         return self.floor_unit * self.scale + 1e-300 if self.floor_unit else 0.0
 
     def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
-            row0: int = 0, col0: int = 0) -> None:
+            row0: int = 0, col0: int = 0, scale: float | None = None) -> None:
         """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
-        piece at a time (``pieces``: the temporaries then stay in cache)."""
+        piece at a time (``pieces``: the temporaries then stay in cache);
+        ``scale``: the largest ``|expected|`` when the caller knows it (each
+        tally of a chunk would find it again, a pass over it)."""
         if expected.size == 0:
             return
-        for piece in pieces(expected):
-            self._grow(piece)
+        self._grow(expected, scale)
         floor = self.floor()
         for (r, c), e, a, b in zip(_origins(expected), pieces(expected), pieces(actual, expected),
                                    pieces(base, expected)):
             self._piece(e, a, b, floor, row0 + r, col0 + c)
 
-    def observe(self, expected: np.ndarray) -> None:
+    def observe(self, expected: np.ndarray, scale: float | None = None) -> None:
         """Count ``expected`` into the block's scale and ``sums[0]`` only: for
-        the reference block itself, compared with nothing."""
-        for piece in pieces(expected):
-            self._grow(piece)
+        the reference block itself, compared with nothing (``scale`` as in ``add``)."""
+        self._grow(expected, scale)
         if expected.size:
             self.sums[0] += _dot(expected, expected)
 
-    def _grow(self, expected: np.ndarray) -> None:
-        if expected.size:   # (no array of absolute values: two passes, no temporary)
-            self.scale = max(self.scale, float(np.max(expected)), -float(np.min(expected)))
+    def _grow(self, expected: np.ndarray, scale: float | None) -> None:
+        if scale is None and expected.size:
+            scale = max(largest(piece) for piece in pieces(expected))
+        if scale is not None:
+            self.scale = max(self.scale, scale)
 
     def _piece(self, expected, actual, base, floor, row0, col0) -> None:
-        err = entry_errors(expected, actual)
-        tol = base + floor
-        flat = int(np.argmax(err))
+        err, flat = _errors(expected, actual)
+        tol = base + floor if floor else base
         if err.flat[flat] > self.best[0]:
             r, c = np.unravel_index(flat, err.shape)
             self.best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0),
                          float(tol.flat[flat]))
         bad = err > tol
-        self._count(expected, actual, tol, bad, row0, col0)
-        if bad.any():
+        wrong = bool(bad.any())
+        self._count(expected, actual, tol, bad if wrong else None, row0, col0)
+        if wrong:
             rows, cols = np.nonzero(bad)
             worst_first = -err[rows, cols]
             if len(rows) > self.KEEP:   # the KEEP largest, then in order
@@ -242,13 +244,18 @@ class Tally:
             del self.candidates[self.KEEP:]
 
     def _count(self, expected, actual, tol, bad, row0, col0) -> None:
+        """Counts of the piece for the diagnosis (``bad``: where it fails, ``None``
+        where nowhere)."""
         self.sums += (_dot(expected, expected), _dot(expected, actual), _dot(actual, actual))
         big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
-        self.counts["active"] += int(np.count_nonzero(big_e | big_a | bad))
         self.counts["expected"] += int(np.count_nonzero(big_e))
         self.counts["actual"] += int(np.count_nonzero(big_a))
+        active = np.logical_or(big_e, big_a, out=big_e)
+        if bad is not None:
+            active |= bad
+        self.counts["active"] += int(np.count_nonzero(active))
         self.counts["nonzero"] += int(np.count_nonzero(actual))
-        if bad.any():
+        if bad is not None:
             rows, cols = np.nonzero(bad)
             self.counts["wrong"] += len(rows)
             on = int(np.sum(rows + row0 == cols + col0))
@@ -268,6 +275,29 @@ class Tally:
                           base + floor)
         error, where, tol = self.best
         return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def largest(array: np.ndarray) -> float:
+    """``max |array|`` (of a real array in two passes, without an array of
+    absolute values; of a complex one, of the moduli)."""
+    if not array.size:
+        return 0.0
+    if np.iscomplexobj(array):
+        return float(np.max(np.abs(array)))
+    return max(float(np.max(array)), -float(np.min(array)))
+
+
+def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple:
+    """``entry_errors`` (no same-NaN rule) and where the largest is, with one
+    temporary (a NaN, which ``argmax`` finds first, is rarely there)."""
+    with np.errstate(invalid="ignore"):
+        err = np.subtract(actual, expected)
+        err = np.abs(err, out=err) if err.dtype == np.float64 else np.abs(err).astype(np.float64)
+    flat = int(np.argmax(err))
+    if np.isnan(err.flat[flat]):
+        err[np.isnan(err)] = np.inf
+        flat = int(np.argmax(err))
+    return err, flat
 
 
 def pieces(array: np.ndarray, like: np.ndarray | None = None) -> list:

@@ -13,12 +13,13 @@ which an SVD's or a solve's normwise rounding puts in small entries). Each outpu
 estimate. Steps that leave the function's domain (NaN or an exception) are
 discarded.
 
-Levels: ``k < 2`` and the sentinel ``k = 13`` first; a coordinate whose two
-quotients agree to rounding in every output coordinate, and with the
-sentinel, stops there (6 evaluations: a linear or quadratic function's
-central difference is exact at any step, and deeper levels only add noise;
-the sentinel catches a staircase whose stairs give equal quotients at the two
-wide steps). The others take ``k < 4``; then all
+Levels: ``k < 2`` first; a coordinate whose two quotients agree to rounding
+in every output coordinate, and with the sentinel (the smallest step, ``k =
+13``), stops there (4 evaluations, and its share of its group's sentinel pair:
+see ``gradcheck.sentinel``; a linear or quadratic function's central
+difference is exact at any step, and deeper levels only add noise; the
+sentinel catches a staircase whose stairs give equal quotients at the two
+wide steps). The others take ``k < 4`` and their own sentinel; then all
 ``k < 14`` unless every estimate has converged by then (its share of the
 precise tolerance, ``SAFETY`` times the estimate, is at most the tolerance's
 relative allowance) and agrees with the sentinel. Most smooth columns stop
@@ -37,10 +38,11 @@ import numpy as np
 
 from gradcheck import budget as budgets
 from gradcheck import coords
+from gradcheck import sentinel as sentinels
 from gradcheck.evaluation import Evaluator
 from gradcheck.jacobian import Jacobian
-from gradcheck.noisefloor import noise_floor
-from gradcheck.numerical import column_chunk, perturbed_outputs
+from gradcheck.numerical import column_chunk
+from gradcheck.quotients import differences_of
 from gradcheck.problem import Problem
 
 LEVELS = 14         # number of step sizes at most
@@ -50,89 +52,12 @@ CONVERGED = 1 / 8   # "converged": error below this fraction of the relative all
 #                     (1 / precise.SAFETY: the estimate's term of the tolerance is then
 #                     at most the allowance, so stopping early at most doubles it)
 ORDERS = 3          # extrapolation columns beyond the plain difference
-NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 JUMP_LEVELS = 8     # levels added at a time below LEVELS while a jump is straddled
 DEEPEST = 32        # levels at most, where steps straddle a jump (h down to |x| 2**-36)
 CLEAN = 3           # levels free of a jump needed below it (an extrapolation and its check)
 SIGNIFICANT = 8     # a move of the quotient this many times its noise is not noise
 GROWTH = 1.5        # a move this many times every earlier one is a break (a jump)
-SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
 PIECE = 2 ** 16     # entries per level taken at once by the elementwise tableau work
-
-
-def _stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
-                         window=None) -> tuple:
-    """Central differences and their rounding noise at ``+-steps[k, j]`` on
-    coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
-    output, a (columns, output size) matrix. A step where the function raises
-    gives NaN (discarded). The levels are evaluated a group at a time
-    (``_level_groups``), each group's perturbed points dropped once differenced;
-    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates."""
-    p = ev.problem
-    outs = p.float_out if window is None else list(window)
-    eps = max(p.epsilon(out_idx=o) for o in outs)
-    diffs, noises = [], []
-    floor = noise_floor(ev, in_idx)
-    if window is not None:
-        floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
-    for group in _level_groups(ev, in_idx, steps.shape):
-        part = steps[group]
-        both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
-                                 f"extrapolating finite differences for input {in_idx}",
-                                 columns, tolerant=True, directions=directions)
-        if window is not None:   # (copies: the whole outputs are dropped)
-            both = {o: both[o][..., a:b].copy() for o, (a, b) in window.items()}
-        for k in range(len(part)):
-            width = 2 * part[k][:, None]
-            pairs = {o: (both[o][k], both[o][len(part) + k], p.layout.out_complex[o])
-                     for o in outs}
-            diffs.append({o: _quotient(plus, minus, width) for o, (plus, minus, _) in pairs.items()})
-            noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
-                           for o, (plus, minus, cplx) in pairs.items()})
-        del both
-    return diffs, noises
-
-
-def _quotient(plus, minus, width):
-    """``(plus - minus) / width`` (in place of its one temporary: a level of a
-    chunk is megabytes, and each temporary is a pass over memory)."""
-    quotient = plus - minus
-    return np.divide(quotient, width, out=quotient)
-
-
-def _noise(plus, minus, complex_, eps, floor, width):
-    """The rounding noise of a central difference: ``NOISE_ULPS`` ulps of each
-    value, with the measured floor, over the step ``width``."""
-    noise = _magnitude(plus, complex_)
-    noise += _magnitude(minus, complex_)
-    noise *= NOISE_ULPS * eps
-    noise += 2 * floor
-    return np.divide(noise, width, out=noise)
-
-
-def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:
-    """Slices of the levels of ``steps`` (of ``shape``: levels, columns) to
-    evaluate at once: as many as a share of the budget holds with their
-    perturbed inputs and outputs (each level two points per column; the
-    inputs and their engine copy, the outputs and their stacked copy), at
-    least one."""
-    p = ev.problem
-    levels, cols = shape
-    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
-    # (an empty input and output still cost a little: never a division by zero)
-    per_level = 2 * max(1, cols) * max(1, size) * budgets.BYTES * 4
-    at_once = max(1, ev.budget // budgets.SHARE // per_level)
-    return [slice(a, min(levels, a + at_once)) for a in range(0, levels, at_once)]
-
-
-def _magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
-    """The scale of each real coordinate's rounding: its absolute value, or for
-    a complex output the modulus of its element (both parts were computed from
-    terms that large: a variance's imaginary part is noise of the modulus' size)."""
-    if not complex_:
-        return np.abs(values)
-    modulus = np.hypot(values[..., 0::2], values[..., 1::2])
-    return np.repeat(modulus, 2, axis=-1)
 
 
 def _tableau(diffs: list, noises: list) -> tuple:
@@ -141,9 +66,13 @@ def _tableau(diffs: list, noises: list) -> tuple:
     for k in range(1, len(diffs)):
         row, row_noise = [diffs[k]], [noises[k]]
         for j in range(1, min(k, ORDERS) + 1):
-            w = 4.0 ** j
-            row.append((w * row[j - 1] - values[k - 1][j - 1]) / (w - 1))
-            row_noise.append((w * row_noise[j - 1] + noise[k - 1][j - 1]) / (w - 1))
+            w = 4.0 ** j   # (in place: each temporary is a pass over the piece)
+            value = w * row[j - 1]
+            value -= values[k - 1][j - 1]
+            row.append(np.divide(value, w - 1, out=value))
+            value = w * row_noise[j - 1]
+            value += noise[k - 1][j - 1]
+            row_noise.append(np.divide(value, w - 1, out=value))
         values.append(row)
         noise.append(row_noise)
     return values, noise
@@ -158,20 +87,24 @@ def extrapolate(diffs: list, noises: list) -> tuple:
     across a kink or a singularity is not chosen.
     """
     values, noise = _tableau(diffs, noises)
-    best = np.full_like(diffs[0], np.nan)
-    best_err = np.full_like(diffs[0], np.inf)
+    best = best_err = None
     for k in range(1, len(values)):
         for j in range(1, len(values[k])):
             value = values[k][j]
-            trunc = np.abs(value - values[k][j - 1])
+            err = np.abs(value - values[k][j - 1])
             for other in (k - 1, k + 1):
                 if 0 <= other < len(values) and j < len(values[other]):
-                    trunc = np.maximum(trunc, np.abs(value - values[other][j]))
-            err = trunc + noise[k][j]
-            err = np.where(np.isfinite(err), err, np.inf)
+                    err = np.maximum(err, np.abs(value - values[other][j]), out=err)
+            err += noise[k][j]
+            np.copyto(err, np.inf, where=~np.isfinite(err))
+            if best is None:   # (the first entry: taken wherever its estimate is finite)
+                best, best_err = np.where(err < np.inf, value, np.nan), err
+                continue
             better = err < best_err
-            best = np.where(better, value, best)
-            best_err = np.where(better, err, best_err)
+            np.copyto(best, value, where=better)
+            np.copyto(best_err, err, where=better)
+    if best is None:
+        return np.full_like(diffs[0], np.nan), np.full_like(diffs[0], np.inf)
     return best, best_err
 
 
@@ -306,10 +239,11 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     (default: every coordinate of input ``in_idx`` in order).
 
     Phases, each one stacked evaluation of the coordinates still open: the
-    first ``AGREE_LEVELS`` steps and the smallest of ``LEVELS`` (a sentinel),
-    which settle coordinates whose quotients already agree to rounding
-    (``_agree``) and with the sentinel (a staircase can give equal quotients
-    at two wide steps); then up to ``FIRST_LEVELS``; coordinates not converged, or
+    first ``AGREE_LEVELS`` steps, which settle coordinates whose quotients
+    already agree to rounding (``_agree``) and with the sentinel, the
+    smallest of ``LEVELS`` (a staircase can give equal quotients at two wide
+    steps; ``sentinel.first`` takes it a group of such columns at a time, and
+    alone for every other); then up to ``FIRST_LEVELS``; coordinates not converged, or
     disagreeing with the sentinel (a staircase converges to its slope at
     wide steps), or whose smallest steps straddle a jump, get all
     ``LEVELS``; those still straddling one get more, down to ``DEEPEST``,
@@ -332,11 +266,10 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     for o, (a, b), window in _windows(ev, None, sizes, n, AGREE_LEVELS) or [(None, (0, 0), None)]:
         found = (result, unresolved) if window is None else \
             ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]})
-        diffs, noises = _differences(ev, *source, window)(np.r_[0:AGREE_LEVELS, LEVELS - 1],
-                                                          np.arange(n))
-        sentinel = (diffs.pop(), noises.pop())
-        _phases(ev, source, window, (diffs, noises, sentinel), np.arange(n), AGREE_LEVELS, found)
-        del diffs, noises, sentinel   # (before the next window's)
+        diffs, noises = differences_of(ev, *source, window)(np.r_[0:AGREE_LEVELS], np.arange(n))
+        # (the sentinels come once the first levels tell which columns need their own)
+        _phases(ev, source, window, (diffs, noises, None), np.arange(n), AGREE_LEVELS, found)
+        del diffs, noises   # (before the next window's)
     return {o: tuple(r) for o, r in result.items()}, unresolved
 
 
@@ -354,7 +287,7 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
     phase whose levels would not fit (``_windows``) goes a part of the window at a
     time, the levels so far sliced (no evaluation repeated)."""
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
-    differences = _differences(ev, *source, window)
+    differences = differences_of(ev, *source, window)
     while active.size:
         breaks, straddled = _straddling(diffs, noises, ev.budget)
         for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
@@ -365,9 +298,18 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                 result[o][0][active] = np.where(u, np.nan, result[o][0][active])
                 result[o][1][active] = np.where(u, np.inf, result[o][1][active])
             break
-        keep = np.flatnonzero(_open(problem, depth, straddled, diffs, noises, sentinel,
-                                    {o: (r[0][active], r[1][active]) for o, r in result.items()},
-                                    active))
+        whole = active.size == len(next(iter(result.values()))[0])   # (then no copy)
+        current = {o: (r[0], r[1]) if whole else (r[0][active], r[1][active])
+                   for o, r in result.items()}
+        if depth == AGREE_LEVELS:
+            settled = ~_jumpy(straddled, active.size) & _agree(diffs, noises)
+            if sentinel is None:
+                sentinel = sentinels.first(ev, source, window, current, settled, active, LEVELS - 1)
+            keep = ~settled if sentinel is None else ~settled | sentinels.disagree(
+                sentinels.rounding(problem, current), current, sentinel, active)
+        else:
+            keep = _open(problem, depth, straddled, sentinel, current, active)
+        keep = np.flatnonzero(keep)
         if not keep.size:
             break
         if keep.size < active.size:   # (else no copy)
@@ -388,16 +330,20 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
         diffs, noises = diffs + extra, noises + extra_noise
 
 
-def _open(problem: Problem, depth: int, straddled: dict, diffs: list, noises: list,
-          sentinel, current: dict, active) -> np.ndarray:
+def _open(problem: Problem, depth: int, straddled: dict, sentinel, current: dict,
+          active) -> np.ndarray:
     """Per active coordinate, whether it needs smaller steps after ``depth``
-    levels (see ``extrapolated_columns``)."""
-    jumpy = np.any([u.any(axis=1) for u in straddled.values()], axis=0)
-    if depth == AGREE_LEVELS:
-        return jumpy | ~_agree(diffs, noises) | _disagree(problem, current, sentinel, active)
+    levels, beyond the first phase (see ``extrapolated_columns``)."""
+    jumpy = _jumpy(straddled, active.size)
     if depth < LEVELS:
-        jumpy |= ~_converged(problem, current) | _disagree(problem, current, sentinel, active)
+        eps = sentinels.rounding(problem, current)
+        jumpy |= ~_converged(problem, current) | sentinels.disagree(eps, current, sentinel, active)
     return jumpy
+
+
+def _jumpy(straddled: dict, count: int) -> np.ndarray:
+    """Per coordinate, whether its smallest steps straddle a jump in some output."""
+    return np.any([u.any(axis=1) for u in straddled.values()] or [np.zeros(count, bool)], axis=0)
 
 
 def _deeper(differences, depth: int, active, sentinel) -> tuple:
@@ -437,37 +383,6 @@ def _agree(diffs: list, noises: list) -> np.ndarray:
             here = (move <= floor) & ~np.isnan(move)
         agree = here if agree is None else agree & here
     return agree
-
-
-def _differences(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
-    """``(levels, which) -> _stacked_differences`` for the columns ``which`` of
-    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
-    the output coordinates ``window`` (all of every output if ``None``)."""
-    columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
-    directions = None if directions is None else np.asarray(directions)
-
-    def differences(levels, which):
-        return _stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
-                                    None if directions is None else directions[which], window)
-    return differences
-
-
-def _disagree(problem: Problem, current: dict, sentinel: tuple, active) -> np.ndarray:
-    """Per coordinate, whether the sentinel's quotient (the smallest step of
-    ``LEVELS``) is farther from the estimate than its error, the sentinel's
-    rounding noise and the precise tolerance's relative allowance allow."""
-    eps = max(coords.rounding_unit(problem.out_arrays[o].dtype) for o in problem.float_out)
-    far = []
-    for o, (best, err) in current.items():
-        d = sentinel[0][o][active]
-        noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True,  # see _straddling
-                       initial=0.0)
-        scale = np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))[:, None]
-        with np.errstate(invalid="ignore"):
-            gap = np.abs(d - best)
-            allowed = SAFETY_GAP * (err + noise) + np.sqrt(eps) / 2 * (np.abs(best) + scale)
-            far.append(np.any(gap > allowed, axis=1))
-    return np.any(far, axis=0)
 
 
 def richardson_blocks(ev: Evaluator) -> Jacobian:

@@ -168,6 +168,8 @@ class ChunkState:
         self.whole = {}
         #: (out_idx, in_idx) -> [cells no step resolved, cells in all, the first]
         self.unresolved = {}
+        #: out_idx -> the largest |expected| of each column of the chunk in hand
+        self.scales = {}
 
     def seeds(self, in_idx: int):
         if self.comp is None:
@@ -201,7 +203,8 @@ def _input(state: ChunkState, in_idx: int) -> list:
         if held is not None:
             for o, (e, base) in ((o, expected[o]) for o in held):
                 _tally(state.tallies, ("reverse", o, in_idx), e,
-                       _complex(held[o][:, a:b], cplx), base, state.floor, 0, a // (1 + cplx))
+                       _complex(held[o][:, a:b], cplx), base, state.floor, 0, a // (1 + cplx),
+                       float(state.scales[o].max(initial=0.0)))
         elif state.comp is None:
             results += _reverse(ev, state.tallies, expected, in_idx, (a, b), state.floor, nondet)
         else:
@@ -223,7 +226,8 @@ def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
         for o, block in forward_cells(state.ev, in_idx, state.seeds(in_idx), c0, c1).items():
             e, base = expected[o]
             _tally(state.tallies, ("forward", o, in_idx), e[:, s0:s1], _complex(block, cplx),
-                   base[:, s0:s1], state.floor, 0, c0 // unit)
+                   base[:, s0:s1], state.floor, 0, c0 // unit,
+                   float(state.scales[o][s0:s1].max(initial=0.0)))
 
 
 def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
@@ -243,8 +247,18 @@ def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool
         base = _base(e, None if errors is None else _magnitude(errors, cplx), options,
                      state.epsilon, consume=True)
         expected[o] = (e, base)
-        state.tallies.setdefault(("numerical", o, in_idx), Tally(state.floor)).observe(e)
+        # (once per chunk: each tally of it would scan it again for its scale)
+        state.scales[o] = _column_scales(e)
+        state.tallies.setdefault(("numerical", o, in_idx), Tally(state.floor)).observe(
+            e, float(state.scales[o].max(initial=0.0)))
     return expected
+
+
+def _column_scales(e: np.ndarray) -> np.ndarray:
+    """The largest ``|e|`` of each column of a chunk."""
+    if np.iscomplexobj(e):
+        return np.max(np.abs(e), axis=0, initial=0.0)
+    return np.maximum(np.max(e, axis=0, initial=0.0), -np.min(e, axis=0, initial=0.0))
 
 
 def _count_unresolved(state: ChunkState, key: tuple, mask: np.ndarray, col0: int) -> None:
@@ -379,9 +393,9 @@ def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
                            magnitudes)
 
 
-def _tally(tallies, key, e, a, base, floor, row0, col0) -> None:
+def _tally(tallies, key, e, a, base, floor, row0, col0, scale=None) -> None:
     tally = tallies.setdefault(key, Tally(floor))
-    tally.add(e, a, base, row0, col0)
+    tally.add(e, a, base, row0, col0, scale)
 
 
 def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> list:
