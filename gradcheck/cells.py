@@ -56,21 +56,25 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
                     unresolved.T if unresolved is not None and unresolved.any() else None)
                 for o, (cells, errors, unresolved) in _numerical_cells(
                     ev, in_idx, seeds, start, stop, precise, eps).items()}
-    found = {}
+    # stored a column after another, as they are made (a transposed write is
+    # several times slower); extrapolation writes its values and errors there
+    p = ev.problem
+    found = {o: [np.empty((stop - start, p.layout.out_size(o))).T for _ in range(2)] + [None]
+             for o in p.float_out} if precise else {}
     for a in range(start, stop, width):
         b = min(stop, a + width)
-        part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps)
+        out = {o: tuple(q.T[a - start:b - start] for q in spans[:2])
+               for o, spans in found.items()} if precise else None
+        part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps, out)
         for o, (cells, errors, unresolved) in part.items():
             if o not in found:
-                # stored a column after another, as they are made (a transposed
-                # write is several times slower)
-                found[o] = [_span(cells, stop - start), _span(errors, stop - start), None]
+                found[o] = [_span(cells, stop - start), None, None]
             spans = found[o]
             if unresolved is not None and unresolved.any() and spans[2] is None:
                 # (a mask of the span only when needed: each array of its size is
                 # memory touched afresh, which costs as much as filling it)
                 spans[2] = np.zeros((stop - start, unresolved.shape[1]), bool).T
-            for whole, q in zip(spans, (cells, errors, unresolved)):
+            for whole, q in zip(spans, (None if precise else cells, None, unresolved)):
                 if whole is not None and q is not None:
                     whole.T[a - start:b - start] = q
     if not found:   # no column at all
@@ -86,9 +90,10 @@ def _span(piece, count: int):
     return None if piece is None else np.empty((count, piece.shape[1]), piece.dtype).T
 
 
-def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
+def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps, out=None) -> dict:
     """``(cells, errors, unresolved)`` by output, each ``(stop - start, output
-    real size)`` (a row per column, as they are made)."""
+    real size)`` (a row per column, as they are made; precise, into ``out``
+    when given: see ``extrapolated_columns``)."""
     directions = seeds.directions(start, stop)
     columns = np.arange(start, stop)
     if not precise:
@@ -96,10 +101,11 @@ def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps) -> dict:
         return {o: (block.T, None, None) for o, block in found.items()}
     if directions is None:
         steps = _steps(coords.to_real(ev.problem.arrays[in_idx])[start:stop])
-        found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns)
+        found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns, out=out)
     else:
         steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None], (DEEPEST, stop - start))
-        found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions)
+        found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions,
+                                                 out=out)
     # (a cell no step resolves, its steps straddling a jump, comes back NaN with
     # an infinite error: no evidence either way, as in the dense precise check)
     return {o: (best, err, unresolved[o]) for o, (best, err) in found.items()}

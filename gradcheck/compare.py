@@ -74,16 +74,21 @@ def entry_errors(expected: np.ndarray, actual: np.ndarray,
     with np.errstate(invalid="ignore"):
         err = np.abs(actual - expected)
     err = err if err.dtype == np.float64 else err.astype(np.float64)
-    if same_nonfinite:
-        err[_same_nonfinite(np.asarray(expected), np.asarray(actual))] = 0.0
+    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
+                                                   np.asarray(actual))) is not None:
+        err[same] = 0.0
     nan = np.isnan(err)
     if nan.any():
         err[nan] = np.inf
     return err
 
 
-def _same_nonfinite(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
-    """Where ``expected`` and ``actual`` hold the same non-finite value."""
+def _same_nonfinite(expected: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
+    """Where ``expected`` and ``actual`` hold the same non-finite value (``None``
+    when neither holds any: the usual case, found in two passes)."""
+    if np.isfinite(expected).all() and np.isfinite(actual).all():
+        return None
+
     def same(e, a):
         return (np.isnan(e) & np.isnan(a)) | (np.isinf(e) & (e == a)) | (np.isfinite(e) & (e == a))
     e, a = np.broadcast_arrays(expected, actual)
@@ -111,8 +116,10 @@ def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: in
     is, the tolerance there, and both arrays; no diagnosis."""
     err = entry_errors(expected, actual, same_nonfinite)
     tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
-    if same_nonfinite:  # a tolerance computed from a NaN is NaN: the same NaN passes anyway
-        tol = np.where(_same_nonfinite(np.asarray(expected), np.asarray(actual)), np.inf, tol)
+    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
+                                                   np.asarray(actual))) is not None:
+        # a tolerance computed from a NaN is NaN: the same NaN passes anyway
+        tol = np.where(same, np.inf, tol)
     passed = bool(np.all(err <= tol))
     max_error, where = worst(err, tol)
     return Result(check, mode, against, out_idx, in_idx, passed, max_error, where,

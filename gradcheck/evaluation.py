@@ -383,7 +383,10 @@ class Evaluator:
         with E.enable_grad() if grad else E.no_grad():
             args = p.fresh_inputs({})
             dims = [None] * len(args)
-            args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in)
+            # (the stack is shared, not copied: a batch's copy costs as much as its
+            # evaluation; the mutation check then compares with a copy of example 0)
+            first = np.array(arrays[0])
+            args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in, copy=False)
             dims[in_idx] = 0
             if grad:
                 # the function differentiates inside: each example needs its
@@ -399,7 +402,7 @@ class Evaluator:
             outs = as_tuple(mapped(*args))
             # in place on a batched input changes every example: example 0 tells
             p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)],
-                              {**p.arrays, in_idx: arrays[0]}, p.subject,
+                              {**p.arrays, in_idx: first}, p.subject,
                               f"evaluating it at {len(arrays)} points at once")
             return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
                     for o in p.float_out}

@@ -185,10 +185,11 @@ class Problem:
                                                   self.inputs[i], requires_grad=grad)
         return args
 
-    def like_input(self, in_idx: int, array, requires_grad: bool = False):
+    def like_input(self, in_idx: int, array, requires_grad: bool = False, copy: bool = True):
         """``array`` as a tensor of input ``in_idx``'s engine dtype (a tangent, a
-        perturbed input, or a stack of them)."""
-        return self.engine.from_numpy(array, requires_grad, dtype=self.in_dtypes[in_idx])
+        perturbed input, or a stack of them; ``copy``: as ``Engine.from_numpy``)."""
+        return self.engine.from_numpy(array, requires_grad, dtype=self.in_dtypes[in_idx],
+                                      copy=copy)
 
     def like_output(self, out_idx: int, array):
         """``array`` as a tensor of output ``out_idx``'s engine dtype (a grad_output)."""

@@ -78,8 +78,9 @@ def _tableau(diffs: list, noises: list) -> tuple:
     return values, noise
 
 
-def extrapolate(diffs: list, noises: list) -> tuple:
-    """Best tableau entry per coordinate and its error estimate.
+def extrapolate(diffs: list, noises: list, out: tuple | None = None) -> tuple:
+    """Best tableau entry per coordinate and its error estimate (written into
+    ``out``, two arrays of ``diffs[0]``'s shape, when given).
 
     An entry's truncation estimate is its largest distance to its parent of
     lower order and to its neighbours of the same order at the next larger
@@ -87,24 +88,30 @@ def extrapolate(diffs: list, noises: list) -> tuple:
     across a kink or a singularity is not chosen.
     """
     values, noise = _tableau(diffs, noises)
-    best = best_err = None
+    best, best_err = out if out is not None else (np.empty_like(diffs[0]),
+                                                  np.empty_like(diffs[0]))
+    first = True
     for k in range(1, len(values)):
         for j in range(1, len(values[k])):
             value = values[k][j]
-            err = np.abs(value - values[k][j - 1])
+            err = np.subtract(value, values[k][j - 1], out=best_err if first else None)
+            err = np.abs(err, out=err)
             for other in (k - 1, k + 1):
                 if 0 <= other < len(values) and j < len(values[other]):
                     err = np.maximum(err, np.abs(value - values[other][j]), out=err)
             err += noise[k][j]
             np.copyto(err, np.inf, where=~np.isfinite(err))
-            if best is None:   # (the first entry: taken wherever its estimate is finite)
-                best, best_err = np.where(err < np.inf, value, np.nan), err
+            if first:   # (taken wherever its estimate is finite)
+                np.copyto(best, value)
+                np.copyto(best, np.nan, where=err == np.inf)
+                first = False
                 continue
             better = err < best_err
             np.copyto(best, value, where=better)
             np.copyto(best_err, err, where=better)
-    if best is None:
-        return np.full_like(diffs[0], np.nan), np.full_like(diffs[0], np.inf)
+    if first:   # (one level: nothing to extrapolate)
+        best.fill(np.nan)
+        best_err.fill(np.inf)
     return best, best_err
 
 
@@ -120,19 +127,21 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
                    for best, err in result.values()], axis=0)
 
 
-def _extrapolated(problem: Problem, diffs: list, noises: list, last: dict, budget: int) -> dict:
+def _extrapolated(problem: Problem, diffs: list, noises: list, last: dict, budget: int,
+                  out: dict | None = None) -> dict:
     """``extrapolate`` for every output, a piece of its coordinates at a time
     (it is elementwise: the pieces give what the whole would), the levels at
     and before each entry's last break (``last``, see ``_straddling``) set to
-    NaN in the piece (no copy of the whole is made)."""
+    NaN in the piece (no copy of the whole is made); written into ``out``
+    (by output, the values and errors) when given."""
     found = {}
     for o in diffs[0]:
+        found[o] = out[o] if out is not None else tuple(np.empty_like(diffs[0][o])
+                                                        for _ in range(2))
         size = diffs[0][o].shape[-1]
-        spans = list(budgets.chunks(size, _piece(diffs[0][o], len(diffs), budget)))
-        parts = [extrapolate(_marked([d[o][:, a:b] for d in diffs], last.get(o), a, b),
-                             [n[o][:, a:b] for n in noises]) for a, b in spans]
-        found[o] = (tuple(np.concatenate([q[k] for q in parts], axis=1) for k in range(2))
-                    if parts else extrapolate([d[o] for d in diffs], [n[o] for n in noises]))
+        for a, b in budgets.chunks(size, _piece(diffs[0][o], len(diffs), budget)):
+            extrapolate(_marked([d[o][:, a:b] for d in diffs], last.get(o), a, b),
+                        [n[o][:, a:b] for n in noises], tuple(q[:, a:b] for q in found[o]))
     return found
 
 
@@ -231,12 +240,13 @@ def _last_break(levels: list, noise: np.ndarray) -> np.ndarray:
 
 
 def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
-                         directions=None, columns=None) -> tuple:
+                         directions=None, columns=None, out: dict | None = None) -> tuple:
     """(value, error) per output, each (coordinates, output size), for the
     columns of ``steps``, and per output where no step was free of a jump
     (``unresolved``): along ``directions[j]`` (one real vector per column,
     moved by ``steps[k, j]``) if given, else on coordinates ``columns``
-    (default: every coordinate of input ``in_idx`` in order).
+    (default: every coordinate of input ``in_idx`` in order); the values and
+    errors are written into ``out`` (by output, two such arrays) when given.
 
     Phases, each one stacked evaluation of the coordinates still open: the
     first ``AGREE_LEVELS`` steps, which settle coordinates whose quotients
@@ -258,7 +268,9 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     columns of a smooth function settle there), split further for a deeper phase."""
     p, n = ev.problem, steps.shape[1]
     sizes = {o: p.layout.out_size(o) for o in p.float_out}
-    result = {o: [np.full((n, m), np.nan), np.full((n, m), np.inf)] for o, m in sizes.items()}
+    # (every entry is written by the first phase, into ``out`` when given)
+    result = {o: list(out[o]) if out is not None else [np.empty((n, m)), np.empty((n, m))]
+              for o, m in sizes.items()}
     unresolved = {o: np.zeros((n, m), bool) for o, m in sizes.items()}
     if n == 0:
         return {o: (np.zeros_like(r[0]),) * 2 for o, r in result.items()}, unresolved
@@ -290,7 +302,9 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
     differences = differences_of(ev, *source, window)
     while active.size:
         breaks, straddled = _straddling(diffs, noises, ev.budget)
-        for o, (best, err) in _extrapolated(problem, diffs, noises, breaks, ev.budget).items():
+        whole = active.size == len(next(iter(result.values()))[0])   # (then no copies)
+        found = _extrapolated(problem, diffs, noises, breaks, ev.budget, result if whole else None)
+        for o, (best, err) in ({} if whole else found).items():
             result[o][0][active], result[o][1][active] = best, err
         if depth >= DEEPEST:   # no step was free of the jump: no evidence there
             for o, u in straddled.items():
@@ -298,7 +312,6 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                 result[o][0][active] = np.where(u, np.nan, result[o][0][active])
                 result[o][1][active] = np.where(u, np.inf, result[o][1][active])
             break
-        whole = active.size == len(next(iter(result.values()))[0])   # (then no copy)
         current = {o: (r[0], r[1]) if whole else (r[0][active], r[1][active])
                    for o, r in result.items()}
         if depth == AGREE_LEVELS:

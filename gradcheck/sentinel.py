@@ -130,8 +130,10 @@ def confirmed(eps: float, current: dict, steps: np.ndarray, parts: list, weights
             b, e = best[rows], err[rows]
             size = np.abs(b)
             scale = np.max(size, axis=1, initial=0.0)
+            # sum_j |u_j| (SAFETY_GAP e_ij + relative (|b_ij| + scale_j)), as products
             # (NaN, an estimate or a step out of the domain, never agrees)
-            allowed = np.abs(u) @ (SAFETY_GAP * e + relative * (size + scale[:, None]))
+            weight = np.abs(u)
+            allowed = SAFETY_GAP * (weight @ e) + relative * (weight @ size + weight @ scale)
             allowed += SAFETY_GAP * np.max(noises[o][g], initial=0.0)
             with np.errstate(invalid="ignore"):
                 gap = np.abs(quotients[o][g] - u @ b)

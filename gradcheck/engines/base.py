@@ -50,12 +50,15 @@ class Engine:
         engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
         return func
 
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None,
+                   copy: bool = True):
         """A new leaf tensor holding a copy of ``array``: of the engine's ``dtype``
         when given (the dtype of the tensor ``array`` came from, which NumPy may
         not have: ``to_numpy`` holds a bfloat16 tensor as float32), else of
-        ``array``'s."""
-        tensor = self.module.from_numpy(np.array(array, copy=True))
+        ``array``'s. ``copy=False``: sharing ``array``'s memory where the engine
+        can (the caller's array, which nothing else reads, may then change)."""
+        shared = not copy and array.flags.c_contiguous and array.flags.writeable
+        tensor = self.module.from_numpy(array if shared else np.array(array, copy=True))
         if dtype is not None and tensor.dtype != dtype:
             tensor = tensor.to(dtype)
         return tensor.requires_grad_(requires_grad)

@@ -188,7 +188,8 @@ class JaxEngine(Engine):
             tensor = tensor.astype(jnp.float32)
         return np.array(tensor, copy=True)   # (a jax array is immutable: always a copy)
 
-    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None):
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None,
+                   copy: bool = True):
         return jnp.asarray(np.array(array, copy=True), dtype=dtype)
 
     def epsilon(self, tensor) -> float:
