@@ -202,18 +202,28 @@ class Tally:
         return self.floor_unit * self.scale + 1e-300 if self.floor_unit else 0.0
 
     def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
-            row0: int = 0, col0: int = 0, scale: float | None = None) -> None:
+            row0: int = 0, col0: int = 0, scale: float | None = None, also=()) -> None:
         """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
         piece at a time (``pieces``: the temporaries then stay in cache);
         ``scale``: the largest ``|expected|`` when the caller knows it (each
-        tally of a chunk would find it again, a pass over it)."""
+        tally of a chunk would find it again, a pass over it); ``also``: other
+        tallies that compare the same entries (another mode whose block is
+        equal to this one, bit for bit), each counted once for all."""
         if expected.size == 0:
             return
-        self._grow(expected, scale)
+        tallies = [self, *also]
+        for tally in tallies:
+            tally._grow(expected, scale)
         floor = self.floor()
+        for tally in tallies[1:]:
+            if tally.floor() != floor:   # (another floor: its own comparison)
+                tally.add(expected, actual, base, row0, col0, scale)
+        tallies = [t for t in tallies if t.floor() == floor]
         for (r, c), e, a, b in zip(_origins(expected), pieces(expected), pieces(actual, expected),
                                    pieces(base, expected)):
-            self._piece(e, a, b, floor, row0 + r, col0 + c)
+            found = _compared(e, a, b, floor, row0 + r, col0 + c, self.KEEP)
+            for tally in tallies:
+                tally._take(*found)
 
     def observe(self, expected: np.ndarray, scale: float | None = None) -> None:
         """Count ``expected`` into the block's scale and ``sums[0]`` only: for
@@ -228,49 +238,19 @@ class Tally:
         if scale is not None:
             self.scale = max(self.scale, scale)
 
-    def _piece(self, expected, actual, base, floor, row0, col0) -> None:
-        err, flat = _errors(expected, actual)
-        tol = base + floor if floor else base
-        if err.flat[flat] > self.best[0]:
-            r, c = np.unravel_index(flat, err.shape)
-            self.best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0),
-                         float(tol.flat[flat]))
-        bad = err > tol
-        wrong = bool(bad.any())
-        self._count(expected, actual, tol, bad if wrong else None, row0, col0)
-        if wrong:
-            rows, cols = np.nonzero(bad)
-            worst_first = -err[rows, cols]
-            if len(rows) > self.KEEP:   # the KEEP largest, then in order
-                top = np.argpartition(worst_first, self.KEEP)[:self.KEEP]
-                rows, cols, worst_first = rows[top], cols[top], worst_first[top]
-            order = np.argsort(worst_first, kind="stable")
-            self.candidates += [(float(err[r, c]), (int(r) + row0, int(c) + col0),
-                                 float(base[r, c])) for r, c in zip(rows[order], cols[order])]
-            self.candidates.sort(key=lambda item: -item[0])
+    def _take(self, best, sums, counts, first, candidates) -> None:
+        """Count in what ``_compared`` found in a piece."""
+        if best[0] > self.best[0]:
+            self.best = best
+        self.sums += sums
+        for key, count in counts.items():
+            self.counts[key] += count
+        if first is not None:
+            self.first = first if self.first is None else min(self.first, first)
+        if candidates:
+            self.candidates = sorted(self.candidates + candidates, key=lambda item: -item[0])
             del self.candidates[self.KEEP:]
 
-    def _count(self, expected, actual, tol, bad, row0, col0) -> None:
-        """Counts of the piece for the diagnosis (``bad``: where it fails, ``None``
-        where nowhere)."""
-        self.sums += (_dot(expected, expected), _dot(expected, actual), _dot(actual, actual))
-        big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
-        self.counts["expected"] += int(np.count_nonzero(big_e))
-        self.counts["actual"] += int(np.count_nonzero(big_a))
-        active = np.logical_or(big_e, big_a, out=big_e)
-        if bad is not None:
-            active |= bad
-        self.counts["active"] += int(np.count_nonzero(active))
-        self.counts["nonzero"] += int(np.count_nonzero(actual))
-        if bad is not None:
-            rows, cols = np.nonzero(bad)
-            self.counts["wrong"] += len(rows)
-            on = int(np.sum(rows + row0 == cols + col0))
-            self.counts["diagonal"] += on
-            self.counts["off"] += len(rows) - on
-            # (the first in row-major order whatever the order of the pieces)
-            first = (int(rows[0]) + row0, int(cols[0]) + col0)
-            self.first = first if self.first is None else min(self.first, first)
 
     def result(self, check, mode, against, out_idx, in_idx) -> Result:
         """The ``Result`` of the whole block (without arrays or diagnosis)."""
@@ -282,6 +262,41 @@ class Tally:
                           base + floor)
         error, where, tol = self.best
         return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
+    """One piece compared: the largest error (where, the tolerance there), the
+    sums and counts the diagnosis needs, the first failing entry and the
+    ``keep`` worst failing ones (largest first), for ``Tally._take``."""
+    err, flat = _errors(expected, actual)
+    tol = base + floor if floor else base
+    r, c = np.unravel_index(flat, err.shape)
+    best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0), float(tol.flat[flat]))
+    bad = err > tol
+    wrong = bool(bad.any())
+    sums = np.array((_dot(expected, expected), _dot(expected, actual), _dot(actual, actual)))
+    big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
+    counts = {"expected": int(np.count_nonzero(big_e)), "actual": int(np.count_nonzero(big_a))}
+    active = np.logical_or(big_e, big_a, out=big_e)
+    if wrong:
+        active |= bad
+    counts["active"] = int(np.count_nonzero(active))
+    counts["nonzero"] = int(np.count_nonzero(actual))
+    if not wrong:
+        return best, sums, counts, None, []
+    rows, cols = np.nonzero(bad)
+    on = int(np.sum(rows + row0 == cols + col0))
+    counts.update(wrong=len(rows), diagonal=on, off=len(rows) - on)
+    # (the first in row-major order whatever the order of the pieces)
+    first = (int(rows[0]) + row0, int(cols[0]) + col0)
+    worst_first = -err[rows, cols]
+    if len(rows) > keep:   # the keep largest, then in order
+        top = np.argpartition(worst_first, keep)[:keep]
+        rows, cols, worst_first = rows[top], cols[top], worst_first[top]
+    order = np.argsort(worst_first, kind="stable")
+    candidates = [(float(err[i, j]), (int(i) + row0, int(j) + col0), float(base[i, j]))
+                  for i, j in zip(rows[order], cols[order])]
+    return best, sums, counts, first, candidates
 
 
 def largest(array: np.ndarray) -> float:

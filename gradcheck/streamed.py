@@ -196,10 +196,12 @@ def _input(state: ChunkState, in_idx: int) -> list:
         state.chunks += 1
         expected = expected_span(state, in_idx, seeds, (a, b), cplx)
         if FORWARD in state.sides:
-            forward_span(state, expected, in_idx, (a, b), cplx)
+            forward_span(state, expected, in_idx, (a, b), cplx, held)
         if REVERSE not in state.sides:
             continue
         nondet = options.nondet_tol if a == 0 else None
+        if held is not None and FORWARD in state.sides:
+            continue   # (compared beside forward mode's columns)
         if held is not None:
             for o, (e, base) in ((o, expected[o]) for o in held):
                 _tally(state.tallies, ("reverse", o, in_idx), e,
@@ -214,9 +216,12 @@ def _input(state: ChunkState, in_idx: int) -> list:
 
 
 def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
-                 cplx: bool) -> None:
+                 cplx: bool, held: dict | None = None) -> None:
     """Forward mode's (cell) columns ``span``, a batch of jvps at a time, each
-    compared as it comes (no array of the chunk's size is made for them)."""
+    compared as it comes (no array of the chunk's size is made for them);
+    with reverse mode's rows ``held`` (by output), theirs beside them: one
+    comparison serves both where the two are equal bit for bit (a linear
+    function's often are), which is the same comparison made twice."""
     a, b = span
     unit = 2 if cplx else 1
     step = max(unit, state.ev.batch_size("jvp") // unit * unit)
@@ -225,9 +230,17 @@ def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
         s0, s1 = (c0 - a) // unit, (c1 - a) // unit
         for o, block in forward_cells(state.ev, in_idx, state.seeds(in_idx), c0, c1).items():
             e, base = expected[o]
-            _tally(state.tallies, ("forward", o, in_idx), e[:, s0:s1], _complex(block, cplx),
-                   base[:, s0:s1], state.floor, 0, c0 // unit,
-                   float(state.scales[o][s0:s1].max(initial=0.0)))
+            columns = (e[:, s0:s1], _complex(block, cplx), base[:, s0:s1])
+            where = (0, c0 // unit, float(state.scales[o][s0:s1].max(initial=0.0)))
+            also = []
+            if held is not None and o in held:
+                reverse = _tally_of(state, ("reverse", o, in_idx))
+                rows = _complex(held[o][:, c0:c1], cplx)
+                if np.array_equal(rows, columns[1]):
+                    also.append(reverse)
+                else:
+                    reverse.add(columns[0], rows, columns[2], *where)
+            _tally_of(state, ("forward", o, in_idx)).add(*columns, *where, also=also)
 
 
 def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
@@ -396,6 +409,10 @@ def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
 def _tally(tallies, key, e, a, base, floor, row0, col0, scale=None) -> None:
     tally = tallies.setdefault(key, Tally(floor))
     tally.add(e, a, base, row0, col0, scale)
+
+
+def _tally_of(state: ChunkState, key: tuple) -> Tally:
+    return state.tallies.setdefault(key, Tally(state.floor))
 
 
 def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> list:
