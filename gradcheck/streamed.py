@@ -350,12 +350,11 @@ def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
         # comparisons then read both in pieces of one stretch of memory each)
         held[o] = np.empty((p.layout.out_size(o), p.layout.in_size(in_idx)), order="F")
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
-            held[o][r0:r1] = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
-            if r0 == 0:
+            rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
+            held[o][r0:r1] = rows
+            if r0 == 0:   # (the batch as made, not the held rows: one layout, no copy)
                 again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
-                # (a copy: the results keep their arrays, and must not keep the rows)
-                results += _reentrant(p, {o: np.array(held[o][r0:r1])}, {o: again}, in_idx,
-                                      nondet_tol)
+                results += _reentrant(p, {o: rows}, {o: again}, in_idx, nondet_tol)
     return held, results
 
 
