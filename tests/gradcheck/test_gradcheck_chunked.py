@@ -163,3 +163,28 @@ def test_chunked_and_whole_compressed_checks_find_the_same(E, bug, monkeypatch):
     for mine, theirs in zip(*sides):
         assert (mine.check, mine.where) == (theirs.check, theirs.where)
         assert mine.diagnosis == theirs.diagnosis
+
+
+def test_one_comparison_counted_for_two_tallies_is_each_ones_own():
+    # a block whose reverse and forward mode entries are equal bit for bit is
+    # compared once for both (Tally.add(also=...)): each tally must end as
+    # if it had compared the block itself, failures and diagnosis counts included
+    from gradcheck.compare import Tally
+    rng = np.random.default_rng(0)
+    expected = np.asfortranarray(rng.uniform(-1, 1, (300, 40)))
+    actual = expected.copy(order="F")
+    actual[7, 3] += 1e-3
+    actual[250, 31] = np.nan
+    base = np.asfortranarray(np.abs(expected) * 1e-8)
+    alone, first, second = Tally(1e-15), Tally(1e-15), Tally(1e-15)
+    for a, b in ((0, 17), (17, 40)):
+        alone.add(expected[:, a:b], actual[:, a:b], base[:, a:b], 0, a)
+        first.add(expected[:, a:b], actual[:, a:b], base[:, a:b], 0, a, also=[second])
+    for tally in (first, second):
+        mine, theirs = tally.result("c", "m", "n", 0, 0), alone.result("c", "m", "n", 0, 0)
+        assert (mine.passed, mine.max_error, mine.where) == (theirs.passed, theirs.max_error,
+                                                            theirs.where)
+        assert not mine.passed and mine.where == (250, 31)
+        assert tally.counts == alone.counts and tally.counts["wrong"] == 2
+        np.testing.assert_array_equal(tally.sums, alone.sums)
+        assert tally.candidates == alone.candidates and tally.first == alone.first == (7, 3)
