@@ -17,31 +17,40 @@ from gradcheck.jacobian import Jacobian
 
 
 def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
-                      columns=None, tolerant: bool = False, directions=None) -> dict:
+                      columns=None, tolerant: bool = False, directions=None, extra=None):
     """The outputs with coordinate ``columns[j]`` of input ``in_idx`` moved by
     ``steps[k, j]`` (default: every coordinate), in real coordinates: by output,
     an array of shape ``(len(steps), len(columns), output real size)``.
     ``directions`` (one real vector per column, in the input's coordinates)
     moves the input along ``directions[j]`` instead of along coordinate
     ``columns[j]``. ``tolerant``: a point where the function raises gives NaN
-    outputs."""
+    outputs. ``extra`` (moves, one real vector per row): the input moved by each
+    too, in the same evaluation; then ``(outputs, their outputs by output)``."""
     p = ev.problem
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     n = vector.size
+    width = len(directions) if directions is not None else n if columns is None else len(columns)
+    count = len(steps) * width
+    points = np.empty((count + (0 if extra is None else len(extra)), n))
+    moved = points[:count].reshape(len(steps), width, n)
     if directions is not None:
-        moved = vector + steps[:, :, None] * np.asarray(directions)[None, :, :]
+        np.multiply(steps[:, :, None], np.asarray(directions)[None, :, :], out=moved)
+        moved += vector
         columns = np.arange(len(directions))
     else:
         columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
-        moved = np.broadcast_to(vector, (len(steps), len(columns), n)).copy()
+        moved[...] = vector
         moved[:, np.arange(len(columns)), columns] += steps
-    arrays = coords.from_real_rows(moved.reshape(len(steps) * len(columns), n), base.shape,
-                                   base.dtype)
+    if extra is not None:
+        np.add(vector, extra, out=points[count:])
+    arrays = coords.from_real_rows(points, base.shape, base.dtype)
     outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
                          tolerant)
-    return {o: coords.to_real_rows(v).reshape(len(steps), len(columns), p.layout.out_size(o))
-            for o, v in outs.items()}
+    real = {o: coords.to_real_rows(v) for o, v in outs.items()}
+    found = {o: v[:count].reshape(len(steps), len(columns), p.layout.out_size(o))
+             for o, v in real.items()}
+    return found if extra is None else (found, {o: v[count:] for o, v in real.items()})
 
 
 def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,

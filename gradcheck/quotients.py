@@ -21,13 +21,15 @@ NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
 def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
-                         window=None) -> tuple:
+                        window=None, moves=None) -> tuple:
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
     coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
     output, a (columns, output size) matrix. A step where the function raises
     gives NaN (discarded). The levels are evaluated a group at a time
     (``_level_groups``), each group's perturbed points dropped once differenced;
-    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates."""
+    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates.
+    ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
+    the first evaluation (one call fewer); theirs come last, as one more level."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
@@ -35,13 +37,18 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     floor = noise_floor(ev, in_idx)
     if window is not None:
         floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
+    along = None
     for group in _level_groups(ev, in_idx, steps.shape):
         part = steps[group]
+        extra = None if moves is None or along is not None else np.concatenate([moves, -moves])
         both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
                                  f"extrapolating finite differences for input {in_idx}",
-                                 columns, tolerant=True, directions=directions)
+                                 columns, tolerant=True, directions=directions, extra=extra)
+        both, made = (both, None) if extra is None else both
         if window is not None:   # (copies: the whole outputs are dropped)
-            both = {o: both[o][..., a:b].copy() for o, (a, b) in window.items()}
+            both, made = ({o: q[o][..., a:b].copy() for o, (a, b) in window.items()}
+                          if q is not None else None for q in (both, made))
+        along = along if made is None else made
         for k in range(len(part)):
             width = 2 * part[k][:, None]
             pairs = {o: (both[o][k], both[o][len(part) + k], p.layout.out_complex[o])
@@ -50,6 +57,11 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
             noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
                            for o, (plus, minus, cplx) in pairs.items()})
         del both
+    if moves is not None:
+        g = len(moves)
+        diffs.append({o: _quotient(along[o][:g], along[o][g:], 2.0) for o in outs})
+        noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
+                                 floor[o], 2.0) for o in outs})
     return diffs, noises
 
 
@@ -96,13 +108,14 @@ def magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
 
 
 def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
-    """``(levels, which) -> stacked_differences`` for the columns ``which`` of
+    """``(levels, which, moves=None) -> stacked_differences`` for the columns ``which`` of
     ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
     the output coordinates ``window`` (all of every output if ``None``)."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 
-    def differences(levels, which):
+    def differences(levels, which, moves=None):
         return stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
-                                    None if directions is None else directions[which], window)
+                                   None if directions is None else directions[which], window,
+                                   moves)
     return differences

@@ -278,10 +278,15 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     for o, (a, b), window in _windows(ev, None, sizes, n, AGREE_LEVELS) or [(None, (0, 0), None)]:
         found = (result, unresolved) if window is None else \
             ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]})
-        diffs, noises = differences_of(ev, *source, window)(np.r_[0:AGREE_LEVELS], np.arange(n))
-        # (the sentinels come once the first levels tell which columns need their own)
-        _phases(ev, source, window, (diffs, noises, None), np.arange(n), AGREE_LEVELS, found)
-        del diffs, noises   # (before the next window's)
+        # the groups' sentinel moves go with the first levels; each column's own
+        # sentinel comes once those tell which columns need it
+        parts, weights, moves = sentinels.grouped(source, LEVELS - 1, p.layout.in_size(in_idx))
+        diffs, noises = differences_of(ev, *source, window)(np.r_[0:AGREE_LEVELS], np.arange(n),
+                                                            moves)
+        group = (parts, weights, (diffs.pop(), noises.pop()))
+        _phases(ev, source, window, (diffs, noises, None), np.arange(n), AGREE_LEVELS, found,
+                group)
+        del diffs, noises, group   # (before the next window's)
     return {o: tuple(r) for o, r in result.items()}, unresolved
 
 
@@ -293,11 +298,12 @@ def _windows(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
 
 
 def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: int,
-            found: tuple) -> None:
+            found: tuple, group: tuple | None = None) -> None:
     """The phases from ``depth`` levels on, for the columns ``active`` of the output
     coordinates ``window``, written into ``found`` (values, errors, unresolved); a
     phase whose levels would not fit (``_windows``) goes a part of the window at a
-    time, the levels so far sliced (no evaluation repeated)."""
+    time, the levels so far sliced (no evaluation repeated). ``group``: the first
+    phase's grouped sentinels (every column active; see ``sentinel.first``)."""
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
     differences = differences_of(ev, *source, window)
     while active.size:
@@ -316,8 +322,9 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                    for o, r in result.items()}
         if depth == AGREE_LEVELS:
             settled = ~_jumpy(straddled, active.size) & _agree(diffs, noises)
-            if sentinel is None:
-                sentinel = sentinels.first(ev, source, window, current, settled, active, LEVELS - 1)
+            if group is not None:   # (the top call's first phase: no sentinel yet)
+                sentinel = sentinels.first(ev, source, window, current, settled, LEVELS - 1,
+                                           group)
             keep = ~settled if sentinel is None else ~settled | sentinels.disagree(
                 sentinels.rounding(problem, current), current, sentinel, active)
         else:

@@ -34,7 +34,7 @@ import numpy as np
 
 from gradcheck import coords
 from gradcheck.problem import Problem
-from gradcheck.quotients import differences_of, stacked_differences
+from gradcheck.quotients import differences_of
 
 GROUP = 16          # columns whose sentinels are taken in one evaluation pair
 SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
@@ -64,34 +64,47 @@ def disagree(eps: float, current: dict, sentinel: tuple, active) -> np.ndarray:
     return np.any(far, axis=0)
 
 
-def first(ev, source: tuple, window, current: dict, settled, active, level: int
-          ) -> tuple | None:
-    """The sentinels of Richardson's first phase: the columns ``active`` that
-    would stop (``settled``) confirmed a group at a time, and each other
-    column's own sentinel quotient and noise (at ``level`` of ``source``'s
-    steps) by output, rows of every column of ``source`` (NaN for a confirmed
-    column, which ``disagree`` then finds not far); ``None`` when every
-    column was confirmed. ``source``, ``window``: as ``differences_of`` takes them."""
+def grouped(source: tuple, level: int, size: int) -> tuple:
+    """Every column of ``source`` (as ``differences_of`` takes it) in groups of
+    ``GROUP``, their weights, and each group's move (rows of real vectors of
+    the input's ``size``): column ``j`` moved by its step at ``level`` times
+    its weight. The moves are evaluated with the first levels, before anyone
+    knows which columns will stop (one call fewer per chunk; a group with a
+    column that does not stop is not used)."""
     in_idx, steps, directions, columns = source
-    columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
-    small = steps[level, active]
-    parts, weights = groups(np.flatnonzero(settled))
-    sure = np.zeros(active.size, bool)
-    if parts:
-        moves = np.zeros((len(parts), ev.problem.layout.in_size(in_idx)))
-        for g, (rows, w) in enumerate(zip(parts, weights)):
-            if directions is None:
-                moves[g, columns[active[rows]]] = w * small[rows]
-            else:
-                moves[g] = (w * small[rows]) @ np.asarray(directions)[active[rows]]
-        # (steps of 1 along each group's move: quotients in the move's units)
-        along, noise = stacked_differences(ev, in_idx, np.ones((1, len(parts))),
-                                           np.arange(len(parts)), moves, window)
-        agree = confirmed(rounding(ev.problem, current), current, small, parts, weights,
-                          (along[0], noise[0]))
-        for rows, good in zip(parts, agree):
-            sure[rows] = good
-    need = active[~sure]
+    count = steps.shape[1]
+    columns = np.arange(count) if columns is None else np.asarray(columns)
+    parts, weights = groups(np.arange(count))
+    moves = np.zeros((len(parts), size))
+    for g, (rows, w) in enumerate(zip(parts, weights)):
+        if directions is None:
+            moves[g, columns[rows]] = w * steps[level, rows]
+        else:
+            moves[g] = (w * steps[level, rows]) @ np.asarray(directions)[rows]
+    return parts, weights, moves
+
+
+def first(ev, source: tuple, window, current: dict, settled, level: int,
+          group: tuple) -> tuple | None:
+    """The sentinels of Richardson's first phase, for every column of
+    ``source`` (``current``'s rows): the groups (``grouped``) whose columns
+    would all stop (``settled``) confirmed by ``group``'s last item, their
+    moves' central differences and noise by output; each other column's own
+    sentinel quotient and noise (at ``level`` of the steps) evaluated, by
+    output (NaN for a confirmed column, which ``disagree`` then finds not
+    far); ``None`` when every column was confirmed. ``source``, ``window``:
+    as ``differences_of`` takes them."""
+    steps = source[1]
+    parts, weights, along = group
+    ready = [g for g, rows in enumerate(parts) if settled[rows].all()]
+    sure = np.zeros(steps.shape[1], bool)
+    if ready:
+        agree = confirmed(rounding(ev.problem, current), current, steps[level],
+                          [parts[g] for g in ready], [weights[g] for g in ready],
+                          tuple({o: q[ready] for o, q in part.items()} for part in along))
+        for g, good in zip(ready, agree):
+            sure[parts[g]] = good
+    need = np.flatnonzero(~sure)
     if not need.size:
         return None
     values, noise = differences_of(ev, *source, window)(np.r_[level], need)
