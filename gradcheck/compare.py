@@ -251,7 +251,6 @@ class Tally:
             self.candidates = sorted(self.candidates + candidates, key=lambda item: -item[0])
             del self.candidates[self.KEEP:]
 
-
     def result(self, check, mode, against, out_idx, in_idx) -> Result:
         """The ``Result`` of the whole block (without arrays or diagnosis)."""
         floor = self.floor()

@@ -6,27 +6,30 @@ difference at the smallest step of the ladder (level ``LEVELS - 1``) sees the
 flat stair. A column whose first two quotients agree stops only once the
 sentinel agrees with its estimate (``disagree``).
 
-The columns that would stop are confirmed a group at a time (``confirmed``):
-the input moved at once along every column of a group of ``GROUP``, column
-``j`` by its sentinel step ``h_j`` times a random weight ``w_j`` (``|w_j|`` in
-[1, 2], either sign), costs two evaluations where one column at a time costs
-two per column. Its central difference is ``sum_j w_j h_j J[:, j]`` to within
-the rounding of two function values (the cross terms are of third order in
-steps of ``|x| 2**-18``), which the columns' estimates predict. The group's allowance is the sum of
-its columns' (as ``disagree`` gives them), with the rounding of the group's
-own two values in place of each column's sentinel noise.
+The columns are taken a group of ``GROUP`` neighbours at a time
+(``grouped``, ``confirmed``): the input moved at once along every column of
+a group, column ``j`` by its sentinel step ``h_j`` times a random weight
+``w_j`` (``|w_j|`` in [1, 2], either sign), costs two evaluations where one
+column at a time costs two per column, and they are made with the first two
+levels (before those tell which columns stop). Its central difference is
+``sum_j w_j h_j J[:, j]`` to within the rounding of two function values (the
+cross terms are of third order in steps of ``|x| 2**-18``), which the
+columns' estimates predict. The group's allowance is the sum of its columns'
+(as ``disagree`` gives them), with the rounding of the group's own two
+values in place of each column's sentinel noise. A group is used only when
+all its columns would stop.
 
-Grouping changes no decision one way: a group that does not agree has each
-of its columns' sentinels evaluated and judged alone, as every column that
-did not stop has (a smooth function's groups agree: its estimates are off by
-far less than the allowance). The other way, a column that alone would not
-stop is stopped by its group only when the other columns' gaps cancel its
-own (random weights make an exact cancellation improbable; a staircase's gap
-is the size of the derivative, far above any allowance), or when its gap is
-below the other columns' allowances together (about ``GROUP`` times the
-precise tolerance's relative allowance of the columns' largest entries): its
-estimate then rests on its two wide steps, whose agreement to rounding it
-has shown.
+Grouping changes no decision one way: a group that does not agree, or is
+not used, has each of its columns' sentinels evaluated and judged alone, as
+every column that did not stop has (a smooth function's groups agree: its
+estimates are off by far less than the allowance). The other way, a column
+that alone would not stop is stopped by its group only when the other
+columns' gaps cancel its own (random weights make an exact cancellation
+improbable; a staircase's gap is the size of the derivative, far above any
+allowance), or when its gap is below the other columns' allowances together
+(about ``GROUP`` times the precise tolerance's relative allowance of the
+columns' largest entries): its estimate then rests on its two wide steps,
+whose agreement to rounding it has shown.
 """
 from __future__ import annotations
 
@@ -68,9 +71,9 @@ def grouped(source: tuple, level: int, size: int) -> tuple:
     """Every column of ``source`` (as ``differences_of`` takes it) in groups of
     ``GROUP``, their weights, and each group's move (rows of real vectors of
     the input's ``size``): column ``j`` moved by its step at ``level`` times
-    its weight. The moves are evaluated with the first levels, before anyone
-    knows which columns will stop (one call fewer per chunk; a group with a
-    column that does not stop is not used)."""
+    its weight. The moves are evaluated with the first levels, before those
+    tell which columns stop (one call fewer per chunk; a group with a column
+    that does not stop is not used)."""
     in_idx, steps, directions, columns = source
     count = steps.shape[1]
     columns = np.arange(count) if columns is None else np.asarray(columns)
