@@ -204,9 +204,9 @@ def _input(state: ChunkState, in_idx: int) -> list:
             continue   # (compared beside forward mode's columns)
         if held is not None:
             for o, (e, base) in ((o, expected[o]) for o in held):
-                _tally(state.tallies, ("reverse", o, in_idx), e,
-                       _complex(held[o][:, a:b], cplx), base, state.floor, 0, a // (1 + cplx),
-                       float(state.scales[o].max(initial=0.0)))
+                _tally_of(state.tallies, ("reverse", o, in_idx), state.floor).add(
+                    e, _complex(held[o][:, a:b], cplx), base, 0, a // (1 + cplx),
+                    float(state.scales[o].max(initial=0.0)))
         elif state.comp is None:
             results += _reverse(ev, state.tallies, expected, in_idx, (a, b), state.floor, nondet)
         else:
@@ -234,13 +234,14 @@ def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
             where = (0, c0 // unit, float(state.scales[o][s0:s1].max(initial=0.0)))
             also = []
             if held is not None and o in held:
-                reverse = _tally_of(state, ("reverse", o, in_idx))
+                reverse = _tally_of(state.tallies, ("reverse", o, in_idx), state.floor)
                 rows = _complex(held[o][:, c0:c1], cplx)
                 if np.array_equal(rows, columns[1]):
                     also.append(reverse)
                 else:
                     reverse.add(columns[0], rows, columns[2], *where)
-            _tally_of(state, ("forward", o, in_idx)).add(*columns, *where, also=also)
+            _tally_of(state.tallies, ("forward", o, in_idx), state.floor).add(*columns, *where,
+                                                                              also=also)
 
 
 def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool) -> dict:
@@ -296,7 +297,8 @@ def _reverse_cells(state: ChunkState, expected: dict, in_idx: int, span: tuple,
     for o in p.diff_out:
         e, base = expected[o]
         cells = _reverse_span(state, (o, in_idx), span)
-        _tally(state.tallies, ("reverse", o, in_idx), e, cells, base, state.floor, 0, span[0])
+        _tally_of(state.tallies, ("reverse", o, in_idx), state.floor).add(e, cells, base, 0,
+                                                                          span[0])
         if nondet_tol is not None:
             again = _reverse_span(state, (o, in_idx), span, again=True)
             # (a copy: the results keep their arrays, which must not keep the
@@ -370,8 +372,8 @@ def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
         e, base = expected[o]
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
             rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
-            _tally(tallies, ("reverse", o, in_idx), e[r0:r1], _complex(rows, cplx),
-                   base[r0:r1], floor, r0, a // (2 if cplx else 1))
+            _tally_of(tallies, ("reverse", o, in_idx), floor).add(
+                e[r0:r1], _complex(rows, cplx), base[r0:r1], r0, a // (2 if cplx else 1))
             if nondet_tol is not None and r0 == 0:
                 again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
                 results += _reentrant(p, {o: rows}, {o: again}, in_idx, nondet_tol)
@@ -405,13 +407,9 @@ def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
                            magnitudes)
 
 
-def _tally(tallies, key, e, a, base, floor, row0, col0, scale=None) -> None:
-    tally = tallies.setdefault(key, Tally(floor))
-    tally.add(e, a, base, row0, col0, scale)
-
-
-def _tally_of(state: ChunkState, key: tuple) -> Tally:
-    return state.tallies.setdefault(key, Tally(state.floor))
+def _tally_of(tallies: dict, key: tuple, floor: float) -> Tally:
+    """The tally of ``key`` (made with ``floor`` the first time)."""
+    return tallies.setdefault(key, Tally(floor))
 
 
 def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> list:

@@ -78,9 +78,10 @@ def test_a_smooth_function_takes_one_sentinel_pair_per_group(E):
     np.testing.assert_allclose(numerical[0, 0], 2 * np.eye(size), atol=1e-12)
 
 
-def test_a_disagreeing_group_judges_its_columns_one_by_one():
-    # the group's quotient is off by the stair column's gap: every column of
-    # the group gets its own sentinel, the others still agree with theirs
+def test_a_group_with_one_flat_column_disagrees():
+    # a group's quotient that the estimates predict agrees; one whose column 2
+    # is flat at the smallest step (a stair) misses that column's gap in output
+    # 0 and disagrees (its columns then get their own sentinels)
     rng = np.random.default_rng(1)
     steps = np.full(4, 1e-6)
     best = rng.uniform(1.0, 2.0, (4, 3))
