@@ -100,7 +100,8 @@ def extrapolate(diffs: list, noises: list, out: tuple | None = None) -> tuple:
                 if 0 <= other < len(values) and j < len(values[other]):
                     err = np.maximum(err, np.abs(value - values[other][j]), out=err)
             err += noise[k][j]
-            np.copyto(err, np.inf, where=~np.isfinite(err))
+            # (every term is at least 0: NaN is the one non-finite value not yet inf)
+            np.copyto(err, np.inf, where=np.isnan(err))
             if first:   # (taken wherever its estimate is finite)
                 np.copyto(best, value)
                 np.copyto(best, np.nan, where=err == np.inf)
