@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from gradcheck import budget as budgets
-from gradcheck import checks
+from gradcheck import checks, heap
 from gradcheck.adjoint import adjoint_results
 from gradcheck.analytical import ad_parts
 from gradcheck.cells import forward_cells, numerical_cells, reverse_row_cells
@@ -350,7 +350,7 @@ def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
     for o in p.diff_out:
         # (a column after another, as the numerical columns are: the chunks'
         # comparisons then read both in pieces of one stretch of memory each)
-        held[o] = np.empty((p.layout.out_size(o), p.layout.in_size(in_idx)), order="F")
+        held[o] = heap.mapped((p.layout.out_size(o), p.layout.in_size(in_idx)), order="F")
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
             rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
             held[o][r0:r1] = rows

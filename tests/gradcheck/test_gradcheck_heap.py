@@ -115,3 +115,24 @@ def test_a_function_with_large_temporaries_keeps_to_the_budget():
         tracemalloc.stop()
     assert report.passed, report.message()
     assert peak < 48 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("shape,order", [((3, 5), "F"), ((4, 2), "C"), ((0, 4), "F")])
+def test_a_mapped_array_is_a_writable_array_of_its_own(shape, order):
+    a, b = heap.mapped(shape, order=order), heap.mapped(shape, order=order)
+    assert a.shape == shape and a.dtype == np.float64 and a.flags.writeable
+    assert a.flags.f_contiguous if order == "F" else a.flags.c_contiguous
+    values = np.arange(a.size, dtype=float).reshape(shape)
+    a[...] = values
+    b[...] = -1.0
+    np.testing.assert_array_equal(a, values)   # (b shares none of a's memory)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MAP_POPULATE is Linux's")
+def test_a_mapped_arrays_pages_are_mapped_when_it_is_made():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a = heap.mapped((1024, 1024))   # 8 MiB: 2,048 pages of 4 KiB
+    made = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a.fill(1.0)
+    written = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    assert made - before >= 1024 and written - made < 64
