@@ -1,9 +1,8 @@
 """Cumulative ops along ``dim``: cumsum (linear) and cumprod.
 
-cumsum's vjp is the reversed cumulative sum, an op of its own (not public:
-``flip``, ``cumsum`` and ``flip`` again copy the gradient three times, and a
-check's vjps of a long cumsum spent most of their time there); its vjp is
-cumsum. For cumprod, with
+cumsum's vjp is the reversed cumulative sum, an op of its own (not public):
+one sum over a reversed view of the gradient, where ``flip``, ``cumsum`` and
+``flip`` again make three arrays; its vjp is cumsum. For cumprod, with
 ``P[i, k] = prod_{j <= k, j != i} x_j`` for ``k >= i`` (and 0 for k < i),
 ``d out_k = sum_i P[i, k] dx_i``: P is built as the cumulative product of
 ``n`` copies of the slice with element ``i`` of copy ``i`` set to 1, which
