@@ -1,4 +1,4 @@
-"""How the C heap hands out the large arrays of a check (glibc only).
+"""Where the large arrays of a check get their memory: the C heap, or a mapping of their own.
 
 A check evaluates a function thousands of times in batches of a few MiB
 each (stacked inputs, outputs, vjps, the engine's temporaries), and every
