@@ -115,11 +115,7 @@ def sweep(functions, modes, sizes, limit: float, say, repeat: int = 1,
                     key = (function, mode)
                     if again and not _repeated(found.get(mode), under):
                         continue
-                    guess = predicted(history.get(key, []), n)
-                    if not again and (key in stopped or (guess is not None and guess > limit)):
-                        stopped.add(key)
-                        runs.append({"function": function, "mode": mode, "n": n,
-                                     "verdict": "skipped", "predicted": guess})
+                    if not again and _skipped(key, history, stopped, n, limit, runs):
                         continue
                     run = run_one(function, mode, n, limit)
                     run.update(function=function, mode=mode, n=n, load=load_average())
@@ -133,6 +129,18 @@ def sweep(functions, modes, sizes, limit: float, say, repeat: int = 1,
                 else:
                     stopped.add((function, mode))
     return runs
+
+
+def _skipped(key: tuple, history: dict, stopped: set, n: int, limit: float, runs: list) -> bool:
+    """Whether mode ``key`` is skipped at ``n`` (stopped before, or predicted
+    past ``limit``); a skipped run is recorded in ``runs``."""
+    guess = predicted(history.get(key, []), n)
+    if key not in stopped and (guess is None or guess <= limit):
+        return False
+    stopped.add(key)
+    runs.append({"function": key[0], "mode": key[1], "n": n, "verdict": "skipped",
+                 "predicted": guess})
+    return True
 
 
 def _repeated(run, under: float) -> bool:
