@@ -28,8 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import refengine as E
-from refengine.autograd import forward_ad as fwAD
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad as fwAD
 
 
 def _arrays():
@@ -104,7 +104,7 @@ def per_call(fn, repeat: int, budget: float) -> tuple[float, float]:
 
 def gradcheck_workloads():
     """(name, refengine run, torch run or None) for whole gradcheck calls."""
-    import gradcheck
+    from adcheck import gradcheck
     a = np.random.default_rng(1).uniform(-1, 1, (5, 5))
     x = E.from_numpy(a.copy()).requires_grad_()
     rows = [("gradcheck(sin, fwd)", lambda: gradcheck.gradcheck(E.sin, (x,), check_forward_ad=True)),

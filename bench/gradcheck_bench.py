@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradcheck import check
+from adcheck.gradcheck import check
 
 KINDS = {
     "slow": dict(),
@@ -67,7 +67,7 @@ def best_time(fn, repeat):
 
 
 def run(engine: str, repeat: int):
-    E = importlib.import_module(engine)
+    E = importlib.import_module("adcheck.refengine" if engine == "refengine" else engine)
     rows = []
     for name, fn, inputs in ops(E):
         for kind, options in KINDS.items():

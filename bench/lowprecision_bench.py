@@ -2,7 +2,7 @@
 
 ``check(precise=True)`` on float32, bfloat16 or float16 inputs states, per
 result, the smallest relative formula error it can detect (``Result.precision``,
-see ``gradcheck.lowprecision``). Two measurements test that statement:
+see ``gradcheck.lowprec.lowprecision``). Two measurements test that statement:
 
 ``measure`` plants errors of decreasing size: each op below is wrapped in a
 ``torch.autograd.Function`` whose backward (reverse mode) or jvp (forward
@@ -36,7 +36,7 @@ sys.path[:0] = [str(ROOT)]
 
 import torch  # noqa: E402
 
-import gradcheck  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
 
 RNG = np.random.default_rng(17)
 W = torch.from_numpy(RNG.uniform(-1, 1, (4, 3)))

@@ -4,7 +4,7 @@ For every registry sample in each low-precision dtype whose function also
 runs in float64, the reverse-mode Jacobian in the low dtype is compared with
 the reverse-mode Jacobian in float64 at the same values (a correct formula's
 rounding error, the registry's float64 formulas being right to 1e-10), and
-that error is divided by the allowance ``gradcheck.lowprecision`` gives it
+that error is divided by the allowance ``gradcheck.lowprec.lowprecision`` gives it
 with ``MARGIN = 1``. The largest ratio is what ``MARGIN`` must exceed.
 """
 from __future__ import annotations
@@ -13,14 +13,14 @@ import warnings
 
 import numpy as np
 
-from gradcheck import lowprecision
-from gradcheck.analytical import ad_blocks
-from gradcheck.evaluation import Evaluator
-from gradcheck.problem import Problem
-from gradcheck.sides import REVERSE
-from gradcheck.widening import wide_blocks, widened
-from runner.checks import OpSubject
-from runner.registry import OPINFO, source_dtype
+from adcheck.gradcheck.lowprec import lowprecision
+from adcheck.gradcheck.core.analytical import ad_blocks
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.core.sides import REVERSE
+from adcheck.gradcheck.lowprec.widening import wide_blocks, widened
+from adcheck.runner.checks import OpSubject
+from adcheck.runner.registry import OPINFO, source_dtype
 
 
 def _samples(info, name: str, engine: str, limit: int):

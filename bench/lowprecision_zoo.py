@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "gradcheck")]
 
 import gradcheck_zoo as zoo  # noqa: E402
-import refengine  # noqa: E402
+from adcheck import refengine  # noqa: E402
 import torch  # noqa: E402
 
-from gradcheck import check  # noqa: E402
+from adcheck.gradcheck import check  # noqa: E402
 
 #: label -> (engine module, dtype name, low_precision keyword, target relative error)
 PATHS = {"float32 refengine": (refengine, "float32", "auto", 1e-5),

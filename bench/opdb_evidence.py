@@ -29,7 +29,7 @@ def case(cls: str, op: str, dtype: str, index: int):
 
 
 def _call(op: str, dtype: str, index: int):
-    from opinfo import torchdb
+    from adcheck.opinfo import torchdb
     entry = torchdb.get(op)
     sample = entry.sample(index, dtype)
     return entry, sample, entry.call(sample)

@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     results = out_dir / "results.jsonl"
     if not args.resume and results.exists():
         results.unlink()
-    from opinfo import torchdb
+    from adcheck.opinfo import torchdb
     entries = torchdb.entries()          # imports op_db once, before the workers fork
     dtypes = None if args.all_dtypes else [d for d in args.dtypes.split(",") if d]
     tasks = plan(entries, dtypes, args.ops, _finished_pairs(results), args)

@@ -101,7 +101,7 @@ def _torch(entry, sample, check):
 
 
 def _torch_slow(entry, sample, check):
-    from opinfo.torchdb.call import torch_verdict
+    from adcheck.opinfo.torchdb.call import torch_verdict
     runs = [(name, dict(flags, fast_mode=False)) for name, flags in entry.torch_runs(check)]
     verdict = torch_verdict(entry.call(sample), runs)
     if verdict.passed:
@@ -111,7 +111,7 @@ def _torch_slow(entry, sample, check):
 
 
 def _adcheck_gradcheck(entry, sample, check):
-    import gradcheck
+    from adcheck import gradcheck
     call = entry.call(sample)
     for name, flags in entry.torch_runs(check):
         getattr(gradcheck, name)(call.func, call.inputs, seed=0, **flags)
@@ -119,7 +119,7 @@ def _adcheck_gradcheck(entry, sample, check):
 
 
 def _adcheck_precise(entry, sample, check, dtype):
-    import gradcheck
+    from adcheck import gradcheck
     call = entry.call(sample)
     options = entry.adcheck_options(check, dtype, precise=True)
     report = gradcheck.check(call.func, call.inputs, seed=0, name=entry.name, **options)
@@ -138,7 +138,7 @@ def _sample_info(entry, dtype, index):
 def run_task(task: dict, send) -> None:
     """Run every sample, check and tool of ``task``; ``send(kind, payload)`` streams
     ``("start", key)`` before each tool and ``("record", record)`` after each sample."""
-    from opinfo import torchdb
+    from adcheck.opinfo import torchdb
     entry = torchdb.get(task["op"])
     dtype = task["dtype"]
     count = sum(1 for _ in islice(entry.sample_inputs(dtype), task["samples"]))

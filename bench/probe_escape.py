@@ -6,7 +6,7 @@
 A probed check (``jacobian="probed"``, ``probes=k``) compares ``J U`` for
 ``k`` Gaussian directions and states, in ``Report.escape``, the probability
 that one entry wrong by ``r`` times its row's norm escapes it
-(``gradcheck.probed``). Here ``cumsum`` of ``n`` inputs (a dense lower
+(``gradcheck.large.probed``). Here ``cumsum`` of ``n`` inputs (a dense lower
 triangular Jacobian, so that every row but the first holds many entries)
 is written as a refengine Function whose vjp and jvp are both wrong in one
 entry ``(i, j)``, ``j <= i``, drawn at random in the lower half of the rows,
@@ -30,11 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import gradcheck  # noqa: E402
-import refengine as E  # noqa: E402
-from gradcheck.precise import precise_tolerances  # noqa: E402
-from gradcheck.probed import ProbePlan, escape_odds, projected  # noqa: E402
-from gradcheck.richardson import step_scale  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+import adcheck.refengine as E  # noqa: E402
+from adcheck.gradcheck.numerics.precise import precise_tolerances  # noqa: E402
+from adcheck.gradcheck.large.probed import ProbePlan, escape_odds, projected  # noqa: E402
+from adcheck.gradcheck.numerics.richardson import step_scale  # noqa: E402
 
 
 def planted_cumsum(n: int, i: int, j: int, delta: float):

@@ -116,7 +116,7 @@ def run_check(name: str, mode: str, n: int) -> dict:
     import torch
     torch.set_num_threads(1)
     if on_refengine:
-        import refengine as E
+        import adcheck.refengine as E
     else:
         E = torch
     f = planted(name, n, E) if plant else function(name, E)
@@ -137,7 +137,7 @@ def run_check(name: str, mode: str, n: int) -> dict:
 
 
 def _caller(mode: str, E, forward: bool = True):
-    import gradcheck
+    from adcheck import gradcheck
     import torch
 
     def torch_check(f, xs, fast):

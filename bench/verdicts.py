@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "gradcheck")]
 
-import gradcheck  # noqa: E402  (after the path: measure this checkout)
+from adcheck import gradcheck  # noqa: E402  (after the path: measure this checkout)
 
 ZOO_OPTIONS = {
     "default": {},
@@ -82,7 +82,7 @@ def zoo_cases():
         pass
     import importlib
     for engine in engines:
-        E = importlib.import_module(engine)
+        E = importlib.import_module("adcheck.refengine" if engine == "refengine" else engine)
         for entry in zoo.all_entries():
             noisy = "noisy" in entry.name or "nondeterministic" in entry.name
             for label, options in ZOO_OPTIONS.items():
@@ -93,8 +93,8 @@ def zoo_cases():
 
 def _sample_call(info, sample):
     """``func(*inputs)`` for the sample's tensors that require grad, and ``ref``."""
-    import refengine
-    from refengine.pytree import tree_leaves, tree_map
+    from adcheck import refengine
+    from adcheck.refengine.pytree import tree_leaves, tree_map
 
     def walk(value, fn):
         return tree_map(lambda v: fn(v) if isinstance(v, refengine.Tensor) else v, value)
@@ -111,9 +111,9 @@ def _sample_call(info, sample):
         return sample.output_process_fn_grad(info.op(inp, *args, **kwargs))
 
     ref = None
-    from opinfo import identity
+    from adcheck.opinfo import identity
     if info.mpmath_ref is not None and sample.output_process_fn_grad is identity:
-        from gradcheck.reference import to_mp
+        from adcheck.gradcheck.numerics.reference import to_mp
 
         def ref(*mp_values):
             def constant(t):
@@ -125,8 +125,8 @@ def _sample_call(info, sample):
 
 
 def registry_cases(samples: int = 2):
-    import opinfo
-    import refengine as E
+    from adcheck import opinfo
+    import adcheck.refengine as E
     for info in opinfo.op_db:
         for dtype in (E.float64, E.complex128):
             if not info.supports("reverse", dtype):
@@ -211,7 +211,7 @@ def error_cases():
     import importlib
     for engine in ("refengine", "torch"):
         try:
-            E = importlib.import_module(engine)
+            E = importlib.import_module("adcheck.refengine" if engine == "refengine" else engine)
         except ImportError:
             continue
         for name, func in _error_functions(E).items():

@@ -73,8 +73,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import gradcheck  # noqa: E402  (after the path: measure this checkout)
-import refengine  # noqa: E402
+from adcheck import gradcheck  # noqa: E402  (after the path: measure this checkout)
+from adcheck import refengine  # noqa: E402
 from vs_torch_ops import CANARIES, Op, build_canaries, build_ops  # noqa: E402
 from vs_torch_processes import (  # noqa: E402
     load_average,
@@ -307,7 +307,7 @@ def _batching(no_batch: bool) -> str:
     set_batching = getattr(gradcheck, "set_batching", None)
     if set_batching is None:   # not exported yet: the module that holds it
         try:
-            set_batching = importlib.import_module("gradcheck.batching").set_batching
+            set_batching = importlib.import_module("adcheck.gradcheck.core.batching").set_batching
         except (ImportError, AttributeError):
             set_batching = None
     if set_batching is None:

@@ -36,8 +36,8 @@ def adcheck_command() -> tuple[list[str], str]:
     found = shutil.which("adcheck")
     if found:
         return [found], found
-    return [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())"], \
-        f"{sys.executable} -c 'from cli.main import main'"
+    return [sys.executable, "-c", "import sys; from adcheck.cli.main import main; sys.exit(main())"], \
+        f"{sys.executable} -c 'from adcheck.cli.main import main'"
 
 
 def time_import_torch(n: int = 3) -> dict:

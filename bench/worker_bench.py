@@ -39,7 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.torchregistry import TorchRegistry  # noqa: E402 - cheap: imports no torch
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402 - cheap: imports no torch
 
 
 def _ready(pool) -> float:
@@ -54,7 +54,7 @@ def _ready(pool) -> float:
 
 
 def _cold_start(context_name: str) -> float:
-    from runner import pool as pools
+    from adcheck.runner import pool as pools
     pool = pools.WorkerPool()
     if context_name != "default":
         pool.context = multiprocessing.get_context(context_name)
@@ -73,7 +73,7 @@ def cold_start(context_name: str = "default") -> float:
 
 
 def respawn(repeats: int) -> list:
-    from runner import pool as pools
+    from adcheck.runner import pool as pools
     pool = pools.WorkerPool()
     try:
         _ready(pool)
@@ -83,9 +83,9 @@ def respawn(repeats: int) -> list:
 
 
 def per_task(repeats: int) -> tuple:
-    from runner.checks import Policy
-    from runner.run import run_tasks
-    from runner.tasks import OpTask, Settings
+    from adcheck.runner.checks import Policy
+    from adcheck.runner.run import run_tasks
+    from adcheck.runner.tasks import OpTask, Settings
     task = OpTask(0, "sin", "float64", Settings(("reverse",), Policy(), timeout=60), 0)
     run_tasks([task])                          # warm the pool and this process alike
     run_tasks([task], in_process=True)
@@ -107,11 +107,11 @@ class PlainTorchRegistry(TorchRegistry):
 
 def _torch_task(preload: bool) -> tuple:
     """``(first result, after a replacement)`` in seconds, in this fresh process."""
-    from runner.checks import Policy
-    from runner.pool import shared_pool
-    from runner.run import run_tasks
-    from runner.tasks import OpTask, Settings
-    from runner.torchregistry import TorchRegistry
+    from adcheck.runner.checks import Policy
+    from adcheck.runner.pool import shared_pool
+    from adcheck.runner.run import run_tasks
+    from adcheck.runner.tasks import OpTask, Settings
+    from adcheck.runner.torchregistry import TorchRegistry
     registry = TorchRegistry() if preload else PlainTorchRegistry()
     task = OpTask(0, "mul", "float64", Settings(("reverse",), Policy(engine="torch"), 600,
                                                 registry=registry), 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from cli.exit_codes import ExitCode
+from adcheck.cli.exit_codes import ExitCode
 
 
 class InputError(click.ClickException):

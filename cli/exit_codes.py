@@ -1,4 +1,4 @@
 """Exit statuses of ``adcheck``: one enum (the runner's), as ruff does it."""
-from runner.results import ExitCode
+from adcheck.runner.results import ExitCode
 
 __all__ = ["ExitCode"]

@@ -15,18 +15,18 @@ from .exit_codes import ExitCode
 
 #: command name -> "module:attribute"
 COMMANDS = {
-    "ops": "cli.commands.ops:ops",
-    "op": "cli.commands.op:op",
-    "check": "cli.commands.check:check",
-    "conformance": "cli.commands.conformance:conformance",
-    "list": "cli.commands.listing:list_ops",
-    "baseline": "cli.commands.baseline:baseline",
-    "merge": "cli.commands.merge:merge",
+    "ops": "adcheck.cli.commands.ops:ops",
+    "op": "adcheck.cli.commands.op:op",
+    "check": "adcheck.cli.commands.check:check",
+    "conformance": "adcheck.cli.commands.conformance:conformance",
+    "list": "adcheck.cli.commands.listing:list_ops",
+    "baseline": "adcheck.cli.commands.baseline:baseline",
+    "merge": "adcheck.cli.commands.merge:merge",
 }
 
 
 #: adcheck's own packages: failing to import one means a broken installation
-PACKAGES = ("refengine", "gradcheck", "opinfo", "conformance", "runner", "cli")
+PACKAGES = ("adcheck",)
 
 
 class LazyGroup(click.Group):
@@ -56,7 +56,7 @@ class LazyGroup(click.Group):
                        err=True)
             raise click.exceptions.Exit(signals.exit_status(name)) from None
         except ValueError as exc:
-            from runner.errors import RunnerError
+            from adcheck.runner.errors import RunnerError
             if not isinstance(exc, RunnerError):
                 raise
             from .errors import InputError

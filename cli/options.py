@@ -10,10 +10,10 @@ import importlib.util
 
 import click
 
-from cli.errors import InputError
-from runner.registry import DTYPE_NAMES, REGISTRY_NAMES
+from adcheck.cli.errors import InputError
+from adcheck.runner.registry import DTYPE_NAMES, REGISTRY_NAMES
 
-#: the checks as --check's help lists them (gradcheck.modes holds the vocabulary, but
+#: the checks as --check's help lists them (gradcheck.core.modes holds the vocabulary, but
 #: importing it would import NumPy before --help; a test keeps the two in step)
 CHECK_HELP = ("reverse (vjp against finite differences), forward (jvp against finite "
               "differences), fast (one random projection each way (fast mode)), gradgrad "
@@ -32,7 +32,7 @@ def _apply(options):
     return decorate
 
 
-#: --memory-budget's default, in MiB (gradcheck.options.DEFAULT_MEMORY_BUDGET)
+#: --memory-budget's default, in MiB (gradcheck.core.options.DEFAULT_MEMORY_BUDGET)
 MEMORY_BUDGET_MIB = 512
 
 
@@ -115,7 +115,7 @@ def registry_option(func):
 
 
 def parse_checks(text: str) -> tuple:
-    from gradcheck.modes import CHECK_NAMES
+    from adcheck.gradcheck.core.modes import CHECK_NAMES
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in CHECK_NAMES]
     if unknown or not names:

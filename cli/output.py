@@ -21,8 +21,8 @@ import sys
 
 import click
 
-from cli import signals
-from runner.files import stage
+from adcheck.cli import signals
+from adcheck.runner.files import stage
 
 
 def _fail(report, message: str) -> None:
@@ -48,7 +48,7 @@ def write_stdout(text: str) -> None:
 
 def emit(text: str) -> None:
     """Write ``text`` to standard output; a failure is a usage error (one line, exit 2)."""
-    from cli.errors import InputError
+    from adcheck.cli.errors import InputError
     try:
         write_stdout(text)
     except OSError as exc:
@@ -68,7 +68,7 @@ def console_text(draw, color: bool, width: int = 120, soft_wrap: bool = True) ->
 
 def render(fmt: str, report, *, color: bool = False, verbosity: int = 0) -> str:
     """The text of ``report`` in format ``fmt`` (see ``cli.formats``)."""
-    from cli.formats import get_format
+    from adcheck.cli.formats import get_format
     buffer = io.StringIO()
     get_format(fmt).render(report, buffer, color=color, verbosity=verbosity)
     return buffer.getvalue()

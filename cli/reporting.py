@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import click
 
-from cli.errors import InputError
-from runner.results import RunReport
+from adcheck.cli.errors import InputError
+from adcheck.runner.results import RunReport
 
 
 def load_baseline(path: str | None, registry: str = "opinfo") -> set | None:
@@ -17,7 +17,7 @@ def load_baseline(path: str | None, registry: str = "opinfo") -> set | None:
     another registry: ``registry`` names this run's)."""
     if path is None:
         return None
-    from runner import baseline
+    from adcheck.runner import baseline
     try:
         return baseline.load(path, registry)
     except baseline.BaselineError as exc:
@@ -75,8 +75,8 @@ def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | N
            html: str | None = None) -> None:
     """Compare with the baseline, write every output (``cli.output.publish``:
     whole files, the true status in each), and exit with that status."""
-    from cli.output import publish, render
-    from runner import baseline
+    from adcheck.cli.output import publish, render
+    from adcheck.runner import baseline
     if accepted is not None:
         report.baseline = baseline.compare(report.results, accepted, baseline_path)
     announce(report)
@@ -84,7 +84,7 @@ def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | N
     if junit_xml is not None:
         files.append((junit_xml, lambda r: render("junit", r), None))
     if html is not None:
-        from cli.formats.html import page
+        from adcheck.cli.formats.html import page
         files.append((html, page, None))
     if write_baseline is not None:
         if report.interrupted or report.error is not None:

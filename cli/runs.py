@@ -12,14 +12,14 @@ import time
 
 import click
 
-from cli.errors import InputError
+from adcheck.cli.errors import InputError
 
 
 def load_registry(plugins: tuple = (), registry=None):
     """``registry`` (default: adcheck's own) with the plugin files loaded; a
     plugin that does not load is a usage error."""
-    from runner.errors import PluginError
-    from runner.registry import OPINFO
+    from adcheck.runner.errors import PluginError
+    from adcheck.runner.registry import OPINFO
     registry = OPINFO if registry is None else registry
     try:
         registry.load_plugins(plugins)
@@ -32,7 +32,7 @@ def open_registry(name: str, plugins: tuple = (), **options):
     """The registry ``--registry`` names (``options`` go to its constructor),
     its plugin files not yet loaded (``load_registry`` does). Only adcheck's own
     registry takes plugin files."""
-    from runner.registry import OPINFO, named
+    from adcheck.runner.registry import OPINFO, named
     if name == "opinfo":
         return OPINFO
     if plugins:
@@ -64,7 +64,7 @@ def registry_defaults(registry, checks: str, engine: str) -> tuple:
 
 def plugin_ops(registry, path) -> list:
     """The names of the ops a plugin file adds (loading it once per process)."""
-    from runner.errors import PluginError
+    from adcheck.runner.errors import PluginError
     try:
         return registry.plugin_ops(path)
     except PluginError as exc:
@@ -74,8 +74,8 @@ def plugin_ops(registry, path) -> list:
 def select(registry, patterns: tuple, families: tuple, engine: str) -> list:
     """The selected ops (``runner.selection.select``), warning about those
     ``--engine torch`` leaves out."""
-    from cli.reporting import warn
-    from runner.selection import select as runner_select
+    from adcheck.cli.reporting import warn
+    from adcheck.runner.selection import select as runner_select
     chosen = runner_select(registry, patterns, families, engine)
     if chosen.without_torch:
         warn(f"{len(chosen.without_torch)} selected ops name no torch op and are not checked "
@@ -86,7 +86,7 @@ def select(registry, patterns: tuple, families: tuple, engine: str) -> list:
 def recorded(settings, **extra) -> dict:
     """The settings a report records (the ``settings`` object of the JSON), the
     registry's name among them."""
-    from runner.registry import record
+    from adcheck.runner.registry import record
     policy = settings.policy
     return {"engine": policy.engine, "precise": policy.precise,
             "checks": list(settings.checks), "seed": policy.seed,
@@ -98,7 +98,7 @@ def prestart(registry=None) -> None:
     """Start the workers' imports now, so that they run while this process
     selects: a worker, or for a registry with a ``preload`` (PyTorch's op_db) the
     fork server that imports it (a worker would wait for it here)."""
-    from runner.pool import shared_pool
+    from adcheck.runner.pool import shared_pool
     preload = getattr(registry, "preload", ())
     try:
         if preload:
@@ -114,10 +114,10 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
     """Run the tasks in worker processes, with a progress bar on stderr;
     returns the ``RunReport`` (partial when a stop signal came). ``planned``:
     the whole plan ``tasks`` are a shard of (which may then be empty)."""
-    from cli import signals
-    from cli.reporting import progress_bar, warn
-    from runner.results import RunReport
-    from runner.run import run_tasks
+    from adcheck.cli import signals
+    from adcheck.cli.reporting import progress_bar, warn
+    from adcheck.runner.results import RunReport
+    from adcheck.runner.run import run_tasks
     if not (tasks if planned is None else planned):
         raise InputError("nothing to check: no selected op supports the selected dtypes; "
                          "widen --dtype or the op patterns")
@@ -139,13 +139,13 @@ def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", shard=
           **extra):
     """Plan and run the tasks of ``infos`` (every sample of each op and dtype);
     ``shard``: ``(k, n)``, run only shard k of n of the plan (``runner.shard``)."""
-    from runner.selection import plan
+    from adcheck.runner.selection import plan
     tasks = plan(infos, dtypes, settings)
     record = recorded(settings, dtypes=dtypes, fail_fast=fail_fast, **extra)
     if shard is None:
         return run(command, tasks, jobs, fail_fast, level, record)
-    from runner.shard import record as shard_record
-    from runner.shard import shard_tasks
+    from adcheck.runner.shard import record as shard_record
+    from adcheck.runner.shard import shard_tasks
     mine = shard_tasks(tasks, *shard)
     report = run(command, mine, jobs, fail_fast, level, record, planned=tasks)
     report.shard = shard_record(tasks, mine, *shard)

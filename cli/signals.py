@@ -71,5 +71,5 @@ def first() -> str | None:
 
 def exit_status(name: str | None) -> int:
     """The exit status of a run stopped by ``name`` (130, Ctrl-C's, by default)."""
-    from runner.results import STOPPED_BY, ExitCode
+    from adcheck.runner.results import STOPPED_BY, ExitCode
     return int(STOPPED_BY.get(name or "SIGINT", ExitCode.INTERRUPTED))

@@ -4,8 +4,11 @@
 per case; ``areas()`` lists the areas; ``CASES`` holds the cases of the
 areas imported so far. Engines are imported only when a suite runs.
 """
-from conformance.case import CASES, Case, case
-from conformance.runner import CaseResult, areas, load_cases, run_case, run_suite
+if not __name__.startswith("adcheck."):     # the checkout's folder, imported by its short name
+    raise ImportError(f"import adcheck.{__name__}, not {__name__}: adcheck's packages live "
+                      "under the name 'adcheck' (see the README)")
+from adcheck.conformance.case import CASES, Case, case
+from adcheck.conformance.runner import CaseResult, areas, load_cases, run_case, run_suite
 
 __all__ = ["CASES", "Case", "CaseResult", "areas", "case", "load_cases", "run_case",
            "run_suite"]

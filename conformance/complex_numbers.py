@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import MECHANICS, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import MECHANICS, case
+from adcheck.conformance.compare import assert_close
 
 _C = dict(rtol=1e-12, atol=1e-12)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.compare import assert_close
 
 
 def _square(E):

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.case import FORWARD_AD, case
-from conformance.compare import assert_close, to_numpy
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.compare import assert_close, to_numpy
 
 
 def _vec(E, values):

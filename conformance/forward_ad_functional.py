@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.case import FORWARD_AD, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.compare import assert_close
 
 CITE_HIGH_LEVEL = ("Use the new engine to compute quantities such as `jvp`, `hvp` and "
                    "`hessian` within the high level API.")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.case import FORWARD_AD, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.compare import assert_close
 
 NESTED = ("This API supports nesting levels and providing a specific level kwarg "
           "for each function to enable higher order gradients easily.")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.case import FORWARD_AD, case
-from conformance.compare import to_numpy
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.compare import to_numpy
 
 RTOL = 1e-12
 

@@ -7,8 +7,8 @@ Jacobian is taken with respect to an unconstrained matrix.
 """
 from __future__ import annotations
 
-from conformance.case import FORWARD_AD, case
-from conformance.forward_ad_ops import CITE_COLUMNS, CITE_JVP, C, P, R, check_table
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.forward_ad_ops import CITE_COLUMNS, CITE_JVP, C, P, R, check_table
 
 CITE_VIEWS = ("view operation forward AD formula generate a dual that is a view "
               "of the input's dual")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.case import FORWARD_AD, case
-from conformance.compare import assert_close, to_numpy
+from adcheck.conformance.case import FORWARD_AD, case
+from adcheck.conformance.compare import assert_close, to_numpy
 
 
 def _vec(E, values):

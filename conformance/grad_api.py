@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
 
 
 @case("grad(materialize_grads=True) gives zeros for unused inputs; with create_graph=True "

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
 
 
 @case("Computations in no-grad mode behave as if none of the inputs require grad. In "

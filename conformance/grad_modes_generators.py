@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
 
 
 def _modes(E) -> tuple:

@@ -5,8 +5,8 @@ import warnings
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.compare import assert_close
 
 
 def _f64(E, data, requires_grad=False):

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
 
 
 def _none_backward(E):

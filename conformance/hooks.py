@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
 
 
 def _leaf(E, n=2):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
-from conformance.compare import assert_close, op_label, version_error
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.compare import assert_close, op_label, version_error
 
 
 @case("if a tensor is referenced in different places, the in-place operation should "

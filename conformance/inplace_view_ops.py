@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
 
 # op name -> (call, shape of the 2x3 (or 1x2x3 for squeeze_) input afterwards, node)
 OPS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
 
 
 def _freed_at_once(make) -> bool:

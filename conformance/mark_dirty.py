@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, TORCH_BEHAVIOUR, case
 
 
 def _dirty(E, outputs=1, jvp=None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
 
 
 def _x(E):

@@ -1,8 +1,8 @@
 """refengine.nn: Parameter, Module bookkeeping, Linear, Dropout, backward hooks."""
 from __future__ import annotations
 
-from conformance.case import MECHANICS, case
-from conformance.compare import assert_close
+from adcheck.conformance.case import MECHANICS, case
+from adcheck.conformance.compare import assert_close
 
 
 def _net(E):

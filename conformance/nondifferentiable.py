@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, case
 
 
 def _at(E, *values):

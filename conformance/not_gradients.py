@@ -1,7 +1,7 @@
 """Computing not-gradients: detach, no_grad and hooks, and their equivalence."""
 from __future__ import annotations
 
-from conformance.case import AUTOGRAD_NOTE, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, case
 
 
 def _x(E):

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from conformance.case import TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import TORCH_BEHAVIOUR, case
 
 
 def _bits(t) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
 
 TIMEOUT = 30.0
 

@@ -1,7 +1,7 @@
 """Reentrant backward: a backward called inside a custom Function's backward."""
 from __future__ import annotations
 
-from conformance.case import TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import TORCH_BEHAVIOUR, case
 
 
 @case("a backward called inside a custom Function's backward (reentrant) nests 2,000 levels "

@@ -4,7 +4,7 @@ An area is any module of this package other than the infrastructure
 (``case``, ``compare``, ``runner``); its cases register themselves with
 ``@case`` when it is imported, so adding an area is adding a file.
 
-    >>> from conformance import run_suite
+    >>> from adcheck.conformance import run_suite
     >>> results = run_suite("refengine", areas=["inplace"])
     >>> [r.status for r in results]          # doctest: +SKIP
     ['passed', 'passed', ...]
@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass
 from types import ModuleType
 
-from conformance.case import CASES, ENGINES, Case
+from adcheck.conformance.case import CASES, ENGINES, Case
 
 _INFRASTRUCTURE = frozenset({"case", "compare", "runner", "__init__", "__main__"})
 
@@ -48,7 +48,7 @@ class CaseResult:
 
 def areas() -> list[str]:
     """The names of every conformance area, sorted."""
-    import conformance
+    from adcheck import conformance
     return sorted(info.name for info in pkgutil.iter_modules(conformance.__path__)
                   if info.name not in _INFRASTRUCTURE and not info.name.startswith("_"))
 
@@ -65,17 +65,18 @@ def load_cases(selected: list[str] | None = None) -> list[Case]:
         raise ValueError(f"unknown conformance area(s) {', '.join(map(repr, unknown))}; "
                          f"known areas: {', '.join(known)}")
     for name in chosen:
-        importlib.import_module(f"conformance.{name}")
+        importlib.import_module(f"adcheck.conformance.{name}")
     return [c for c in CASES if c.area in chosen]
 
 
 def resolve_engine(engine: str | ModuleType) -> tuple[ModuleType, str]:
     """The engine module and its name, from a module or "refengine"/"torch"."""
     if isinstance(engine, ModuleType):
-        return engine, engine.__name__.split(".", 1)[0]
+        name = engine.__name__
+        return engine, "refengine" if name == "adcheck.refengine" else name.split(".", 1)[0]
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; known engines: {', '.join(ENGINES)}")
-    return importlib.import_module(engine), engine
+    return importlib.import_module("adcheck.refengine" if engine == "refengine" else engine), engine
 
 
 def run_case(case: Case, engine: str | ModuleType) -> CaseResult:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import MECHANICS, case
+from adcheck.conformance.case import MECHANICS, case
 
 _SECOND = "backward through the graph a second time"
 

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from conformance.case import MECHANICS, case
+from adcheck.conformance.case import MECHANICS, case
 
 
 def _counting_hooks():

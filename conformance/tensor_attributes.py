@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import MECHANICS, TORCH_BEHAVIOUR, case
 
 
 @case("numpy() of a tensor that requires grad is refused in grad mode and allowed under "

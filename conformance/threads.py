@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import threading
 
-from conformance.case import MECHANICS, case
+from adcheck.conformance.case import MECHANICS, case
 
 THREADS = 8
 TIMEOUT = 30.0

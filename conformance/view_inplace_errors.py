@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
+from adcheck.conformance.case import AUTOGRAD_NOTE, MECHANICS, TORCH_BEHAVIOUR, case
 
 _NO_GRAD_ADVICE = (
     "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "

@@ -3,9 +3,9 @@
     adcheck ops my_sin --plugin my_opinfos.py
     adcheck check --plugin my_opinfos.py
 """
-import refengine as E
-from opinfo import OpInfo
-from opinfo.samples import unary
+import adcheck.refengine as E
+from adcheck.opinfo import OpInfo
+from adcheck.opinfo.samples import unary
 
 from myops import MySin, MyTanh
 

@@ -3,8 +3,8 @@
     adcheck check myops:MySin      # exits 1: the backward is off by a factor 2
     adcheck check myops:MyTanh     # exits 0
 """
-import refengine as E
-from refengine.autograd import Function
+import adcheck.refengine as E
+from adcheck.refengine.autograd import Function
 
 
 class MySin(Function):

@@ -8,7 +8,8 @@ PyTorch's) and ``check`` (returns a ``Report``). The Jacobian builders
 
 Example::
 
-    import torch, gradcheck
+    import torch
+    from adcheck import gradcheck
     x = torch.rand(3, dtype=torch.float64, requires_grad=True)
     gradcheck.gradcheck(MySin.apply, (x,), check_forward_ad=True)   # True or raises
     report = gradcheck.check(MySin.apply, (x,), precise=True)      # a Report
@@ -17,43 +18,40 @@ Example::
         report.to_dict()             # JSON-serializable
 
 Inputs may be ``refengine`` or ``torch`` tensors, or JAX arrays; the engine
-is taken from them (see ``gradcheck.engines``). Jacobians are built in
-batches through the engine's vmap (see ``gradcheck.evaluation``), within a
-memory budget (``memory_budget``, see ``gradcheck.budget``). Large blocks
-are built as ``J S`` for seeds ``S`` (compressed by their sparsity pattern,
-or probed along random directions) or in chunks: ``gradcheck.producers``
-says which and when.
+is taken from them (see ``gradcheck.engines``).
 
-Layout, each layer importing only from those above it:
+Rooms, each importing only from those listed before it (``docs/architecture.md``
+walks one check through them):
 
-- ``coords``, ``serialize``, ``modes`` (the vocabulary of checks), ``errors``,
-  ``batching``, ``budget``, ``options`` (the validated keywords), ``engines``
-  (adapters), ``structure`` (sparsity patterns), ``seeds`` (the ``S`` of
-  ``J S``);
-- ``jacobian``: the one ``Jacobian`` type;
-- ``problem`` (a validated function and inputs), ``evaluation`` (outputs,
-  vjps and jvps, batched or looped inside), ``sides`` (reverse and forward
-  mode described once);
-- producers: ``numerical`` (central differences), ``richardson``,
-  ``reference`` (mpmath), ``analytical`` (reverse and forward), ``fast``
-  (projections), ``cells`` (columns of ``J S``), ``compressed`` and
-  ``decompress`` (structured blocks), ``probed`` (random directions), chosen
-  from the options and the sizes in ``producers``;
-- ``diagnosis``, ``compare`` (the one comparator, whole or by chunks),
-  ``precise``, ``adjoint``, ``window`` (a failure in cells located and shown);
-- ``checks`` (scaling, reentrancy, undefined gradients, ...), ``report``,
-  ``secondorder``, ``streamed`` (chunked dense blocks), ``flow`` (the steps
-  of a check);
-- ``api``: ``check``, ``run``, ``gradcheck``, ``gradgradcheck``.
+- ``errors``: the exceptions, below every room;
+- ``engines``: adapters to refengine, torch and JAX;
+- ``core``: the vocabulary, the one ``Jacobian`` type, the ``Problem``, the
+  ``Evaluator``, the memory budget and the plain producers;
+- ``numerics``: Richardson, the noise floor, the mpmath reference and the
+  precise mode's tolerance;
+- ``lowprec``: judging float32, bfloat16 and float16 formulas;
+- ``verdict``: the one comparator, the diagnosis, the checks beyond Jacobian
+  agreement and the ``Report``;
+- ``large``: compressed, probed and chunked Jacobians beyond the budget;
+- the plan, at this level: ``producers`` (which producer builds each
+  Jacobian), ``flow`` (the steps of one check) and ``api`` (``check``,
+  ``gradcheck``, ``gradgradcheck``).
+
+New features that use whole checks (exploring inputs, harvesting Functions
+from a model, judging kernels against a reference) are rooms of their own
+above ``api``.
 """
-from gradcheck.api import check, gradcheck, gradgradcheck
-from gradcheck.batching import batching_enabled, set_batching
-from gradcheck.errors import GradcheckError, UncheckableError
-from gradcheck.jacobian import Jacobian
-from gradcheck.options import Options
-from gradcheck.producers import forward_jacobian, numerical_jacobian, reverse_jacobian
-from gradcheck.reference import reference_jacobian
-from gradcheck.report import Report
+if not __name__.startswith("adcheck."):     # the checkout's folder, imported by its short name
+    raise ImportError(f"import adcheck.{__name__}, not {__name__}: adcheck's packages live "
+                      "under the name 'adcheck' (see the README)")
+from adcheck.gradcheck.api import check, gradcheck, gradgradcheck
+from adcheck.gradcheck.core.batching import batching_enabled, set_batching
+from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.producers import forward_jacobian, numerical_jacobian, reverse_jacobian
+from adcheck.gradcheck.numerics.reference import reference_jacobian
+from adcheck.gradcheck.verdict.report import Report
 
 __all__ = [
            "GradcheckError",

@@ -5,7 +5,7 @@
 translate PyTorch's flags into ``Options`` once and raise on failure. ``run``
 is the one place a check is put together (see ``gradcheck.flow`` for the
 order of its steps); a module or nested inputs are first flattened into
-named inputs (``gradcheck.modules``); a front end that checks something else
+named inputs (``gradcheck.core.modules``); a front end that checks something else
 (a registry's samples) builds ``Options`` and calls ``run``.
 """
 from __future__ import annotations
@@ -14,12 +14,14 @@ import time
 
 import numpy as np
 
-from gradcheck import checks, faults, flow, heap, modules
-from gradcheck.errors import GradcheckError, UncheckableError
-from gradcheck.evaluation import Evaluator
-from gradcheck.options import Options
-from gradcheck.problem import Problem, function_name
-from gradcheck.report import Report
+from adcheck.gradcheck.verdict import checks, faults
+from adcheck.gradcheck import flow
+from adcheck.gradcheck.core import heap, modules
+from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.core.problem import Problem, function_name
+from adcheck.gradcheck.verdict.report import Report
 
 
 def check(func, inputs, **keywords) -> Report:
@@ -34,10 +36,10 @@ def check(func, inputs, **keywords) -> Report:
 
     - ``precise`` (False): Richardson-extrapolated numerical Jacobian with a
       per-entry error estimate, and a tolerance derived from it (see
-      ``gradcheck.precise``) instead of ``atol``/``rtol``. Slow mode only;
+      ``gradcheck.numerics.precise``) instead of ``atol``/``rtol``. Slow mode only;
       10 to 28 function calls per input coordinate instead of 2. Catches
       relative formula errors of 1e-6 in float64 and complex128.
-    - ``reference``: an mpmath reference (convention: ``gradcheck.reference``)
+    - ``reference``: an mpmath reference (convention: ``gradcheck.numerics.reference``)
       used instead of finite differences; with ``precise=True`` the
       tolerance is then the AD rounding allowance alone.
     - ``probes`` (1): random probes in fast mode and for the adjoint check.
@@ -56,14 +58,14 @@ def check(func, inputs, **keywords) -> Report:
       failures are then named "reverse over reverse" or "forward over reverse".
     - ``name``: the name used in messages (default: the function's).
     - ``memory_budget`` (512 MiB, in bytes): the arrays a check holds at once
-      (evaluations, Jacobians built and compared in chunks; ``gradcheck.budget``).
+      (evaluations, Jacobians built and compared in chunks; ``gradcheck.core.budget``).
     - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
       ``"dense"``: every entry, in chunks when the blocks exceed the budget;
       ``"compressed"``: ``J S`` for groups of columns that share no row of
       the formula's sparsity pattern, every entry still compared (in chunks
-      beyond the budget: ``gradcheck.compressed``); ``"probed"``: ``J U`` for ``probes``
+      beyond the budget: ``gradcheck.large.compressed``); ``"probed"``: ``J U`` for ``probes``
       Gaussian directions, with the odds that a wrong entry escapes in
-      ``Report.escape`` (``gradcheck.probed``, ``lowprobed``); ``"auto"``: dense for small
+      ``Report.escape`` (``gradcheck.large.probed``, ``lowprobed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in
       chunks (``Report.plan``).
     - ``input_names``: a name per input, shown beside its index in messages
@@ -74,7 +76,7 @@ def check(func, inputs, **keywords) -> Report:
     parameters that require grad are then checked too, after the inputs, each
     named as ``named_parameters()`` names it; and an input may be a nested
     dict, list or tuple of tensors (a JAX pytree on JAX), checked leaf by
-    leaf, each leaf named by its path (see ``gradcheck.modules``).
+    leaf, each leaf named by its path (see ``gradcheck.core.modules``).
 
     An unknown keyword raises ``TypeError`` naming the known ones; a value out
     of range, and bad calls (no input requiring grad, NumPy arrays, integer
@@ -86,7 +88,7 @@ def check(func, inputs, **keywords) -> Report:
 
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
-    heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.heap)
+    heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
     try:
         return _run(func, inputs, options)
     finally:
@@ -102,7 +104,7 @@ def _run(func, inputs, options: Options) -> Report:
     rng = np.random.default_rng(seed)
     original = func
     if options.order == 2:
-        from gradcheck.secondorder import first_derivative
+        from adcheck.gradcheck.core.secondorder import first_derivative
         name = name or function_name(func)
         func, inputs = first_derivative(func, inputs, options.grad_outputs, rng, name)
     problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
@@ -165,7 +167,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     ``raise_exception=False``. ``extras`` are ``check()``'s own keywords
     (``precise``, ``reference``, ``probes``, ``seed``, ``name``, ...).
     Unlike PyTorch, fast mode draws signed random probes (see
-    ``gradcheck.fast`` for how likely a bug escapes).
+    ``gradcheck.core.fast`` for how likely a bug escapes).
     """
     options = Options.from_keywords(
         eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol,

@@ -14,27 +14,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradcheck import checks
-from gradcheck.adjoint import adjoint_results, slow_projections
-from gradcheck.compare import compare_jacobians, compare_pair
-from gradcheck.errors import UncheckableError
-from gradcheck.evaluation import Evaluator
-from gradcheck.faults import repeat_rounding
-from gradcheck.fast import draw_probes, fast_numerical, fast_projections
-from gradcheck.lowprecision import formula_dtype, formula_epsilon, is_narrow
-from gradcheck.lowprobed import stated_relative
-from gradcheck.numerical import central_blocks
-from gradcheck.options import Options
-from gradcheck.jacobian import cell_layout
-from gradcheck.precise import annotate, precise_tolerances
-from gradcheck.probed import escape_odds
-from gradcheck.producers import ad_producer, choose, expected_producer
-from gradcheck.reuse import expected_jacobian
-from gradcheck.streamed import streamed
-from gradcheck.probestream import streamed_probed
-from gradcheck.window import explain
-from gradcheck.report import Report, describe
-from gradcheck.sides import FORWARD, REVERSE, SIDES
+from adcheck.gradcheck.verdict import checks
+from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
+from adcheck.gradcheck.verdict.compare import compare_jacobians, compare_pair
+from adcheck.gradcheck.errors import UncheckableError
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.verdict.faults import repeat_rounding
+from adcheck.gradcheck.core.fast import draw_probes, fast_numerical, fast_projections
+from adcheck.gradcheck.lowprec.lowprecision import formula_dtype, formula_epsilon, is_narrow
+from adcheck.gradcheck.large.lowprobed import stated_relative
+from adcheck.gradcheck.core.numerical import central_blocks
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.core.jacobian import cell_layout
+from adcheck.gradcheck.numerics.precise import annotate, precise_tolerances
+from adcheck.gradcheck.large.probed import escape_odds
+from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
+from adcheck.gradcheck.core.reuse import expected_jacobian
+from adcheck.gradcheck.large.streamed import streamed
+from adcheck.gradcheck.large.probestream import streamed_probed
+from adcheck.gradcheck.large.window import explain
+from adcheck.gradcheck.verdict.report import Report, describe
+from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
 
 
 def sides(options: Options) -> list:

@@ -28,15 +28,15 @@ call chain.
   always have;
 - ``compressed``: larger blocks whose pattern (read from the formula) puts
   the columns into at least ``AUTO_GAIN`` times fewer groups: every side
-  builds ``J S`` (``gradcheck.compressed``, ``gradcheck.decompress``); when
+  builds ``J S`` (``gradcheck.large.compressed``, ``gradcheck.large.decompress``); when
   the cells do not fit in the memory budget (``Plan.streamed``), a chunk of
-  cell columns at a time (``gradcheck.streamed``);
+  cell columns at a time (``gradcheck.large.streamed``);
 - ``chunked``: dense blocks too large for the memory budget, built and
-  compared a chunk of columns at a time (``gradcheck.streamed``);
+  compared a chunk of columns at a time (``gradcheck.large.streamed``);
 - ``probed`` (only when asked): ``J U`` for Gaussian directions ``U``, with
   the probability that a wrong entry escapes in the report
-  (``gradcheck.probed``); for a low-precision second-order formula, with its
-  rounding allowance carried through ``U`` (``gradcheck.lowprobed``).
+  (``gradcheck.large.probed``); for a low-precision second-order formula, with its
+  rounding allowance carried through ``U`` (``gradcheck.large.lowprobed``).
 
 ``numerical_jacobian``, ``reverse_jacobian`` and ``forward_jacobian`` build
 one Jacobian of a function directly.
@@ -49,9 +49,9 @@ from typing import Callable
 
 import numpy as np
 
-from gradcheck import budget as budgets
-from gradcheck.analytical import ad_blocks
-from gradcheck.compressed import (
+from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core.analytical import ad_blocks
+from adcheck.gradcheck.large.compressed import (
     Compression,
     compressed_forward,
     compressed_numerical,
@@ -60,9 +60,9 @@ from gradcheck.compressed import (
     pattern_side,
     worth_it,
 )
-from gradcheck.decompress import compressed_reverse
-from gradcheck.errors import UncheckableError
-from gradcheck.probed import (
+from adcheck.gradcheck.large.decompress import compressed_reverse
+from adcheck.gradcheck.errors import UncheckableError
+from adcheck.gradcheck.large.probed import (
     ProbePlan,
     probe_plan,
     probed_forward,
@@ -70,18 +70,18 @@ from gradcheck.probed import (
     probed_reverse,
     projected,
 )
-from gradcheck.evaluation import Evaluator
-from gradcheck.jacobian import Jacobian
-from gradcheck.numerical import central_blocks
-from gradcheck.options import Options
-from gradcheck.problem import Problem
-from gradcheck.reference import reference_blocks
-from gradcheck.richardson import richardson_blocks
-from gradcheck.widening import attach_reference_allowance, wide_blocks, widened
-from gradcheck.indtype import in_dtype_blocks
-from gradcheck.lowprecision import is_narrow
-from gradcheck.lowprobed import probed_low_numerical, rounded_plan
-from gradcheck.sides import FORWARD, REVERSE, Side
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.numerical import central_blocks
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.numerics.reference import reference_blocks
+from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.lowprec.widening import attach_reference_allowance, wide_blocks, widened
+from adcheck.gradcheck.lowprec.indtype import in_dtype_blocks
+from adcheck.gradcheck.lowprec.lowprecision import is_narrow
+from adcheck.gradcheck.large.lowprobed import probed_low_numerical, rounded_plan
+from adcheck.gradcheck.core.sides import FORWARD, REVERSE, Side
 
 Producer = Callable[[Evaluator], Jacobian]
 
@@ -98,7 +98,7 @@ class Plan:
     #: budget: built and compared a chunk of cell columns at a time
     streamed: bool = False
     #: a probed plan of a low-precision formula: its float64 run, and the powers
-    #: of two its directions were normalised by (``gradcheck.lowprobed``)
+    #: of two its directions were normalised by (``gradcheck.large.lowprobed``)
     wide: Problem | None = None
     scales: dict | None = None
 
@@ -180,7 +180,7 @@ def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) ->
     """Whole blocks (the allowance is per entry: neither compressed nor chunked,
     said in the report's plan), except a second-order check asked to probe, or
     a ``wide`` Jacobian under ``auto``, whose function runs in float64: its
-    allowance is carried through the directions (``gradcheck.lowprobed``). Either way the whole Jacobian must fit in the
+    allowance is carried through the directions (``gradcheck.large.lowprobed``). Either way the whole Jacobian must fit in the
     budget, else ``UncheckableError`` says so."""
     probing = options.low_precision != "dtype" and (
         options.jacobian == "probed" and ev.problem.order == 2

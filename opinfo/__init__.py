@@ -1,6 +1,6 @@
 """opinfo: the operator registry (what to check about each op).
 
->>> import opinfo
+>>> from adcheck import opinfo
 >>> info = opinfo.get("sin")
 >>> sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
 >>> out = info.op(sample.input, *sample.args, **sample.kwargs)
@@ -11,9 +11,9 @@ and the third-party ops of the ``adcheck.ops`` entry-point group.
 Adding an op (in ``opinfo/definitions/<family>.py``, the family of its
 refengine module)::
 
-    from opinfo import OpInfo, SampleInput, register
-    from opinfo.domains import POSITIVE
-    from opinfo.samples import make, spd, unary
+    from adcheck.opinfo import OpInfo, SampleInput, register
+    from adcheck.opinfo.domains import POSITIVE
+    from adcheck.opinfo.samples import make, spd, unary
 
     register(OpInfo("log", E.log, family="elementwise", torch_name="log", ref=np.log,
                     dtypes=FLOATING_AND_COMPLEX, sample_func=unary(POSITIVE)))
@@ -27,6 +27,9 @@ A sample function yields ``SampleInput``s of ``TensorSpec``s (``make``,
 own seed (``seed_for(name, index)``), so ``OpInfo.sample(i, dtype)`` rebuilds
 sample ``i`` alone.
 """
+if not __name__.startswith("adcheck."):     # the checkout's folder, imported by its short name
+    raise ImportError(f"import adcheck.{__name__}, not {__name__}: adcheck's packages live "
+                      "under the name 'adcheck' (see the README)")
 from . import domains, samples
 from .core import (CHECKS, DEFAULT_TOLERANCES, FLOATING, FLOATING_AND_COMPLEX, KnownFailure,
                    OpInfo, SampleInput, Tolerance, identity, map_tensors, seed_for)

@@ -14,11 +14,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-import refengine
-from refengine import dtypes as _dt
-from refengine.pytree import tree_leaves, tree_map
+from adcheck import refengine
+from adcheck.refengine import dtypes as _dt
+from adcheck.refengine.pytree import tree_leaves, tree_map
 
-from gradcheck.modes import CAPABILITIES, KNOWN_AS
+from adcheck.gradcheck.core.modes import CAPABILITIES, KNOWN_AS
 
 from .samples import materialize
 
@@ -145,7 +145,7 @@ class OpInfo:
       dtypes) of the same shape, and the sample's other args and kwargs
       unchanged. It returns an object array of mpmath numbers (or a tuple of
       them, one per output) and must compute with mpmath functions only, at
-      the working precision (see ``gradcheck.reference``).
+      the working precision (see ``gradcheck.numerics.reference``).
     - ``sample_func(opinfo, dtype)``: yields ``SampleInput``s whose tensors
       are ``opinfo.samples.TensorSpec``s; ``special_func`` likewise yields
       samples at non-differentiable points, each with its ``rule``.

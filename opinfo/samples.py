@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from refengine.pytree import tree_map
+from adcheck.refengine.pytree import tree_map
 
 from .domains import REAL, Domain
 
@@ -67,7 +67,7 @@ class TensorSpec:
 
     def make(self, rng: np.random.Generator, dtype, requires_grad: bool):
         """A refengine tensor for this spec."""
-        import refengine
+        from adcheck import refengine
         arr = self.array(rng, dtype)
         grad_ok = self.kind == "float" and self.requires_grad is not False
         return refengine.tensor(arr, requires_grad=bool(requires_grad and grad_ok))

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import refengine
-from refengine.pytree import tree_leaves
+from adcheck import refengine
+from adcheck.refengine.pytree import tree_leaves
 
 from .core import KnownFailure, OpInfo, SampleInput
 from .samples import TensorSpec

@@ -22,7 +22,7 @@ Installing adcheck is enough; no ``-p`` flag or conftest is needed.
 Example::
 
     import pytest
-    import refengine as E
+    import adcheck.refengine as E
     from pytest_adcheck import assert_gradients
 
     def test_my_sin():

@@ -39,7 +39,7 @@ def assert_gradients(func, inputs, **options):
             assert_gradients(MySin.apply, E.randn(3, dtype=E.float64, requires_grad=True))
     """
     __tracebackhide__ = True
-    import gradcheck
+    from adcheck import gradcheck
     report = gradcheck.check(func, inputs, **options)
     if not report.passed:
         raise AssertionError(failure_text(report))

@@ -49,9 +49,9 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
     else the CLI's) on ``engine`` (default: the registry's own, else refengine)
     and ``registry`` (default: adcheck's own); ``plugins``: the plugin files
     loaded (the reproducers load them)."""
-    from runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
-    from runner.registry import OPINFO
-    from runner.tasks import Settings
+    from adcheck.runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from adcheck.runner.registry import OPINFO
+    from adcheck.runner.tasks import Settings
     registry = OPINFO if registry is None else registry
     defaults = getattr(registry, "default_checks", None) or DEFAULT_CHECKS
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
@@ -63,7 +63,7 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
 def _torch_only(dtype_names: tuple, engine: str | None) -> None:
     """``SelectionError`` for a dtype only torch has (bfloat16, float16) asked of
     another engine."""
-    from runner.registry import TORCH_ONLY
+    from adcheck.runner.registry import TORCH_ONLY
     only = [n for n in dtype_names if n in TORCH_ONLY and engine != "torch"]
     if only:
         raise SelectionError(f"dtypes {', '.join(map(repr, only))} exist on torch only "
@@ -91,8 +91,8 @@ def _engine(engine, registry) -> str | None:
 
 
 def _registry(name: str):
-    from runner.errors import RunnerError
-    from runner.registry import named
+    from adcheck.runner.errors import RunnerError
+    from adcheck.runner.registry import named
     try:
         return named(str(name))
     except RunnerError as exc:
@@ -100,8 +100,8 @@ def _registry(name: str):
 
 
 def _selected(settings, patterns: tuple, family) -> list:
-    from runner.errors import RunnerError
-    from runner.selection import select
+    from adcheck.runner.errors import RunnerError
+    from adcheck.runner.selection import select
     try:
         chosen = select(settings.registry, tuple(patterns), _names(family, "family"),
                         settings.policy.engine)
@@ -123,8 +123,8 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
     ``shard``: ``(k, n)``, only the tasks of shard k of n, as ``adcheck ops
     --shard k/n`` runs them. ``SelectionError`` when it selects nothing or names
     something unknown."""
-    from runner.registry import DTYPE_NAMES
-    from runner.selection import plan
+    from adcheck.runner.registry import DTYPE_NAMES
+    from adcheck.runner.selection import plan
     registry = _registry(registry)
     known = getattr(registry, "dtype_names", DTYPE_NAMES)
     dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
@@ -133,7 +133,7 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
     settings = settings_for(_names(checks, "checks"), seed, engine, plugins, registry)
     tasks = plan(_selected(settings, patterns, family), list(dtype_names) or None, settings)
     if shard is not None:
-        from runner.shard import shard_tasks
+        from adcheck.runner.shard import shard_tasks
         tasks = shard_tasks(tasks, *shard)
     cases = []
     for task in tasks:
@@ -173,7 +173,7 @@ class OpCase:
 
     @property
     def checks(self) -> tuple:
-        """The check names ``run()`` runs by default (see ``gradcheck.modes``)."""
+        """The check names ``run()`` runs by default (see ``gradcheck.core.modes``)."""
         return self.settings.checks
 
     @property
@@ -204,8 +204,8 @@ class OpCase:
         when the op cannot be run on the sample)."""
         import warnings
 
-        from runner.run import run_tasks
-        from runner.tasks import OpTask
+        from adcheck.runner.run import run_tasks
+        from adcheck.runner.tasks import OpTask
         settings = self.settings
         if checks is not None:
             settings = replace(settings, checks=settings_for(_names(checks, "checks"),
@@ -252,7 +252,7 @@ class OpCase:
 
 def _failure(result, report, settings) -> str:
     from pytest_adcheck.assertion import failure_text
-    from runner.reproduction import reproducer
+    from adcheck.runner.reproduction import reproducer
     head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
     if report is None or report.passed:
         return f"{head}: {result.message}"

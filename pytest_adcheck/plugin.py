@@ -57,8 +57,8 @@ def _shard(text: str) -> tuple:
     """``--adcheck-shard``'s value as ``(k, n)`` (argparse reports a bad one)."""
     import argparse
 
-    from runner.errors import RunnerError
-    from runner.shard import parse_shard
+    from adcheck.runner.errors import RunnerError
+    from adcheck.runner.shard import parse_shard
     try:
         return parse_shard(text)
     except RunnerError as exc:
@@ -78,7 +78,7 @@ def pytest_configure(config):
 
 
 def _load_plugin_files(paths: list) -> None:
-    import opinfo
+    from adcheck import opinfo
     for path in paths:
         try:
             opinfo.load_plugin(path)

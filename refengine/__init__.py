@@ -1,11 +1,14 @@
 """refengine: a reference autograd engine on NumPy with PyTorch's documented semantics.
 
->>> import refengine as E
+>>> import adcheck.refengine as E
 >>> x = E.tensor([1., 2.], requires_grad=True)
 >>> (x * x).sum().backward()
 >>> x.grad
 tensor([2., 4.])
 """
+if not __name__.startswith("adcheck."):     # the checkout's folder, imported by its short name
+    raise ImportError(f"import adcheck.{__name__}, not {__name__}: adcheck's packages live "
+                      "under the name 'adcheck' (see the README)")
 # ruff: noqa: F401  (this module re-exports the public API)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
                        linspace, manual_seed, ones, ones_like, rand, randint, randn, tensor,

@@ -13,7 +13,7 @@ for a leaf, container or not.
 
 Example::
 
-    from refengine.pytree import tree_flatten, tree_map, tree_unflatten
+    from adcheck.refengine.pytree import tree_flatten, tree_map, tree_unflatten
     leaves, spec = tree_flatten({"x": [1, 2], "y": (3,)})   # [1, 2, 3]
     tree_unflatten([10, 20, 30], spec)                        # {'x': [10, 20], 'y': (30,)}
     tree_map(lambda v: v * 2, ([1], {"k": 2}))                # ([2], {'k': 4})

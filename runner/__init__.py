@@ -28,10 +28,10 @@ returns; the pytest plugin (``pytest_adcheck``) calls it too.
 
 Example::
 
-    from runner.registry import OPINFO
-    from runner.run import run_tasks
-    from runner.selection import plan, select
-    from runner.tasks import Settings
+    from adcheck.runner.registry import OPINFO
+    from adcheck.runner.run import run_tasks
+    from adcheck.runner.selection import plan, select
+    from adcheck.runner.tasks import Settings
 
     tasks = plan(select(OPINFO, ("sin",)).infos, None, Settings(checks=("reverse",)))
     outcome = run_tasks(tasks, jobs=2)
@@ -41,6 +41,9 @@ Importing ``runner`` imports none of its modules (and so no NumPy);
 ``runner.rebuild``, ``runner.rebuild_target`` and ``runner.Rebuilt`` load
 ``runner.reproduction`` on first use.
 """
+if not __name__.startswith("adcheck."):     # the checkout's folder, imported by its short name
+    raise ImportError(f"import adcheck.{__name__}, not {__name__}: adcheck's packages live "
+                      "under the name 'adcheck' (see the README)")
 
 _REBUILD = ("rebuild", "rebuild_target", "Rebuilt")
 
@@ -48,5 +51,5 @@ _REBUILD = ("rebuild", "rebuild_target", "Rebuilt")
 def __getattr__(name: str):
     if name in _REBUILD:
         import importlib
-        return getattr(importlib.import_module("runner.reproduction"), name)
+        return getattr(importlib.import_module("adcheck.runner.reproduction"), name)
     raise AttributeError(f"module 'runner' has no attribute {name!r}")

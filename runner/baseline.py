@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.errors import RunnerError
-from runner.results import BaselineDiff, CheckResult, RunReport
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.results import BaselineDiff, CheckResult, RunReport
 
 SCHEMA = "adcheck-baseline"
 SCHEMA_VERSION = 1
@@ -102,7 +102,7 @@ def text(report: RunReport) -> str:
 def write(path: str | Path, report: RunReport) -> int:
     """Write the run's failures as the accepted set, whole or not at all
     (``OSError`` when it cannot be written); returns how many."""
-    from runner.files import write_atomic
+    from adcheck.runner.files import write_atomic
     write_atomic(path, text(report))
     return len(entries_from_results(report.results))
 

@@ -3,7 +3,7 @@
 A *subject* is what one sample gives gradcheck: a sample of a registry op
 (``OpSubject``) or an input set of a user's object (``TargetSubject``). It
 says what gradcheck calls, why a check does not apply, which keywords a
-check means for it (``gradcheck.modes`` holds the vocabulary), its seed and
+check means for it (``gradcheck.core.modes`` holds the vocabulary), its seed and
 its declared known failure. ``run_checks`` runs every requested check on one
 subject and returns one ``CheckResult`` per check (or one "setup" error when
 the sample cannot be run); ``check_sample`` is that for a registry op.
@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from gradcheck.budget import DEFAULT_BUDGET
-from gradcheck.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
-from gradcheck.reuse import shared
-from runner.judgement import cannot_judge, overflow_only, overflow_reason
-from runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
+from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
+from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
+from adcheck.gradcheck.core.reuse import shared
+from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
+from adcheck.runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class OpSubject:
     """One sample of a registry op, in one dtype, on one engine."""
 
     def __init__(self, registry, info, sample, dtype, engine: str):
-        from runner.registry import CastDtype, dtype_name, source_dtype
+        from adcheck.runner.registry import CastDtype, dtype_name, source_dtype
         self.registry, self.info, self.sample = registry, info, sample
         #: the dtype the op is asked about; ``cast``: the torch-only dtype checked
         self.dtype = source_dtype(dtype)
@@ -145,7 +145,7 @@ class OpSubject:
 
     def seed(self, base: int, check: str) -> int:
         # a registry may have checks share a seed (the same grad_outputs: see
-        # gradcheck.reuse), by naming the check whose seed another takes
+        # gradcheck.core.reuse), by naming the check whose seed another takes
         check = getattr(self.registry, "seed_checks", {}).get(check, check)
         return derive_seed(base, self.name, self.dtype_name, self.index, check)
 
@@ -174,7 +174,7 @@ class TargetSubject:
         if not self.target.kind.endswith("Module"):
             return SimpleNamespace(func=self.target.func, inputs=self.inputs, reference=None,
                                    names=None), None
-        from gradcheck.modules import module_function
+        from adcheck.gradcheck.core.modules import module_function
         double = all(name in ("float64", "complex128") for name in self.dtype_name.split("+"))
         flat = module_function(self.target.func, self.inputs, double=double)
         return SimpleNamespace(func=flat.func, inputs=flat.inputs, reference=None,
@@ -270,7 +270,7 @@ def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> s
     dtype's range; ``None`` when it is not so."""
     if not overflow_only(report, subject.dtype_name):
         return None
-    from gradcheck.engines import engine_for
+    from adcheck.gradcheck.engines import engine_for
     E = engine_for(call.inputs)
     wide = tuple(E.widened(x) if E.is_tensor(x) and E.is_differentiable_dtype(x) else x
                  for x in call.inputs)
@@ -329,7 +329,7 @@ def _failure_dicts(report) -> list:
 
 
 def _first_line(report) -> str:
-    from gradcheck.report import describe
+    from adcheck.gradcheck.verdict.report import describe
     first = report.failures[0]
     return describe(first, report.name).splitlines()[0]
 
@@ -337,8 +337,8 @@ def _first_line(report) -> str:
 def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):
     """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``;
     ``fault_skip(exc)``: why a check that raised ``exc`` does not apply, or None."""
-    import gradcheck
-    from gradcheck.errors import UncheckableError
+    from adcheck import gradcheck
+    from adcheck.gradcheck.errors import UncheckableError
     try:
         report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
     except UncheckableError as exc:  # nothing here can be checked (see check())
@@ -376,7 +376,7 @@ def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
 def _precision(report) -> tuple:
     """``(sentence, resolution)`` of the report's coarsest low-precision
     comparison, or ``(None, None)``."""
-    from gradcheck.report import precision_text
+    from adcheck.gradcheck.verdict.report import precision_text
     stated = [r.precision for r in getattr(report, "results", ()) if precision_text(r.precision)]
     if not stated:
         return None, None

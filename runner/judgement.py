@@ -32,7 +32,7 @@ def cannot_judge(report, dtype_name: str) -> str | None:
     largest = LARGEST.get(dtype_name.split("+")[0])
     if not failing or not all(_no_evidence(report, f, largest) for f in failing):
         return None
-    from gradcheck.report import describe
+    from adcheck.gradcheck.verdict.report import describe
     text = "cannot judge this sample: " + describe(failing[0], report.name).splitlines()[0]
     if any(f.mode not in ("numerical", "reference", "function") and f.check not in NO_EVIDENCE
            for f in failing):
@@ -98,7 +98,7 @@ def _overflowed(report, result) -> bool:
 def overflow_reason(report, dtype_name: str) -> str:
     """The "cannot judge" text of an ``overflow_only`` report whose check
     passes in double precision at the same values."""
-    from gradcheck.report import describe
+    from adcheck.gradcheck.verdict.report import describe
     largest = LARGEST[dtype_name.split("+")[0]]
     return ("cannot judge this sample: " + describe(report.failures[0], report.name)
             .splitlines()[0] + f" (the same check passes in double precision at the same "

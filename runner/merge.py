@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from runner.errors import RunnerError
-from runner.results import BaselineDiff, CheckResult, RunReport
-from runner.shard import task_id
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.results import BaselineDiff, CheckResult, RunReport
+from adcheck.runner.shard import task_id
 
 SCHEMA = "adcheck-report"
 

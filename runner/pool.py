@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 from multiprocessing import connection  # noqa: F401 - see shared_pool
 
-from runner import deaths
+from adcheck.runner import deaths
 
 #: seconds past ``timeout`` before the parent kills a worker that did not stop
 GRACE = 1.0
@@ -104,7 +104,7 @@ class Worker:
     """The parent's handle on one worker process."""
 
     def __init__(self, context):
-        from runner.worker import main
+        from adcheck.runner.worker import main
         self.conn, child = context.Pipe()
         with held_signals():
             self.process = context.Process(target=main, args=(child,), daemon=True,
@@ -147,7 +147,7 @@ class Worker:
 #: what the fork server imports once, so that a new worker starts warm: the
 #: libraries, not ``opinfo`` (its entry points may import anything, torch included,
 #: whose thread pools must not be forked)
-PRELOAD = ["numpy", "refengine", "gradcheck", "runner.tasks", "runner.worker"]
+PRELOAD = ["numpy", "adcheck.refengine", "adcheck.gradcheck", "adcheck.runner.tasks", "adcheck.runner.worker"]
 
 
 def _context(preload: list):
@@ -206,7 +206,7 @@ class WorkerPool:
     def run(self, tasks: list, jobs: int, collector) -> tuple:
         """Run the tasks on at most ``jobs`` workers; ``(status, cause)``. The
         workers preload what the tasks' registry asks for (see ``warm``)."""
-        from runner.runloop import RunLoop
+        from adcheck.runner.runloop import RunLoop
         for registry in dict.fromkeys(t.settings.registry for t in tasks):
             self.warm(getattr(registry, "preload", ()))
         return RunLoop(self, tasks, jobs, collector).loop()

@@ -14,7 +14,7 @@ A registry may also say more than the protocol asks, each optional (the
 runner's default in brackets): ``engine``, the only engine its ops run on
 [any]; ``dtype_names``, the dtypes it knows [``DTYPE_NAMES``];
 ``default_dtypes(info)``, the dtypes of a sweep that names none [float64
-and complex128]; ``default_checks`` [``gradcheck.modes.DEFAULT_CHECKS``];
+and complex128]; ``default_checks`` [``gradcheck.core.modes.DEFAULT_CHECKS``];
 ``check_keywords(info, check, dtype, precise)``, ``gradcheck.check``'s
 keywords for a check [from the op's tolerance]; ``skip_reason(info, dtype,
 check)``, why a check cannot run on a dtype [none]; ``preload``, modules the
@@ -27,7 +27,7 @@ them (``OpinfoRegistry`` reads the ``opinfo`` module of the process it is in).
 
 Example::
 
-    from runner.registry import OPINFO
+    from adcheck.runner.registry import OPINFO
     info = OPINFO.get("sin")
     sample = next(iter(OPINFO.samples(info, OPINFO.dtype("float64"))))
     call = OPINFO.call(info, sample, "refengine")      # call.func(*call.inputs)
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Protocol
 
-from runner.errors import PluginError, RunnerError
+from adcheck.runner.errors import PluginError, RunnerError
 
 
 #: the dtypes a run may ask for, by name
@@ -120,7 +120,7 @@ class OpinfoRegistry:
 
     @staticmethod
     def _module():
-        import opinfo
+        from adcheck import opinfo
         return opinfo
 
     def load_plugins(self, paths: Iterable) -> list:
@@ -154,7 +154,7 @@ class OpinfoRegistry:
         return self._module().families()
 
     def dtype(self, name: str):
-        import refengine
+        from adcheck import refengine
         if name in TORCH_ONLY:
             return CastDtype(name, getattr(refengine, TORCH_ONLY[name]))
         return getattr(refengine, name)
@@ -170,7 +170,7 @@ class OpinfoRegistry:
 
     def call(self, info, sample, engine: str, dtype=None):
         """``dtype``: a ``CastDtype`` to cast the sample's tensors to (torch only)."""
-        from runner.samplecall import SampleCall
+        from adcheck.runner.samplecall import SampleCall
         cast = dtype.name if isinstance(dtype, CastDtype) else None
         return SampleCall(info, sample, engine, cast)
 
@@ -195,7 +195,7 @@ def named(name: str, **options):
     if name == "opinfo":
         return OPINFO
     if name == "torch":
-        from runner.torchregistry import TorchRegistry
+        from adcheck.runner.torchregistry import TorchRegistry
         TorchRegistry.require()
         return TorchRegistry(**options)
     raise RunnerError(f"unknown registry {name!r}; choose from {', '.join(REGISTRY_NAMES)}")
@@ -211,7 +211,7 @@ def record(registry) -> dict:
 def describe(info) -> dict:
     """One op as data (the rows of ``adcheck list --format json``, the header of
     ``adcheck op``)."""
-    from gradcheck.modes import CAPABILITIES
+    from adcheck.gradcheck.core.modes import CAPABILITIES
     return {
         "name": info.name, "family": info.family, "torch_name": info.torch_name,
         "dtypes": [dtype_name(d) for d in info.dtypes],

@@ -7,8 +7,7 @@ ops``, ``adcheck op``, the pytest marker), ``rebuild_target`` for a user's
 object (``adcheck check MODULE:OBJECT``); both return a ``Rebuilt``, whose
 ``check()`` is the ``gradcheck.Report``::
 
-    import runner
-
+    from adcheck import runner
     rebuilt = runner.rebuild("my_sin", "float64", 0, "reverse", plugins=["my_opinfos.py"])
     report = rebuilt.check()                    # gradcheck.check(*rebuilt)
     func, inputs, keywords = rebuilt           # to check it your own way
@@ -25,7 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from runner.errors import RunnerError
+from adcheck.runner.errors import RunnerError
 
 
 class Rebuilt(NamedTuple):
@@ -37,12 +36,12 @@ class Rebuilt(NamedTuple):
 
     def check(self):
         """Run the check again: the ``gradcheck.Report``."""
-        import gradcheck
+        from adcheck import gradcheck
         return gradcheck.check(self.func, self.inputs, **self.keywords)
 
 
 def _registry(registry):
-    from runner.registry import OPINFO, named
+    from adcheck.runner.registry import OPINFO, named
     if registry is None or registry == "opinfo":
         return OPINFO
     if isinstance(registry, str):
@@ -51,7 +50,7 @@ def _registry(registry):
 
 
 def _rebuilt(subject, check: str, engine: str, seed: int, precise: bool) -> Rebuilt:
-    from runner.checks import Policy, check_named
+    from adcheck.runner.checks import Policy, check_named
     try:
         check_named(check)
     except ValueError as exc:
@@ -74,9 +73,9 @@ def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
     (``precise=False``: ``--torch-tolerances``); ``plugins``: the plugin files
     the op comes from (loaded first); ``registry``: the registry (default
     adcheck's own, ``"opinfo"``)."""
-    from runner.checks import OpSubject
-    from runner.registry import dtype_name
-    from runner.selection import _check_index, get_op
+    from adcheck.runner.checks import OpSubject
+    from adcheck.runner.registry import dtype_name
+    from adcheck.runner.selection import _check_index, get_op
     source = _registry(registry)
     source.load_plugins(tuple(str(p) for p in plugins))
     info = get_op(source, op)
@@ -95,9 +94,9 @@ def target_subject(target: str, inputs: str, engine: str, seed: int, index: int)
     seeds derived from ``seed``."""
     import numpy as np
 
-    from runner.checks import TargetSubject, derive_seed
-    from runner.spec import build, parse
-    from runner.target import resolve
+    from adcheck.runner.checks import TargetSubject, derive_seed
+    from adcheck.runner.spec import build, parse
+    from adcheck.runner.target import resolve
     found = resolve(target, engine, derive_seed(seed, "module", target))
     specs = parse(inputs)
     rng = np.random.default_rng(derive_seed(seed, "inputs", index))
@@ -138,7 +137,7 @@ def reproducer(result, settings: dict) -> str | None:
     common = {"engine": settings.get("engine", "refengine"), "seed": settings.get("seed", 0),
               "precise": settings.get("precise", True)}
     if settings.get("registry") == "torch":   # PyTorch's op_db: its adapter's own snippet
-        from opinfo import torchdb
+        from adcheck.opinfo import torchdb
         return torchdb.get(result.op).reproducer(
             result.sample, result.dtype, result.check,
             precise=bool(settings.get("precise", True)), seed=result.seed)
@@ -150,4 +149,4 @@ def reproducer(result, settings: dict) -> str | None:
         call = _call("rebuild", [result.op, result.dtype, result.sample, result.check],
                      {**common, "plugins": list(settings.get("plugins") or []),
                       "registry": settings.get("registry") or "opinfo"})
-    return f"import runner\n\nreport = {call}.check()\nprint(report.message())\n"
+    return f"from adcheck import runner\n\nreport = {call}.check()\nprint(report.message())\n"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner import tasks as task_module
+from adcheck.runner import tasks as task_module
 
 
 @dataclass
@@ -90,7 +90,7 @@ def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=N
               warn=None, on_sample=None, in_process: bool = False) -> RunOutcome:
     """Run the tasks on up to ``jobs`` worker processes (``in_process``: here)
     and return the outcome."""
-    from runner.pool import shared_pool
+    from adcheck.runner.pool import shared_pool
     tasks = list(tasks)
     collector = _Collector(tasks, fail_fast, progress, warn, on_sample)
     cause = None

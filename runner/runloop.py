@@ -18,14 +18,14 @@ import time
 from collections import deque
 from multiprocessing import connection
 
-from runner import deaths
-from runner.pool import POLL, START_LIMIT, Worker, held_signals
+from adcheck.runner import deaths
+from adcheck.runner.pool import POLL, START_LIMIT, Worker, held_signals
 
 
 def _batching() -> bool | None:
     """The parent's ``gradcheck.set_batching`` switch, when gradcheck is loaded here
     (the workers follow it, so that turning batching off reaches them)."""
-    enabled = getattr(sys.modules.get("gradcheck"), "batching_enabled", None)
+    enabled = getattr(sys.modules.get("adcheck.gradcheck"), "batching_enabled", None)
     return enabled() if enabled is not None else None
 
 
@@ -187,7 +187,7 @@ class RunLoop:
 
     def _task_error(self, worker: Worker, what: str) -> None:
         """End the worker's task with a task-level error saying ``what`` happened."""
-        from runner.tasks import OpTask, SampleOutcome, task_error
+        from adcheck.runner.tasks import OpTask, SampleOutcome, task_error
         task = worker.task
         worker.task = None
         where = ""

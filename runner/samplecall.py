@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from refengine.pytree import tree_leaves, tree_map
+from adcheck.refengine.pytree import tree_leaves, tree_map
 
 
 def replace_tensors(value, is_tensor, fn):
@@ -32,8 +32,7 @@ def _to_torch(value):
     """refengine tensors and dtypes in ``value`` become torch ones (imports torch)."""
     import torch
 
-    import refengine
-
+    from adcheck import refengine
     def convert(leaf):
         if isinstance(leaf, refengine.Tensor):
             array = leaf.detach().numpy().copy()
@@ -61,7 +60,7 @@ def _tensor_type(engine: str):
     if engine == "torch":
         import torch
         return torch.Tensor
-    import refengine
+    from adcheck import refengine
     return refengine.Tensor
 
 
@@ -116,7 +115,7 @@ class SampleCall:
 
     def has_plain_output(self) -> bool:
         """Whether the output is differentiated as it is (no post-processing)."""
-        from opinfo import identity
+        from adcheck.opinfo import identity
         return self.process is identity
 
     def nan_outputs(self) -> str | None:
@@ -167,6 +166,6 @@ def _numpy(tensor) -> np.ndarray:
 
 def _constant_to_mp(tensor):
     """A non-differentiable tensor as the mpmath reference receives it."""
-    from gradcheck.reference import to_mp
+    from adcheck.gradcheck.numerics.reference import to_mp
     array = _numpy(tensor).copy()
     return to_mp(array) if np.issubdtype(array.dtype, np.inexact) else array

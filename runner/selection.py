@@ -8,7 +8,7 @@ or sample index raises ``RunnerError`` with a line that says what to do.
 
 Example::
 
-    from runner.registry import OPINFO
+    from adcheck.runner.registry import OPINFO
     chosen = select(OPINFO, ("sin", "log*"), (), "refengine")
     tasks = plan(chosen.infos, None, Settings())
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from runner.errors import RunnerError
-from runner.registry import OPINFO, TORCH_ONLY, dtype_name
-from runner.tasks import OpTask, Settings
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.registry import OPINFO, TORCH_ONLY, dtype_name
+from adcheck.runner.tasks import OpTask, Settings
 
 #: the dtypes a plan takes when none are named
 DEFAULT_DTYPES = ("float64", "complex128")

@@ -26,7 +26,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from runner.errors import RunnerError
+from adcheck.runner.errors import RunnerError
 
 COSTS = Path(__file__).with_name("costs.json")
 #: microseconds per sample and check when no table is at hand (a sweep's order of magnitude)

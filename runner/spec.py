@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runner.errors import RunnerError
+from adcheck.runner.errors import RunnerError
 
 CTORS = ("randn", "rand", "zeros", "ones", "full", "eye", "arange")
 DTYPES = ("float64", "float32", "complex128", "complex64")
@@ -270,9 +270,9 @@ def build(specs: list[InputSpec], engine: str, rng: np.random.Generator) -> tupl
         import jax
         import jax.numpy as jnp
 
-        from gradcheck.engines.jax import nograd
+        from adcheck.gradcheck.engines.jax import nograd
         jax.config.update("jax_enable_x64", True)
         return tuple(jnp.asarray(a) if g else nograd(jnp.asarray(a)) for a, g in arrays)
-    import refengine
+    from adcheck import refengine
     return tuple(refengine.tensor(a, dtype=getattr(refengine, str(a.dtype)), requires_grad=g)
                  for a, g in arrays)

@@ -7,7 +7,7 @@ JAX), a plain function of tensors (checked on the ``--engine`` given,
 ``"jax"`` for a plain function of JAX arrays), or a torch or refengine
 ``nn.Module``: an instance, a class built with no argument, or a factory
 (a function of no argument that returns one), checked in its inputs and
-its parameters (``gradcheck.modules``). A module is built after seeding
+its parameters (``gradcheck.core.modules``). A module is built after seeding
 its engine's generator with ``seed``, so its initial weights are the same
 in every process. ``MODULE`` is a
 dotted module name importable from the current directory, or the path of a
@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.errors import RunnerError
+from adcheck.runner.errors import RunnerError
 
 #: what building a user's module may raise (see runner.checks.FAULTS)
 FAULTS = (Exception, SystemExit)
@@ -55,6 +55,9 @@ def _import(module: str):
         if not path.is_file():
             raise TargetError(f"no such file {module!r}; give MODULE:OBJECT with an importable "
                               "module or a path to a .py file")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:     # its neighbours import as they would from a script
+            sys.path.insert(0, folder)
         spec = importlib.util.spec_from_file_location(f"adcheck_target_{path.stem}", path)
         loaded = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = loaded
@@ -75,6 +78,12 @@ def load_object(text: str):
     except TargetError:
         raise
     except ImportError as exc:
+        missing = getattr(exc, "name", None) or ""
+        if missing and module_name.removesuffix(".py") != missing and not \
+                module_name.startswith(missing + "."):
+            raise TargetError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}; "
+                              f"the module's own import of {missing!r} failed: install it, or "
+                              "put it beside the module") from None
         raise TargetError(f"cannot import {module_name!r} ({type(exc).__name__}: {exc}); run "
                           "adcheck from the directory that contains it, or pass a path "
                           "such as path/to/ops.py:OBJECT") from None
@@ -93,9 +102,9 @@ def load_object(text: str):
 
 def _function_base(obj):
     """The autograd Function base class ``obj`` derives from, and its engine."""
-    import refengine.autograd
-    if issubclass(obj, refengine.autograd.Function):
-        return refengine.autograd.Function, "refengine"
+    from adcheck.refengine.autograd import Function
+    if issubclass(obj, Function):
+        return Function, "refengine"
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(obj, torch.autograd.Function):
         return torch.autograd.Function, "torch"
@@ -128,20 +137,20 @@ def _arity(func, skip_ctx: bool) -> int | None:
 
 
 def _module_kind(obj) -> str | None:
-    from gradcheck.modules import module_kind
+    from adcheck.gradcheck.core.modules import module_kind
     return module_kind(obj)
 
 
 def _is_module_class(obj) -> bool:
-    import refengine.nn
+    from adcheck.refengine import nn
     torch = sys.modules.get("torch")
-    return issubclass(obj, refengine.nn.Module) or (
+    return issubclass(obj, nn.Module) or (
         torch is not None and issubclass(obj, torch.nn.Module))
 
 
 def seed_engines(seed: int) -> None:
     """Seed the generators a module's initial weights come from (torch's if loaded)."""
-    import refengine
+    from adcheck import refengine
     refengine.manual_seed(seed)
     torch = sys.modules.get("torch")
     if torch is not None:

@@ -15,10 +15,10 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from runner.checks import DEFAULT_CHECKS, FAULTS, Policy, fault_text, run_checks
-from runner.pool import TaskTimeout, deadline
-from runner.registry import OPINFO
-from runner.results import TASK_CHECK, CheckResult
+from adcheck.runner.checks import DEFAULT_CHECKS, FAULTS, Policy, fault_text, run_checks
+from adcheck.runner.pool import TaskTimeout, deadline
+from adcheck.runner.registry import OPINFO
+from adcheck.runner.results import TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class TargetTask:
 
     @property
     def dtype(self) -> str:
-        from runner.spec import parse
+        from adcheck.runner.spec import parse
         return "+".join(dict.fromkeys(s.dtype for s in parse(self.inputs)))
 
 
@@ -108,7 +108,7 @@ def describe_sample(sample) -> str:
 
 
 def _op_samples(task: OpTask, emit, progress: dict) -> None:
-    from runner.checks import check_sample
+    from adcheck.runner.checks import check_sample
     settings = task.settings
     registry = settings.registry
     info = registry.get(task.op)
@@ -122,7 +122,7 @@ def _op_samples(task: OpTask, emit, progress: dict) -> None:
 
 
 def _target_samples(task: TargetTask, emit, progress: dict) -> None:
-    from runner.reproduction import target_subject
+    from adcheck.runner.reproduction import target_subject
     policy = task.settings.policy
     subject = target_subject(task.op, task.inputs, task.engine, policy.seed, task.index)
     progress["family"] = subject.target.kind

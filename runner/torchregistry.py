@@ -27,7 +27,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Iterable
 
-from runner.errors import PluginError, RunnerError
+from adcheck.runner.errors import PluginError, RunnerError
 
 #: op_db holds up to a hundred samples per op and dtype: a sweep takes the first few
 DEFAULT_SAMPLES = 2
@@ -41,7 +41,7 @@ _PROBED: dict = {}
 
 def _torchdb():
     """``opinfo.torchdb`` (cheap: it imports neither torch nor op_db)."""
-    from opinfo import torchdb
+    from adcheck.opinfo import torchdb
     return torchdb
 
 
@@ -69,7 +69,7 @@ def dtype_problem(dtype) -> str | None:
 
         import torch
 
-        import gradcheck
+        from adcheck import gradcheck
         x = torch.ones(2, dtype=torchdb.dtype_named(name), requires_grad=True)
         try:
             with warnings.catch_warnings():
@@ -90,7 +90,7 @@ class TorchRegistry:
     name = "torch"
     engine = "torch"
     default_checks = TORCH_TESTS
-    preload = ("runner.torchwarm",)
+    preload = ("adcheck.runner.torchwarm",)
     #: the two second-order checks draw the same grad_outputs, so the second
     #: reuses the first one's numerical Jacobian of the first derivative
     seed_checks = {"fwgrad_bwgrad": "gradgrad"}
@@ -190,7 +190,7 @@ class TorchRegistry:
         """For a failed check in double precision: whether torch's gradcheck, run as
         PyTorch's test of ``check`` runs it, fails the sample too, and if not the
         evidence of who is right (``opinfo.torchdb.dispute``)."""
-        from opinfo.torchdb.dispute import dispute
+        from adcheck.opinfo.torchdb.dispute import dispute
         if check not in ("reverse", "forward", "gradgrad", "fwgrad_bwgrad", "fast"):
             return None
         name = _torchdb().dtype_name(dtype)
@@ -205,7 +205,7 @@ class TorchRegistry:
         raises the same without adcheck (its own gradcheck as PyTorch's test runs
         it, or the derivative called directly: ``opinfo.torchdb.raised``);
         ``None`` when torch does not, and the error stays the run's."""
-        from opinfo.torchdb.raised import confirm
+        from adcheck.opinfo.torchdb.raised import confirm
         if check not in TORCH_TESTS:
             return None
         name = _torchdb().dtype_name(dtype)

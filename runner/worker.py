@@ -62,7 +62,7 @@ def _send_sample(conn, outcome) -> None:
 
 def _set_batching(enabled: bool) -> None:
     """Follow the parent's ``gradcheck.set_batching`` switch (where gradcheck has one)."""
-    import gradcheck
+    from adcheck import gradcheck
     switch = getattr(gradcheck, "set_batching", None)
     if switch is not None:
         switch(enabled)
@@ -91,7 +91,7 @@ def _one_thread() -> None:
 def _prepare(task, context: dict) -> str | None:
     """Take the parent's working folder and batching switch, load the plugins;
     why the task cannot run here, or ``None``."""
-    from runner.errors import PluginError
+    from adcheck.runner.errors import PluginError
     _one_thread()
     try:
         os.chdir(context["cwd"])
@@ -113,7 +113,7 @@ def _prepare(task, context: dict) -> str | None:
 
 
 def _serve(conn) -> None:
-    from runner.tasks import execute
+    from adcheck.runner.tasks import execute
     while True:
         try:
             message = conn.recv()
@@ -134,9 +134,9 @@ def main(conn) -> None:
     """A worker's life: start quietly, import once, serve tasks."""
     _quiet()
     try:
-        import gradcheck  # noqa: F401 - imported once here, so that every task finds it warm
-        import opinfo  # noqa: F401
-        import runner.tasks  # noqa: F401
+        from adcheck import gradcheck  # noqa: F401 - imported once here, so that every task finds it warm
+        from adcheck import opinfo  # noqa: F401
+        import adcheck.runner.tasks  # noqa: F401
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which says why
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         _send(conn, ("failed", f"importing adcheck's libraries raised {detail}"))

@@ -5,7 +5,7 @@ import json
 
 import click
 
-from cli.errors import InputError
+from adcheck.cli.errors import InputError
 
 
 @click.command("baseline")
@@ -19,9 +19,9 @@ def baseline(report, output):
     """Turn a saved JSON report ('adcheck ops --format json > run.json') into
     a baseline for --baseline: its failures and errors become the accepted
     set. 'adcheck ops --write-baseline FILE' does the same in one step."""
-    from cli.output import emit
-    from runner import baseline as baselines
-    from runner.files import write_atomic
+    from adcheck.cli.output import emit
+    from adcheck.runner import baseline as baselines
+    from adcheck.runner.files import write_atomic
     try:
         with click.open_file(report, "r", encoding="utf-8") as handle:
             data = json.load(handle)

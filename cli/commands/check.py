@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from cli.errors import InputError
-from cli.options import (
+from adcheck.cli.errors import InputError
+from adcheck.cli.options import (
     ENGINES,
     check_options,
     html_option,
@@ -19,7 +19,7 @@ EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
 
 def _inputs(specs: tuple, target) -> list[str]:
     """The input specs, parsed once here so a bad one exits 2 before any work."""
-    from runner.spec import SpecError, parse
+    from adcheck.runner.spec import SpecError, parse
     if not specs:
         if target.arity is None:
             raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
@@ -37,9 +37,9 @@ def _inputs(specs: tuple, target) -> list[str]:
 
 
 def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level):
-    from cli.runs import run
-    from runner.target import resolve
-    from runner.tasks import TargetTask
+    from adcheck.cli.runs import run
+    from adcheck.runner.target import resolve
+    from adcheck.runner.tasks import TargetTask
     target = resolve(target_text, engine)
     require_engine(target.engine)
     tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
@@ -54,7 +54,7 @@ def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level)
 
 
 def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
-    from cli.runs import load_registry, plugin_ops, sweep
+    from adcheck.cli.runs import load_registry, plugin_ops, sweep
     registry = load_registry()
     infos = [registry.get(name) for name in plugin_ops(registry, plugin)]
     if not infos:
@@ -94,11 +94,11 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     of a plain function; the others are checked on their own engine. Exit
     status as for 'adcheck ops': 0 passed, 1 failed, 2 usage or input error.
     """
-    from cli.options import parse_dtypes
-    from cli.reporting import check_writable, finish, load_baseline
-    from cli.runs import prestart
-    from runner.checks import Policy
-    from runner.tasks import Settings
+    from adcheck.cli.options import parse_dtypes
+    from adcheck.cli.reporting import check_writable, finish, load_baseline
+    from adcheck.cli.runs import prestart
+    from adcheck.runner.checks import Policy
+    from adcheck.runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     if (target is None) == (plugin is None):

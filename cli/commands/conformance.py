@@ -8,11 +8,11 @@ from collections import Counter
 
 import click
 
-from cli import signals
-from cli.errors import InputError
-from cli.exit_codes import ExitCode
-from cli.output import console_text, emit
-from cli.options import ENGINES, require_engine, verbosity
+from adcheck.cli import signals
+from adcheck.cli.errors import InputError
+from adcheck.cli.exit_codes import ExitCode
+from adcheck.cli.output import console_text, emit
+from adcheck.cli.options import ENGINES, require_engine, verbosity
 
 STATUSES = ("passed", "failed", "error", "not-applicable")
 STYLE = {"passed": "green", "failed": "bold red", "error": "bold magenta",
@@ -68,7 +68,7 @@ def _table(engine: str, results: list, console, level: int) -> None:
 def conformance(engine, areas, list_areas, fmt, verbose, quiet):
     """Run the conformance suites: the documented autograd semantics as
     cases. Exit status 0 when every applicable case passed, 1 otherwise."""
-    import conformance as suites
+    import adcheck.conformance as suites
     level = verbosity(verbose, quiet)
     if list_areas:
         click.echo("\n".join(suites.areas()))

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from cli.options import registry_option, verbosity
-from cli.output import console_text, emit
+from adcheck.cli.options import registry_option, verbosity
+from adcheck.cli.output import console_text, emit
 
 SHORT_DTYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
                "complex32": "c32", "complex64": "c64", "complex128": "c128"}
@@ -17,8 +17,8 @@ def _table(rows: list, verbose: bool, registry: str):
     from rich.table import Table
     from rich.text import Text
 
-    from gradcheck.modes import CAPABILITIES as MODES
-    from gradcheck.modes import CHECKS
+    from adcheck.gradcheck.core.modes import CAPABILITIES as MODES
+    from adcheck.gradcheck.core.modes import CHECKS
     headers = {mode: CHECKS[mode].short for mode in MODES}
     # another registry's ops are torch's own, named as torch names them, and have no
     # mpmath references: those columns would say nothing
@@ -58,8 +58,8 @@ def _table(rows: list, verbose: bool, registry: str):
 def list_ops(families, fmt, plugins, verbose, registry_name):
     """List the registry: each op's family, torch name, dtypes, the modes it
     supports, whether it has an mpmath reference, and its known failures."""
-    from cli.runs import load_registry, open_registry, select
-    from runner.registry import describe
+    from adcheck.cli.runs import load_registry, open_registry, select
+    from adcheck.runner.registry import describe
     level = verbosity(verbose, False)
     registry = load_registry(plugins, open_registry(registry_name, plugins))
     rows = [describe(info) for info in select(registry, (), families, "refengine")]

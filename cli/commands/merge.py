@@ -5,7 +5,7 @@ import json
 
 import click
 
-from cli.errors import InputError
+from adcheck.cli.errors import InputError
 
 
 def _read(path: str) -> dict:
@@ -46,9 +46,9 @@ def merge(reports, fmt, junit_xml, html, baseline, write_baseline, verbose, quie
     exit status the unsharded run would have had (0 passed, 1 a check failed,
     129/130/143 a shard was stopped by a signal). Shards of different
     selections or settings, and a missing or repeated shard, exit 2."""
-    from cli.options import verbosity
-    from cli.reporting import check_writable, finish, load_baseline
-    from runner.merge import merge as merge_reports
+    from adcheck.cli.options import verbosity
+    from adcheck.cli.reporting import check_writable, finish, load_baseline
+    from adcheck.runner.merge import merge as merge_reports
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     accepted = load_baseline(baseline)

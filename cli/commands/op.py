@@ -5,8 +5,8 @@ import sys
 
 import click
 
-from cli.errors import InputError
-from cli.options import (
+from adcheck.cli.errors import InputError
+from adcheck.cli.options import (
     check_options,
     html_option,
     parse_checks,
@@ -18,8 +18,8 @@ from cli.options import (
 
 
 def _dtypes(registry, info, chosen, engine: str) -> list:
-    from runner.registry import TORCH_ONLY, dtype_name
-    from runner.selection import default_dtypes
+    from adcheck.runner.registry import TORCH_ONLY, dtype_name
+    from adcheck.runner.selection import default_dtypes
     own = [dtype_name(d) for d in info.dtypes]
     if engine == "torch" and getattr(registry, "engine", None) is None:
         # bfloat16 and float16 from the float32 samples
@@ -50,13 +50,13 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
        memory_budget, plugins, fmt, verbose, html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
-    from cli.output import publish, render
-    from cli.reporting import announce, check_writable
-    from cli.runs import load_registry, open_registry, prestart, recorded, registry_defaults, run
-    from runner.checks import Policy
-    from runner.registry import DTYPE_NAMES, describe
-    from runner.selection import get_op, plan
-    from runner.tasks import Settings
+    from adcheck.cli.output import publish, render
+    from adcheck.cli.reporting import announce, check_writable
+    from adcheck.cli.runs import load_registry, open_registry, prestart, recorded, registry_defaults, run
+    from adcheck.runner.checks import Policy
+    from adcheck.runner.registry import DTYPE_NAMES, describe
+    from adcheck.runner.selection import get_op, plan
+    from adcheck.runner.tasks import Settings
     level = verbosity(verbose, False)
     check_writable(html)
     # --sample K may name any sample of the op, not only those a sweep takes
@@ -83,7 +83,7 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     color = sys.stdout.isatty()
     files = []
     if html is not None:
-        from cli.formats.html import page
+        from adcheck.cli.formats.html import page
         files.append((html, page, None))
     status = publish(report, lambda r: render(f"op-{fmt}", r, color=color, verbosity=level),
                      files)

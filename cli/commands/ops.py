@@ -5,8 +5,8 @@ import os
 
 import click
 
-from cli.errors import InputError
-from cli.options import (
+from adcheck.cli.errors import InputError
+from adcheck.cli.options import (
     check_options,
     html_option,
     parse_checks,
@@ -53,8 +53,8 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     all. Exit status: 0 all passed (or every failure is in --baseline), 1 a
     check failed or errored, 2 a usage or input error, 130 interrupted.
     """
-    from cli.reporting import check_writable, finish, load_baseline
-    from cli.runs import (
+    from adcheck.cli.reporting import check_writable, finish, load_baseline
+    from adcheck.cli.runs import (
         load_registry,
         open_registry,
         prestart,
@@ -62,10 +62,10 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
         select,
         sweep,
     )
-    from runner.checks import Policy
-    from runner.registry import DTYPE_NAMES
-    from runner.shard import parse_shard
-    from runner.tasks import Settings
+    from adcheck.runner.checks import Policy
+    from adcheck.runner.registry import DTYPE_NAMES
+    from adcheck.runner.shard import parse_shard
+    from adcheck.runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     registry = open_registry(registry_name, plugins)
@@ -74,7 +74,7 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     chosen_dtypes = parse_dtypes(dtypes, getattr(registry, "dtype_names", DTYPE_NAMES))
     part = None if shard is None else parse_shard(shard)
     require_engine(engine)
-    from runner.selection import planned_dtypes
+    from adcheck.runner.selection import planned_dtypes
     if getattr(registry, "default_dtypes", None) is None or chosen_dtypes is not None:
         # (a registry's own default, torch's op_db's, has every dtype the op supports)
         chosen_dtypes = planned_dtypes(chosen_dtypes, low_precision, engine)

@@ -16,15 +16,15 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, TextIO
 
-from runner.results import RunReport
+from adcheck.runner.results import RunReport
 
 #: format name -> (module, class)
 FORMATS = {
-    "table": ("cli.formats.table", "TableFormat"),
-    "json": ("cli.formats.json_format", "JsonFormat"),
-    "junit": ("cli.formats.junit", "JunitFormat"),
-    "op-table": ("cli.formats.op_view", "OpTableFormat"),
-    "op-json": ("cli.formats.op_view", "OpJsonFormat"),
+    "table": ("adcheck.cli.formats.table", "TableFormat"),
+    "json": ("adcheck.cli.formats.json_format", "JsonFormat"),
+    "junit": ("adcheck.cli.formats.junit", "JunitFormat"),
+    "op-table": ("adcheck.cli.formats.op_view", "OpTableFormat"),
+    "op-json": ("adcheck.cli.formats.op_view", "OpJsonFormat"),
 }
 
 

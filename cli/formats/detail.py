@@ -17,7 +17,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from runner.reproduction import reproducer
+from adcheck.runner.reproduction import reproducer
 
 WINDOW = 8
 #: (factor past the tolerance, style), worst first
@@ -100,7 +100,7 @@ def failure_panel(result, report, settings: dict, limit: int = 2) -> Panel:
     snippet that reproduces it (the run's ``settings`` say how it ran)."""
     parts = []
     for failure in report.failures[:limit]:
-        from gradcheck.report import describe
+        from adcheck.gradcheck.verdict.report import describe
         parts.append(Text(describe(failure, report.name)))
         if failure.expected is not None and failure.actual is not None \
                 and np.ndim(failure.expected) == 2:

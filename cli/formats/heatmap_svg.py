@@ -195,7 +195,7 @@ def jacobian_pair(failure: dict, expected, actual) -> str:
     entry is outlined when its error exceeds the tolerance at the worst entry,
     the rule of the terminal view (``cli.formats.detail``).
     """
-    from gradcheck.compare import entry_errors
+    from adcheck.gradcheck.verdict.compare import entry_errors
     e, a = np.atleast_2d(np.asarray(expected)), np.atleast_2d(np.asarray(actual))
     if e.shape != a.shape or e.size == 0 or e.ndim != 2:
         return '<p class="note dim">(no Jacobian block to draw)</p>'

@@ -22,10 +22,10 @@ from html import escape
 from types import SimpleNamespace
 from typing import TextIO
 
-from cli.errors import InputError
-from cli.formats import heatmap_svg as svg
-from cli.formats.table import SHORT
-from runner.results import STATUSES, TASK_CHECK, RunReport
+from adcheck.cli.errors import InputError
+from adcheck.cli.formats import heatmap_svg as svg
+from adcheck.cli.formats.table import SHORT
+from adcheck.runner.results import STATUSES, TASK_CHECK, RunReport
 
 #: heatmap cells one page draws at most (about 250 bytes each); failures past
 #: this budget are described in words, without heatmaps
@@ -136,7 +136,7 @@ def _subject(report: RunReport) -> str:
 
 
 def _version() -> str:
-    from cli.formats.json_format import _version as version
+    from adcheck.cli.formats.json_format import _version as version
     return version()
 
 
@@ -234,7 +234,7 @@ def _reproducer(report: RunReport):
     """How a failed check is reproduced: the Python of ``runner.rebuild`` (an op
     of a registry) or ``runner.rebuild_target`` (a user's object), with the
     command line too for the latter."""
-    from runner.reproduction import reproducer
+    from adcheck.runner.reproduction import reproducer
     settings = report.settings
     if report.command == "check" and settings.get("kind"):
         def command(r) -> str:
@@ -280,7 +280,7 @@ def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
 
 def _describe(failure: dict, name: str) -> str:
     """gradcheck's one-line description of a failing pair, from its dict."""
-    from gradcheck.report import describe
+    from adcheck.gradcheck.verdict.report import describe
 
     def number(value):
         return None if value is None else float(value)
@@ -351,7 +351,7 @@ class HtmlFormat:
 def write_report(path: str, report: RunReport) -> None:
     """Render the page, then put it at ``path`` in one step (a failure while
     rendering or writing leaves any earlier file as it was)."""
-    from runner.files import write_atomic
+    from adcheck.runner.files import write_atomic
     text = page(report)
     try:
         write_atomic(path, text)

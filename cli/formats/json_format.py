@@ -93,7 +93,7 @@ import json
 import math
 from typing import TextIO
 
-from runner.results import RunReport
+from adcheck.runner.results import RunReport
 
 SCHEMA = "adcheck-report"
 SCHEMA_VERSION = 1

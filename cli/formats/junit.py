@@ -16,7 +16,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TextIO
 
-from runner.results import CheckResult, RunReport
+from adcheck.runner.results import CheckResult, RunReport
 
 _ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped",
             "known-failure": "skipped"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from runner.results import TASK_CHECK, RunReport
+from adcheck.runner.results import TASK_CHECK, RunReport
 
 
 def _console(out: TextIO, color: bool):
@@ -43,7 +43,7 @@ def _checks_table(report: RunReport):
     from rich.table import Table
     from rich.text import Text
 
-    from cli.formats.table import SHORT, STYLE
+    from adcheck.cli.formats.table import SHORT, STYLE
     checks = report.settings.get("checks") or []
     table = Table(title="samples and checks", title_justify="left")
     for column in ("dtype", "#", "sample", "tensors", *checks):
@@ -76,8 +76,8 @@ class OpTableFormat:
                verbosity: int = 0) -> None:
         from rich.text import Text
 
-        from cli.formats.detail import failure_panel
-        from cli.formats.table import SHORT, STYLE
+        from adcheck.cli.formats.detail import failure_panel
+        from adcheck.cli.formats.table import SHORT, STYLE
         console = _console(out, color)
         _header(console, report.subject, report.settings.get("registry", "opinfo"))
         console.print(_checks_table(report))
@@ -101,7 +101,7 @@ class OpJsonFormat:
 
     def render(self, report: RunReport, out: TextIO, *, color: bool = False,
                verbosity: int = 0) -> None:
-        from cli.formats.json_format import _finite
+        from adcheck.cli.formats.json_format import _finite
         results = []
         for result, gc_report in _pairs(report):
             entry = result.to_dict()

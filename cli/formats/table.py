@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runner.results import STATUSES, RunReport
+from adcheck.runner.results import STATUSES, RunReport
 
 STYLE = {"passed": "green", "failed": "bold red", "known-failure": "yellow",
          "skipped": "dim", "error": "bold magenta"}

@@ -13,24 +13,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gradcheck.engines.base import Engine
-from gradcheck.errors import UncheckableError
+from adcheck.gradcheck.engines.base import Engine
+from adcheck.gradcheck.errors import UncheckableError
 
 __all__ = ["Engine", "engine_for", "is_tensor"]
 
 
 def _torch_engine():
-    from gradcheck.engines.torch import TorchEngine
+    from adcheck.gradcheck.engines.torch import TorchEngine
     return TorchEngine()
 
 
 def _refengine_engine():
-    from gradcheck.engines.refengine import RefEngine
+    from adcheck.gradcheck.engines.refengine import RefEngine
     return RefEngine()
 
 
 def _jax_engine():
-    from gradcheck.engines.jax import JaxEngine
+    from adcheck.gradcheck.engines.jax import JaxEngine
     return JaxEngine()
 
 
@@ -42,7 +42,7 @@ def _engine_of(value):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return _torch_engine
-    refengine = sys.modules.get("refengine")
+    refengine = sys.modules.get("adcheck.refengine")
     if refengine is not None and isinstance(value, getattr(refengine, "Tensor", ())):
         return _refengine_engine
     return None

@@ -141,7 +141,7 @@ class Engine:
 
     def functional_vjp(self, func, diff_in: Sequence, out_idx: Sequence, grad_idx: Sequence):
         """A function of ``(*inputs, *grad_outputs)`` giving the same vjps as the
-        first derivative of ``func`` (``gradcheck.secondorder``), written so that
+        first derivative of ``func`` (``gradcheck.core.secondorder``), written so that
         ``vmap`` maps it (the gradients of inputs ``diff_in`` for the outputs
         ``out_idx``, those at positions ``grad_idx`` kept); ``None`` when the
         engine has none (its first derivatives are then evaluated one at a time)."""

@@ -46,8 +46,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradcheck.engines.base import Engine
-from gradcheck.errors import UncheckableError
+from adcheck.gradcheck.engines.base import Engine
+from adcheck.gradcheck.errors import UncheckableError
 
 #: float inputs held fixed (``nograd``), by id, alive only while the array is
 _HELD = weakref.WeakValueDictionary()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import refengine
-from gradcheck.engines.base import Engine, own_array
+from adcheck import refengine
+from adcheck.gradcheck.engines.base import Engine, own_array
 
 
 class RefEngine(Engine):
@@ -26,5 +26,5 @@ class RefEngine(Engine):
         return refengine.vmap(func, in_dims)
 
     def looped_ops(self):
-        from refengine.batching import record_fallbacks
+        from adcheck.refengine.batching import record_fallbacks
         return record_fallbacks()

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from gradcheck.engines.base import Engine, own_array
+from adcheck.gradcheck.engines.base import Engine, own_array
 
 #: torch's warning for an op without a batching rule, and the op it names
 _LOOPED = re.compile(r"batching rule for (\S+?)\.? ")

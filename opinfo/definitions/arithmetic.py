@@ -4,7 +4,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-import refengine as E
+import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput

@@ -3,10 +3,12 @@ broadcasting, ``where``/``masked_fill``, and the (non-differentiable)
 comparisons and logical ops."""
 from __future__ import annotations
 
+import importlib
+
 import mpmath
 import numpy as np
 
-import refengine as E
+import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
@@ -173,7 +175,7 @@ def _whole_tensor_samples(opinfo, dtype):
 # OpInfo wraps it in a tensor (on torch too) so the value checks can compare it.
 def _as_tensor_of(fn, module):
     def call(x, y):
-        mod = __import__(module)
+        mod = importlib.import_module(module)
         return mod.tensor(getattr(mod, fn)(x, y))
     call.__name__ = fn
     return call
@@ -181,7 +183,7 @@ def _as_tensor_of(fn, module):
 
 for _name, _ref in (("equal", lambda x, y: x.shape == y.shape and bool(np.array_equal(x, y))),
                     ("allclose", lambda x, y: bool(np.allclose(x, y)))):
-    register(OpInfo(_name, _as_tensor_of(_name, "refengine"), family=FAMILY,
+    register(OpInfo(_name, _as_tensor_of(_name, "adcheck.refengine"), family=FAMILY,
                     torch_fn=_as_tensor_of(_name, "torch"),
                     ref=lambda x, y, _ref=_ref: np.asarray(_ref(x, y)),
                     dtypes=FLOATING_AND_COMPLEX, sample_func=_whole_tensor_samples,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import refengine as E
+import adcheck.refengine as E
 
 from ..core import FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput
 from ..registry import register

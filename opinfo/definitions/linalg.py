@@ -17,7 +17,7 @@ import math
 import mpmath
 import numpy as np
 
-import refengine as E
+import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput

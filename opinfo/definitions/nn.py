@@ -10,8 +10,8 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
-import refengine as E
-import refengine.nn.functional as F
+import adcheck.refengine as E
+import adcheck.refengine.nn.functional as F
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput

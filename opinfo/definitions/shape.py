@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import refengine as E
+import adcheck.refengine as E
 
 from ..core import FLOATING_AND_COMPLEX, OpInfo, SampleInput
 from ..registry import register

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import mpmath
 
-import refengine as E
+import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, KnownFailure, OpInfo, SampleInput

@@ -6,11 +6,11 @@ protocol of ``opinfo.OpInfo`` (name, family, dtypes, supports, samples,
 known failures, tolerance) read from the OpInfo, and the checked call built
 exactly as PyTorch's own gradient tests build it.
 
->>> from opinfo import torchdb
+>>> from adcheck.opinfo import torchdb
 >>> entry = torchdb.get("linalg.eigh")
 >>> sample = entry.sample(0, "float64")          # the same tensors in any process
 >>> call = entry.call(sample)                    # call.func(*call.inputs)
->>> import gradcheck
+>>> from adcheck import gradcheck
 >>> gradcheck.check(call.func, call.inputs, **entry.adcheck_options("reverse", "float64"))
 
 Importing this package is cheap; op_db itself (about 15 s, and it needs

@@ -187,7 +187,7 @@ def adcheck_options(op, check: str, precise: bool, tolerance, inplace: bool = Fa
     torch's test passes (``precise``: error-estimated tolerances, else
     ``tolerance``'s atol/rtol). ``fast`` takes the flags of the reverse test; there
     is no ``reference`` check (op_db has no mpmath references)."""
-    from gradcheck.modes import check_named
+    from adcheck.gradcheck.core.modes import check_named
     if check == "reference":
         raise ValueError("op_db entries have no mpmath reference; the reference check "
                          "does not apply to them")

@@ -35,7 +35,7 @@ def dispute(func, inputs, runs: list, dtype_name: str, report, reproduce: str) -
     and when it does not, the evidence for the disputed entry. ``None`` for a
     dtype torch's tests do not gradcheck. ``reproduce`` is the command that
     shows the sample."""
-    from opinfo.torchdb.call import torch_verdict
+    from adcheck.opinfo.torchdb.call import torch_verdict
     if dtype_name not in DOUBLE:
         return None
     verdict = torch_verdict(SimpleNamespace(func=func, inputs=tuple(inputs)), runs)

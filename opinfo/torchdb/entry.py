@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from itertools import islice
 
-from gradcheck.modes import CAPABILITIES
-from opinfo.core import DEFAULT_TOLERANCES, Tolerance
+from adcheck.gradcheck.core.modes import CAPABILITIES
+from adcheck.opinfo.core import DEFAULT_TOLERANCES, Tolerance
 
 from . import call as _call
 from . import skips
@@ -25,7 +25,7 @@ DTYPE_ORDER = ("float64", "complex128", "float32", "complex64", "float16", "bflo
 #: random directions of a precise second-order check in double precision
 SECOND_ORDER_PROBES = 4
 #: and in a narrower dtype, whose cells are resolved more coarsely (see
-#: ``gradcheck.lowprobed``): more directions, for the same odds of escape
+#: ``gradcheck.large.lowprobed``): more directions, for the same odds of escape
 LOW_PRECISION_PROBES = 8
 
 #: op_db classes whose ops have no module prefix, and the family they get
@@ -251,7 +251,7 @@ class TorchOpEntry:
         inputs, and a dense extrapolated Jacobian of it was most of a
         whole-op_db sweep's time. ``SECOND_ORDER_PROBES`` directions in double
         precision, ``LOW_PRECISION_PROBES`` in narrower dtypes (their rounding
-        allowance is carried through the directions: ``gradcheck.lowprobed``)."""
+        allowance is carried through the directions: ``gradcheck.large.lowprobed``)."""
         options = _call.adcheck_options(self.opinfo, check, precise, self.tolerance(dtype),
                                         self.variant == "inplace")
         if precise and check in ("gradgrad", "fwgrad_bwgrad"):
@@ -268,7 +268,7 @@ class TorchOpEntry:
                    seed: int = 0) -> str:
         """Python that rebuilds sample ``index`` and runs adcheck's check on it."""
         name = dtype_name(dtype_named(dtype))
-        return (f"import gradcheck\nfrom opinfo import torchdb\n\n"
+        return (f"from adcheck import gradcheck\nfrom adcheck.opinfo import torchdb\n\n"
                 f"entry = torchdb.get({self.name!r})\n"
                 f"sample = entry.sample({index}, {name!r})\n"
                 f"call = entry.call(sample)\n"

@@ -43,7 +43,7 @@ def confirm(func, inputs, runs: list, check: str, ours: str, reproduce: str) -> 
     docstring); ``None`` when it does not."""
     import warnings
 
-    from opinfo.torchdb.call import torch_verdict
+    from adcheck.opinfo.torchdb.call import torch_verdict
     with warnings.catch_warnings():   # torch warns of every input not in double precision
         warnings.simplefilter("ignore")
         verdict = torch_verdict(SimpleNamespace(func=func, inputs=tuple(inputs)), runs)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from refengine.pytree import tree_leaves
+from adcheck.refengine.pytree import tree_leaves
 
 #: the device the samples are made on
 DEVICE = "cpu"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import unittest
 from dataclasses import dataclass, field
 
-from opinfo.core import KnownFailure
+from adcheck.opinfo.core import KnownFailure
 
 #: PyTorch's gradient tests: the adcheck check each runs, on which variant of the op
 GRADIENT_TESTS = {

@@ -5,7 +5,7 @@ Arguments, return structures and errors are PyTorch's
 grad, so a function that captures the caller's tensors is not confused with
 one that uses its arguments; results are detached unless ``create_graph``.
 
->>> from refengine.autograd.functional import jacobian
+>>> from adcheck.refengine.autograd.functional import jacobian
 >>> jacobian(lambda x: x * x, refengine.tensor([1., 2.]))
 tensor([[2., 0.],
         [0., 4.]])

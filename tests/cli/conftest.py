@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from adcheck.cli.main import cli
 
 
 @pytest.fixture
@@ -38,8 +38,8 @@ def _plugins_do_not_outlive_their_test():
     hanging op). Put the registry back as it was after each test."""
     import sys
 
-    from opinfo import registry
-    from runner import registry as runner_registry
+    from adcheck.opinfo import registry
+    from adcheck.runner import registry as runner_registry
     ops, by_name = list(registry.op_db), dict(registry._by_name)
     loaded = dict(runner_registry._PLUGIN_OPS)
     modules = set(sys.modules)

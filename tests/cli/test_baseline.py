@@ -3,8 +3,8 @@ import json
 
 from cli_paths import CLI_TEST_OPS
 
-from runner.baseline import compare
-from runner.results import CheckResult
+from adcheck.runner.baseline import compare
+from adcheck.runner.results import CheckResult
 
 
 def _result(op, status, sample=0):

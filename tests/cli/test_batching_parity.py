@@ -2,7 +2,7 @@
 ops across the families, compared result by result."""
 from __future__ import annotations
 
-from gradcheck.batching import batching_enabled, set_batching
+from adcheck.gradcheck.core.batching import batching_enabled, set_batching
 
 OPS = ("sin", "mul", "softmax", "linalg.det", "index_select", "masked_select",
        "abs", "exp_")

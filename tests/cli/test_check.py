@@ -89,13 +89,13 @@ def test_a_wrong_torch_function_is_checked_on_torch(run_json, tmp_path):
 
 def test_a_plugin_may_import_modules_next_to_it(run_json, tmp_path):
     (tmp_path / "helpers_for_cli_plugin.py").write_text(
-        "import refengine as E\n"
+        "import adcheck.refengine as E\n"
         "def cube(x):\n"
         "    return x * x * x\n")
     (tmp_path / "sibling_plugin.py").write_text(
-        "import refengine as E\n"
-        "from opinfo import OpInfo\n"
-        "from opinfo.samples import unary\n"
+        "import adcheck.refengine as E\n"
+        "from adcheck.opinfo import OpInfo\n"
+        "from adcheck.opinfo.samples import unary\n"
         "from helpers_for_cli_plugin import cube\n"
         "OPINFOS = [OpInfo('cli_cube', cube, family='cli_sibling', dtypes=(E.float64,),\n"
         "                  sample_func=unary(shapes=((3,),)))]\n")

@@ -141,7 +141,7 @@ def test_the_example_file_fails_and_passes_as_its_docstring_says(run):
 
 
 def test_checking_a_refengine_target_never_imports_jax():
-    code = ("import sys\nfrom cli.main import cli\n"
+    code = ("import sys\nfrom adcheck.cli.main import cli\n"
             "try:\n"
             f"    cli.main(['check', {USER_FUNCTIONS!r} + ':GoodExp', '-q'], "
             "standalone_mode=False)\n"

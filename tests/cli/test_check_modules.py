@@ -63,7 +63,7 @@ def test_a_torch_module_is_checked_on_torch():
     pytest.importorskip("torch", reason="torch is not installed")
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from adcheck.cli.main import cli
     result = CliRunner().invoke(cli, ["check", f"{USER_MODULES}:make_torch_layer", "--inputs",
                                       "randn(4, 3)", "--check", "reverse", "--format", "json"])
     assert result.exit_code == 0, result.output

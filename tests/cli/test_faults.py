@@ -160,7 +160,7 @@ def _adcheck(*args, marker=None, **popen):
         env["ADCHECK_FAULT_MARKER"] = str(marker)
     # a process started in the background ignores SIGINT, and its children inherit
     # that; the command under test must see signals as a user's command would
-    return subprocess.Popen([sys.executable, "-c", "from cli.main import main; main()",
+    return subprocess.Popen([sys.executable, "-c", "from adcheck.cli.main import main; main()",
                              *map(str, args)], cwd=REPO, env=env, text=True,
                             preexec_fn=_default_sigint, **popen)
 

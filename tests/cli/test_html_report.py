@@ -20,14 +20,15 @@ import numpy as np
 import pytest
 from cli_paths import CLI_TEST_OPS, USER_FUNCTIONS, WRONG_OPS
 
-import refengine as E
-import runner.checks
-import runner.runloop
-import runner.selection
-from cli.formats.html import page, write_report
-from refengine.autograd import Function
-from runner.checks import run_check
-from runner.results import CheckResult, RunReport
+import adcheck.refengine as E
+import adcheck.runner.checks
+import adcheck.runner.runloop
+import adcheck.runner.selection
+from adcheck import runner
+from adcheck.cli.formats.html import page, write_report
+from adcheck.refengine.autograd import Function
+from adcheck.runner.checks import run_check
+from adcheck.runner.results import CheckResult, RunReport
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "test-output" / "html_report.png"
@@ -167,7 +168,7 @@ def test_a_large_block_is_cut_to_a_window_around_the_worst_entry():
 
 
 def test_a_failed_write_keeps_the_earlier_file(tmp_path, monkeypatch):
-    from cli.errors import InputError
+    from adcheck.cli.errors import InputError
     path = tmp_path / "report.html"
     path.write_text("earlier report")
 

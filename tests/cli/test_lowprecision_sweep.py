@@ -69,8 +69,8 @@ def test_an_op_with_a_complex32_output_is_checked_in_float16(run_json):
 
 
 def test_torchs_numpy_bridge_refusing_a_dtype_is_not_a_missing_kernel():
-    from runner.checks import OpSubject
-    from runner.registry import CastDtype
+    from adcheck.runner.checks import OpSubject
+    from adcheck.runner.registry import CastDtype
     subject = OpSubject.__new__(OpSubject)
     subject.cast = CastDtype("float16", None)
     assert subject.unsupported('"polar_cpu" not implemented for \'Half\'') is not None

@@ -21,7 +21,7 @@ def test_op_shows_both_jacobians_the_diagnosis_and_a_reproducer(run):
 def test_the_reproducer_of_op_reproduces_the_failure(run):
     out = run("op", "cli_doubled_sin", "--plugin", WRONG_OPS, "--sample", "1",
               "--check", "reverse").stdout
-    code = re.search(r"import runner.*?print\(report\.message\(\)\)", out, re.DOTALL).group(0)
+    code = re.search(r"from adcheck import runner.*?print\(report\.message\(\)\)", out, re.DOTALL).group(0)
     code = "\n".join(line.strip(" │") for line in code.splitlines())
     namespace = {}
     # running the snippet adcheck printed is what this test is about
@@ -50,7 +50,7 @@ def test_op_json_carries_the_full_gradcheck_report(run):
 
 
 def test_list_json_describes_every_registered_op(run):
-    import opinfo
+    from adcheck import opinfo
     result = run("list", "--format", "json")
     doc = json.loads(result.stdout)
     assert result.exit_code == 0 and doc["schema"] == "adcheck-list"
@@ -82,6 +82,6 @@ def test_conformance_table_has_a_row_per_area(run):
 
 
 def test_conformance_lists_its_areas(run):
-    import conformance
+    from adcheck import conformance
     result = run("conformance", "--list-areas")
     assert result.stdout.split() == conformance.areas()

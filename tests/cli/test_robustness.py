@@ -10,7 +10,8 @@ from pathlib import Path
 
 from cli_paths import CLI_TEST_OPS, FIXTURES, UNRULY_OPS
 
-import runner.runloop
+import adcheck.runner.runloop
+from adcheck import runner
 
 REPO = Path(__file__).resolve().parents[2]
 FAULTY_OPS = str(FIXTURES / "faulty_ops.py")
@@ -71,7 +72,7 @@ def _alive(pid: int) -> bool:
 def test_sigint_to_a_parallel_sweep_terminates_the_workers_and_exits_130(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), ADCHECK_FAULT_MARKER=str(tmp_path / "marker"))
     junit = tmp_path / "partial.xml"
-    command = [sys.executable, "-c", "from cli.main import main; main()", "ops", "--plugin",
+    command = [sys.executable, "-c", "from adcheck.cli.main import main; main()", "ops", "--plugin",
                FAULTY_OPS, "fault_fine", "fault_hang_python", "--check", "reverse",
                "--jobs", "2", "--timeout", "60", "--format", "json", "--junit-xml", str(junit)]
     # A runner started in the background (bash's `cmd &`) ignores SIGINT and its

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from cli_paths import WRONG_OPS
 
-from cli.main import cli
+from adcheck.cli.main import cli
 
 #: a failing op and its right neighbour (the plugin), and two registry ops in two dtypes
 SWEEP = ("ops", "cli_*", "exp", "sin", "--plugin", WRONG_OPS, "--dtype",

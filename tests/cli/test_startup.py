@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("numpy", "rich", "torch", "refengine", "opinfo", "gradcheck", "mpmath")
+HEAVY = ("numpy", "rich", "torch", "adcheck.refengine", "adcheck.opinfo", "adcheck.gradcheck", "mpmath")
 
 
 def _python(code, *args):
@@ -19,7 +19,7 @@ def _python(code, *args):
 
 
 def test_help_imports_nothing_heavy():
-    code = ("import sys\nfrom cli.main import cli\n"
+    code = ("import sys\nfrom adcheck.cli.main import cli\n"
             "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     result = _python(code)
@@ -27,7 +27,7 @@ def test_help_imports_nothing_heavy():
 
 
 def test_help_of_every_command_imports_nothing_heavy():
-    code = ("import sys\nfrom cli.main import cli, COMMANDS\n"
+    code = ("import sys\nfrom adcheck.cli.main import cli, COMMANDS\n"
             "for name in COMMANDS:\n"
             "    try:\n        cli.main([name, '--help'], standalone_mode=False)\n"
             "    except SystemExit:\n        pass\n"

@@ -15,8 +15,8 @@ pytest.importorskip("torch", reason="--registry torch checks PyTorch's op_db; to
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is not "
                     "installed (pip install expecttest)")
 
-from opinfo import torchdb  # noqa: E402
-from opinfo.torchdb import loader  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
+from adcheck.opinfo.torchdb import loader  # noqa: E402
 
 #: passing ops (mul, cat, addmm), an op_db xfail torch and adcheck fail
 #: (as_strided_scatter), an xfail that passes on these samples (cov: stale), and a
@@ -31,7 +31,7 @@ def swept():
     """The sweep's JSON with --jobs 1 and --jobs 2 (one CliRunner each)."""
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from adcheck.cli.main import cli
     docs = {}
     for jobs in (1, 2):
         result = CliRunner().invoke(cli, [*SWEEP, "--jobs", str(jobs), "--format", "json"],
@@ -105,7 +105,7 @@ def test_a_torch_formula_bug_fails_and_its_reproducer_shows_it(run, capsys):
     assert "a constant factor in the vjp is off" in result.stdout
     entry = torchdb.get("nn.functional.hardsigmoid")
     assert entry.torch_verdict(entry.sample(0, "float64")).passed
-    code = result.stdout[result.stdout.index("import gradcheck"):]
+    code = result.stdout[result.stdout.index("from adcheck import gradcheck"):]
     code = "\n".join(line.strip(" │") for line in code.splitlines()
                      if not line.startswith("╰"))
     exec(code, {})

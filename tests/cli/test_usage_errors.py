@@ -91,5 +91,7 @@ def test_click_usage_errors_also_exit_2(run):
 
 def test_a_broken_installation_is_one_line_not_a_traceback(run, monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, "opinfo", None)    # import opinfo now fails
-    _one_line_error(run("ops", "sin"), "'opinfo' cannot be imported", "reinstall")
+    import adcheck
+    monkeypatch.setitem(sys.modules, "adcheck.opinfo", None)    # import opinfo now fails
+    monkeypatch.delattr(adcheck, "opinfo", raising=False)
+    _one_line_error(run("ops", "sin"), "'adcheck.opinfo' cannot be imported", "reinstall")

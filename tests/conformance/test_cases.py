@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.case import ENGINES, SEEDS as SEED_SOURCES, TORCH_BEHAVIOUR
-from conformance.runner import CaseResult, areas, load_cases, run_case, run_suite
+from adcheck.conformance.case import ENGINES, SEEDS as SEED_SOURCES, TORCH_BEHAVIOUR
+from adcheck.conformance.runner import CaseResult, areas, load_cases, run_case, run_suite
 
 ALL_CASES = load_cases()
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
@@ -18,7 +18,7 @@ SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 def _engine(name: str):
     if name == "torch" and importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
-    return importlib.import_module(name)
+    return importlib.import_module("adcheck.refengine" if name == "refengine" else name)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -11,8 +11,8 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import check
-from gradcheck.batching import batching_enabled, set_batching
+from adcheck.gradcheck import check
+from adcheck.gradcheck.core.batching import batching_enabled, set_batching
 
 OPTIONS = {"default": {}, "forward": {"check_forward_ad": True},
            "adjoint": {"check_forward_ad": True}, "precise": {"precise": True},
@@ -60,7 +60,7 @@ def test_batched_and_looped_checks_agree(E, entry, batching):
 
 
 def test_refengine_functions_batch_without_falling_back(batching):
-    import refengine as E
+    import adcheck.refengine as E
     x = E.from_numpy(np.linspace(0.2, 1.4, 6).reshape(2, 3)).requires_grad_()
     w = E.from_numpy(np.linspace(-1, 1, 12).reshape(3, 4)).requires_grad_()
     report = batching(True, lambda x, w: (x.exp() @ w).softmax(-1), (x, w), precise=True,

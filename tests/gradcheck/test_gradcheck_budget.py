@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck import budget, check
-from gradcheck.options import Options
+from adcheck.gradcheck.core import budget
+from adcheck.gradcheck import check
+from adcheck.gradcheck.core.options import Options
 
 
 @pytest.mark.parametrize("keywords, message", [
@@ -28,7 +29,7 @@ def test_batches_and_chunks_follow_the_budget():
 
 
 def test_the_plan_is_dense_until_the_blocks_are_large():
-    import refengine as E
+    import adcheck.refengine as E
     small = E.from_numpy(np.linspace(0.1, 1, 50)).requires_grad_()
     large = E.from_numpy(np.linspace(0.1, 1, 2000)).requires_grad_()
     assert check(E.sin, (small,), seed=0).plan == "dense"
@@ -38,7 +39,7 @@ def test_the_plan_is_dense_until_the_blocks_are_large():
 
 
 def test_the_runner_passes_a_budget_only_when_it_is_not_the_default():
-    from runner.checks import Policy, options
+    from adcheck.runner.checks import Policy, options
     assert "memory_budget" not in options("reverse", Policy())
     assert options("reverse", Policy(memory_budget=2**26))["memory_budget"] == 2**26
 

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 from gradcheck_support import one_torch_thread  # noqa: F401  (a fixture)
 
-from gradcheck import budget, check, streamed
+from adcheck.gradcheck.core import budget
+from adcheck.gradcheck import check
+from adcheck.gradcheck.large import streamed
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -72,7 +74,7 @@ def test_a_chunked_check_stays_within_its_memory_budget():
     # Richardson over all 300 columns of a dense (cumsum) block at once held
     # 16 x 300 x 300 perturbed outputs (11.5 MB), above the 4 MiB budget here;
     # chunked, the peak of every array the check makes stays below it
-    import refengine as E
+    import adcheck.refengine as E
     x = E.tensor(np.random.default_rng(0).standard_normal(300), dtype=E.float64,
                  requires_grad=True)
     assert 16 * 300 * 300 * budget.BYTES > 4 * 2**20
@@ -88,7 +90,7 @@ def test_reverse_rows_are_made_once_when_the_budget_holds_them(budget_mib, held)
     # 400 x 400 reverse rows are 1.2 MiB: within what a 4 MiB budget leaves a
     # chunk, they are made once and held (4,096-long cumsum: a second pass of
     # 4,096 vjps is gone); under 1 MiB they are made again for each chunk
-    import refengine as E
+    import adcheck.refengine as E
     n = 400
     x = E.tensor(np.random.default_rng(0).standard_normal(n), dtype=E.float64,
                  requires_grad=True)
@@ -103,7 +105,7 @@ def test_reverse_rows_are_made_once_when_the_budget_holds_them(budget_mib, held)
 
 def test_a_compressed_check_of_100000_inputs_stays_within_its_memory_budget():
     # the dense block would be 80 GB, its stacked perturbations 16 times that
-    import refengine as E
+    import adcheck.refengine as E
     x = E.tensor(np.random.default_rng(1).uniform(-2, 2, 100_000), dtype=E.float64,
                  requires_grad=True)
     report, peak = _with_peak(lambda: check(E.sin, (x,), precise=True, check_forward_ad=True,
@@ -126,7 +128,7 @@ def test_compressed_cells_beyond_the_budget_are_chunked_and_stay_within_it():
     # two 40x40 operands: their cells (1,600 rows by 40 groups, per input) held
     # whole with their error estimates, both AD sides and the comparison took
     # 9 MiB; chunked by cell columns the check stays under a 6 MiB budget
-    import refengine as E
+    import adcheck.refengine as E
     rng = np.random.default_rng(2)
     a, b = (E.tensor(rng.standard_normal((40, 40)), dtype=E.float64, requires_grad=True)
             for _ in range(2))
@@ -169,7 +171,7 @@ def test_one_comparison_counted_for_two_tallies_is_each_ones_own():
     # a block whose reverse and forward mode entries are equal bit for bit is
     # compared once for both (Tally.add(also=...)): each tally must end as
     # if it had compared the block itself, failures and diagnosis counts included
-    from gradcheck.compare import Tally
+    from adcheck.gradcheck.verdict.compare import Tally
     rng = np.random.default_rng(0)
     expected = np.asfortranarray(rng.uniform(-1, 1, (300, 40)))
     actual = expected.copy(order="F")

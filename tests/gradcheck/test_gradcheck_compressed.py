@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from gradcheck_support import one_torch_thread  # noqa: F401  (a fixture)
 
-from gradcheck import check
-from gradcheck.structure import Band, Pattern, propose
+from adcheck.gradcheck import check
+from adcheck.gradcheck.large.structure import Band, Pattern, propose
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -118,7 +118,7 @@ def test_an_entry_off_the_true_pattern_is_caught_and_the_reconstruction_refused(
 
 
 def test_small_checks_stay_dense():
-    import refengine as E
+    import adcheck.refengine as E
     report = check(E.sin, (E.from_numpy(X[:4, :5].copy()).requires_grad_(),), seed=0)
     assert report.plan == "dense" and report.jacobians["numerical"].seeds is None
 

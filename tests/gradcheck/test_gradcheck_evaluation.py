@@ -11,10 +11,10 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import GradcheckError
-from gradcheck.batching import batching_enabled, set_batching
-from gradcheck.evaluation import Evaluator
-from gradcheck.problem import Problem
+from adcheck.gradcheck import GradcheckError
+from adcheck.gradcheck.core.batching import batching_enabled, set_batching
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.problem import Problem
 
 X = np.array([0.3, -1.1, 0.7])
 

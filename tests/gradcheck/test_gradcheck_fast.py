@@ -9,8 +9,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck import check
-from gradcheck.fast import _unit_rows
+from adcheck.gradcheck import check
+from adcheck.gradcheck.core.fast import _unit_rows
 
 
 def single_entry_miss(t):

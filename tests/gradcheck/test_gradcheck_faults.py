@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck import check
+from adcheck.gradcheck import check
 
 X = np.array([0.3, -0.7, 1.2])
 

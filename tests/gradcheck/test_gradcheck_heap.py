@@ -1,4 +1,4 @@
-"""A check's batches reuse the pages freed by the batch before (``gradcheck.heap``).
+"""A check's batches reuse the pages freed by the batch before (``gradcheck.core.heap``).
 
 Counted in page faults (``ru_minflt``), not in time: 40 batches of four
 arrays of 4 MiB, each written whole and freed together, as a batch's stacked
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from gradcheck import heap
+from adcheck.gradcheck.core import heap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or heap._libc() is None,
                                 reason="mallopt is glibc's (Linux); elsewhere heap does nothing")
@@ -48,8 +48,8 @@ def test_freed_batches_are_reused_without_new_page_faults():
 
 
 def test_a_check_keeps_the_setting_and_returns_free_pages(monkeypatch):
-    from gradcheck import check
-    import refengine as E
+    from adcheck.gradcheck import check
+    import adcheck.refengine as E
     trims = []
     monkeypatch.setattr(heap, "release", lambda: trims.append(1))
     x = E.tensor(np.linspace(0.1, 1.0, 8), dtype=E.float64, requires_grad=True)
@@ -68,8 +68,8 @@ def _heavy_function(E, temporaries: int):
 
 @measurable
 def test_one_evaluations_own_allocations_are_measured():
-    import refengine as E
-    from gradcheck.problem import Problem
+    import adcheck.refengine as E
+    from adcheck.gradcheck.core.problem import Problem
     x = E.tensor(np.linspace(-1, 1, 4096), dtype=E.float64, requires_grad=True)
     problem = Problem(_heavy_function(E, 128), (x,), "heavy")
     # the product and its sine, 4,096 x 128 each (4 MiB), held with the graph;
@@ -84,8 +84,8 @@ def test_free_space_left_in_the_heap_does_not_hide_an_evaluation():
     # holds free blocks inside its heap; the evaluation's 4 MiB arrays fit in
     # these 8 MiB holes, so the heap's growth alone measured nothing (0 bytes
     # in CI, after 700 other tests)
-    import refengine as E
-    from gradcheck.problem import Problem
+    import adcheck.refengine as E
+    from adcheck.gradcheck.core.problem import Problem
     assert heap.keep_freed_blocks()
     blocks = [np.ones(8 * 2**20 // 8) for _ in range(16)]
     del blocks[::2]
@@ -102,8 +102,8 @@ def test_a_function_with_large_temporaries_keeps_to_the_budget():
     # batches were sized by inputs and outputs alone; counting the measured
     # evaluation, 33 MiB
     import tracemalloc
-    import refengine as E
-    from gradcheck import check
+    import adcheck.refengine as E
+    from adcheck.gradcheck import check
     x = E.tensor(np.random.default_rng(0).uniform(-1, 1, 4096), dtype=E.float64,
                  requires_grad=True)
     tracemalloc.start()

@@ -9,7 +9,7 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import GradcheckError, check, gradcheck, gradgradcheck
+from adcheck.gradcheck import GradcheckError, check, gradcheck, gradgradcheck
 
 
 def x64(E, *values, grad=True):

@@ -6,15 +6,15 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck import (
+from adcheck.gradcheck import (
     Jacobian,
     forward_jacobian,
     numerical_jacobian,
     reference_jacobian,
     reverse_jacobian,
 )
-from gradcheck.problem import Problem
-from gradcheck.reference import mp_column
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.numerics.reference import mp_column
 
 BUILDERS = [numerical_jacobian, reverse_jacobian, forward_jacobian]
 X = np.array([0.3, -1.2, 0.8])

@@ -23,8 +23,8 @@ jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (pip install
 
 from gradcheck_zoo import function
 
-import refengine
-from gradcheck import (
+from adcheck import refengine
+from adcheck.gradcheck import (
     GradcheckError,
     check,
     forward_jacobian,
@@ -32,8 +32,8 @@ from gradcheck import (
     gradgradcheck,
     reverse_jacobian,
 )
-from gradcheck.engines import engine_for
-from gradcheck.engines.jax import nograd
+from adcheck.gradcheck.engines import engine_for
+from adcheck.gradcheck.engines.jax import nograd
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_X = np.array([0.7, -1.3, 0.4])
@@ -313,8 +313,8 @@ def test_engine_detection_and_mixing():
 
 
 def test_checking_refengine_functions_never_imports_jax():
-    code = ("import sys, numpy as np, refengine as E\n"
-            "from gradcheck import check\n"
+    code = ("import sys, numpy as np, adcheck.refengine as E\n"
+            "from adcheck.gradcheck import check\n"
             "x = E.from_numpy(np.array([0.5, 1.5])).requires_grad_()\n"
             "assert check(E.sin, (x,), check_forward_ad=True).passed\n"
             "print('jax' in sys.modules, 'jaxlib' in sys.modules)\n")

@@ -19,12 +19,12 @@ SOURCES = sorted(PACKAGE.rglob("*.py")) + [ROOT / "refengine" / "pytree.py"]
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return "adcheck." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _imports(path: Path, modules) -> set:
     """The gradcheck modules ``path`` imports, anywhere in its body
-    (``from gradcheck import coords`` imports ``gradcheck.coords``)."""
+    (``from gradcheck import coords`` imports ``gradcheck.core.coords``)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -70,10 +70,39 @@ def test_gradcheck_imports_have_no_cycle():
             visit(module, [module])
 
 
+#: gradcheck's rooms, lowest first: each imports only from the rooms before it
+ROOMS = ("engines", "core", "numerics", "lowprec", "verdict", "large")
+
+
+def _room(module: str) -> int:
+    """The rank of ``module``'s room; ``errors`` is below every room, and the
+    modules directly in gradcheck (the plan: producers, flow, api) and the
+    feature rooms above them rank last."""
+    part = module.split(".")[2] if module.count(".") >= 2 else ""
+    if part == "errors":
+        return -1
+    return ROOMS.index(part) if part in ROOMS else len(ROOMS)
+
+
+def test_rooms_import_only_from_the_rooms_below():
+    graph = _graph()
+    upward = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                    if _room(m) < len(ROOMS) and _room(t) > _room(m))
+    assert upward == [], "imports against the order of the rooms " + repr(ROOMS)
+
+
+def test_the_room_order_check_sees_an_upward_import(monkeypatch):
+    graph = _graph()
+    graph["adcheck.gradcheck.core.jacobian"] |= {"adcheck.gradcheck.large.probed"}
+    monkeypatch.setitem(globals(), "_graph", lambda: graph)
+    with pytest.raises(AssertionError, match="core.jacobian -> adcheck.gradcheck.large.probed"):
+        test_rooms_import_only_from_the_rooms_below()
+
+
 def test_the_cycle_detector_sees_a_cycle(monkeypatch):
     # the test above must be able to fail: plant a cycle in the graph it reads
     graph = _graph()
-    graph["gradcheck.jacobian"] = graph["gradcheck.jacobian"] | {"gradcheck.api"}
+    graph["adcheck.gradcheck.core.jacobian"] |= {"adcheck.gradcheck.api"}
     monkeypatch.setitem(globals(), "_graph", lambda: graph)
     with pytest.raises(pytest.fail.Exception, match="import cycle"):
         test_gradcheck_imports_have_no_cycle()

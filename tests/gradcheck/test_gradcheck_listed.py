@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from gradcheck_support import one_torch_thread  # noqa: F401  (a fixture)
 
-from gradcheck import check
-from gradcheck.listed import Listed
+from adcheck.gradcheck import check
+from adcheck.gradcheck.large.listed import Listed
 
 torch = pytest.importorskip("torch", reason="the planted formulas are torch Functions; "
                             "torch is not installed")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gradcheck_support import load_engine
 
-from gradcheck import GradcheckError, check
+from adcheck.gradcheck import GradcheckError, check
 
 #: (engine, dtype name, relative error that must be caught)
 TARGETS = [("refengine", "float32", 1e-5), ("torch", "float32", 1e-5),
@@ -86,7 +86,7 @@ def test_a_failure_says_what_precision_its_comparison_had():
 
 @pytest.mark.parametrize("op", ["sin", "exp", "tanh", "reciprocal"])
 def test_a_second_derivative_off_by_1e_4_is_caught_in_float32(E, op):
-    # the measured rounding of the second-order formula (gradcheck.adrounding) must not
+    # the measured rounding of the second-order formula (gradcheck.lowprec.adrounding) must not
     # hide a relative error in f'' that the float64 run does not have
     def built(rel):
         dfn = zoo.derivative_fn(E, op, 1 + rel)
@@ -185,7 +185,7 @@ def test_differences_in_bfloat16_evaluate_the_function_in_bfloat16(transposed):
                                                      ("complex32", np.complex64)])
 def test_torch_dtypes_numpy_lacks_round_trip_exactly(dtype_name, numpy_dtype):
     torch = load_engine("torch")
-    from gradcheck.engines.torch import TorchEngine
+    from adcheck.gradcheck.engines.torch import TorchEngine
     engine = TorchEngine()
     dtype = getattr(torch, dtype_name)
     tensor = torch.tensor([0.7 + 0.3j, -1.3, 3e4] if dtype.is_complex else [0.7, -1.3, 3e4],
@@ -202,7 +202,7 @@ def test_torch_dtypes_numpy_lacks_round_trip_exactly(dtype_name, numpy_dtype):
 
 def test_jax_bfloat16_round_trips_exactly():
     jnp = load_engine("jax.numpy")
-    from gradcheck.engines.jax import JaxEngine
+    from adcheck.gradcheck.engines.jax import JaxEngine
     engine = JaxEngine()
     array = jnp.asarray([0.7, -1.3, 3e4], dtype=jnp.bfloat16)
     held = engine.to_numpy(array)

@@ -1,4 +1,4 @@
-"""Probed second-order checks of low-precision formulas (``gradcheck.lowprobed``).
+"""Probed second-order checks of low-precision formulas (``gradcheck.large.lowprobed``).
 
 A wrong second derivative must still be caught when the check compares a few
 random directions instead of whole Jacobians: a ``torch.autograd.Function``
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck import check
-from gradcheck.lowprobed import stated_relative
+from adcheck.gradcheck import check
+from adcheck.gradcheck.large.lowprobed import stated_relative
 
 torch = pytest.importorskip("torch")
 

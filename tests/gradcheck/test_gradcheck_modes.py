@@ -10,7 +10,7 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import check, gradcheck
+from adcheck.gradcheck import check, gradcheck
 
 X = np.array([0.3, -0.8, 1.2, 0.1])
 

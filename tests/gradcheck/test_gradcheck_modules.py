@@ -1,4 +1,4 @@
-"""Modules and nested inputs as check targets (``gradcheck.modules``).
+"""Modules and nested inputs as check targets (``gradcheck.core.modules``).
 
 A layer whose weight gradient is wrong must fail naming the weight, with the
 diagnosis, while its input gradient passes; the right layer must pass. The
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from gradcheck_support import load_engine
 
-import gradcheck
-from gradcheck import GradcheckError, check
+from adcheck import gradcheck
+from adcheck.gradcheck import GradcheckError, check
 
 RNG = np.random.default_rng(3)
 W, B, X = RNG.standard_normal((2, 3)), RNG.standard_normal(2), RNG.standard_normal((4, 3))

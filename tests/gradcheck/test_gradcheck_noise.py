@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the cases are torch functions")
 
-import gradcheck  # noqa: E402
-from gradcheck.errors import UncheckableError  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.errors import UncheckableError  # noqa: E402
 
 
 def _one_variable():

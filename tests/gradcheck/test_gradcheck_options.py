@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-import gradcheck
-from gradcheck import Options, check, gradgradcheck
+from adcheck import gradcheck
+from adcheck.gradcheck import Options, check, gradgradcheck
 
 DOCUMENTED = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3, "nondet_tol": 0.0,
               "check_undefined_grad": True, "check_grad_dtypes": False,

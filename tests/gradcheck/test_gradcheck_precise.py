@@ -11,7 +11,7 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import check
+from adcheck.gradcheck import check
 
 
 def rand(E, *shape, complex_=False, low=-1.0, high=1.0, seed=0):
@@ -91,7 +91,7 @@ def test_relative_error_1e_6_in_a_matrix_op_is_caught(E, complex_, entry):
 
 def test_richardson_error_estimate_bounds_the_true_error(E):
     # d/dx sin at known points: the true error is measurable exactly
-    from gradcheck import numerical_jacobian
+    from adcheck.gradcheck import numerical_jacobian
     x = E.from_numpy(np.array([0.3, 1.1, -2.0])).requires_grad_()
     jac = numerical_jacobian(E.sin, (x,), precise=True)
     true = np.diag(np.cos(x.detach().numpy()))

@@ -1,6 +1,6 @@
 """Probed Jacobians: every output along a few random directions, with stated escape odds.
 
-The odds come from formulas (``gradcheck.probed``); they are checked here
+The odds come from formulas (``gradcheck.large.probed``); they are checked here
 against closed forms and Monte Carlo draws, and a probed check of a dense
 block (cumsum) must pass when right, catch and locate a planted single-entry
 error when wrong, and state its odds in the report.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from gradcheck_support import one_torch_thread  # noqa: F401  (a fixture)
 
-from gradcheck import check
-from gradcheck.probed import forward_escape, reverse_escape
+from adcheck.gradcheck import check
+from adcheck.gradcheck.large.probed import forward_escape, reverse_escape
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -119,7 +119,7 @@ def test_output_windows_beyond_the_budget_still_catch_a_wrong_entry(E):
     # outputs (72 bytes a coordinate) do not fit in a share of it: the extrapolation
     # takes the outputs a window at a time, evaluating the function again for each
     # (more evaluations), and the cells go a probe column at a time
-    # (``gradcheck.probestream``); it must still pass a right formula and locate a
+    # (``gradcheck.large.probestream``); it must still pass a right formula and locate a
     # wrong entry
     size = 10_000
     options = dict(precise=True, check_forward_ad=True, jacobian="probed", probes=2, seed=0)
@@ -158,7 +158,7 @@ def test_a_probed_check_of_many_outputs_keeps_to_a_small_memory_budget():
     # peaked near 70 MiB; now the peak of every array the check makes stays in 24 MiB
     import tracemalloc
 
-    import refengine as E
+    import adcheck.refengine as E
     x = E.tensor(np.random.default_rng(0).standard_normal((1024, 64)), dtype=E.float64,
                  requires_grad=True)
     tracemalloc.start()
@@ -178,10 +178,10 @@ def test_the_cells_of_many_outputs_and_few_probes_keep_to_the_budget():
     # each, 8 MiB a block. Holding the cells whole (the numerical ones and their
     # error estimates, forward mode's, the tolerances, the comparisons' and the
     # escape odds' temporaries) took the arrays to 117 MiB under a budget of 64;
-    # a probe column at a time (``gradcheck.probestream``), they stay in it
+    # a probe column at a time (``gradcheck.large.probestream``), they stay in it
     import tracemalloc
 
-    import refengine as E
+    import adcheck.refengine as E
     rng = np.random.default_rng(0)
     x = E.tensor(rng.uniform(-1, 1, 1024), dtype=E.float64, requires_grad=True)
     y = E.tensor(rng.uniform(-1, 1, 256), dtype=E.float64, requires_grad=True)

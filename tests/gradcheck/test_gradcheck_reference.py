@@ -8,7 +8,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck import GradcheckError, check
+from adcheck.gradcheck import GradcheckError, check
 
 
 def mp_map(fn):

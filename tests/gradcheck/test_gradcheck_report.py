@@ -7,8 +7,8 @@ import gradcheck_zoo as zoo
 import numpy as np
 import pytest
 
-from gradcheck import GradcheckError, Report, check, gradcheck
-from gradcheck.diagnosis import diagnose
+from adcheck.gradcheck import GradcheckError, Report, check, gradcheck
+from adcheck.gradcheck.verdict.diagnosis import diagnose
 
 # sin on complex numbers whose vjp lacks the conj()
 CONJ_BUG = zoo.entry("sin-vjp_missing_conj-complex")
@@ -115,7 +115,7 @@ def test_diagnosis_of_complex_error_shapes():
 
 
 def test_the_one_comparison_counts_nan_as_failing_and_points_at_a_failure():
-    from gradcheck.compare import compare
+    from adcheck.gradcheck.verdict.compare import compare
     expected = np.array([[1.0, 2.0, 3.0]])
     found = np.array([[1.0, 2.5, np.nan]])
     result = compare("reverse", "reverse", "numerical", 0, 0, expected, found,

@@ -1,11 +1,11 @@
 """An expected Jacobian is shared between checks only where the caller says the
-function is one computation (``gradcheck.reuse.shared``, which the sweep
+function is one computation (``gradcheck.core.reuse.shared``, which the sweep
 enters per sample); a user's repeated ``check`` calls are each judged afresh."""
 import numpy as np
 import pytest
 
-import gradcheck
-from gradcheck.reuse import shared
+from adcheck import gradcheck
+from adcheck.gradcheck.core.reuse import shared
 
 torch = pytest.importorskip("torch", reason="the stateful function is a torch.autograd.Function")
 

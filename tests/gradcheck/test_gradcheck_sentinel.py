@@ -1,4 +1,4 @@
-"""Richardson's sentinel taken a group of columns at a time (``gradcheck.sentinel``).
+"""Richardson's sentinel taken a group of columns at a time (``gradcheck.numerics.sentinel``).
 
 A staircase reads as a line of slope 1 to two steps wider than its stairs
 (``round(x, 3)`` at 0.96, whose first step is 0.03); only the smallest step
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck import check
-from gradcheck import sentinel
+from adcheck.gradcheck import check
+from adcheck.gradcheck.numerics import sentinel
 
 #: inputs whose first steps (|x| / 32: 0.03, 0.02, 0.01, 0.04) span whole stairs
 STAIRS = [0.96, 0.64, 0.32, 1.28]

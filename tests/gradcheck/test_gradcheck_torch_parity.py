@@ -12,7 +12,7 @@ import warnings
 import gradcheck_zoo as zoo
 import pytest
 
-from gradcheck import check, gradcheck, gradgradcheck
+from adcheck.gradcheck import check, gradcheck, gradgradcheck
 
 torch = pytest.importorskip("torch", reason="the parity tests compare against torch")
 

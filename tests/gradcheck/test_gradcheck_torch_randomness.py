@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch engine needs torch; it is not installed")
 
-import gradcheck  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
 
 
 def _seeded(x):
@@ -55,7 +55,7 @@ def test_fresh_draws_at_each_call_are_not_batched_and_are_reported(x):
 def test_a_random_function_in_low_precision_is_not_judged_against_another_draw(order):
     """In float32 the float64 run draws other numbers: by hand, the pooled outputs
     move; the check refuses with that reason instead of comparing two functions."""
-    from gradcheck.errors import UncheckableError
+    from adcheck.gradcheck.errors import UncheckableError
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(1, 2, 7, 7, generator=gen).requires_grad_()
     narrow, wide = _seeded(x).detach(), _seeded(x.detach().double())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradcheck_zoo as zoo
 import pytest
 
-from gradcheck import GradcheckError, check, gradcheck
+from adcheck.gradcheck import GradcheckError, check, gradcheck
 
 BUGS = zoo.bugs()
 CORRECT = zoo.correct()

@@ -8,8 +8,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="float32 formulas are checked on torch here; "
                             "torch is not installed")
 
-import gradcheck  # noqa: E402
-from gradcheck.errors import UncheckableError  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.errors import UncheckableError  # noqa: E402
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Term 3 of ``gradcheck.lowprecision``: how a derivative's sums round in bfloat16 and
+"""Term 3 of ``gradcheck.lowprec.lowprecision``: how a derivative's sums round in bfloat16 and
 float16, measured on the function's own forward rather than assumed per term.
 
 PyTorch's CPU kernels accumulate half-precision sums in float32 and round once; the
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from gradcheck_support import load_engine
 
-from gradcheck import check
-from gradcheck.lowprecision import U32, sum_units
-from gradcheck.problem import Problem
-from gradcheck.widening import widened
+from adcheck.gradcheck import check
+from adcheck.gradcheck.lowprec.lowprecision import U32, sum_units
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.lowprec.widening import widened
 
 HALF = ["bfloat16", "float16"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 import gradcheck_zoo as zoo
 import pytest
 
-import gradcheck
-import opinfo
-import refengine as E
-from gradcheck.modes import CAPABILITIES, CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named
+from adcheck import gradcheck
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.gradcheck.core.modes import CAPABILITIES, CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named
 
 
 def test_cli_help_lists_every_check_with_its_summary():
-    from cli.options import CHECK_HELP
+    from adcheck.cli.options import CHECK_HELP
     assert CHECK_HELP == ", ".join(f"{c.name} ({c.summary})" for c in CHECKS.values())
 
 

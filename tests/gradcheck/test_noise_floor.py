@@ -1,6 +1,6 @@
 """Outputs whose rounding is normwise (an SVD, a solve): pinverse's small entries
 carry errors of the size of an ulp of its largest entry, which the measured
-noise floor (``gradcheck.noisefloor``) puts under the finite differences'
+noise floor (``gradcheck.numerics.noisefloor``) puts under the finite differences'
 error estimate. Judged against mpmath, and a planted error stays caught."""
 import mpmath
 import pytest
@@ -11,10 +11,10 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
 
 from types import SimpleNamespace  # noqa: E402
 
-import gradcheck  # noqa: E402
-from opinfo import torchdb  # noqa: E402
-from runner.checks import Policy, check_sample  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
+from adcheck.runner.checks import Policy, check_sample  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 # the entry the sweep disputed: output pinv[4, 0] by input A[3, 4] (flat 20 by 19)
 OUT, IN = (4, 0), (3, 4)

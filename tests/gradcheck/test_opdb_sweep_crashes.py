@@ -5,7 +5,7 @@ the window with the whole block's coordinates (logcumsumexp fwgrad_bwgrad)."""
 import numpy as np
 import pytest
 
-from gradcheck.diagnosis import diagnose
+from adcheck.gradcheck.verdict.diagnosis import diagnose
 
 
 def test_a_nan_in_a_window_is_named_in_the_whole_block():
@@ -21,7 +21,7 @@ def test_a_nan_in_a_window_is_named_in_the_whole_block():
 def test_a_probed_check_of_an_empty_input_gives_a_verdict(order):
     torch = pytest.importorskip("torch", reason="op_db's empty sample is a torch tensor; "
                                 "torch is not installed")
-    import gradcheck
+    from adcheck import gradcheck
     x = torch.empty(0, dtype=torch.float64, requires_grad=True)
     report = gradcheck.check(torch.acos, (x,), precise=True, seed=0, order=order,
                              jacobian="probed", probes=4)

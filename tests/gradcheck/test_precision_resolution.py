@@ -7,7 +7,7 @@ must not state one (the float32 sweep of std's second order once stated
 import numpy as np
 import pytest
 
-from gradcheck.precision import resolution
+from adcheck.gradcheck.numerics.precision import resolution
 
 
 def test_the_resolution_is_set_by_entries_above_their_tolerance():
@@ -40,7 +40,7 @@ def test_a_zero_jacobian_in_complex64_states_no_resolution():
     noise, and the report says no entry can judge a relative error."""
     torch = pytest.importorskip("torch", reason="the case is torch's corrcoef; torch is "
                                 "not installed")
-    import gradcheck
+    from adcheck import gradcheck
     x = torch.tensor([0.3 + 1.2j, -0.7 + 0.1j], dtype=torch.complex64, requires_grad=True)
     report = gradcheck.check(torch.corrcoef, (x,), precise=True, seed=0)
     stated = [r.precision for r in report.results if r.precision is not None]

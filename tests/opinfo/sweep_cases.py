@@ -21,9 +21,9 @@ import os
 
 import pytest
 
-import opinfo
-import refengine as E
-from opinfo.samples import TensorSpec
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.opinfo.samples import TensorSpec
 
 EXHAUSTIVE = os.environ.get("ADCHECK_EXHAUSTIVE", "") not in ("", "0")
 #: the dtypes of both runs: double precision, real and complex

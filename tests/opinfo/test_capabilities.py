@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gradcheck
-import opinfo
-import refengine as E
-from runner.samplecall import SampleCall
+from adcheck import gradcheck
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.runner.samplecall import SampleCall
 
 from sweep_cases import sample_indices
 

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import gradcheck
-import opinfo
-import refengine as E
-from opinfo import domains as D
+from adcheck import gradcheck
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.opinfo import domains as D
 
 #: smooth on the whole real line, with bounded derivatives
 TOTAL = ("sin", "cos", "tanh", "sigmoid", "atan", "erf", "neg", "nn.functional.silu",

@@ -8,8 +8,8 @@ read a file outside the repository: when API.md gains an op, add it here.
 """
 from __future__ import annotations
 
-import opinfo
-import refengine as E
+from adcheck import opinfo
+import adcheck.refengine as E
 
 MIN_OPINFOS = 200
 MIN_COMPLEX128_AUTOGRAD = 100

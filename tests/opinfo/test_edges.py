@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import opinfo
-import refengine as E
+from adcheck import opinfo
+import adcheck.refengine as E
 
 from edge_rules import RULES, cofactors
 
@@ -89,7 +89,7 @@ def test_special_sample_follows_its_rule(info, dtype, index):
 @pytest.mark.parametrize("info, dtype, index", _special_cases())
 def test_special_sample_matches_torch(info, dtype, index):
     torch = pytest.importorskip("torch")
-    from runner.samplecall import SampleCall
+    from adcheck.runner.samplecall import SampleCall
     sample = _special(info, dtype, index)
     if info.torch_op() is None:
         pytest.skip(f"{info.name} has no torch counterpart (torch_name is None)")

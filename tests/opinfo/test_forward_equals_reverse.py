@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gradcheck
-import opinfo
-import refengine as E
-from runner.samplecall import SampleCall
+from adcheck import gradcheck
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.runner.samplecall import SampleCall
 
 RELATIVE = 1e-12
 DTYPES = (E.float64, E.complex128)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pytest
 
-import opinfo
-from runner.checks import CHECK_NAMES, Policy, check_sample
-from runner.tasks import Settings
+from adcheck import opinfo
+from adcheck.runner.checks import CHECK_NAMES, Policy, check_sample
+from adcheck.runner.tasks import Settings
 
 from sweep_cases import sample_cases
 

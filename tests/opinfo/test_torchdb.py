@@ -22,8 +22,8 @@ torch = pytest.importorskip("torch", reason="opinfo.torchdb adapts PyTorch's op_
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-from opinfo import torchdb  # noqa: E402
-from opinfo.torchdb import loader, skips  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
+from adcheck.opinfo.torchdb import loader, skips  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ EXPECTED = {
 #: and in a fresh process
 DIGEST = """
 import hashlib, sys, torch
-from opinfo import torchdb
+from adcheck.opinfo import torchdb
 def digest(value, h):
     if isinstance(value, torch.Tensor):
         h.update(value.detach().resolve_conj().contiguous().numpy().tobytes())
@@ -86,7 +86,7 @@ def db(other_process):
 
 
 def test_importing_the_adapter_imports_neither_torch_nor_op_db():
-    code = ("import sys, opinfo.torchdb; "
+    code = ("import sys, adcheck.opinfo.torchdb; "
             "print('torch' in sys.modules, '" + loader.OP_DB_MODULE + "' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})
@@ -300,7 +300,7 @@ def test_the_inplace_variant_runs_on_a_copy(db):
     ("mul", "complex128", 2), ("matmul", "float64", 0), ("cat", "complex128", 0),
     ("linalg.eigh", "float64", 0), ("addmm", "float64", 0)])
 def test_adcheck_through_the_adapter_gives_torchs_verdict(db, name, dtype, index):
-    import gradcheck
+    from adcheck import gradcheck
     entry = torchdb.get(name)
     assert entry.torch_verdict(entry.sample(index, dtype), "reverse").passed
     call = entry.call(entry.sample(index, dtype))
@@ -318,7 +318,7 @@ def test_the_reproducer_reruns_the_check(db, capsys):
 
 def test_hardsigmoids_single_precision_sixth_is_caught_where_torch_passes(db):
     # the survey's torch formula bug: the float64 backward multiplies by float32(1/6)
-    import gradcheck
+    from adcheck import gradcheck
     entry = torchdb.get("nn.functional.hardsigmoid")
     call = entry.call(entry.sample(0, "float64"))
     x = call.inputs[0]
@@ -335,6 +335,6 @@ def test_hardsigmoids_single_precision_sixth_is_caught_where_torch_passes(db):
 
 
 def test_seeds_are_a_stable_hash_of_name_dtype_and_index():
-    from opinfo.torchdb.sampling import sample_seed
+    from adcheck.opinfo.torchdb.sampling import sample_seed
     digest = hashlib.sha256(b"cat:float64:1").digest()[:4]
     assert sample_seed("cat", torch.float64, 1) == int.from_bytes(digest, "little")

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch", reason="the case is torch's index_fill; tor
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-import gradcheck  # noqa: E402
-from opinfo import torchdb  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
 
 
 def test_index_fill_with_a_batched_scalar_value_is_checked_right():

@@ -11,9 +11,9 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
 
 from types import SimpleNamespace  # noqa: E402
 
-from opinfo import torchdb  # noqa: E402
-from runner.checks import Policy, check_sample  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
+from adcheck.runner.checks import Policy, check_sample  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 
 def _results(op, dtype, index, checks=("reverse",)):

@@ -15,10 +15,10 @@ torch = pytest.importorskip("torch", reason="the dispute runs torch's gradcheck;
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-from gradcheck.compare import Result  # noqa: E402
-from opinfo.torchdb.dispute import dispute  # noqa: E402
-from runner.checks import Policy, check_sample  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck.gradcheck.verdict.compare import Result  # noqa: E402
+from adcheck.opinfo.torchdb.dispute import dispute  # noqa: E402
+from adcheck.runner.checks import Policy, check_sample  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 SLOW = [("gradcheck", {"fast_mode": False, "nondet_tol": 0.0})]
 

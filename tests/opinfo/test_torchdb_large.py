@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch", reason="op_db samples are torch's; torch is
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-from runner.checks import Policy, check_sample  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck.runner.checks import Policy, check_sample  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 
 def _result(op: str, index: int, check: str):

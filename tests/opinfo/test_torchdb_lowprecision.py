@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch", reason="opinfo.torchdb adapts PyTorch's op_
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-import gradcheck  # noqa: E402
-from gradcheck.engines.torch import TorchEngine  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.engines.torch import TorchEngine  # noqa: E402
 from torchdb_cases import case, checked  # noqa: E402
 
 
@@ -169,8 +169,8 @@ def test_atanh_near_its_pole_in_float32_is_right_within_a_rounding_of_its_input(
 
 def test_logaddexp_second_order_in_float16_overflows_where_the_truth_is_finite():
     from types import SimpleNamespace
-    from runner.checks import Policy, check_sample
-    from runner.torchregistry import TorchRegistry
+    from adcheck.runner.checks import Policy, check_sample
+    from adcheck.runner.torchregistry import TorchRegistry
     entry, dtype, sample, call = case("logaddexp", "float16", 1)
     a, b = (t.detach() for t in call.inputs)
     # torch's second derivative in float16 is NaN where the true one,

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch", reason="opinfo.torchdb adapts PyTorch's op_
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-import gradcheck  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
 from torchdb_cases import case, checked  # noqa: E402
 
 U = 2.0 ** -24   # complex64's unit roundoff
@@ -138,7 +138,7 @@ def test_masked_logaddexp_second_order_with_a_nan_in_the_float64_reverse_jacobia
 
 
 def test_a_row_without_measured_spread_keeps_an_infinite_allowance_infinite():
-    from gradcheck.lowprobed import pooled
+    from adcheck.gradcheck.large.lowprobed import pooled
     spread = np.zeros((1, 3))
     scale = np.array([[np.inf, 1.0, 2.0]])
     assert np.array_equal(pooled(spread, scale, axis=1), np.array([[0.0, 0.0, 0.0]]))
@@ -178,8 +178,8 @@ def test_masked_cumprod_second_order_rounding_seen_at_few_nearby_points():
 
 
 def test_a_small_problem_measures_its_rounding_at_more_points():
-    from gradcheck.adrounding import MAX_POINTS, POINTS, point_count
-    from gradcheck.problem import Problem
+    from adcheck.gradcheck.lowprec.adrounding import MAX_POINTS, POINTS, point_count
+    from adcheck.gradcheck.core.problem import Problem
     small = Problem(torch.sin, (torch.ones(5, dtype=torch.float16, requires_grad=True),), "sin",
                     warn_precision=False)
     large = Problem(torch.sin, (torch.ones(400, dtype=torch.float16, requires_grad=True),), "sin",

@@ -12,11 +12,11 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
                     "not installed (pip install expecttest)")
 mpmath = pytest.importorskip("mpmath", reason="the true derivatives come from mpmath")
 
-import gradcheck  # noqa: E402
-from gradcheck.evaluation import Evaluator  # noqa: E402
-from gradcheck.problem import Problem  # noqa: E402
-from gradcheck.widening import second_differences  # noqa: E402
-from opinfo import torchdb  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.core.evaluation import Evaluator  # noqa: E402
+from adcheck.gradcheck.core.problem import Problem  # noqa: E402
+from adcheck.gradcheck.lowprec.widening import second_differences  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
 
 U32 = 2.0 ** -24
 #: digamma's op_db sample 0 in float32, coordinate 9: 0.0031 from the pole at -6

@@ -15,8 +15,8 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
                     "not installed (pip install expecttest)")
 mpmath = pytest.importorskip("mpmath", reason="the true derivatives come from mpmath")
 
-import gradcheck  # noqa: E402
-from opinfo import torchdb  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
 
 U16 = 2.0 ** -11
 

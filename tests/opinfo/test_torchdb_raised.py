@@ -14,9 +14,9 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
 import torch.autograd.forward_ad as fwAD  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from opinfo.torchdb.raised import confirm  # noqa: E402
-from runner.checks import Policy, check_sample  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck.opinfo.torchdb.raised import confirm  # noqa: E402
+from adcheck.runner.checks import Policy, check_sample  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 ZERO_TENSOR = "ZeroTensors are immutable"
 

@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch", reason="the case is PyTorch's svd_lowrank")
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-import gradcheck  # noqa: E402
-from runner.torchregistry import TorchRegistry  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
 
 
 def test_svd_lowrank_second_order_passes_where_torch_passes():

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="opinfo.torchdb adapts PyTorch's op_
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-import gradcheck  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
 from torchdb_cases import case  # noqa: E402
 
 #: (op, dtype, sample index, the class of the survey, the modes that raised it:

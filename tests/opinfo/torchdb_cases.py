@@ -4,8 +4,8 @@ sweep's verdict on the op that showed it. Imported after the tests'
 ``importorskip`` of torch and expecttest."""
 import torch
 
-import gradcheck
-from opinfo import torchdb
+from adcheck import gradcheck
+from adcheck.opinfo import torchdb
 
 
 def case(op: str, dtype: str, index: int) -> tuple:

@@ -10,8 +10,8 @@ import pytest
 
 #: a user's own derivative formulas: one right, one with a factor 2 too many
 MYFUNCS = '''
-import refengine as E
-from refengine.autograd import Function
+import adcheck.refengine as E
+from adcheck.refengine.autograd import Function
 
 
 class GoodSin(Function):
@@ -40,9 +40,9 @@ class DoubledSin(Function):
 
 #: OpInfos of the project's ops: right, wrong, and wrong but declared a known failure
 PROJ_OPINFOS = '''
-import refengine as E
-from opinfo import KnownFailure, OpInfo
-from opinfo.samples import unary
+import adcheck.refengine as E
+from adcheck.opinfo import KnownFailure, OpInfo
+from adcheck.opinfo.samples import unary
 
 from myfuncs import DoubledSin, GoodSin
 

@@ -14,7 +14,7 @@ from importlib import metadata
 pytest_plugins = ["pytester"]
 
 ONE_LINE_TESTS = '''
-import refengine as E
+import adcheck.refengine as E
 from pytest_adcheck import assert_gradients
 from myfuncs import DoubledSin, GoodSin
 
@@ -61,7 +61,7 @@ def test_failure_shows_the_report_and_hides_the_helper(project):
 
 def test_the_fixture_is_the_same_helper(project):
     project.makepyfile(test_fixture='''
-        import refengine as E
+        import adcheck.refengine as E
         from myfuncs import DoubledSin, GoodSin
 
         def test_good(assert_gradients):
@@ -81,7 +81,7 @@ def test_the_fixture_is_the_same_helper(project):
 def test_check_keywords_reach_gradcheck(project):
     # check_forward_ad=True on a Function without jvp: gradcheck's own error
     project.makepyfile(test_kw='''
-        import refengine as E
+        import adcheck.refengine as E
         from pytest_adcheck import assert_gradients
         from myfuncs import GoodSin
 
@@ -99,7 +99,7 @@ def test_check_keywords_reach_gradcheck(project):
     result.stdout.fnmatch_lines(["*GradcheckError*jvp*"])
 
 
-HEAVY = ("numpy", "refengine", "gradcheck", "opinfo", "cli", "rich", "mpmath")
+HEAVY = ("numpy", "adcheck.refengine", "adcheck.gradcheck", "adcheck.opinfo", "adcheck.cli", "rich", "mpmath")
 
 
 def test_importing_the_plugin_imports_nothing_heavy():
@@ -115,7 +115,7 @@ def test_a_project_that_does_not_use_it_imports_nothing_of_adcheck(pytester):
         import sys
 
         def test_nothing_of_adcheck_loaded():
-            loaded = [m for m in ("refengine", "gradcheck", "opinfo", "cli") if m in sys.modules]
+            loaded = [m for m in ("adcheck", "adcheck.refengine", "adcheck.gradcheck", "adcheck.opinfo", "adcheck.cli") if m in sys.modules]
             assert loaded == []
             assert "pytest_adcheck" in sys.modules   # the plugin itself did load
     ''')

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from test_registry import collected_ids, expected_ids, needs_xdist
 
-import refengine
-
+from adcheck import refengine
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,9 +76,9 @@ def test_shards_partition_the_collection(pytester):
     assert sorted(i for part in parts for i in part) == sorted(whole)
     assert all(parts) and len({tuple(p) for p in parts}) == 3
     # a shard is whole tasks (op and dtype), and the same ones adcheck ops --shard runs
-    from runner.selection import plan, select
-    from runner.shard import shard_tasks
-    from runner.tasks import Settings
+    from adcheck.runner.selection import plan, select
+    from adcheck.runner.shard import shard_tasks
+    from adcheck.runner.tasks import Settings
     tasks = plan(select(patterns=("sin", "cos", "exp", "log", "tanh")).infos, None,
                  Settings(checks=("reverse",)))
     for k, part in enumerate(parts, 1):
@@ -115,7 +114,7 @@ def test_the_printed_reproducer_reruns_the_failure(project):
     result.assert_outcomes(failed=1)
     text = "\n".join(line[1:].strip() if line.startswith("E") else ""
                      for line in result.stdout.lines)
-    code = re.search(r"import runner\n.*?print\(report\.message\(\)\)", text, re.S).group(0)
+    code = re.search(r"from adcheck import runner\n.*?print\(report\.message\(\)\)", text, re.S).group(0)
     assert "seed=4" in code and "proj_opinfos.py" in code
     failure = next(line for line in text.splitlines() if "reverse-mode Jacobian" in line)
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -124,9 +123,9 @@ def test_the_printed_reproducer_reruns_the_failure(project):
 
 
 OUTSIDE_PLUGIN = '''
-import refengine as E
-from opinfo import OpInfo
-from opinfo.samples import unary
+import adcheck.refengine as E
+from adcheck.opinfo import OpInfo
+from adcheck.opinfo.samples import unary
 
 OPINFOS = [OpInfo("outside_sin", E.sin, family="outside", dtypes=(E.float64,),
                   sample_func=unary(shapes=((3,),)), supports_gradgrad=False,

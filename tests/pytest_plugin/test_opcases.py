@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import opinfo
-import refengine
-from runner.checks import derive_seed
+from adcheck import opinfo
+from adcheck import refengine
+from adcheck.runner.checks import derive_seed
 from pytest_adcheck.cases import SelectionError, plan_cases
 
 

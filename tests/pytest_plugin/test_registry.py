@@ -11,9 +11,8 @@ import importlib.util
 
 import pytest
 
-import opinfo
-import refengine
-
+from adcheck import opinfo
+from adcheck import refengine
 pytest_plugins = ["pytester"]
 
 REGISTRY_TEST = '''

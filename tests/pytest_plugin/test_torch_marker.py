@@ -13,7 +13,7 @@ pytest.importorskip("torch", reason="registry='torch' checks PyTorch's op_db; to
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is not "
                     "installed (pip install expecttest)")
 
-from opinfo import torchdb  # noqa: E402
+from adcheck.opinfo import torchdb  # noqa: E402
 from pytest_adcheck.cases import SelectionError, plan_cases  # noqa: E402
 
 pytest_plugins = ["pytester"]
@@ -45,7 +45,7 @@ def test_cases_take_the_registrys_dtypes_checks_and_first_samples(db):
 
 
 def test_a_case_runs_with_the_sweeps_seed_and_torchs_flags(db):
-    from runner.checks import derive_seed
+    from adcheck.runner.checks import derive_seed
     case = plan_cases(("addmm",), dtypes="float64", checks="reverse", registry="torch")[1]
     (result, report), = case.run()
     assert result.status == "passed"

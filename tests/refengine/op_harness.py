@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import refengine as E
-from refengine.autograd import forward_ad
-from opinfo import map_tensors
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad
+from adcheck.opinfo import map_tensors
 
 from finite_diff import real_size, real_view, unit
 

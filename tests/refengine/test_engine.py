@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 try:
     import torch as _torch
@@ -810,7 +810,7 @@ def test_complex_gradients_match_torch(torch, name):
 # ----- the one-liner -----------------------------------------------------------
 
 def test_readme_one_liner_prints_the_gradient():
-    code = ("import refengine as E; x = E.tensor([1., 2.], requires_grad=True); "
+    code = ("import adcheck.refengine as E; x = E.tensor([1., 2.], requires_grad=True); "
             "(x * x).sum().backward(); print(x.grad)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)

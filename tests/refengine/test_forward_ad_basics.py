@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 fwAD = E.autograd.forward_ad
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 # torch's forward_ad module warns about torch.jit.script on import; not our concern
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")

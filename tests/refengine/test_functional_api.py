@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
-from refengine.autograd import forward_ad
-from refengine.autograd import functional as RF
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad
+from adcheck.refengine.autograd import functional as RF
 
 try:
     import torch as _torch

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 try:
     import torch as _torch

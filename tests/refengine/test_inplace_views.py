@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 torch = pytest.importorskip("torch", reason="the oracle of these tests is torch")
 

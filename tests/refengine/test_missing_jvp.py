@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-import refengine as E
-from refengine.ops.dispatch import call
-from refengine.ops.opdef import OpDef
+import adcheck.refengine as E
+from adcheck.refengine.ops.dispatch import call
+from adcheck.refengine.ops.opdef import OpDef
 
 # Built directly (not registered), so the public registry is untouched.
 HALVE_NO_JVP = OpDef("halve_no_jvp", lambda self: self / 2,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
-from refengine import nn
+import adcheck.refengine as E
+from adcheck.refengine import nn
 
 RNG = np.random.default_rng(7)
 W1, W2, SHIFT = RNG.standard_normal((3, 2)), RNG.standard_normal((3, 3)), RNG.standard_normal(3)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import opinfo
-import refengine as E
-from refengine.autograd import forward_ad
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad
 
 import finite_diff as fd
 from op_harness import (diff_tensors, first_gradient_scalar, forward_jacobian, numpy_function,
@@ -215,7 +215,7 @@ def _wrong_sin(vjp_factor=1.0, conj=True, jvp_conj=False):
         def jvp(ctx, x_t):
             (x,) = ctx.saved_for_forward
             return x_t * (x.cos().conj() if jvp_conj else x.cos())
-    from opinfo.samples import unary
+    from adcheck.opinfo.samples import unary
     return opinfo.OpInfo("wrong_sin", WrongSin.apply, sample_func=unary(shapes=((3,),)),
                          dtypes=opinfo.FLOATING_AND_COMPLEX)
 

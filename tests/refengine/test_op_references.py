@@ -6,8 +6,8 @@ import mpmath
 import numpy as np
 import pytest
 
-import opinfo
-import refengine as E
+from adcheck import opinfo
+import adcheck.refengine as E
 
 
 def _cases(attr):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import opinfo
-import refengine as E
-from opinfo import registry
-from opinfo.samples import make
-from refengine.ops import FUNCTIONS
-from refengine.ops.opdef import OPS
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.opinfo import registry
+from adcheck.opinfo.samples import make
+from adcheck.refengine.ops import FUNCTIONS
+from adcheck.refengine.ops.opdef import OPS
 
 
 def test_every_public_refengine_op_has_an_opinfo():
@@ -73,7 +73,7 @@ def _plugin(tmp_path, body: str):
 
 def test_load_plugin_registers_its_opinfos(tmp_path):
     path = _plugin(tmp_path, (
-        "import refengine as E\nfrom opinfo import OpInfo\nfrom opinfo.samples import unary\n"
+        "import adcheck.refengine as E\nfrom adcheck.opinfo import OpInfo\nfrom adcheck.opinfo.samples import unary\n"
         "OPINFOS = [OpInfo('plugin_double', lambda x: x * 2, family='plugin', "
         "sample_func=unary())]\n"))
     try:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import opinfo
-import refengine as E
-from refengine.autograd import forward_ad as fa
+from adcheck import opinfo
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad as fa
 
 from op_harness import diff_tensors, random_like
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refengine.pytree import TreeSpec, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from adcheck.refengine.pytree import TreeSpec, tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 Pair = namedtuple("Pair", "values indices")
 

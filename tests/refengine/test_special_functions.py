@@ -15,7 +15,7 @@ import mpmath
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 EPS = 2.0 ** -52
 TINY = 2.0 ** -1022          # subnormal results are measured in these units

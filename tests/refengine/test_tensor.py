@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
+import adcheck.refengine as E
 
 try:
     import torch as _torch

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine as E
-from refengine.autograd import forward_ad
-from refengine.batching import record_fallbacks
+import adcheck.refengine as E
+from adcheck.refengine.autograd import forward_ad
+from adcheck.refengine.batching import record_fallbacks
 
 rng = np.random.default_rng(7)
 
@@ -60,7 +60,7 @@ def test_code_that_reads_values_falls_back_to_the_loop_only_inside_ops():
 
 
 def test_an_op_without_a_rule_runs_once_per_example_and_is_recorded():
-    from refengine.ops.opdef import OPS
+    from adcheck.refengine.ops.opdef import OPS
     op = OPS["sin"]
     saved, op.batch = op.batch, None
     try:

@@ -6,8 +6,8 @@ import functools
 
 import pytest
 
-import opinfo
-import refengine as E
+from adcheck import opinfo
+import adcheck.refengine as E
 from vmap_harness import check_sample
 
 DTYPES = (E.float64, E.complex128)

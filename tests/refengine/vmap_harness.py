@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import refengine as E
-from runner.samplecall import SampleCall
-from refengine.autograd import forward_ad
-from refengine.batching import record_fallbacks
+import adcheck.refengine as E
+from adcheck.runner.samplecall import SampleCall
+from adcheck.refengine.autograd import forward_ad
+from adcheck.refengine.batching import record_fallbacks
 
 SIZE = 3
 

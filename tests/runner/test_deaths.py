@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from runner.deaths import Evidence, describe_exit, resident_memory, status_text
+from adcheck.runner.deaths import Evidence, describe_exit, resident_memory, status_text
 
 GIB = 2**30
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from runner.files import stage, write_atomic
+from adcheck.runner.files import stage, write_atomic
 
 
 def test_a_write_replaces_the_file_and_leaves_nothing_beside_it(tmp_path):

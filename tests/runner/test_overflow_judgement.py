@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the overflow needs a torch half-precision dtype")
 
-import gradcheck  # noqa: E402
-from runner.checks import _overflowed  # noqa: E402
-from runner.judgement import overflow_only  # noqa: E402
+from adcheck import gradcheck  # noqa: E402
+from adcheck.runner.checks import _overflowed  # noqa: E402
+from adcheck.runner.judgement import overflow_only  # noqa: E402
 
 
 def _softplus(factor):

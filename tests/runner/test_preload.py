@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from runner.checks import Policy
-from runner.pool import shared_pool
-from runner.run import run_tasks
-from runner.selection import plan, select
-from runner.tasks import Settings
+from adcheck.runner.checks import Policy
+from adcheck.runner.pool import shared_pool
+from adcheck.runner.run import run_tasks
+from adcheck.runner.selection import plan, select
+from adcheck.runner.tasks import Settings
 
 from toy_registry import ToyRegistry
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import runner
-from runner.checks import Policy
-from runner.errors import RunnerError
-from runner.registry import OPINFO
-from runner.reproduction import reproducer
-from runner.run import run_tasks
-from runner.selection import plan, select
-from runner.tasks import Settings, TargetTask
+from adcheck import runner
+from adcheck.runner.checks import Policy
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.registry import OPINFO
+from adcheck.runner.reproduction import reproducer
+from adcheck.runner.run import run_tasks
+from adcheck.runner.selection import plan, select
+from adcheck.runner.tasks import Settings, TargetTask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "cli" / "fixtures"
 WRONG_OPS = str(FIXTURES / "wrong_ops.py")
@@ -46,7 +46,7 @@ def test_a_rebuilt_failure_is_the_failure_the_run_reported(seed):
 
 
 def test_a_rebuilt_check_unpacks_into_what_gradcheck_takes():
-    import gradcheck
+    from adcheck import gradcheck
     (result,) = [r for r in _run(("sin",), ("forward",)) if r.sample == 2]
     func, inputs, keywords = runner.rebuild("sin", "float64", 2, "forward")
     report = gradcheck.check(func, inputs, **keywords)

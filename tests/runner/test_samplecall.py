@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import refengine
-from opinfo import OpInfo, SampleInput
-from opinfo.samples import make
-from runner.samplecall import SampleCall
+from adcheck import refengine
+from adcheck.opinfo import OpInfo, SampleInput
+from adcheck.opinfo.samples import make
+from adcheck.runner.samplecall import SampleCall
 
 
 def _nested_samples(opinfo, dtype):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from runner.checks import Policy
-from runner.errors import RunnerError
-from runner.run import run_tasks
-from runner.selection import plan, select
-from runner.tasks import Settings
+from adcheck.runner.checks import Policy
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.run import run_tasks
+from adcheck.runner.selection import plan, select
+from adcheck.runner.tasks import Settings
 
 from toy_registry import ToyRegistry
 

@@ -12,11 +12,11 @@ import itertools
 import numpy as np
 import pytest
 
-from runner.errors import RunnerError
-from runner.registry import OPINFO
-from runner.selection import plan, select
-from runner.shard import assign, parse_shard, shard_tasks, task_cost
-from runner.tasks import OpTask, Settings
+from adcheck.runner.errors import RunnerError
+from adcheck.runner.registry import OPINFO
+from adcheck.runner.selection import plan, select
+from adcheck.runner.shard import assign, parse_shard, shard_tasks, task_cost
+from adcheck.runner.tasks import OpTask, Settings
 
 
 @pytest.mark.parametrize("text, expected", [("1/1", (1, 1)), ("2/3", (2, 3)),

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from runner.spec import SpecError, array_of, build, parse
+from adcheck.runner.spec import SpecError, array_of, build, parse
 
 
 def test_the_example_of_the_issue_parses_into_three_inputs():
@@ -27,7 +27,7 @@ def test_constructors_and_affine_steps_give_these_values(text, expected):
 
 
 def test_dtype_word_and_nograd_reach_the_tensors():
-    import refengine
+    from adcheck import refengine
     x, y = build(parse("randn(2) complex128; ones(3) float32 nograd"), "refengine",
                  np.random.default_rng(0))
     assert x.dtype == refengine.complex128 and x.requires_grad

@@ -3,9 +3,9 @@ uncheckable is skipped; any other ValueError (a NumPy error inside adcheck,
 say) is an error, so a sweep never exits 0 on a check that did not run."""
 import numpy as np
 
-import gradcheck
-import refengine as E
-from runner.checks import _verdict
+from adcheck import gradcheck
+import adcheck.refengine as E
+from adcheck.runner.checks import _verdict
 
 
 def _inputs():

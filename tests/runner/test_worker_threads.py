@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner.checks import Policy
-from runner.run import run_tasks
-from runner.selection import plan, select
-from runner.tasks import Settings
+from adcheck.runner.checks import Policy
+from adcheck.runner.run import run_tasks
+from adcheck.runner.selection import plan, select
+from adcheck.runner.tasks import Settings
 
 from toy_registry import ToyRegistry
 

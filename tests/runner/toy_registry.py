@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-import refengine as E
-from refengine.autograd import Function
+import adcheck.refengine as E
+from adcheck.refengine.autograd import Function
 
 
 class TripledSquareGrad(Function):

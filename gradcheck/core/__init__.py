@@ -1,0 +1,11 @@
+"""The core of a check: a function and its inputs made into real Jacobians.
+
+Owns the vocabulary (``modes``, ``coords``, ``options``), the one
+``Jacobian`` type, the ``Problem`` (a validated function and inputs), the
+``Evaluator`` (outputs, vjps and jvps, batched), the memory budget (``budget``,
+``heap``), and the plain producers: finite differences (``numerical``), reverse
+and forward mode (``analytical`` over ``sides``), fast-mode projections
+(``fast``) and the first derivative as a function (``secondorder``).
+
+May import: ``gradcheck.errors``, ``gradcheck.engines`` and nothing else of gradcheck.
+"""

@@ -1,0 +1,500 @@
+"""Evaluations of a ``Problem`` in NumPy terms, one vector or many at a time.
+
+``Evaluator`` offers what every Jacobian producer and check needs:
+
+- one vector: ``evaluate`` (outputs with some inputs replaced), ``vjp``
+  (gradients for grad_outputs), ``jvp`` (output tangents for tangents);
+- many vectors, always as stacked arrays (a new first dimension, one entry
+  per vector): ``outputs_at`` (outputs at many points of one input),
+  ``vjps`` (many grad_outputs on one output), ``jvps`` (many tangents on one
+  input). Each is one call through the engine's vmap when it can be; when the
+  engine has no vmap, batching is off (``gradcheck.core.batching``), there is a
+  single vector, or the batched call raises, it loops one vector at a time
+  inside. A batched exception sends that kind ("function", "vjp", "jvp") to
+  the loop for the rest of the check, and ``Problem.batching`` records why;
+  the loop then reproduces any failure vector by vector, with its message.
+
+``prefetch(kind, idx, vectors)`` asks for the vjps (``kind="vjp"``, ``idx`` an
+output) or jvps (``"jvp"``, an input) of vectors a later check will need: the
+next ``vjps``/``jvps`` call on that index computes them too, in a batch of
+their own (never mixed with the vectors asked for, so a product is computed
+the same way each time it is asked for: a vmapped product may round
+differently in another batch, and the reentrancy check compares repeats), and
+keeps the results; a later request for the same vectors is served from there
+(once). When that batch does not happen, nothing is kept and the later
+request computes them itself. Every evaluation is counted in
+``Problem.counts``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core.batching import batching_enabled
+from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.core.problem import Problem, as_tuple
+
+#: how far (in ulps of the output's scale) a first derivative's vmappable twin may be
+#: from it at the given inputs: the same formulas, fused or ordered differently
+TWIN_ULPS = 64
+
+
+class Evaluator:
+    """The evaluations of one ``Problem`` (see the module docstring)."""
+
+    def __init__(self, problem: Problem, budget: int = budgets.DEFAULT_BUDGET):
+        self.problem = problem
+        #: bytes the arrays of the check may hold: ``Options.memory_budget`` less
+        #: what evaluations in flight hold beside them (``budget.for_arrays``)
+        self.budget = budgets.for_arrays(budget, self.evaluation_bytes)
+        self._unbatchable: set = set()
+        #: vectors asked for ahead, by kind and index; and their results, a list
+        #: (equal vectors may be asked for more than once) by (kind, index, vector)
+        self._pending: dict = {"vjp": {}, "jvp": {}}
+        self._kept: dict = {}
+        #: a first derivative's vmappable twin, once looked for: ``(twin or None,)``
+        self._twin = None
+
+    # ----- one vector -------------------------------------------------------
+    def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
+        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
+        p, E = self.problem, self.problem.engine
+        sources = {i: overrides.get(i, a) for i, a in p.arrays.items()}
+        with E.enable_grad() if p.differentiates_inside else E.no_grad():
+            outs = p.call(p.fresh_inputs(overrides), what, sources)
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:
+        """Gradients (NumPy, by ``in_idx``) for ``grad_outputs`` by ``out_idx``.
+
+        Outputs not in ``grad_outputs`` get no gradient (undefined). A
+        missing gradient is returned as ``None``.
+        """
+        p, E = self.problem, self.problem.engine
+        keys = list(grad_outputs)
+        gos = [p.like_output(o, np.asarray(grad_outputs[o], dtype=p.out_arrays[o].dtype))
+               for o in keys]
+        p.counts["vjp"] += 1
+        try:
+            grads = E.grad([p.outputs[o] for o in keys], [p.inputs[i] for i in p.diff_in], gos)
+        except Exception as exc:
+            others = len(p.diff_out) > len(keys)
+            hint = (" (the other outputs' gradients are undefined here: a Function that calls "
+                    "ctx.set_materialize_grads(False) receives None for them)") if others else ""
+            raise GradcheckError(
+                f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
+                f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
+        p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", what)
+        return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,
+                                                        f"input {i}", "vjp")
+                for i, g in zip(p.diff_in, grads)}
+
+    def jvp(self, tangents: dict, what: str = "computing a jvp") -> dict:
+        """Output tangents (NumPy, by ``out_idx``; ``None``: no tangent) for
+        ``tangents`` by ``in_idx``."""
+        p, E = self.problem, self.problem.engine
+        p.counts["jvp"] += 1
+        p.counts["function"] += 1
+        try:
+            with E.dual_level():
+                args = p.fresh_inputs({})
+                plain = list(args)
+                for i, t in tangents.items():
+                    args[i] = E.make_dual(args[i], p.like_input(
+                        i, np.asarray(t, dtype=p.arrays[i].dtype)))
+                outs = as_tuple(p.func(*args))
+                result = {o: E.tangent(outs[o]) for o in p.float_out}
+                result = {o: None if t is None else E.to_numpy(t) for o, t in result.items()}
+            p.check_unchanged(plain, p.arrays, f"forward-mode AD{p.of}", what)
+        except Exception as exc:
+            raise GradcheckError(
+                f"{p.name}: forward-mode AD{p.of} raised {type(exc).__name__} ({exc}) while "
+                f"{what}; check the jvp formula, or pass check_forward_ad=False "
+                "if the function has none") from exc
+        return {o: p.check_shape(t, p.out_arrays[o].shape, f"output {o}", "jvp")
+                for o, t in result.items()}
+
+    # ----- many vectors, stacked ---------------------------------------------
+    def outputs_at(self, in_idx: int, arrays: np.ndarray, what: str,
+                   each: str | None = None, tolerant: bool = False) -> dict:
+        """Outputs for each ``arrays[k]`` in place of input ``in_idx``: by
+        ``out_idx``, shape ``(len(arrays), *output shape)``.
+
+        ``what`` names the batch in messages, ``each`` one evaluation of the
+        loop (default ``what``). ``tolerant``: an evaluation of the loop that
+        raises gives NaN outputs instead of an error.
+        """
+        p = self.problem
+        arrays = np.asarray(arrays)
+        if len(arrays) == 0:
+            return {o: np.zeros((0, *a.shape), a.dtype) for o, a in p.out_arrays.items()}
+        size = self.batch_size("function")
+        if len(arrays) > size:
+            parts = [self.outputs_at(in_idx, arrays[a:b], what, each, tolerant)
+                     for a, b in budgets.chunks(len(arrays), size)]
+            return {o: np.concatenate([part[o] for part in parts]) for o in p.float_out}
+        result = self._batched("function", what, len(arrays),
+                               lambda: self._mapped_outputs(in_idx, arrays))
+        if result is not None:
+            p.counts["function"] += len(arrays)
+            return result
+        rows = [self._tolerant_evaluate(in_idx, a, each.format(k=k) if each else what, tolerant)
+                for k, a in enumerate(arrays)]
+        return {o: np.stack([row[o] for row in rows]) for o in p.float_out}
+
+    def vjps(self, out_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
+        """Gradients for each grad_output ``vectors[k]`` on output ``out_idx``: by
+        ``in_idx``, shape ``(len(vectors), *input shape)``, or ``None`` where no
+        vector gives that input a gradient."""
+        return self._products("vjp", out_idx, vectors, what, each)
+
+    def jvps(self, in_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
+        """Output tangents for each tangent ``vectors[k]`` on input ``in_idx``: by
+        ``out_idx`` (every float output), shape ``(len(vectors), *output shape)``;
+        an output without a tangent gets zeros."""
+        return self._products("jvp", in_idx, vectors, what, each)
+
+    def products(self, kind: str, idx: int, vectors: np.ndarray, what: str,
+                 each: str | None = None) -> dict:
+        """``vjps`` (``kind="vjp"``) or ``jvps`` (``"jvp"``)."""
+        return self._products(kind, idx, vectors, what, each)
+
+    def prefetch(self, kind: str, idx: int, vectors) -> None:
+        """Compute the ``kind`` products of ``vectors`` on ``idx`` when the next
+        batch of that kind there is asked for (in a batch of their own), and
+        keep them for a later request."""
+        self._pending[kind].setdefault(idx, []).extend(self._cast(kind, idx, vectors))
+
+    def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
+        """The engine's own batched call (``batched_grad`` or vmap over a jvp) on
+        ``vectors``, with no loop to fall back to: its exception propagates.
+        Counted as one evaluation. For the checks of batching itself."""
+        self.problem.counts[kind] += 1
+        compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
+        return compute(idx, self._cast(kind, idx, vectors))
+
+    # ----- inside -------------------------------------------------------------
+    def _cast(self, kind: str, idx: int, vectors) -> np.ndarray:
+        p = self.problem
+        dtype = (p.out_arrays[idx] if kind == "vjp" else p.arrays[idx]).dtype
+        return np.asarray(np.stack(vectors) if isinstance(vectors, list) else vectors,
+                          dtype=dtype)
+
+    def batch_size(self, kind: str) -> int:
+        """Vectors per batched ``kind`` evaluation ("function", "vjp", "jvp")
+        that the budget allows: each holds every input and output (and, in a
+        function that differentiates inside, a copy of every input), and what
+        one evaluation of the function allocates."""
+        return budgets.batch_size(self.budget, self.problem.example_size,
+                                  extra_bytes=self.evaluation_bytes)
+
+    def batch_bytes(self) -> int:
+        """What one batch of ``batch_size`` vectors holds, as the budget counts it."""
+        return budgets.batch_bytes(self.budget, self.problem.example_size,
+                                   extra_bytes=self.evaluation_bytes)
+
+    @property
+    def evaluation_bytes(self) -> int:
+        """What one evaluation of the function held at its peak (measured on the
+        first; 0 where it cannot be)."""
+        return getattr(self.problem, "evaluation_bytes", 0)
+
+    def _products(self, kind, idx, vectors, what, each) -> dict:
+        vectors = self._cast(kind, idx, vectors)
+        size = self.batch_size(kind)
+        if len(vectors) > size:
+            parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
+                     for a, b in budgets.chunks(len(vectors), size)]
+            return _join(parts, lambda r, n: self._zeros(kind, n)(r))
+        kept = self._kept_rows(kind, idx, vectors)
+        missing = [k for k, row in enumerate(kept) if row is None]
+        pending = self._pending[kind].pop(idx, [])
+        if len(missing) == len(vectors) and not pending:
+            # (the common case: one batched call makes every row, stacked as it is)
+            whole = self._batched_stacked(kind, idx, vectors, what)
+            if whole is not None:
+                return whole
+        if missing:
+            computed = self._batched_products(kind, idx, vectors[missing], what)
+            if computed is None:  # the loop
+                computed = [self._single(kind, idx, vectors[k],
+                                         each.format(k=k) if each else what) for k in missing]
+            for k, row in zip(missing, computed):
+                kept[k] = row
+        if pending:
+            # a batch of their own: the rows asked for are then computed the same
+            # way every time they are asked for (a vmapped product may round
+            # differently with other companions, and reentrancy compares repeats)
+            for v, row in zip(pending, self._batched_products(kind, idx, np.stack(pending), what)
+                              or []):
+                self._kept.setdefault((kind, idx, _key(v)), []).append(row)
+        zeros = self._zeros(kind, len(vectors))
+        # no gradient at all stays None (an unused input); a jvp without tangent is zero
+        absent = (lambda r: None) if kind == "vjp" else zeros
+        return _stack(kept, self._receivers(kind), zeros, absent)
+
+    def _kept_rows(self, kind, idx, vectors) -> list:
+        """``_take`` for each of ``vectors``, the key of a long vector made only
+        where one of the kept vectors could be it (at its largest entry, or an
+        all-zero row for a zero one)."""
+        found = [None] * len(vectors)
+        keys = [key[2] for key in self._kept if key[:2] == (kind, idx)]
+        if not keys:
+            return found
+        flat = vectors.reshape(len(vectors), vectors[0].size if len(vectors) else 0)
+        maybe = np.zeros(len(vectors), bool)
+        for dtype, _, data in keys:
+            c = np.frombuffer(data, dtype=dtype)
+            j = int(np.argmax(np.abs(c))) if c.size else 0
+            if c.size == 0 or not np.isfinite(c[j]):
+                maybe[:] = True
+            elif c[j] == 0:
+                maybe |= ~flat.any(axis=1)
+            else:
+                maybe |= flat[:, j] == c[j]
+        for k in np.flatnonzero(maybe):
+            found[k] = self._take(kind, idx, vectors[k])
+        return found
+
+    def _take(self, kind, idx, vector) -> dict | None:
+        """A kept result for ``vector`` (each serves one request), or ``None``."""
+        if not self._kept:   # (the common case: no key of a long vector to make)
+            return None
+        key = (kind, idx, _key(vector))
+        rows = self._kept.get(key)
+        if not rows:
+            return None
+        row = rows.pop(0)
+        if not rows:
+            del self._kept[key]
+        return row
+
+    def _batched_products(self, kind, idx, batch, what) -> list | None:
+        """Per vector of ``batch``, its products (by receiver), from one batched
+        call; ``None`` when the loop must do it."""
+        result = self._batched_call(kind, idx, batch, what)
+        if result is None:
+            return None
+        return [{r: None if s is None else s[k] for r, s in result.items()}
+                for k in range(len(batch))]
+
+    def _batched_stacked(self, kind, idx, batch, what) -> dict | None:
+        """The products of ``batch`` by receiver, stacked as ``_stack`` makes
+        them, from one batched call; ``None`` when the loop must do it."""
+        result = self._batched_call(kind, idx, batch, what)
+        if result is None:
+            return None
+        zeros = self._zeros(kind, len(batch))
+        return {r: (result.get(r) if result.get(r) is not None else
+                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
+
+    def _batched_call(self, kind, idx, batch, what) -> dict | None:
+        """One batched call's stacked products by receiver (``None`` where a
+        receiver gets none), counted; ``None`` when the loop must do it."""
+        p = self.problem
+        supported = (p.engine.supports_batched_grad if kind == "vjp"
+                     else p.engine.supports_batched_forward_grad)
+        if not supported:
+            return None
+        compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
+
+        def shaped():
+            # a batch of the wrong shape may be the batching's fault, not the
+            # formula's (torch's legacy vmap adds a dimension to matmul's jvp of a
+            # 1-D input): the loop then checks each product's shape on its own
+            result = compute(idx, batch)
+            for r, stacked in (result or {}).items():
+                if stacked is not None:
+                    p.check_shape(stacked[0], self._receiver_shape(kind, r),
+                                  f"{'input' if kind == 'vjp' else 'output'} {r}", kind)
+            return result
+        result = self._batched(kind, what, len(batch), shaped)
+        if result is None:
+            return None
+        p.counts[kind] += len(batch)
+        if kind == "jvp":
+            p.counts["function"] += len(batch)
+        return result
+
+    def _single(self, kind, idx, vector, what) -> dict:
+        if kind == "vjp":
+            return self.vjp({idx: vector}, what)
+        return self.jvp({idx: vector}, what)
+
+    def _receivers(self, kind) -> list:
+        return self.problem.diff_in if kind == "vjp" else self.problem.float_out
+
+    def _receiver_shape(self, kind, r) -> tuple:
+        p = self.problem
+        return (p.arrays[r] if kind == "vjp" else p.out_arrays[r]).shape
+
+    def _zeros(self, kind, n):
+        """A maker of ``n`` stacked zeros in the shape and dtype of receiver ``r``."""
+        p = self.problem
+        arrays = p.arrays if kind == "vjp" else p.out_arrays
+        return lambda r: np.zeros((n, *arrays[r].shape), arrays[r].dtype)
+
+    def _tolerant_evaluate(self, in_idx, array, what, tolerant) -> dict:
+        try:
+            return self.evaluate({in_idx: array}, what)
+        except GradcheckError:
+            if not tolerant:
+                raise
+            # every real coordinate NaN: a step that left the domain is discarded
+            return {o: np.full(a.shape, complex(np.nan, np.nan) if np.iscomplexobj(a) else np.nan,
+                               a.dtype) for o, a in self.problem.out_arrays.items()}
+
+    def _batched(self, kind: str, what: str, size: int, compute):
+        """Run ``compute()``, a batched evaluation of ``kind``; on any exception
+        remember why, stop batching that kind, and return ``None`` (the loop
+        then reports a failure exactly as it would without batching)."""
+        p = self.problem
+        if not batching_enabled() or size <= 1 or kind in self._unbatchable:
+            return None     # (one vector: a plain call is cheaper than a batch of one)
+        try:
+            with p.engine.looped_ops() as looped:
+                result = compute()
+        except Exception as exc:  # the loop reproduces and reports it per vector
+            self._unbatchable.add(kind)
+            if p.batching["fallback"] is None:
+                p.batching["fallback"] = (
+                    f"{what} under vmap raised {type(exc).__name__} ({str(exc)[:200]}); "
+                    f"every {kind} evaluation ran one vector at a time")
+            return None
+        if result is None:
+            return None
+        p.batching["batched_calls"] += 1
+        for name, count in looped.items():
+            p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
+        return result
+
+    def _mapped_outputs(self, in_idx: int, arrays: np.ndarray) -> dict | None:
+        """Outputs for each ``arrays[k]`` in place of input ``in_idx`` in one
+        vmapped call (``None``: the engine has no vmap)."""
+        p, E = self.problem, self.problem.engine
+        grad = p.differentiates_inside
+        if grad and not E.vmap_differentiates:
+            return self._mapped_twin(in_idx, arrays)
+        # a batch is a new tensor: an input whose storage layout the function
+        # reads (as_strided on a view with an offset) is evaluated one at a time
+        replaced = p.arrays if grad else [in_idx]
+        if not all(E.plain_layout(p.inputs[i]) for i in replaced):
+            return None
+        with E.enable_grad() if grad else E.no_grad():
+            args = p.fresh_inputs({})
+            dims = [None] * len(args)
+            # (the stack is shared, not copied: a batch's copy costs as much as its
+            # evaluation; the mutation check then compares with a copy of example 0)
+            first = np.array(arrays[0])
+            args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in, copy=False)
+            dims[in_idx] = 0
+            if grad:
+                # the function differentiates inside: each example needs its
+                # own copy of every input, or their gradients would be summed
+                for i, a in p.arrays.items():
+                    if i != in_idx:
+                        copies = np.broadcast_to(a, (len(arrays), *a.shape))
+                        args[i] = p.like_input(i, copies, i in p.diff_in)
+                        dims[i] = 0
+            mapped = E.vmap(p.func, tuple(dims))
+            if mapped is None:
+                return None
+            outs = as_tuple(mapped(*args))
+            # in place on a batched input changes every example: example 0 tells
+            p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)],
+                              {**p.arrays, in_idx: first}, p.subject,
+                              f"evaluating it at {len(arrays)} points at once")
+            return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
+                    for o in p.float_out}
+
+    def _mapped_twin(self, in_idx: int, arrays: np.ndarray) -> dict | None:
+        """A first derivative's outputs at each ``arrays[k]`` through its
+        vmappable twin (``secondorder``'s ``functional``), or ``None``: no twin,
+        or one whose value at the given inputs is not the first derivative's
+        (then every point is evaluated by the first derivative itself)."""
+        p, E = self.problem, self.problem.engine
+        if self._twin is None:
+            maker = getattr(p.source, "functional", None)
+            twin = maker() if maker is not None else None
+            self._twin = (twin,) if twin is not None and self._twin_agrees(twin) else (None,)
+        twin = self._twin[0]
+        if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
+            return None
+        with E.enable_grad():
+            args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
+            dims = [None] * len(args)
+            args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
+            outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+    def _twin_agrees(self, twin) -> bool:
+        """Whether ``twin`` at the given inputs gives the first derivative's
+        values, to the rounding of a few operations."""
+        p, E = self.problem, self.problem.engine
+        try:
+            with E.enable_grad():
+                outs = as_tuple(twin(*[x.detach() if E.is_tensor(x) else x
+                                       for x in p.fresh_inputs({})]))
+                values = {o: E.to_numpy(outs[o]) for o in p.float_out}
+        except Exception:  # noqa: BLE001 - a twin that cannot run is not used
+            return False
+        for o, expected in p.out_arrays.items():
+            got = values.get(o)
+            if got is None or got.shape != expected.shape:
+                return False
+            scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
+            allowed = TWIN_ULPS * p.epsilon(out_idx=o) * scale
+            with np.errstate(invalid="ignore"):
+                if not np.all((np.abs(got - expected) <= allowed)
+                              | (np.isnan(got) & np.isnan(expected)) | (got == expected)):
+                    return False
+        return True
+
+    def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
+        p, E = self.problem, self.problem.engine
+        grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
+                               [p.like_output(out_idx, grad_outputs)])
+        p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", "computing batched vjps")
+        return {i: None if g is None else E.to_numpy(g) for i, g in zip(p.diff_in, grads)}
+
+    def _batched_jvps(self, in_idx: int, tangents: np.ndarray) -> dict:
+        p, E = self.problem, self.problem.engine
+        args = p.fresh_inputs({})
+        outs = as_tuple(E.batched_jvp(p.func, args, in_idx, p.like_input(in_idx, tangents)))
+        p.check_unchanged(args, p.arrays, f"forward-mode AD{p.of}", "computing batched jvps")
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+
+def _key(vector: np.ndarray) -> tuple:
+    """A vector as a dictionary key: its dtype, shape and bytes."""
+    return vector.dtype.str, vector.shape, vector.tobytes()
+
+
+def _join(parts: list, zeros) -> dict:
+    """Stacked products of consecutive batches joined: ``None`` (no gradient)
+    where every batch has none, else ``zeros(r, n)`` for a batch of ``n``
+    vectors without one. ``parts``: ``(n, products by receiver)``."""
+    joined = {}
+    for r in parts[0][1]:
+        pieces = [(n, part[r]) for n, part in parts]
+        if all(piece is None for _, piece in pieces):
+            joined[r] = None
+        else:
+            joined[r] = np.concatenate([zeros(r, n) if piece is None else piece
+                                        for n, piece in pieces])
+    return joined
+
+
+def _stack(rows: list, receivers: list, zeros, absent) -> dict:
+    """Per receiver, its entries of ``rows`` (dicts by receiver) stacked: ``absent(r)``
+    where every entry is ``None``, else with ``zeros(r)[k]`` for a ``None``."""
+    stacked = {}
+    for r in receivers:
+        parts = [row.get(r) for row in rows]
+        if all(part is None for part in parts):
+            stacked[r] = absent(r)
+        else:
+            filler = zeros(r)
+            stacked[r] = np.stack([filler[k] if part is None else part
+                                   for k, part in enumerate(parts)])
+    return stacked

@@ -1,0 +1,214 @@
+"""Modules and nested inputs as flat, named inputs: the front end of ``check``.
+
+A check differentiates a function of a flat tuple of tensors. Two things
+users check are not that, and this module turns them into it, naming each
+flat input so that a failure says which one is wrong:
+
+- a torch or refengine ``nn.Module``: ``check(layer, (x,))`` checks the
+  derivatives with respect to ``x`` AND to every floating point parameter
+  that requires grad (with ``buffers=True`` also every floating point
+  buffer), each named as ``named_parameters()`` names it (``"0.weight"``).
+  The module is called through ``functional_call`` (``torch.func``'s, or
+  ``refengine.nn``'s) with copies of its tensors, so it is never modified;
+  a parameter that does not require grad is held fixed, as torch would;
+- nested inputs: an input that is a dict, list or tuple of tensors (a pytree
+  of parameters; on JAX any pytree ``jax.tree_util`` knows, Flax's
+  included) is checked leaf by leaf, each leaf named by its path
+  (``params['dense']['kernel']``), the tree rebuilt around the leaves on
+  every call; leaves that are not tensors stay as they are.
+
+Inputs are named by the function's (or ``forward``'s) parameter names when
+its signature tells, so ``check(f, (params, x))`` names ``x`` too.
+
+Example::
+
+    report = gradcheck.check(layer, (x,), precise=True)
+    report.failures[0].in_name        # "weight"
+    report.input_names                # ["x", "weight", "bias"]
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from adcheck.gradcheck.engines import is_tensor
+from adcheck.gradcheck.core.problem import as_tuple
+
+
+@dataclass(frozen=True)
+class Flat:
+    """A function of flat inputs, the inputs, a name per input (``None``: no
+    name known) and the subject's name (``None``: the function's own)."""
+
+    func: object
+    inputs: tuple
+    names: tuple
+    name: str | None = None
+
+
+def module_kind(obj) -> str | None:
+    """``"torch"`` or ``"refengine"`` for an ``nn.Module`` of that engine, else ``None``
+    (neither engine is imported for that)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.nn.Module):
+        return "torch"
+    nn = sys.modules.get("adcheck.refengine.nn")
+    if nn is not None and isinstance(obj, nn.Module):
+        return "refengine"
+    return None
+
+
+def _argument_names(func, count: int) -> list:
+    """The names of the first ``count`` positional parameters, ``None`` where unknown."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [named[i] if i < len(named) else None for i in range(count)]
+
+
+def _jax_leaves(value) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and any(isinstance(leaf, jax.Array)
+                                   for leaf in jax.tree_util.tree_leaves(value))
+
+
+def _spec_paths(spec, prefix: str = "") -> list:
+    """The path of every leaf of a ``refengine.pytree.TreeSpec``, as JAX writes them."""
+    if spec.is_leaf():
+        return [prefix]
+    if spec.kind == "dict":
+        keys = spec.context[1] if isinstance(spec.context, tuple) else spec.context
+        steps = [f"[{k!r}]" for k in keys]
+    elif spec.kind == "namedtuple":
+        steps = [f".{field}" for field in spec.type._fields]
+    else:
+        steps = [f"[{k}]" for k in range(len(spec.children))]
+    return [path for step, child in zip(steps, spec.children)
+            for path in _spec_paths(child, prefix + step)]
+
+
+def _flatten(value) -> tuple:
+    """``(leaves, paths, rebuild)`` of one input; ``rebuild(leaves)`` is the input again."""
+    if _jax_leaves(value):
+        import jax
+        pairs, treedef = jax.tree_util.tree_flatten_with_path(value)
+        paths = [jax.tree_util.keystr(path) for path, _ in pairs]
+        return [leaf for _, leaf in pairs], paths, treedef.unflatten
+    from adcheck.refengine.pytree import tree_flatten, tree_unflatten
+    leaves, spec = tree_flatten(value)
+    return leaves, _spec_paths(spec), lambda new: tree_unflatten(new, spec)
+
+
+def _is_tree(value) -> bool:
+    leaves, _, _ = _flatten(value)
+    return any(is_tensor(leaf) for leaf in leaves) and not (len(leaves) == 1
+                                                            and leaves[0] is value)
+
+
+def flatten_call(func, inputs, arg_names: list, name: str | None = None) -> Flat:
+    """``func(*inputs)`` as a function of the tensor leaves of its inputs, each
+    named ``arg_names[i]`` followed by the leaf's path."""
+    inputs = as_tuple(inputs)
+    structure, flat, names = [], [], []
+    for i, value in enumerate(inputs):
+        leaves, paths, rebuild = _flatten(value)
+        slots = [k for k, leaf in enumerate(leaves) if is_tensor(leaf)]
+        structure.append((leaves, slots, rebuild, len(flat)))
+        for k in slots:
+            flat.append(leaves[k])
+            base = arg_names[i] if arg_names[i] is not None else f"input {i}"
+            names.append(base + paths[k] if (paths[k] or arg_names[i]) else None)
+
+    def call(*args):
+        rebuilt = []
+        for leaves, slots, rebuild, start in structure:
+            new = list(leaves)
+            for j, k in enumerate(slots):
+                new[k] = args[start + j]
+            rebuilt.append(rebuild(new))
+        return func(*rebuilt)
+
+    call.__name__ = name or getattr(func, "__name__", "function")
+    return Flat(call, tuple(flat), tuple(names), name)
+
+
+def _copy(tensor, kind: str, requires_grad: bool, double: bool):
+    """A leaf copy of a parameter or buffer, in double precision when ``double``."""
+    if kind == "torch":
+        import torch
+        copy = tensor.detach().clone()
+        if double:
+            copy = copy.to(torch.complex128 if copy.is_complex() else torch.float64)
+        return copy.requires_grad_(requires_grad)
+    from adcheck import refengine
+    array = tensor.detach().numpy().copy()
+    if double:
+        array = array.astype(np.complex128 if np.iscomplexobj(array) else np.float64)
+    return refengine.tensor(array, dtype=getattr(refengine, str(array.dtype)),
+                            requires_grad=requires_grad)
+
+
+def module_function(module, inputs, *, buffers: bool = False, double: bool = False) -> Flat:
+    """``module(*inputs)`` as a function of its inputs and its floating point
+    parameters (and buffers, with ``buffers``), named; ``double`` copies them
+    in float64 or complex128 (what ``adcheck check`` does for a module that
+    is built in float32)."""
+    kind = module_kind(module)
+    if kind == "torch":
+        from torch.func import functional_call
+    else:
+        from adcheck.refengine.nn import functional_call
+    inputs = as_tuple(inputs)
+    entries = [(n, p, bool(p.requires_grad)) for n, p in module.named_parameters()
+               if p.is_floating_point() or p.is_complex()]
+    if buffers or double:
+        entries += [(n, b, buffers) for n, b in module.named_buffers()
+                    if b.is_floating_point() or b.is_complex()]
+    copies = [_copy(t, kind, grad, double) for _, t, grad in entries]
+    count, keys = len(inputs), [n for n, _, _ in entries]
+
+    def forward(*args):
+        return functional_call(module, dict(zip(keys, args[count:])), tuple(args[:count]))
+
+    arg_names = _argument_names(module.forward, count) + keys
+    return flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
+
+
+def prepare(func, inputs, options) -> tuple:
+    """``(func, inputs, names, name)`` as the check runs it: a module or nested
+    inputs flattened (see the module docstring), else as given; ``names`` is
+    ``options.input_names`` when given, else the flattening's, else ``None``."""
+    flat = None
+    if module_kind(func) is not None:
+        flat = module_function(func, inputs, buffers=options.buffers)
+    elif options.buffers:
+        raise ValueError(f"check: buffers=True applies to an nn.Module, and "
+                         f"{type(func).__name__} is not one; leave buffers out")
+    elif any(_is_tree(value) for value in as_tuple(inputs)):
+        flat = flatten_call(func, inputs, _argument_names(func, len(as_tuple(inputs))))
+    names, name = options.input_names, options.name
+    if flat is not None:
+        func, inputs = flat.func, flat.inputs
+        names, name = names or flat.names, name or flat.name
+    if names is not None and len(names) != len(as_tuple(inputs)):
+        raise ValueError(f"check: input_names has {len(names)} names for "
+                         f"{len(as_tuple(inputs))} inputs; give one name per input"
+                         + (" (the flattened inputs, then the parameters)" if flat else ""))
+    return func, inputs, names, name
+
+
+def name_results(report, names, count: int) -> None:
+    """Put each input's name on the report and its results; for a second-order
+    check (``count`` inputs, more than ``names``) the grad_outputs are named too."""
+    if names is None:
+        return
+    names = list(names) + [f"grad_outputs[{k}]" for k in range(count - len(names))]
+    report.input_names = names
+    for result in report.results:
+        if result.in_idx is not None and result.in_idx < len(names):
+            result.in_name = names[result.in_idx]

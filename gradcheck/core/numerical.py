@@ -1,0 +1,92 @@
+"""The numerical Jacobian: central differences, one column per coordinate.
+
+Columns are built in chunks the memory budget allows (``gradcheck.core.budget``):
+each chunk's perturbed inputs are one stacked evaluation, so no array of
+``2 N`` perturbed inputs or outputs is ever held at once.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.jacobian import Jacobian
+
+
+def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
+                      columns=None, tolerant: bool = False, directions=None, extra=None):
+    """The outputs with coordinate ``columns[j]`` of input ``in_idx`` moved by
+    ``steps[k, j]`` (default: every coordinate), in real coordinates: by output,
+    an array of shape ``(len(steps), len(columns), output real size)``.
+    ``directions`` (one real vector per column, in the input's coordinates)
+    moves the input along ``directions[j]`` instead of along coordinate
+    ``columns[j]``. ``tolerant``: a point where the function raises gives NaN
+    outputs. ``extra`` (moves, one real vector per row): the input moved by each
+    too, in the same evaluation; then ``(outputs, their outputs by output)``."""
+    p = ev.problem
+    base = p.arrays[in_idx]
+    vector = coords.to_real(base)
+    n = vector.size
+    width = len(directions) if directions is not None else n if columns is None else len(columns)
+    count = len(steps) * width
+    points = np.empty((count + (0 if extra is None else len(extra)), n))
+    moved = points[:count].reshape(len(steps), width, n)
+    if directions is not None:
+        np.multiply(steps[:, :, None], np.asarray(directions)[None, :, :], out=moved)
+        moved += vector
+        columns = np.arange(len(directions))
+    else:
+        columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
+        moved[...] = vector
+        moved[:, np.arange(len(columns)), columns] += steps
+    if extra is not None:
+        np.add(vector, extra, out=points[count:])
+    arrays = coords.from_real_rows(points, base.shape, base.dtype)
+    outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
+                         tolerant)
+    real = {o: coords.to_real_rows(v) for o, v in outs.items()}
+    found = {o: v[:count].reshape(len(steps), len(columns), p.layout.out_size(o))
+             for o, v in real.items()}
+    return found if extra is None else (found, {o: v[count:] for o, v in real.items()})
+
+
+def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,
+                    directions=None) -> dict:
+    """Central differences at step ``eps`` of input ``in_idx``'s coordinates
+    ``columns`` (or along ``directions``, see ``perturbed_outputs``): by output,
+    a ``(output real size, len(columns))`` block."""
+    count = len(directions) if directions is not None else len(columns)
+    steps = np.array([[eps] * count, [-eps] * count])
+    both = perturbed_outputs(ev, in_idx, steps, f"computing finite differences for input "
+                             f"{in_idx}", columns, directions=directions)
+    with np.errstate(invalid="ignore"):  # inf - inf: a NaN the report names
+        return {o: ((both[o][0] - both[o][1]) / (2 * eps)).T for o in ev.problem.float_out}
+
+
+def column_chunk(ev: Evaluator, copies: int = budgets.COMPARISON_COPIES) -> int:
+    """Columns of every block built at once: their perturbed inputs and outputs
+    (``copies`` of each) within the budget."""
+    p = ev.problem
+    size = sum(p.layout.in_size(i) for i in p.diff_in)
+    size += sum(p.layout.out_size(o) for o in p.float_out)
+    return budgets.chunk_columns(ev.budget, size, copies)
+
+
+def central_blocks(ev: Evaluator, eps: float) -> Jacobian:
+    """Central differences at step ``eps`` for every float output."""
+    p = ev.problem
+    start, before = time.perf_counter(), p.counts["function"]
+    jac = Jacobian("numerical", p.layout)
+    for in_idx in p.diff_in:
+        n_in = p.layout.in_size(in_idx)
+        for o in p.float_out:
+            jac.blocks[o, in_idx] = np.empty((n_in, p.layout.out_size(o))).T  # as a batch is made
+        for a, b in budgets.chunks(n_in, column_chunk(ev)):
+            for o, block in central_columns(ev, in_idx, eps, np.arange(a, b)).items():
+                jac.blocks[o, in_idx][:, a:b] = block
+    jac.counts = {"function": p.counts["function"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac

@@ -1,0 +1,137 @@
+"""The options of one check, validated once: ``Options``.
+
+``check(func, inputs, **keywords)`` builds an ``Options`` from its keywords
+(``Options.from_keywords``); ``gradcheck()`` and ``gradgradcheck()`` build it
+from PyTorch's flags. Everything below ``check`` reads attributes of this one
+frozen object: the defaults and the validation live here and nowhere else.
+
+Example::
+
+    from adcheck.gradcheck.core.options import Options
+    options = Options.from_keywords(precise=True, check_forward_ad=True)
+    options.order, options.fast     # 1, False
+    Options.from_keywords(presice=True)   # TypeError naming the known keywords
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
+
+#: bytes one check may hold in arrays it makes (``memory_budget``): 512 MiB
+DEFAULT_MEMORY_BUDGET = DEFAULT_BUDGET
+#: the least budget accepted: below it a single evaluation's arrays may not fit
+MIN_MEMORY_BUDGET = 2**20
+#: how the Jacobians are built (``jacobian``), see ``gradcheck.producers``
+JACOBIAN_KINDS = ("auto", "dense", "compressed", "probed")
+
+
+#: how ``precise=True`` takes the numerical side of a formula narrower than double
+#: precision: "auto" (float64 when the function accepts it, else its own dtype),
+#: "float64" (refuse a function that does not accept it), "dtype" (its own dtype)
+LOW_PRECISION = ("auto", "float64", "dtype")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything ``check`` may be asked to do, with PyTorch's defaults where
+    PyTorch has the keyword (see ``gradcheck.check`` for each one's meaning)."""
+
+    eps: float = 1e-6
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    nondet_tol: float = 0.0
+    check_undefined_grad: bool = True
+    check_grad_dtypes: bool = False
+    check_batched_grad: bool = False
+    check_batched_forward_grad: bool = False
+    check_forward_ad: bool = False
+    check_backward_ad: bool = True
+    fast_mode: bool = False
+    precise: bool = False
+    low_precision: str = "auto"
+    reference: Callable | None = None
+    probes: int = 1
+    seed: int | None = None
+    name: str | None = None
+    check_scaling: bool = True
+    check_adjoint: bool = True
+    check_detached: bool = True
+    order: int = 1
+    grad_outputs: Any = None
+    buffers: bool = False
+    input_names: tuple | None = None
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    jacobian: str = "auto"
+
+    def __post_init__(self):
+        if self.order not in (1, 2):
+            raise ValueError(f"check: order must be 1 or 2, not {self.order!r}")
+        if not self.check_forward_ad and not self.check_backward_ad:
+            also = (" (gradgradcheck's check_fwd_over_rev and check_rev_over_rev)"
+                    if self.order == 2 else "")
+            raise ValueError(f"check: at least one of check_forward_ad and check_backward_ad"
+                             f"{also} must be True")
+        if not _number(self.eps) or not self.eps > 0:
+            raise ValueError(f"check: eps must be a positive number (the finite-difference "
+                             f"step), not {self.eps!r}")
+        for name in ("atol", "rtol", "nondet_tol"):
+            value = getattr(self, name)
+            if not _number(value) or not value >= 0:
+                raise ValueError(f"check: {name} must be a number >= 0, not {value!r}")
+        if self.low_precision not in LOW_PRECISION:
+            raise ValueError(f"check: low_precision must be one of "
+                             f"{', '.join(map(repr, LOW_PRECISION))}, not {self.low_precision!r}")
+        if self.input_names is not None:
+            names = self.input_names
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"check: input_names must be a sequence of strings, one per "
+                                 f"input, not {names!r}")
+            object.__setattr__(self, "input_names", tuple(names))
+        if not isinstance(self.probes, numbers.Integral) or isinstance(self.probes, bool) \
+                or self.probes < 1:
+            raise ValueError(f"check: probes must be an integer >= 1 (the number of random "
+                             f"probes), not {self.probes!r}")
+        if not isinstance(self.memory_budget, numbers.Integral) \
+                or isinstance(self.memory_budget, bool) \
+                or self.memory_budget < MIN_MEMORY_BUDGET:
+            raise ValueError(f"check: memory_budget must be a number of bytes >= "
+                             f"{MIN_MEMORY_BUDGET} (1 MiB), not {self.memory_budget!r}; "
+                             "for example memory_budget=512 * 2**20")
+        if self.jacobian not in JACOBIAN_KINDS:
+            raise ValueError(f"check: jacobian must be one of {', '.join(JACOBIAN_KINDS)}, "
+                             f"not {self.jacobian!r}")
+        if self.jacobian in ("compressed", "probed") and self.reference is not None:
+            raise ValueError(f"check: jacobian={self.jacobian!r} compares finite differences "
+                             "along directions; an mpmath reference gives whole Jacobians "
+                             "only: pass jacobian='auto' or 'dense' with reference=")
+
+    @classmethod
+    def from_keywords(cls, **keywords) -> Options:
+        """The options named by ``keywords``, the defaults for the others.
+
+        Raises ``TypeError`` for a keyword that is not an option (naming the
+        known ones) and ``ValueError`` for a value out of range.
+        """
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(keywords) - set(known))
+        if unknown:
+            raise TypeError(f"check: unknown keyword{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(unknown)}; the known keywords are {', '.join(known)}")
+        return cls(**keywords)
+
+    @property
+    def fast(self) -> bool:
+        """Whether fast mode applies: asked for, and neither ``precise`` nor a
+        ``reference`` (both need whole Jacobians)."""
+        return self.fast_mode and not self.precise and self.reference is None
+
+    def settings(self) -> dict:
+        """Every option but the reference function, for ``Report.settings``."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reference"}
+
+
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -1,0 +1,217 @@
+"""A function and its inputs, prepared for checking.
+
+``Problem`` validates the inputs, runs the function once with grad enabled
+(the graph every vjp reuses), classifies its outputs, and records the
+``Layout`` of the checked inputs and outputs. It holds the evaluation counts
+and how the evaluations were batched; the evaluations themselves are
+``gradcheck.core.evaluation``'s.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from adcheck.gradcheck.core import heap
+from adcheck.gradcheck.engines import Engine, engine_for
+from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.core.jacobian import Layout
+
+
+def function_name(func) -> str:
+    """A readable name: ``MyFn`` for ``MyFn.apply``, else ``__name__``."""
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, type):
+        return owner.__name__
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def as_tuple(value) -> tuple:
+    """A function's result or inputs as a tuple (a list counts as a sequence)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,)
+
+
+class Problem:
+    """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
+
+    def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
+                 order: int = 1, warn_precision: bool = True):
+        """``order=2``: ``func`` is the first derivative of the function ``name``
+        names (see ``gradcheck.core.secondorder``); messages say so.
+        ``warn_precision``: warn that inputs narrower than double precision will
+        likely fail finite differences at a fixed step (``precise=True`` judges
+        them in their own precision instead, see ``gradcheck.lowprec.lowprecision``)."""
+        self.inputs = as_tuple(inputs)
+        self.name = name or function_name(func)
+        self.order = order
+        #: the function calls autograd itself (a first derivative): evaluate it on
+        #: leaves that require grad, with grad enabled; otherwise under no_grad
+        self.differentiates_inside = order == 2
+        #: how messages name the function, and what its backward belongs to
+        self.subject = "the first derivative" if order == 2 else "the function"
+        self.of = " of the first derivative" if order == 2 else ""
+        self.engine = engine or engine_for(self.inputs)
+        #: the function as given (``func`` is what the checks call)
+        self.source = func
+        self.func = self.engine.wrap_function(func)
+        self.counts = {"function": 0, "vjp": 0, "jvp": 0}
+        #: how the Jacobians were built: batched calls made, the reason the
+        #: loop was used instead (if it was), ops that looped inside vmap
+        self.batching = {"batched_calls": 0, "fallback": None, "looped_ops": {}}
+        #: the first in-place change of each input that requires grad, by index:
+        #: (who made it, while doing what, the largest change, where)
+        self.mutations: dict = {}
+        self._validate_inputs(warn_precision)
+        self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
+                       if self.engine.is_tensor(x)}
+        #: the engine's dtype of each tensor input (NumPy may hold it in a wider one)
+        self.in_dtypes = {i: self.inputs[i].dtype for i in self.arrays}
+        with self.engine.enable_grad():
+            self.outputs, measured = heap.transient_bytes(
+                lambda: self.call(self.inputs, "evaluating it at the given inputs", self.arrays))
+        #: bytes this first evaluation held at its peak, its outputs and graph
+        #: included (0: not measurable here); the budget counts it per evaluation
+        self.evaluation_bytes = measured or 0
+        self._classify_outputs()
+        self.layout = Layout(
+            {i: self.arrays[i].shape for i in self.diff_in},
+            {i: np.iscomplexobj(self.arrays[i]) for i in self.diff_in},
+            {o: self.out_arrays[o].shape for o in self.float_out},
+            {o: np.iscomplexobj(self.out_arrays[o]) for o in self.float_out})
+
+    def _validate_inputs(self, warn_precision: bool):
+        E = self.engine
+        self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
+        for i, x in enumerate(self.inputs):
+            if isinstance(x, np.ndarray):
+                raise UncheckableError(
+                    f"{self.name}: input {i} is a NumPy array; gradcheck needs {E.name} tensors: "
+                    f"convert it with {E.convert_hint} to check it")
+            if E.is_tensor(x) and E.layout_of(x) is not None:
+                raise UncheckableError(
+                    f"{self.name}: input {i} is a sparse tensor ({E.layout_of(x)}); gradcheck "
+                    "checks dense (strided) tensors only: pass x.to_dense(), and convert it "
+                    "back inside the function if the function needs a sparse input")
+        for i in self.diff_in:
+            if not E.is_differentiable_dtype(self.inputs[i]):
+                raise UncheckableError(
+                    f"{self.name}: input {i} requires grad but has dtype {self.inputs[i].dtype}; "
+                    "only floating point and complex inputs can be differentiated: "
+                    "convert it with .double() (or pass it without requires_grad)")
+        if not self.diff_in:
+            integers = [f"input {i} has dtype {x.dtype}" for i, x in enumerate(self.inputs)
+                        if E.is_tensor(x) and not E.is_differentiable_dtype(x)]
+            hint = ("; " + ", ".join(integers) + ", and integer tensors cannot require grad: "
+                    "convert them with .double() first") if integers else ""
+            raise UncheckableError(
+                f"{self.name}: no input requires grad, so there is nothing to check; "
+                f"{E.requires_grad_hint}{hint}")
+        for i in self.diff_in if warn_precision else ():
+            dtype = str(self.inputs[i].dtype)
+            if not ("float64" in dtype or "complex128" in dtype):
+                warnings.warn(
+                    f"{self.name}: input {i} requires grad and has dtype {dtype}, not double "
+                    "precision; finite differences at eps=1e-6 will likely fail. "
+                    "Use float64 or complex128 inputs, or pass precise=True to judge the "
+                    "formula in its own precision.", UserWarning, stacklevel=4)
+
+    def _classify_outputs(self):
+        E = self.engine
+        self.out_arrays, self.out_dtypes = {}, {}
+        self.float_out, self.diff_out = [], []
+        for o, out in enumerate(self.outputs):
+            if E.is_tensor(out) and E.layout_of(out) is not None:
+                raise UncheckableError(
+                    f"{self.name}: output {o} is a sparse tensor ({E.layout_of(out)}); "
+                    "gradcheck checks dense outputs only: return out.to_dense() (PyTorch's "
+                    "gradcheck asks the same, as to_dense(masked_grad=...))")
+            if not E.is_tensor(out) or not E.is_differentiable_dtype(out):
+                continue
+            self.out_arrays[o] = E.to_numpy(out)
+            self.out_dtypes[o] = out.dtype
+            self.float_out.append(o)
+            if E.requires_grad(out):
+                self.diff_out.append(o)
+
+    def call(self, args, what: str, sources: dict | None = None) -> tuple:
+        """Run the function on ``args``; wrap any exception it raises.
+        ``sources``: the arrays the tensor ``args`` were made from (by index),
+        to see whether the call changed them (``check_unchanged``)."""
+        self.counts["function"] += 1
+        try:
+            outputs = as_tuple(self.func(*args))
+        except GradcheckError:
+            raise
+        except Exception as exc:  # the user's function: name it and what we did
+            raise GradcheckError(
+                f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
+                f"{what}; make it run on {self.engine.name} tensors of these shapes and "
+                "dtypes") from exc
+        if sources is not None:
+            self.check_unchanged(args, sources, self.subject, what)
+        return outputs
+
+    def check_unchanged(self, args, sources: dict, who: str, what: str) -> None:
+        """Record in ``mutations`` an input that requires grad whose tensor in
+        ``args`` no longer holds ``sources[i]``: ``who`` changed it while ``what``.
+
+        Inputs that do not require grad may change (a buffer the function
+        updates, like batch norm's running statistics): every evaluation gets
+        fresh copies, and no derivative is taken at them.
+        """
+        for i in self.diff_in:
+            if i in self.mutations or i not in sources:
+                continue
+            now, before = self.engine.to_numpy(args[i], copy=False), np.asarray(sources[i])
+            if now.shape == before.shape and np.array_equal(now, before, equal_nan=True):
+                continue
+            if now.shape != before.shape:
+                self.mutations[i] = (who, what, np.inf, ())
+                continue
+            with np.errstate(invalid="ignore"):
+                change = np.abs(now - before).astype(np.float64)
+            change[np.isnan(change)] = np.inf
+            where = np.unravel_index(int(np.argmax(change)), change.shape)
+            self.mutations[i] = (who, what, float(change[where]), tuple(int(k) for k in where))
+
+    def fresh_inputs(self, overrides: dict) -> list:
+        """New leaf tensors for the tensor inputs (``overrides`` by index)."""
+        args = list(self.inputs)
+        for i in self.arrays:
+            grad = self.differentiates_inside and i in self.diff_in
+            args[i] = self.engine.from_numpy_like(overrides.get(i, self.arrays[i]),
+                                                  self.inputs[i], requires_grad=grad)
+        return args
+
+    def like_input(self, in_idx: int, array, requires_grad: bool = False, copy: bool = True):
+        """``array`` as a tensor of input ``in_idx``'s engine dtype (a tangent, a
+        perturbed input, or a stack of them; ``copy``: as ``Engine.from_numpy``)."""
+        return self.engine.from_numpy(array, requires_grad, dtype=self.in_dtypes[in_idx],
+                                      copy=copy)
+
+    def like_output(self, out_idx: int, array):
+        """``array`` as a tensor of output ``out_idx``'s engine dtype (a grad_output)."""
+        return self.engine.from_numpy(array, dtype=self.out_dtypes[out_idx])
+
+    @property
+    def example_size(self) -> int:
+        """Real coordinates of every input and output (one example of a batch)."""
+        return sum(a.size * (2 if np.iscomplexobj(a) else 1)
+                   for a in (*self.arrays.values(), *self.out_arrays.values()))
+
+    def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
+        """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""
+        tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
+        return self.engine.epsilon(tensor)
+
+    def check_shape(self, array, shape, who: str, mode: str):
+        """``array`` if it has ``shape``; else a ``GradcheckError`` saying the
+        ``mode`` ("vjp", "jvp") returned the wrong shape for ``who``."""
+        if array is not None and array.shape != tuple(shape):
+            raise GradcheckError(
+                f"{self.name}: the {mode} returned a result of shape {tuple(array.shape)} for "
+                f"{who}, which has shape {tuple(shape)}; the {mode} must return one value "
+                f"per element of {who}")
+        return array

@@ -1,0 +1,65 @@
+"""The first derivative as a function, for second-order checks.
+
+A second-order check (``gradgradcheck``, ``check(order=2)``) checks this
+function like any other: its inputs are the function's inputs followed by
+the grad_outputs, its outputs the vjp (one gradient per input that requires
+grad and gets one). Failures are then named as second-order ones ("reverse
+over reverse"), see ``gradcheck.core.modes.failure_text``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core.problem import Problem, as_tuple
+
+
+def _random_like(problem, out_idx, rng):
+    """Uniform random values in [-1, 1) shaped and typed like output ``out_idx``."""
+    array = problem.out_arrays[out_idx]
+    values = rng.uniform(-1, 1, array.shape)
+    if np.iscomplexobj(array):
+        values = values + 1j * rng.uniform(-1, 1, array.shape)
+    return problem.engine.from_numpy(values.astype(array.dtype), requires_grad=True,
+                                     dtype=problem.out_dtypes[out_idx])
+
+
+def first_derivative(func, inputs, grad_outputs, rng, name=None):
+    """``(func', inputs + grad_outputs)`` where ``func'`` returns the vjp.
+
+    ``func'(*inputs, *grad_outputs)`` is ``autograd.grad`` of the outputs
+    that require grad, with ``create_graph=True``; gradients that are
+    ``None`` (unused inputs) are left out. ``grad_outputs`` default to
+    uniform random values in [-1, 1) (real and imaginary parts), requiring
+    grad.
+    """
+    # the check's own Problem (of the first derivative) warns about the dtypes, if anyone
+    problem = Problem(func, inputs, name, warn_precision=False)
+    E = problem.engine
+    if grad_outputs is None:
+        grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)
+    grad_outputs = as_tuple(grad_outputs)
+    n = len(problem.inputs)
+    diff_in = problem.diff_in
+
+    used: list = []   # which gradients the first call returned (None: an unused input)
+
+    def first(*args):
+        ins, gos = args[:n], args[n:]
+        outs = [o for o in as_tuple(func(*ins)) if E.is_tensor(o) and E.requires_grad(o)]
+        grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
+        if not used:
+            used.append(tuple(k for k, g in enumerate(grads) if g is not None))
+        return tuple(g for g in grads if g is not None)
+
+    def functional():
+        """``first`` as the engine's vmap maps it, or ``None`` (see
+        ``Engine.functional_vjp``); asked for after ``first`` has run once."""
+        if not used or len(grad_outputs) != len(problem.diff_out):
+            return None
+        return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
+
+    first.functional = functional
+    # whether the function under the derivative draws random numbers (vmap cannot
+    # tell through autograd.grad): see ``gradcheck.lowprec.widening``
+    first.draws_random = lambda: E.draws_random(func, problem.inputs)
+    return first, problem.inputs + grad_outputs

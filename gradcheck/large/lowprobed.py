@@ -1,0 +1,225 @@
+"""Probed Jacobians of a low-precision formula: the rounding allowance carried through ``U``.
+
+A second-order check of a float32, bfloat16 or float16 formula judged on
+whole Jacobians (``gradcheck.lowprec.widening``) extrapolates every input coordinate
+of the first derivative, takes second differences along each, and measures
+the formula's rounding on four whole reverse-mode Jacobians per precision:
+most of an op_db sweep's time. Asked for ``jacobian="probed"``, it compares
+``k`` random directions instead, as the double-precision probed check does
+(``gradcheck.large.probed``), with the same allowance for the formula's rounding
+(``gradcheck.lowprec.lowprecision``), carried through the directions:
+
+- the directions ``S`` (Gaussian, scaled per coordinate as the steps are)
+  are rounded to the input's dtype after normalising each to a largest
+  entry of at most 1 by a power of two, so that the formula, which can only
+  take tangents in its dtype, and the float64 differences move along
+  exactly the same ``S`` (float16 has no room for steps of 1e-6);
+- the expected cells ``J S``: Richardson extrapolation along each direction
+  on the function's float64 run (``gradcheck.lowprec.widening.widened``), with its
+  error estimate;
+- the allowance of a cell: ``allowance @ |S|``, the per-entry allowance of
+  terms 1 to 4 (``lowprecision.allowance``, its ``|J|`` and row supports read
+  from the float64 run's reverse-mode Jacobian, one batch of vjps: no
+  extrapolation) pushed through the directions' magnitudes, which bounds
+  the rounding of a sum of ``J_rc S_cj`` terms by the sum of each term's;
+  plus, in place of terms 5 and 6 (the saved outputs' rounding, the second
+  order's cancellations), the cells' own rounding measured as
+  ``gradcheck.lowprec.adrounding`` measures it on whole Jacobians: the spread, over
+  ``point_count`` nearby points, of the low-precision cells' distance to the
+  float64 run's, for the forward cells and the reverse scalars ``W^T A S``
+  alike (``MARGIN`` times each).
+
+What it can miss is stated as the double-precision probed check states it
+(``gradcheck.large.probed.escape_odds``), for an entry wrong by
+``stated_relative`` of its row (32 times the allowance's relative part): the
+tolerance of a cell is the whole allowance of its row, so one wrong entry of
+a row of ``n`` terms is resolved about ``sqrt(n)`` times more coarsely than
+by the dense check; a formula wrong throughout (a factor, a sign) moves
+every cell and is caught as surely.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.lowprec.adrounding import nudged, point_count
+from adcheck.gradcheck.core.analytical import ad_blocks
+from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.lowprec.lowprecision import (
+    KERNEL_ULPS,
+    MARGIN,
+    U32,
+    allowance,
+    formula_dtype,
+    formula_epsilon,
+    forward_rounding,
+    sum_units,
+)
+from adcheck.gradcheck.numerics.precision import Precision
+from adcheck.gradcheck.large.probed import ProbePlan, probe_plan, probed_reverse
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.large.seeds import Probes
+from adcheck.gradcheck.core.sides import REVERSE
+
+#: the spacing of each dtype's subnormal numbers (its absolute rounding below
+#: its smallest normal number)
+SUBNORMAL_SPACING = {"float16": 2.0 ** -24, "complex32": 2.0 ** -24, "bfloat16": 2.0 ** -133,
+                     "float32": 2.0 ** -149, "complex64": 2.0 ** -149}
+#: the relative error the report states escape odds for, in units of the
+#: allowance's relative part (``MARGIN * (u + KERNEL_ULPS * U32)``)
+STATED_ALLOWANCES = 32
+
+
+def stated_relative(epsilon: float) -> float:
+    """The relative size of a wrong entry a low-precision probed check states
+    its escape odds for: ``STATED_ALLOWANCES`` times the allowance's relative
+    part (0.38 in bfloat16, 0.05 in float16, 5e-5 in float32)."""
+    return STATED_ALLOWANCES * MARGIN * (epsilon / 2 + KERNEL_ULPS * U32)
+
+
+def rounded_plan(ev: Evaluator, rng, k: int) -> tuple:
+    """``(plan, scales)``: a probe plan whose directions are exact in each input's
+    dtype, each direction normalised by a power of two; ``scales[i]`` (``k``
+    powers of two) restores the step sizes of ``direction_scale``."""
+    plan = probe_plan(ev, rng, k, precise=True)
+    p = ev.problem
+    scales = {}
+    for i, seeds in plan.seeds.items():
+        vectors = seeds.vectors
+        top = np.max(np.abs(vectors), axis=1, initial=0.0)
+        scale = 2.0 ** np.ceil(np.log2(np.where(top > 0, top, 1.0)))
+        wide_dtype = np.complex128 if np.iscomplexobj(p.arrays[i]) else np.float64
+        arrays = coords.from_real_rows(vectors / scale[:, None], p.arrays[i].shape, wide_dtype)
+        exact = p.engine.to_numpy(p.like_input(i, arrays))
+        plan.seeds[i] = Probes(coords.to_real_rows(exact).reshape(len(vectors), -1))
+        scales[i] = scale
+    return plan, scales
+
+
+def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Problem,
+                         sides: tuple) -> Jacobian:
+    """``J S`` from the float64 run ``wide``, with ``errors``, the cells'
+    ``allowance`` and, for ``sides`` containing reverse, the allowance of the
+    projected scalars (``projected_allowance``); see the module docstring."""
+    p = ev.problem
+    start = time.perf_counter()
+    stepped = {i: Probes(s.vectors * scales[i][:, None]) for i, s in plan.seeds.items()}
+    wide_ev = Evaluator(wide)
+    jac = seeded_numerical(wide_ev, stepped, True, 0.0, "probed",
+                           f"finite differences (float64 run) of J U for {plan.k} Gaussian "
+                           "directions")
+    for key in list(jac.blocks):
+        undo = 1.0 / scales[key[1]][None, :]
+        jac.blocks[key] = jac.blocks[key] * undo
+        jac.errors[key] = jac.errors[key] * undo
+    jac.seeds = plan.seeds
+    jac.allowance = _cell_allowance(p, wide, plan)
+    for key, block in jac.blocks.items():   # an output no vjp reaches: measured only
+        jac.allowance.setdefault(key, np.zeros_like(block))
+    forward, reverse = measured_cells(p, plan, sides)
+    terms = dict(jac.allowance)
+    for key, spread in forward.items():
+        jac.allowance[key] = jac.allowance[key] + MARGIN * pooled(spread, terms[key], axis=1)
+    if reverse:
+        jac.projected_allowance = {
+            (o, i): MARGIN * pooled(spread, np.abs(plan.rows[o]) @ terms[o, i], axis=None)
+            for (o, i), spread in reverse.items() if o in plan.rows}
+    complex_ = any(np.iscomplexobj(a) for a in (*wide.arrays.values(), *wide.out_arrays.values()))
+    jac.precision = Precision(formula_dtype(p), "complex128" if complex_ else "float64",
+                              f"Richardson extrapolation along {plan.k} directions")
+    jac.counts = {"function": wide.counts["function"]}
+    jac.seconds = time.perf_counter() - start
+    p.counts["function"] += wide.counts["function"]
+    return jac
+
+
+def pooled(spread: np.ndarray, scale: np.ndarray, axis) -> np.ndarray:
+    """The measured spread, each cell at least its ``scale`` times the largest
+    ratio of spread to scale along ``axis`` (a row's directions; ``None``: the
+    block). Four points measure one cell's rounding roughly (atan2 float16 at
+    a scalar: a quarter of what the dense check's points found); the cells of
+    a row share the formula's rounding relative to their terms, so the row's
+    eight directions together measure it better."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(scale > 0, spread / scale, 0.0)
+    ratio = np.nan_to_num(ratio, nan=0.0, posinf=0.0)
+    top = np.max(ratio, axis=axis, keepdims=axis is not None, initial=0.0)
+    # a cell whose terms are unbounded (the float64 run's AD is NaN or inf in its
+    # row) has an infinite allowance already: a row that measured no spread must
+    # not turn it into 0 * inf = NaN, which fails every comparison
+    # (masked.logaddexp's second order at masked coordinates)
+    with np.errstate(invalid="ignore"):
+        scaled = np.where(top > 0, top * scale, 0.0)
+    return np.maximum(spread, scaled)
+
+
+def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
+    """Terms 1 to 4 per entry, from the float64 run's reverse-mode Jacobian,
+    pushed through ``|S|``: one cell's allowance per block."""
+    exact = ad_blocks(Evaluator(wide), REVERSE)
+    problem.counts["vjp"] += exact.counts.get("vjp", 0)
+    relative, _ = forward_rounding(problem, wide)
+    entries = allowance(exact, formula_epsilon(problem), relative, None,
+                        sum_units(problem, wide))
+    spacing = SUBNORMAL_SPACING.get(formula_dtype(problem), 0.0)
+    cells = {}
+    for (o, i), block in entries.items():
+        if i in plan.seeds:
+            # an entry the formula never computes (an exact zero of the float64
+            # run: elementwise, a band) adds no rounding to a jvp or a vjp
+            computed = exact.blocks[o, i] != 0
+            cells[o, i] = np.where(computed, block, 0.0) @ np.abs(plan.seeds[i].vectors).T
+            # a term J_rc S_c below the dtype's smallest normal (float16 from 6e-5) is
+            # rounded to a fixed spacing, not relative: half of it per product and sum
+            terms = np.sum(computed, axis=1, keepdims=True)
+            cells[o, i] = cells[o, i] + spacing * (terms + 1)
+    return cells
+
+
+def measured_cells(problem: Problem, plan: ProbePlan, sides: tuple) -> tuple:
+    """``(forward, reverse)``: per block, the spread over ``point_count`` nearby points
+    of the low-precision forward cells' (``A S``) and reverse scalars'
+    (``W^T A S``) distance to the float64 run's; ``{}`` for a side not in
+    ``sides`` or when a point cannot be evaluated in both precisions (then
+    the cell allowance of terms 1 to 4 stands alone)."""
+    from adcheck.gradcheck.lowprec.widening import widened
+    rng = np.random.default_rng(0)
+    wanted = [m for m in ("forward", "reverse") if m in sides]
+    differences = {m: [] for m in wanted}
+    for _ in range(point_count(problem)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                low = Problem(problem.source, nudged(problem, rng, formula_epsilon(problem)),
+                              problem.name, order=problem.order, warn_precision=False)
+                wide, _ = widened(low)
+                if wide is None:
+                    return {}, {}
+                for mode in wanted:
+                    a, b = (_cells(mode, Evaluator(q), plan) for q in (low, wide))
+                    differences[mode].append({key: a[key] - b[key] for key in a.blocks})
+        except Exception:  # noqa: BLE001 - no derivative there: nothing is measured
+            return {}, {}
+        problem.counts["function"] += low.counts["function"] + wide.counts["function"]
+    return tuple(_spread(differences.get(m, [])) for m in ("forward", "reverse"))
+
+
+def _cells(mode: str, ev: Evaluator, plan: ProbePlan) -> Jacobian:
+    if mode == "forward":
+        return seeded_forward(ev, plan.seeds, "probed", "")
+    return probed_reverse(ev, plan)
+
+
+def _spread(differences: list) -> dict:
+    """Each entry's largest distance to the median over the points."""
+    spread = {}
+    for key in (differences[0] if differences else {}):
+        stacked = np.stack([d[key] for d in differences])
+        centre = np.median(stacked, axis=0)
+        spread[key] = np.nan_to_num(np.max(np.abs(stacked - centre), axis=0), nan=np.inf)
+    return spread

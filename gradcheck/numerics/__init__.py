@@ -1,0 +1,10 @@
+"""Precise numerics: finite differences whose error is known, and the
+tolerances derived from it.
+
+Owns Richardson extrapolation (``richardson``, ``quotients``, ``sentinel``),
+the measured rounding noise of the function (``noisefloor``), the mpmath
+reference Jacobian (``reference``), what a comparison can resolve
+(``precision``) and the precise mode's tolerance (``precise``).
+
+May import: ``gradcheck.core``.
+"""

@@ -1,0 +1,71 @@
+"""The tolerance of ``precise=True``: derived from error estimates.
+
+The numerical side carries a per-entry error estimate (Richardson) or is
+exact to float64 rounding (the mpmath reference). The analytical side is an
+AD computation in the input dtype, trusted to half its digits relative to
+each entry (``sqrt(eps) / 2``, 7.5e-9 in float64: derivatives of special
+functions such as trigamma are accurate to about 1e-10) and to ``AD_ULPS``
+units of rounding of the largest entry of its block (for entries that
+should be zero). So an entry passes when
+``|a - n| <= SAFETY * error(n) + sqrt(eps) / 2 * |n| + AD_ULPS * eps * max |n|``,
+and a relative error of 1e-6 is a hundred times above it.
+
+A formula in a narrower dtype (float32, bfloat16, float16) is given the
+``allowance`` its low-precision producer attached instead of the last two
+terms (see ``gradcheck.lowprec.lowprecision``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.numerics.precision import resolution
+
+SAFETY = 8.0
+AD_ULPS = 4096
+
+
+def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
+    """A tolerance matrix (complex form) for each block of ``numerical``."""
+    tolerances = {}
+    for key in numerical.blocks:
+        tolerances[key] = entry_tolerance(numerical.complex_form(*key),
+                                          numerical.error_form(*key), epsilon,
+                                          rounding=numerical.allowance_form(*key))
+        if numerical.unresolved and key in numerical.unresolved:
+            # no step was free of a jump: no evidence either way (faults says so)
+            complex_ = numerical.layout.in_complex[key[1]] and not numerical.compressed(key[1])
+            unresolved = coords.complex_columns(numerical.unresolved[key].astype(float),
+                                                complex_)
+            tolerances[key] = np.where(np.abs(unresolved) > 0, np.inf, tolerances[key])
+    return tolerances
+
+
+def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float,
+                    scale: float | None = None, rounding: np.ndarray | None = None) -> np.ndarray:
+    """The tolerance of each entry of ``values`` (numerical, complex form) with
+    its error estimate; ``scale``: the largest finite entry of the whole block
+    (by default of ``values``); ``rounding``: the analytical side's rounding
+    allowance when known (a low-precision formula's, ``gradcheck.lowprec.lowprecision``),
+    else one from ``epsilon``."""
+    values = np.abs(values)
+    error = np.zeros_like(values) if error is None else error
+    if rounding is None:
+        if scale is None:
+            scale = np.max(values, initial=0.0, where=np.isfinite(values))  # NaN is no scale
+        rounding = np.sqrt(epsilon) / 2 * values + AD_ULPS * epsilon * scale
+    return SAFETY * error + rounding + 1e-300
+
+
+def annotate(results: list, numerical: Jacobian, tolerances: dict) -> list:
+    """Give each result the ``Precision`` of its comparison (when ``numerical``
+    states one), with the resolution of its pair's tolerances."""
+    if numerical.precision is None:
+        return results
+    for result in results:
+        key = (result.out_idx, result.in_idx)
+        if key in tolerances:
+            result.precision = numerical.precision.with_resolution(
+                resolution(tolerances[key], numerical.complex_form(*key)))
+    return results

@@ -1,0 +1,121 @@
+"""Central differences along a ladder of steps, and the rounding noise of each.
+
+``stacked_differences`` evaluates the function at ``x +- h_k`` on each column
+(a coordinate, or a direction) for a set of levels ``k`` in stacked
+evaluations, and gives the quotients ``(f(x + h) - f(x - h)) / 2h`` with their
+noise: ``NOISE_ULPS`` ulps of both values (for a complex output, of its
+modulus), with the measured floor of ``gradcheck.numerics.noisefloor``, over ``2h``.
+Richardson extrapolation (``gradcheck.numerics.richardson``) and its sentinel
+(``gradcheck.numerics.sentinel``) build on them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.numerics.noisefloor import noise_floor
+from adcheck.gradcheck.core.numerical import perturbed_outputs
+
+NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
+
+
+def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
+                        window=None, moves=None) -> tuple:
+    """Central differences and their rounding noise at ``+-steps[k, j]`` on
+    coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
+    output, a (columns, output size) matrix. A step where the function raises
+    gives NaN (discarded). The levels are evaluated a group at a time
+    (``_level_groups``), each group's perturbed points dropped once differenced;
+    ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates.
+    ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
+    the first evaluation (one call fewer); theirs come last, as one more level."""
+    p = ev.problem
+    outs = p.float_out if window is None else list(window)
+    eps = max(p.epsilon(out_idx=o) for o in outs)
+    diffs, noises = [], []
+    floor = noise_floor(ev, in_idx)
+    if window is not None:
+        floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
+    along = None
+    for group in _level_groups(ev, in_idx, steps.shape):
+        part = steps[group]
+        extra = None if moves is None or along is not None else np.concatenate([moves, -moves])
+        both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
+                                 f"extrapolating finite differences for input {in_idx}",
+                                 columns, tolerant=True, directions=directions, extra=extra)
+        both, made = (both, None) if extra is None else both
+        if window is not None:   # (copies: the whole outputs are dropped)
+            both, made = ({o: q[o][..., a:b].copy() for o, (a, b) in window.items()}
+                          if q is not None else None for q in (both, made))
+        along = along if made is None else made
+        for k in range(len(part)):
+            width = 2 * part[k][:, None]
+            pairs = {o: (both[o][k], both[o][len(part) + k], p.layout.out_complex[o])
+                     for o in outs}
+            diffs.append({o: _quotient(plus, minus, width) for o, (plus, minus, _) in pairs.items()})
+            noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
+                           for o, (plus, minus, cplx) in pairs.items()})
+        del both
+    if moves is not None:
+        g = len(moves)
+        diffs.append({o: _quotient(along[o][:g], along[o][g:], 2.0) for o in outs})
+        noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
+                                 floor[o], 2.0) for o in outs})
+    return diffs, noises
+
+
+def _quotient(plus, minus, width):
+    """``(plus - minus) / width`` (in place of its one temporary: a level of a
+    chunk is megabytes, and each temporary is a pass over memory)."""
+    quotient = plus - minus
+    return np.divide(quotient, width, out=quotient)
+
+
+def _noise(plus, minus, complex_, eps, floor, width):
+    """The rounding noise of a central difference: ``NOISE_ULPS`` ulps of each
+    value, with the measured floor, over the step ``width``."""
+    noise = magnitude(plus, complex_)
+    noise += magnitude(minus, complex_)
+    noise *= NOISE_ULPS * eps
+    noise += 2 * floor
+    return np.divide(noise, width, out=noise)
+
+
+def _level_groups(ev: Evaluator, in_idx: int, shape: tuple) -> list:
+    """Slices of the levels of ``steps`` (of ``shape``: levels, columns) to
+    evaluate at once: as many as a share of the budget holds with their
+    perturbed inputs and outputs (each level two points per column; the
+    inputs and their engine copy, the outputs and their stacked copy), at
+    least one."""
+    p = ev.problem
+    levels, cols = shape
+    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
+    # (an empty input and output still cost a little: never a division by zero)
+    per_level = 2 * max(1, cols) * max(1, size) * budgets.BYTES * 4
+    at_once = max(1, ev.budget // budgets.SHARE // per_level)
+    return [slice(a, min(levels, a + at_once)) for a in range(0, levels, at_once)]
+
+
+def magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
+    """The scale of each real coordinate's rounding: its absolute value, or for
+    a complex output the modulus of its element (both parts were computed from
+    terms that large: a variance's imaginary part is noise of the modulus' size)."""
+    if not complex_:
+        return np.abs(values)
+    modulus = np.hypot(values[..., 0::2], values[..., 1::2])
+    return np.repeat(modulus, 2, axis=-1)
+
+
+def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
+    """``(levels, which, moves=None) -> stacked_differences`` for the columns ``which`` of
+    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
+    the output coordinates ``window`` (all of every output if ``None``)."""
+    columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
+    directions = None if directions is None else np.asarray(directions)
+
+    def differences(levels, which, moves=None):
+        return stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
+                                   None if directions is None else directions[which], window,
+                                   moves)
+    return differences

@@ -1,0 +1,489 @@
+"""The checks beyond Jacobian agreement, each returning ``Result`` objects.
+
+Reentrancy (the same vjp twice), scaling with grad_output (and of the jvp
+with its tangent), undefined output gradients, batched gradients, gradient
+dtypes, and outputs that were detached from their inputs. Each compares
+through ``compare.compare`` and adds its own diagnosis; the checks that
+apply to both AD modes are written once over a ``Side``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
+from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
+from adcheck.gradcheck.verdict.diagnosis import integer_cause, whole_numbers
+from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.verdict.faults import repeat_rounding
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.sides import SIDES, Side
+
+#: the real factor grad_outputs and tangents are scaled by in the scaling check
+SCALE = -2.5
+
+#: the checks of the engine's batched products: check name, the call in words,
+#: and the flag that turns the check off
+BATCHED = {
+    "reverse": ("batched-grad", "batched backward (is_grads_batched=True)",
+                "check_batched_grad=False if the function does not support it"),
+    "forward": ("batched-forward-grad", "batched forward AD (vmap over jvp)",
+                "check_batched_forward_grad=False if the function does not support vmap"),
+}
+
+
+def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float,
+              rounding: float = 0.0) -> list:
+    """Two runs of the same AD computation must agree within ``nondet_tol``, and
+    ``rounding`` relative to each entry (a low-precision formula's, see
+    ``faults.repeat_rounding``)."""
+    results = compare_jacobians("reentrant", first, second, nondet_tol, rounding,
+                                explain=False, same_nonfinite=True)
+    verb = SIDES[first.mode.removeprefix("fast-")].product
+    for r in results:
+        if r.passed:
+            continue
+        if np.isfinite(r.max_error):
+            r.diagnosis = (f"nondeterministic: the same {verb} run twice differs by "
+                           f"{r.max_error:.1e}; the formula uses randomness or state (if that "
+                           f"is intended, set nondet_tol >= {r.max_error:.1e})")
+        else:
+            r.diagnosis = (f"nondeterministic: the same {verb} run twice gives NaN or inf one "
+                           "time and another value the other time; the formula uses "
+                           "randomness or state, or reads uninitialized memory")
+    return results
+
+
+#: the part of the budget that vectors prefetched for the other checks, and their
+#: products, may hold from before the Jacobians are built until those checks run
+PREFETCH_SHARE = 16
+
+
+def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
+    """Draw the random vectors of the scaling check, by (mode, carrier index).
+
+    They are drawn before the Jacobians are built and prefetched, so the
+    batched Jacobian producers compute their products too; unless they and
+    their products outgrow a ``PREFETCH_SHARE`` of the budget (a convolution
+    of a million inputs: 100 MB held through the whole check), when they are
+    computed as the check runs (two more products, unbatched).
+    """
+    p = ev.problem
+    probes = {}
+    for side in sides:
+        for idx in side.carriers(p):
+            draw = rng.standard_normal((1, side.carrier_size(p.layout, idx)))
+            vector = side.vectors(p, idx, draw)[0]
+            probes[side.mode, idx] = vector
+            if _small(ev, side, idx):
+                ev.prefetch(side.product, idx, [vector, SCALE * vector])
+    return probes
+
+
+def _small(ev: Evaluator, side: Side, idx: int) -> bool:
+    """Whether two vectors on ``idx`` and their products may be held while the
+    Jacobians are built (``PREFETCH_SHARE``)."""
+    p = ev.problem
+    size = side.carrier_size(p.layout, idx) + sum(side.receiver_size(p.layout, r)
+                                                  for r in side.receivers(p))
+    return 2 * size * budgets.BYTES <= ev.budget // PREFETCH_SHARE
+
+
+def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0,
+            magnitudes=None) -> list:
+    """The vjp is linear in grad_output, the jvp in the tangent (real scale).
+
+    ``probes`` come from ``scaling_probes``. The tolerance is rounding
+    (``ADJOINT_ULPS`` units of the results and of ``|v| * ||J||_F``, with
+    ``magnitudes`` the blocks' Frobenius norms, for results that cancel to
+    almost zero) plus the nondeterminism the caller allows (``nondet_tol``
+    per evaluation).
+    """
+    p = ev.problem
+    magnitudes = magnitudes or {}
+    results = []
+    for (mode, idx), vector in probes.items():
+        side = SIDES[mode]
+        norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(vector))
+        pair = side.products(ev, idx, np.stack([vector, SCALE * vector]), "checking scaling")
+        for r in side.receivers(p):
+            key = side.key(idx, r)
+            rows = side.real_rows(p, r, pair[r], 2)
+            floor = norm * magnitudes.get(key, 0.0)
+            result = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor)
+            if not result.passed and not _rounded(rows[0], rows[1], SCALE * rows[0]):
+                noise = product_noise(ev, side, idx, r, [vector, SCALE * vector], rows,
+                                      epsilon)
+                if noise:
+                    again = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor,
+                                    NOISE_MARGIN * (1 + abs(SCALE)) * noise)
+                    if again.passed:
+                        result = again
+                        result.detail = (f"within the rounding noise of the {side.product}: "
+                                         f"it moves by {noise:.1e} when the {side.vector}s "
+                                         f"move by up to {MOVE_ULPS} ulps")
+            results.append(result)
+    return results
+
+
+#: how far (in units of the rounding of the inputs) ``moved_evaluators`` move them
+MOVE_ULPS = 4
+#: at how many moved points the rounding noise is measured (noise may repeat by chance)
+MOVES = 3
+#: how many times the measured noise of a product a scaling error may be
+NOISE_MARGIN = 4.0
+
+
+def moved_evaluators(ev: Evaluator) -> list:
+    """``MOVES`` pairs of ``Evaluator``s of the same function: its inputs that
+    require grad moved by ``+s`` and by ``-s`` (``s`` up to ``MOVE_ULPS`` units
+    of their rounding per coordinate, at random with a fixed seed). A smooth
+    function's second difference over so small a move is negligible; rounding
+    noise's is as large as the noise. A pair where it does not run is left out."""
+    from adcheck.gradcheck.core.problem import Problem
+    p, E = ev.problem, ev.problem.engine
+    rng = np.random.default_rng(0)
+    pairs = []
+    for _ in range(MOVES):
+        steps = {i: MOVE_ULPS * p.epsilon(in_idx=i) * rng.uniform(-1.0, 1.0, p.arrays[i].shape)
+                 for i in p.diff_in}
+        pair = []
+        for sign in (1.0, -1.0):
+            inputs = list(p.inputs)
+            for i, step in steps.items():
+                # independent moves: a common factor may leave a scale-invariant
+                # computation's rounding unchanged (corrcoef)
+                moved = (p.arrays[i] * (1 + sign * step)).astype(p.arrays[i].dtype)
+                inputs[i] = E.from_numpy_like(moved, p.inputs[i], requires_grad=True)
+            try:
+                pair.append(Evaluator(Problem(p.source, tuple(inputs), p.name, order=p.order,
+                                              warn_precision=False), ev.budget))
+            except Exception:  # noqa: BLE001 - no evaluation there: no noise measured
+                break
+        if len(pair) == 2:
+            pairs.append(tuple(pair))
+    return pairs
+
+
+def moved_vectors(vector: np.ndarray, epsilon: float, both: bool = False) -> np.ndarray:
+    """``MOVES`` copies of ``vector``, each entry moved by up to ``MOVE_ULPS`` units
+    of rounding (``epsilon``), at random with a fixed seed; with ``both``, each
+    move followed by its opposite (``2 * MOVES`` copies)."""
+    rng = np.random.default_rng(0)
+    moves = MOVE_ULPS * epsilon * rng.uniform(-1.0, 1.0, size=(MOVES, *vector.shape))
+    if both:
+        moves = np.stack([moves, -moves], axis=1).reshape(2 * MOVES, *vector.shape)
+    return (vector[None] * (1 + moves)).astype(vector.dtype)
+
+
+def product_noise(ev: Evaluator, side: Side, idx: int, r: int, vectors, values,
+                  epsilon: float) -> float:
+    """The rounding noise of ``side``'s products of ``vectors`` on ``idx``
+    (receiver ``r``, ``values`` their real rows): how far each moves when its
+    vector moves by a few ulps (``moved_vectors``), largest over the moves and
+    the entries; 0.0 when it cannot be measured. A linear formula moves by that
+    move times the Jacobian; a product that is zero in exact arithmetic
+    (corrcoef of one variable is constant) is noise, and not linear."""
+    moved = np.concatenate([moved_vectors(v, epsilon) for v in vectors])
+    try:
+        again = side.products(ev, idx, moved, "measuring the rounding of a product")
+    except GradcheckError:
+        return 0.0
+    rows = side.real_rows(ev.problem, r, again[r], len(moved))
+    with np.errstate(invalid="ignore"):
+        change = np.abs(rows - np.repeat(values, MOVES, axis=0))
+    return _largest(change)
+
+
+#: the share of its size and of its first difference that a first derivative's second
+#: difference over a move of a few ulps reaches only when it is rounding noise
+NOISE_SHARE = 0.25
+#: noise is at most this times sqrt(eps) times the largest input (or 1)
+NOISE_SIZE = 1.0
+#: a failure no larger than this times the products' measured noise is that noise
+NOISE_ERROR = 4.0
+
+
+def noise_only(ev: Evaluator, failures) -> str | None:
+    """Why ``failures`` of a check of the function of ``ev`` (a first
+    derivative) are no evidence, or ``None``. Its outputs, and its products of
+    ones, are evaluated with the inputs (or the ones) moved by ``+s`` and
+    ``-s``, a few ulps (``moved_evaluators``): where the second difference
+    ``f(+s) + f(-s) - 2 f`` is ``NOISE_SHARE`` of ``f`` and of the first
+    difference or more, ``f`` is rounding noise (a derivative that is zero in
+    exact arithmetic, as corrcoef's of one variable). When something is, a
+    failure is excused if the output it compares is noise (its finite
+    differences are noise over a step), if its block's steps straddle a jump
+    (noise looks like one), or if it is no larger than ``NOISE_ERROR`` times
+    the products' noise or the rounding of a quantity zero in exact arithmetic
+    (an ulp of the largest input per input coordinate). A product of ones
+    that is zero (``J 1 = 0`` for softmax, whose outputs do not change when
+    every input moves alike) excuses no error larger than that."""
+    noisy = _noisy(ev)
+    p = ev.problem
+    floats = [a for a in p.arrays.values() if np.issubdtype(a.dtype, np.inexact)]
+    largest = max([_largest(np.abs(a)) for a in floats] + [1.0])
+    # a quantity zero in exact arithmetic comes out as the rounding of the terms
+    # that cancel in it: at most one ulp of the largest input per input coordinate
+    # (logcumsumexp's second derivative at inputs of 1e4 works with x - out)
+    rounding = _epsilon_of(p) * largest * sum(a.size for a in floats)
+    products = max([max(second, rounding) for what, (_, second) in noisy.items()
+                    if not what.startswith("output ")], default=0.0)
+
+    # steps that straddle a jump are no evidence either way (noise looks like one),
+    # nor is what the comparison of those blocks then says
+    straddled = {(f.out_idx, f.in_idx) for f in failures if f.check == "discontinuous"}
+
+    def excused(failure) -> bool:
+        if (failure.out_idx, failure.in_idx) in straddled \
+                or f"output {failure.out_idx}" in noisy:
+            return True
+        size = failure.max_error
+        return size is not None and np.isfinite(size) and size <= NOISE_ERROR * products
+
+    if not noisy or not failures or not all(excused(f) for f in failures):
+        return None
+    what, (size, second) = next(iter(noisy.items()))
+    reason = (f"{what} of {p.subject} is rounding noise at these inputs (largest {size:.1e}, "
+              f"second difference {second:.1e} over moves of the inputs or the vector by up "
+              f"to {MOVE_ULPS} ulps): it is zero in exact arithmetic or lost to cancellation")
+    judged = [f for f in failures if f"output {f.out_idx}" not in noisy
+              and (f.out_idx, f.in_idx) not in straddled]
+    if judged:
+        worst = max(f.max_error for f in judged)
+        reason += (f", and the failures (largest {worst:.1e}) are within the rounding of "
+                   f"such a quantity here ({NOISE_ERROR * products:.1e}: an ulp of the "
+                   f"largest input, {largest:.1e}, per input coordinate)")
+    return (f"{p.name}: {reason}, so no finite difference or tolerance can judge the "
+            "second-order formula here; check it at inputs where it is not")
+
+
+def _noisy(ev: Evaluator) -> dict:
+    """By name, the outputs and products of ones of ``ev``'s function that are
+    rounding noise: ``(largest size, second difference)``."""
+    p = ev.problem
+    # noise is small next to the values the function works on: a jump or a pole
+    # (clamp or atanh in float16, whose moves are wide) moves it by more
+    inputs = [a for a in p.arrays.values() if np.issubdtype(a.dtype, np.inexact)]
+    cap = NOISE_SIZE * np.sqrt(_epsilon_of(p)) * max([_largest(np.abs(a)) for a in inputs]
+                                                     + [1.0])
+    base, moved_grads = _values(ev, moved=True)
+    pairs = [(_values(a)[0], _values(b)[0]) for a, b in moved_evaluators(ev)]
+    pairs += list(zip(moved_grads[0::2], moved_grads[1::2]))
+    noisy = {}
+    for plus, minus in pairs:
+        for what, mid in base.items():
+            up, down = plus.get(what), minus.get(what)
+            if up is None or down is None or not up.shape == down.shape == mid.shape:
+                continue
+            with np.errstate(invalid="ignore", over="ignore"):
+                second = _largest(np.abs(up + down - 2 * mid))
+                scale = max(_largest(np.abs(mid)), _largest(np.abs(up - down)) / 2)
+            if 0 < second and second >= NOISE_SHARE * scale and _largest(np.abs(mid)) <= cap:
+                size = _largest(np.abs(mid))
+                noisy[what] = (size, max(second, noisy.get(what, (0.0, 0.0))[1]))
+    return noisy
+
+
+def _epsilon_of(problem) -> float:
+    """Machine epsilon of the least precise float output (or input)."""
+    return max([problem.epsilon(out_idx=o) for o in problem.float_out]
+               + [problem.epsilon(in_idx=i) for i in problem.diff_in])
+
+
+def _largest(values: np.ndarray) -> float:
+    return float(np.max(values, initial=0.0, where=np.isfinite(values)))
+
+
+def _values(ev: Evaluator, moved: bool = False) -> tuple:
+    """``(values, moved_products)``: by name, the outputs of ``ev``'s function and
+    its products of ones (a vjp on each output that requires grad, a jvp on
+    each input); with ``moved``, also ``2 * MOVES`` dicts of the same products
+    of ones moved by ``+s`` and ``-s``."""
+    p = ev.problem
+    found = {f"output {o}": p.out_arrays[o] for o in p.float_out}
+    moved_products = [{} for _ in range(2 * MOVES if moved else 0)]
+    for side in SIDES.values():
+        for idx in side.carriers(p):
+            ones = np.ones_like(side.base(p, idx))
+            vectors = ones[None]
+            if moved:
+                epsilon = (p.epsilon(out_idx=idx) if side.carrier == "output"
+                           else p.epsilon(in_idx=idx))
+                vectors = np.concatenate([vectors, moved_vectors(ones, epsilon, both=True)])
+            try:
+                products = side.products(ev, idx, vectors, "measuring rounding noise")
+            except GradcheckError:
+                continue
+            for r, stacked in products.items():
+                if stacked is None:
+                    continue
+                name = (f"the {side.product} of ones on {side.carrier} {idx} (for "
+                        f"{side.receiver} {r})")
+                found[name] = stacked[0]
+                for k, into in enumerate(moved_products):
+                    into[name] = stacked[k + 1]
+    return found, moved_products
+
+
+def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
+            noise: float = 0.0) -> Result:
+    """The scaling comparison of one pair; ``noise``: an absolute allowance for
+    the product's measured rounding noise (``product_noise``)."""
+    expected = SCALE * base
+    scale = np.abs(expected) + np.abs(scaled)
+    largest = np.max(scale[np.isfinite(scale)], initial=0.0)  # NaN entries are not a scale
+    tol = ADJOINT_ULPS * epsilon * (scale + largest + floor) + noise + 1e-300
+    tol = tol + (1 + abs(SCALE)) * nondet_tol
+    # the same NaN or inf at both scales is linear enough here: the nonfinite check names it
+    result = compare("scaling", side.mode, side.mode, *key, expected, scaled, tol,
+                     same_nonfinite=True)
+    if not result.passed:
+        what, verb = side.vector, side.product
+        if _rounded(base, scaled, expected):
+            result.diagnosis = (
+                f"the {verb} returns only whole numbers (for the {what} and for {SCALE} "
+                f"times it), so it cannot scale by {SCALE}: {integer_cause(verb)}")
+            return result
+        result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
+                            f"multiply the {verb} by {SCALE}; the formula ignores the "
+                            f"{what}, takes its abs(), or adds a term that does not multiply it")
+    return result
+
+
+def _rounded(base, scaled, expected) -> bool:
+    """Whether both products are whole numbers, not all zero, and off from
+    linearity by no more than rounding (or truncating) each to an integer
+    makes them (``1 + |SCALE|``): a rounded or integer gradient."""
+    both = np.concatenate([base, scaled])
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(scaled - expected)
+    return (whole_numbers(both) and bool(np.all(np.isfinite(both)))
+            and bool(np.all(gap <= 1 + abs(SCALE))))
+
+
+def request_undefined_grad(ev: Evaluator) -> None:
+    """Where undefined gradients are zeros (refengine) and there is one output,
+    the undefined-grad check is the vjp of zeros: the reverse batch computes it."""
+    p = ev.problem
+    if not p.engine.supports_undefined_grad and len(p.diff_out) == 1 and \
+            _small(ev, SIDES["reverse"], p.diff_out[0]):
+        out_idx = p.diff_out[0]
+        ev.prefetch("vjp", out_idx, [np.zeros_like(p.out_arrays[out_idx])])
+
+
+def undefined_grad(ev: Evaluator) -> list:
+    """With every output gradient undefined (or zero), input gradients are zero."""
+    p = ev.problem
+    what = "checking undefined output gradients"
+    try:
+        if p.engine.supports_undefined_grad:
+            grads = _undefined_vjp(ev)
+        elif len(p.diff_out) == 1:   # prefetched by request_undefined_grad
+            out_idx = p.diff_out[0]
+            stacked = ev.vjps(out_idx, np.zeros_like(p.out_arrays[out_idx])[None], what)
+            grads = [None if g is None else g[0] for g in stacked.values()]
+        else:
+            zeros = {o: np.zeros_like(p.out_arrays[o]) for o in p.diff_out}
+            grads = list(ev.vjp(zeros, what).values())
+    except Exception as exc:
+        cause = exc.__cause__ if isinstance(exc, GradcheckError) and exc.__cause__ else exc
+        return [Result("undefined-grad", "reverse", "zero", None, None, False,
+                       diagnosis=f"the backward raised {type(cause).__name__} ({cause}) when its "
+                       "output gradients were undefined; it must accept None/zero grads")]
+    return [_undefined_result(in_idx, array) for in_idx, array in zip(p.diff_in, grads)]
+
+
+def _undefined_vjp(ev: Evaluator) -> list:
+    """Gradients with every output's gradient undefined, on an engine that has them."""
+    p, E = ev.problem, ev.problem.engine
+    outs = [p.outputs[o] for o in p.diff_out]
+    zeros = [p.like_output(o, np.zeros_like(p.out_arrays[o])) for o in p.diff_out]
+    p.counts["vjp"] += 1
+    grads = E.grad([E.undefined_grad(o) for o in outs], [p.inputs[i] for i in p.diff_in], zeros)
+    return [None if g is None else E.to_numpy(g) for g in grads]
+
+
+def _undefined_result(in_idx: int, array) -> Result:
+    found = np.zeros((1, 0)) if array is None else np.asarray(array).reshape(1, -1)
+    result = compare("undefined-grad", "reverse", "zero", None, in_idx, np.zeros_like(found),
+                     found, 0.0)
+    if not result.passed:
+        result.diagnosis = ("with all output gradients undefined or zero the backward "
+                            "returns a nonzero gradient: it adds a term that does not "
+                            "multiply grad_output")
+    return result
+
+
+def grad_dtypes(ev: Evaluator) -> list:
+    """Each vjp gradient has its input's dtype, each tangent its output's."""
+    p = ev.problem
+    results = []
+    for out_idx in p.diff_out:
+        grads = ev.vjp({out_idx: np.ones_like(p.out_arrays[out_idx])}, "checking gradient dtypes")
+        for in_idx, g in grads.items():
+            expected = p.arrays[in_idx].dtype
+            ok = g is None or g.dtype == expected
+            results.append(Result("grad-dtype", "reverse", "input", out_idx, in_idx, ok,
+                                  diagnosis=None if ok else
+                                  f"the gradient has dtype {g.dtype} but input {in_idx} has "
+                                  f"dtype {expected}"))
+    return results
+
+
+def batched_products(ev: Evaluator, side: Side, rng, atol: float, rtol: float,
+                     batch: int = 2) -> list:
+    """The engine's batched product (``grad(..., is_grads_batched=True)`` in
+    reverse mode, vmap over a jvp in forward mode) equals one product per
+    batch entry."""
+    p = ev.problem
+    check, call, flag = BATCHED[side.mode]
+    results = []
+    for idx in side.carriers(p):
+        draws = rng.standard_normal((batch, side.carrier_size(p.layout, idx)))
+        vectors = [side.vectors(p, idx, row[None])[0] for row in draws]
+        singles = [side.single(ev, idx, v) for v in vectors]
+        try:
+            stacked = ev.engine_batch(side.product, idx, np.stack(vectors))
+        except Exception as exc:
+            raise GradcheckError(f"{p.name}: {call} raised {type(exc).__name__} ({exc}); "
+                                 f"pass {flag}") from exc
+        for r in side.receivers(p):
+            expected = np.concatenate([side.real_rows(p, r, None if s[r] is None else s[r][None], 1)
+                                       for s in singles])
+            found = side.real_rows(p, r, stacked[r], batch)
+            # a batched kernel may reduce in another order: in low precision that is
+            # a few roundings of the largest product, as between two runs
+            result = compare(check, f"batched-{side.mode}", side.mode, *side.key(idx, r),
+                             expected, found, atol + rtol * np.abs(expected)
+                             + repeat_rounding(p) * _largest(np.abs(expected)))
+            if not result.passed:
+                result.diagnosis = (f"the batched {side.product} differs from one "
+                                    f"{side.product} per batch entry: the formula mixes batch "
+                                    "entries or ignores the batch dimension")
+            results.append(result)
+    return results
+
+
+def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
+    """Outputs that do not require grad must not depend on the inputs."""
+    p = ev.problem
+    results = []
+    for out_idx in p.float_out:
+        if out_idx in p.diff_out:
+            continue
+        for in_idx in p.diff_in:
+            block = numerical[out_idx, in_idx]
+            result = compare("detached", "numerical", "zero", out_idx, in_idx,
+                             np.zeros_like(block), block, atol)
+            if not result.passed:
+                result.diagnosis = (
+                    f"output {out_idx} does not require grad, yet it depends on input "
+                    f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
+                    "no_grad, or a Function that marks it non-differentiable); if it is "
+                    "declared non-differentiable on purpose, pass check_detached=False")
+            results.append(result)
+    return results
+

@@ -1,0 +1,359 @@
+"""The one comparator: what was expected against what was found, within a tolerance.
+
+Every check reduces to a ``Result``: which check, which (output, input) pair,
+which two things were compared (``mode`` against ``against``), whether they
+agree, the largest error, where it is and the tolerance there. ``compare``
+is the one comparison that makes one (expected, actual, a tolerance per
+entry); each check adds only its diagnosis. ``compare_pair`` applies it to
+a pair of Jacobian blocks, with PyTorch's tolerance and ``diagnosis``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from adcheck.gradcheck.verdict.diagnosis import diagnose
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.serialize import json_array, json_float
+
+
+@dataclass
+class Result:
+    """The outcome of one check on one (output, input) pair."""
+
+    check: str
+    mode: str
+    against: str
+    out_idx: int | None
+    in_idx: int | None
+    passed: bool
+    max_error: float = 0.0
+    where: tuple | None = None
+    tolerance: float | None = None
+    expected: np.ndarray | None = None
+    actual: np.ndarray | None = None
+    diagnosis: str | None = None
+    detail: str | None = None
+    #: 1, or 2 when the function checked was the first derivative (gradgradcheck)
+    order: int = 1
+    #: where ``expected[0, 0]`` sits in the whole block when the arrays are a
+    #: window of it (a compressed or chunked check), else ``None``
+    origin: tuple | None = None
+    #: what the comparison could resolve (``gradcheck.numerics.precision.Precision``), when
+    #: known: set for precise checks of a formula narrower than double precision
+    precision: object = None
+    #: the input's name (a module's parameter, ``"layer.0.weight"``; a pytree leaf's
+    #: path), or ``None`` when the inputs are not named
+    in_name: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""
+        return {
+            "check": self.check, "mode": self.mode, "against": self.against,
+            "out_idx": self.out_idx, "in_idx": self.in_idx, "passed": self.passed,
+            "max_error": json_float(self.max_error),
+            "where": None if self.where is None else [int(k) for k in self.where],
+            "tolerance": json_float(self.tolerance),
+            "expected": json_array(self.expected), "actual": json_array(self.actual),
+            "diagnosis": self.diagnosis, "detail": self.detail, "order": self.order,
+            "origin": None if self.origin is None else [int(k) for k in self.origin],
+            "precision": None if self.precision is None else self.precision.to_dict(),
+            "in_name": self.in_name}
+
+
+def entry_errors(expected: np.ndarray, actual: np.ndarray,
+                 same_nonfinite: bool = False) -> np.ndarray:
+    """``|actual - expected|`` with any NaN mismatch (or NaN) counted as inf.
+
+    ``same_nonfinite``: entries where both are NaN, or both the same infinity
+    (in each part of a complex number), count as equal (error 0): for checks
+    that compare a computation with a repeat of itself, where the same NaN
+    twice is no difference (the NaN is another check's finding).
+    """
+    with np.errstate(invalid="ignore"):
+        err = np.abs(actual - expected)
+    err = err if err.dtype == np.float64 else err.astype(np.float64)
+    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
+                                                   np.asarray(actual))) is not None:
+        err[same] = 0.0
+    nan = np.isnan(err)
+    if nan.any():
+        err[nan] = np.inf
+    return err
+
+
+def _same_nonfinite(expected: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
+    """Where ``expected`` and ``actual`` hold the same non-finite value (``None``
+    when neither holds any: the usual case, found in two passes)."""
+    if np.isfinite(expected).all() and np.isfinite(actual).all():
+        return None
+
+    def same(e, a):
+        return (np.isnan(e) & np.isnan(a)) | (np.isinf(e) & (e == a)) | (np.isfinite(e) & (e == a))
+    e, a = np.broadcast_arrays(expected, actual)
+    both = same(e.real, a.real) & same(np.imag(e), np.imag(a))
+    return both & ~(np.isfinite(e) & np.isfinite(a))
+
+
+def worst(err: np.ndarray, tol: np.ndarray) -> tuple:
+    """(max error, where) preferring entries that violate ``tol``."""
+    if err.size == 0:
+        return 0.0, None
+    bad = err > tol
+    masked = np.where(bad, err, -1.0) if bad.any() else err
+    flat = int(np.argmax(masked))
+    where = np.unravel_index(flat, err.shape)
+    return float(err[where]), tuple(int(k) for k in where)
+
+
+def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: int | None,
+            expected: np.ndarray, actual: np.ndarray, tol, same_nonfinite: bool = False) -> Result:
+    """The one comparison: ``actual`` passes where ``|actual - expected| <= tol``
+    entry by entry (``tol`` an array of their shape, or one number; NaN never
+    passes, unless ``same_nonfinite`` and both are NaN: see ``entry_errors``).
+    The ``Result`` holds the largest error (one that fails first), where it
+    is, the tolerance there, and both arrays; no diagnosis."""
+    err = entry_errors(expected, actual, same_nonfinite)
+    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
+    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
+                                                   np.asarray(actual))) is not None:
+        # a tolerance computed from a NaN is NaN: the same NaN passes anyway
+        tol = np.where(same, np.inf, tol)
+    passed = bool(np.all(err <= tol))
+    max_error, where = worst(err, tol)
+    return Result(check, mode, against, out_idx, in_idx, passed, max_error, where,
+                  None if where is None else float(tol[where]), expected, actual)
+
+
+def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int, in_idx: int,
+                 atol: float, rtol: float, tol: np.ndarray | None = None,
+                 explain: bool = True, same_nonfinite: bool = False) -> Result:
+    """Compare ``actual[out_idx, in_idx]`` with ``expected[out_idx, in_idx]``.
+
+    The comparison is PyTorch's, in the complex form of the blocks:
+    ``|a - e| <= atol + rtol * |e|`` entry by entry, unless a tolerance
+    matrix ``tol`` (same shape) is given. A failure gets ``diagnose``'s
+    sentence unless ``explain`` is False (the caller gives its own).
+    """
+    e = expected.complex_form(out_idx, in_idx)
+    a = actual.complex_form(out_idx, in_idx)
+    if tol is None:
+        with np.errstate(invalid="ignore"):  # 0 * inf: NaN, which never passes
+            tol = atol + rtol * np.abs(e)
+    result = compare(check, actual.mode, expected.mode, out_idx, in_idx, e, a, tol,
+                     same_nonfinite)
+    if not result.passed and explain:
+        layout = actual.layout
+        result.diagnosis = diagnose(
+            expected[out_idx, in_idx], actual[out_idx, in_idx], tol, actual.mode,
+            layout.out_complex[out_idx], layout.in_complex[in_idx])
+    return result
+
+
+def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: float,
+                      rtol: float, tolerances: dict | None = None, explain: bool = True,
+                      same_nonfinite: bool = False) -> list:
+    """``compare_pair`` for every pair the two Jacobians share."""
+    results = []
+    for key in sorted(actual.keys()):
+        if key in expected:
+            tol = None if tolerances is None else tolerances.get(key)
+            results.append(compare_pair(check, expected, actual, *key, atol, rtol, tol, explain,
+                                        same_nonfinite))
+    return results
+
+
+#: entries per piece of a chunk that ``Tally.add`` takes at once: its temporaries
+#: then stay in cache, and a chunk is read a few times from memory, not a few dozen
+PIECE = 2 ** 15
+
+
+class Tally:
+    """``compare`` over a block seen a chunk at a time, without holding it.
+
+    Each ``add`` brings expected and actual entries of some columns (all rows)
+    and their tolerance in two parts: ``base`` (per entry) and a floor of
+    ``floor_unit`` times the largest ``|expected|`` of the whole block, which
+    is known only at the end. ``result`` then says what ``compare`` would on
+    the whole block: passed, the largest error (one that fails first) and
+    where, the tolerance there. Failing candidates are kept ``KEEP`` at a
+    time (those above the floor so far, largest errors first); the floor only
+    grows, so the final failures are among them unless more than ``KEEP``
+    entries lie between the floor seen so far and the final one. It also
+    counts what the diagnosis needs (``sums``, ``wrong``, ``active``,
+    failures on and off the diagonal, the first failing entry, entries above
+    the tolerance on each side, nonzero analytical entries).
+    """
+
+    KEEP = 256
+
+    def __init__(self, floor_unit: float = 0.0):
+        self.floor_unit = floor_unit
+        self.scale = 0.0
+        self.best = (-1.0, None, 0.0)           # (error, where, tolerance) overall
+        self.candidates: list = []              # (error, where, base tolerance)
+        self.sums = np.zeros(3)                 # e.e, e.a, a.a
+        self.counts = {"wrong": 0, "active": 0, "diagonal": 0, "off": 0,
+                       "expected": 0, "actual": 0, "nonzero": 0}
+        self.first: tuple | None = None
+
+    def floor(self) -> float:
+        return self.floor_unit * self.scale + 1e-300 if self.floor_unit else 0.0
+
+    def add(self, expected: np.ndarray, actual: np.ndarray, base: np.ndarray,
+            row0: int = 0, col0: int = 0, scale: float | None = None, also=()) -> None:
+        """Entries ``[row0:, col0:]`` of the block (complex form, 2-D), taken a
+        piece at a time (``pieces``: the temporaries then stay in cache);
+        ``scale``: the largest ``|expected|`` when the caller knows it (each
+        tally of a chunk would find it again, a pass over it); ``also``: other
+        tallies that compare the same entries (another mode whose block is
+        equal to this one, bit for bit), each counted once for all."""
+        if expected.size == 0:
+            return
+        tallies = [self, *also]
+        for tally in tallies:
+            tally._grow(expected, scale)
+        floor = self.floor()
+        for tally in tallies[1:]:
+            if tally.floor() != floor:   # (another floor: its own comparison)
+                tally.add(expected, actual, base, row0, col0, scale)
+        tallies = [t for t in tallies if t.floor() == floor]
+        for (r, c), e, a, b in zip(_origins(expected), pieces(expected), pieces(actual, expected),
+                                   pieces(base, expected)):
+            found = _compared(e, a, b, floor, row0 + r, col0 + c, self.KEEP)
+            for tally in tallies:
+                tally._take(*found)
+
+    def observe(self, expected: np.ndarray, scale: float | None = None) -> None:
+        """Count ``expected`` into the block's scale and ``sums[0]`` only: for
+        the reference block itself, compared with nothing (``scale`` as in ``add``)."""
+        self._grow(expected, scale)
+        if expected.size:
+            self.sums[0] += _dot(expected, expected)
+
+    def _grow(self, expected: np.ndarray, scale: float | None) -> None:
+        if scale is None and expected.size:
+            scale = max(largest(piece) for piece in pieces(expected))
+        if scale is not None:
+            self.scale = max(self.scale, scale)
+
+    def _take(self, best, sums, counts, first, candidates) -> None:
+        """Count in what ``_compared`` found in a piece."""
+        if best[0] > self.best[0]:
+            self.best = best
+        self.sums += sums
+        for key, count in counts.items():
+            self.counts[key] += count
+        if first is not None:
+            self.first = first if self.first is None else min(self.first, first)
+        if candidates:
+            self.candidates = sorted(self.candidates + candidates, key=lambda item: -item[0])
+            del self.candidates[self.KEEP:]
+
+    def result(self, check, mode, against, out_idx, in_idx) -> Result:
+        """The ``Result`` of the whole block (without arrays or diagnosis)."""
+        floor = self.floor()
+        failing = [c for c in self.candidates if c[0] > c[2] + floor]
+        if failing:
+            error, where, base = failing[0]
+            return Result(check, mode, against, out_idx, in_idx, False, error, where,
+                          base + floor)
+        error, where, tol = self.best
+        return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+
+
+def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
+    """One piece compared: the largest error (where, the tolerance there), the
+    sums and counts the diagnosis needs, the first failing entry and the
+    ``keep`` worst failing ones (largest first), for ``Tally._take``."""
+    err, flat = _errors(expected, actual)
+    tol = base + floor if floor else base
+    r, c = np.unravel_index(flat, err.shape)
+    best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0), float(tol.flat[flat]))
+    bad = err > tol
+    wrong = bool(bad.any())
+    sums = np.array((_dot(expected, expected), _dot(expected, actual), _dot(actual, actual)))
+    big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
+    counts = {"expected": int(np.count_nonzero(big_e)), "actual": int(np.count_nonzero(big_a))}
+    active = np.logical_or(big_e, big_a, out=big_e)
+    if wrong:
+        active |= bad
+    counts["active"] = int(np.count_nonzero(active))
+    counts["nonzero"] = int(np.count_nonzero(actual))
+    if not wrong:
+        return best, sums, counts, None, []
+    rows, cols = np.nonzero(bad)
+    on = int(np.sum(rows + row0 == cols + col0))
+    counts.update(wrong=len(rows), diagonal=on, off=len(rows) - on)
+    # (the first in row-major order whatever the order of the pieces)
+    first = (int(rows[0]) + row0, int(cols[0]) + col0)
+    worst_first = -err[rows, cols]
+    if len(rows) > keep:   # the keep largest, then in order
+        top = np.argpartition(worst_first, keep)[:keep]
+        rows, cols, worst_first = rows[top], cols[top], worst_first[top]
+    order = np.argsort(worst_first, kind="stable")
+    candidates = [(float(err[i, j]), (int(i) + row0, int(j) + col0), float(base[i, j]))
+                  for i, j in zip(rows[order], cols[order])]
+    return best, sums, counts, first, candidates
+
+
+def largest(array: np.ndarray) -> float:
+    """``max |array|`` (of a real array in two passes, without an array of
+    absolute values; of a complex one, of the moduli)."""
+    if not array.size:
+        return 0.0
+    if np.iscomplexobj(array):
+        return float(np.max(np.abs(array)))
+    return max(float(np.max(array)), -float(np.min(array)))
+
+
+def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple:
+    """``entry_errors`` (no same-NaN rule) and where the largest is, with one
+    temporary (a NaN, which ``argmax`` finds first, is rarely there)."""
+    with np.errstate(invalid="ignore"):
+        err = np.subtract(actual, expected)
+        err = np.abs(err, out=err) if err.dtype == np.float64 else np.abs(err).astype(np.float64)
+    flat = int(np.argmax(err))
+    if np.isnan(err.flat[flat]):
+        err[np.isnan(err)] = np.inf
+        flat = int(np.argmax(err))
+    return err, flat
+
+
+def pieces(array: np.ndarray, like: np.ndarray | None = None) -> list:
+    """``array`` (2-D) in pieces of about ``PIECE`` entries: bands of rows, or of
+    columns when ``like`` (default ``array``) is stored a column after another,
+    so that each piece is one stretch of memory. Arrays of one shape give
+    matching pieces for the same ``like``."""
+    like = array if like is None else like
+    return [array[span] for span in _spans(like)]
+
+
+def _origins(like: np.ndarray) -> list:
+    """Where each of ``pieces(_, like)`` starts: ``(row, column)``."""
+    return [(span[0].start or 0, span[1].start or 0) for span in _spans(like)]
+
+
+def _spans(like: np.ndarray) -> list:
+    rows, cols = like.shape
+    by_column = like.strides[0] < like.strides[1] and cols > 1
+    across, along = (cols, rows) if by_column else (rows, cols)
+    step = max(1, PIECE // max(1, along))
+    bands = [slice(k, min(k + step, across)) for k in range(0, across, step)]
+    whole = slice(0, along)
+    return [(whole, band) if by_column else (band, whole) for band in bands]
+
+
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """The real inner product of two arrays of one shape (over the real and
+    imaginary parts of complex ones), without flattening copies of a chunk
+    that is a slice of a larger array."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        x, y = np.asarray(x, dtype=complex), np.asarray(y, dtype=complex)
+        return _dot(x.real, y.real) + _dot(x.imag, y.imag)
+    for order, flag in (("C", "C_CONTIGUOUS"), ("F", "F_CONTIGUOUS")):
+        if x.flags[flag] and y.flags[flag]:   # one stretch of memory each, in one order
+            return float(np.dot(x.ravel(order), y.ravel(order)))
+    letters = "abcdefgh"[:np.ndim(x)]
+    return float(np.einsum(f"{letters},{letters}->", x, y))

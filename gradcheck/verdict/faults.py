@@ -1,0 +1,179 @@
+"""Faults of the function itself, each named for what it is.
+
+A derivative check compares numbers computed from the function; when the
+function does something that makes those numbers meaningless, the report
+says that instead of "the formula is wrong" or "not reentrant":
+
+- ``mutation_results``: the function (or its backward, or its jvp) changed
+  an input that requires grad in place. ``Problem`` compares those inputs
+  before and after every call it makes and records the first change;
+- ``determinism_results``: the function evaluated twice at the same inputs,
+  the same way, gives different outputs (a nondeterministic forward makes
+  finite differences noise);
+- ``nonfinite_results``: NaN or inf in the outputs at the given inputs or in
+  any Jacobian, naming the side (finite differences, the vjp, the jvp) and
+  the first entry; and the entries that Richardson extrapolation could not
+  resolve because every step straddled a jump (``Jacobian.unresolved``),
+  named as a discontinuity, not as a formula error.
+
+Each returns failing ``Result``s only: a fault that was not seen adds
+nothing to the report.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.verdict.compare import Result, compare
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.problem import Problem
+
+#: what each Jacobian's non-finite entries say about the function, by mode
+_SIDE = {"numerical": "finite differences", "reference": "the mpmath reference",
+         "reverse": "the vjp", "forward": "the jvp",
+         "fast-reverse": "the vjp", "fast-forward": "the jvp"}
+
+
+def _where(mask: np.ndarray) -> tuple:
+    return tuple(int(k[0]) for k in np.nonzero(mask))
+
+
+def _kind(value) -> str:
+    return "NaN" if np.isnan(value) else "inf"
+
+
+def mutation_results(problem: Problem) -> list:
+    """One failing result per input that requires grad and was changed in place."""
+    results = []
+    for in_idx, (who, what, change, where) in sorted(problem.mutations.items()):
+        position = "[" + ", ".join(str(k) for k in where) + "]"
+        results.append(Result(
+            "input-mutation", "function", "input", None, in_idx, False, change, None,
+            diagnosis=(f"{who} changed input {in_idx} in place while {what} (by {change:.1e} "
+                       f"at {position}): every evaluation must leave the inputs as they "
+                       "were, or the derivatives checked are those of another function; "
+                       "clone the input before modifying it (x = x.clone()), or use "
+                       "an out-of-place operation")))
+    return results
+
+
+#: units of rounding by which two runs of the same low-precision computation may
+#: differ (a parallel reduction sums in another order): what nondet_tol means there
+NONDET_ULPS = 8
+
+
+def repeat_rounding(problem: Problem) -> float:
+    """The relative difference allowed between two runs of the same computation
+    beyond ``nondet_tol``: ``NONDET_ULPS`` units of rounding of a formula narrower
+    than double precision (its kernels may reduce in another order each run,
+    as torch's do in float32), none in double precision."""
+    from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
+    return NONDET_ULPS * formula_epsilon(problem) if is_narrow(problem) else 0.0
+
+
+def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
+    """The function twice at the given inputs, the same call both times: the
+    outputs must agree within ``nondet_tol`` plus, for a low-precision formula,
+    its rounding relative to the output's largest value (``repeat_rounding``);
+    NaN passes where both are NaN."""
+    p = ev.problem
+    what = "evaluating it twice at the given inputs"
+    first, second = ev.evaluate({}, what), ev.evaluate({}, what)
+    rounding = repeat_rounding(p)
+    results = []
+    for o in p.float_out:
+        values = np.abs(first[o].reshape(-1))
+        scale = float(np.max(values, initial=0.0, where=np.isfinite(values)))
+        result = compare("deterministic", "function", "function", o, None,
+                         first[o].reshape(-1), second[o].reshape(-1),
+                         nondet_tol + rounding * scale, same_nonfinite=True)
+        if not result.passed:
+            result.diagnosis = (
+                f"nondeterministic forward: {p.subject} evaluated twice at the same inputs "
+                f"gives output {o} values that differ by {result.max_error:.1e}; finite "
+                "differences of a function that changes from call to call mean nothing: fix "
+                "its randomness inside it (a seeded generator), or, if the variation is "
+                f"intended and small, set nondet_tol >= {result.max_error:.1e}")
+            results.append(result)
+    return results
+
+
+def nonfinite_results(problem: Problem, jacobians: dict) -> list:
+    """NaN or inf in the outputs at the given inputs, then in each Jacobian
+    (the full one when fast mode also computed it)."""
+    results = []
+    bad_outputs = {}
+    for o in problem.float_out:
+        values = problem.out_arrays[o].reshape(-1)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            where = _where(bad)
+            bad_outputs[o] = f"output {o} is {_kind(values[where])} at [{where[0]}]"
+            results.append(Result(
+                "nonfinite-output", "function", "finite", o, None, False, np.inf, None,
+                diagnosis=(f"{bad_outputs[o]} ({int(bad.sum())} of {values.size} entries) at "
+                           "the given inputs: no derivative can be checked where the "
+                           "function is not finite; check it at points where it is")))
+    full = {jac.mode for label, jac in jacobians.items() if label.startswith("slow-")}
+    numerical = jacobians.get("slow-numerical", jacobians.get("numerical"))
+    for label, jac in jacobians.items():
+        if not label.startswith("slow-") and jac.mode.removeprefix("fast-") in full:
+            continue   # fast mode's projection: the full Jacobian says where
+        for key in sorted(jac.blocks):
+            block = jac.blocks[key]
+            if jac.unresolved and key in jac.unresolved:
+                results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
+                block = np.where(jac.unresolved[key], 0.0, block)
+            if not np.all(np.isfinite(block)):
+                expected = (None if numerical is None or numerical is jac
+                            else numerical.blocks.get(key))
+                results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
+    return results
+
+
+def _unresolved(key, mask: np.ndarray, cells: bool = False) -> Result:
+    where = _where(mask)
+    return unresolved_result(key, int(mask.sum()), mask.size, where, cells)
+
+
+def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = False) -> Result:
+    """The failure that ``count`` of ``size`` entries (cells of ``J S`` when
+    ``cells``), first ``where``, had no step free of a jump."""
+    out_idx, in_idx = key
+    what, column = ("cells of J S", "seed column") if cells else ("entries", "input coordinate")
+    return Result(
+        "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
+        diagnosis=(f"at {count} of {size} {what}, first [{where[0]}, "
+                   f"{where[1]}] (output coordinate {where[0]}, {column} {where[1]}), "
+                   "every step down to 2**-36 of the input straddles a jump or a kink: the "
+                   "function is discontinuous or not differentiable there, so those entries "
+                   "are no evidence for or against the formula; check it at a point away "
+                   "from the jump"))
+
+
+def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs) -> Result:
+    out_idx, in_idx = key
+    bad = ~np.isfinite(block)
+    where = _where(bad)
+    side = _SIDE.get(jac.mode, jac.mode)
+    count = f"{int(bad.sum())} of {block.size} entries, first at [{where[0]}, {where[1]}]"
+    if jac.mode in ("numerical", "reference"):
+        why = bad_outputs.get(out_idx) or (
+            "the function is NaN or inf within a step of the given inputs (a step leaves its "
+            "domain, or a pole or an overflow is near)")
+        text = (f"{side} give {_kind(block[where])} at {count}: {why}; the derivative cannot "
+                "be checked there by differences: check it at points where the function is "
+                "finite nearby")
+    else:
+        there = ""
+        if expected is not None and expected.shape == block.shape:
+            value = expected[where]
+            there = (f", where finite differences are {_kind(value)} too: the function is "
+                     "not differentiable there" if not np.isfinite(value) else
+                     f", where finite differences give {value:.6g}: the formula produces "
+                     "it (a 0/0, inf * 0, log(0), an input outside its domain, or a NaN "
+                     "constant)")
+        text = f"{side} returns {_kind(block[where])} at {count}{there}"
+    # where it is, is in the text: "max error inf" would say nothing
+    return Result("nonfinite", jac.mode, "finite", out_idx, in_idx, False, np.inf, None,
+                  diagnosis=text)
