@@ -32,7 +32,8 @@ if not __name__.startswith("adcheck."):     # the checkout's folder, imported by
                       "under the name 'adcheck' (see the README)")
 from . import domains, samples
 from .core import (CHECKS, DEFAULT_TOLERANCES, FLOATING, FLOATING_AND_COMPLEX, KnownFailure,
-                   OpInfo, SampleInput, Tolerance, identity, map_tensors, seed_for)
+                   OpInfo, Tolerance, seed_for)
+from .sample_input import SampleInput, identity, map_tensors
 from .plugins import load_plugin
 from .registry import (ENTRY_POINT_GROUP, PluginWarning, builtin_ops, families, get,
                        load_entry_points, names, op_db, register)

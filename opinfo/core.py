@@ -1,4 +1,4 @@
-"""``OpInfo`` and ``SampleInput``: what to check about one operator, as data.
+"""``OpInfo``: what to check about one operator, as data.
 
 An ``OpInfo`` says how to call an op (``op(sample.input, *sample.args,
 **sample.kwargs)``), which inputs to feed it (a sample function of specs,
@@ -14,65 +14,16 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from adcheck import refengine
 from adcheck.refengine import dtypes as _dt
-from adcheck.refengine.pytree import tree_leaves, tree_map
 
 from adcheck.gradcheck.core.modes import CAPABILITIES, KNOWN_AS
 
+from .sample_input import SampleInput
 from .samples import materialize
 
 #: the checks a known failure can name: the values, each check's known-failure name,
 #: and the same against torch's own formulas (``torch_``)
 CHECKS = ("values", *KNOWN_AS) + tuple(f"torch_{name}" for name in ("values", *KNOWN_AS))
-
-
-def identity(x):
-    """The default ``output_process_fn_grad``: the output unchanged."""
-    return x
-
-
-@dataclass
-class SampleInput:
-    """One call of an op: ``op(input, *args, **kwargs)``.
-
-    ``input`` is a tensor or a list of tensors (``cat``, ``stack``).
-    ``output_process_fn_grad`` maps the op's output to what is differentiated
-    and compared (for example the values of ``max(x, dim)``); it is applied to
-    torch outputs too, so it uses tensor methods and operators only. ``name`` describes the
-    sample; ``rule`` is set when the sample sits on a point where the op is
-    not differentiable and a documented rule fixes the gradient (such
-    samples come from ``OpInfo.special_inputs``, never ``sample_inputs``).
-    ``seed`` is the seed its tensors were drawn with, ``index`` its position.
-    """
-
-    input: object
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    output_process_fn_grad: Callable = identity
-    name: str = ""
-    rule: str | None = None
-    seed: int | None = None
-    index: int | None = None
-
-    def tensors(self) -> list:
-        """Every refengine tensor of the sample (input, args, kwargs), in order."""
-        return [leaf for leaf in tree_leaves((self.input, self.args, self.kwargs))
-                if isinstance(leaf, refengine.Tensor)]
-
-    def numpy(self):
-        """``(input, args, kwargs)`` with every tensor replaced by a NumPy array copy."""
-        return map_tensors((self.input, self.args, self.kwargs),
-                           lambda t: t.detach().numpy().copy())
-
-    def __repr__(self) -> str:
-        label = f" {self.name!r}" if self.name else ""
-        return f"SampleInput#{self.index}{label}(seed={self.seed})"
-
-
-def map_tensors(value, fn):
-    """``value`` (nested lists, tuples, dicts) with ``fn`` applied to each refengine tensor."""
-    return tree_map(lambda leaf: fn(leaf) if isinstance(leaf, refengine.Tensor) else leaf, value)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import numpy as np
 from adcheck.refengine.pytree import tree_map
 
 from .domains import REAL, Domain
+from .sample_input import SampleInput
 
 #: unary shapes: a scalar, an empty tensor, a vector, a matrix, a batch
 UNARY_SHAPES = ((), (0,), (4,), (2, 3), (2, 1, 3))
@@ -154,7 +155,6 @@ def full_rank(m: int, n: int, batch: tuple = (), **options) -> TensorSpec:
 
 def unary(domain: Domain = REAL, shapes=UNARY_SHAPES, **kwargs) -> Callable:
     """Samples of ``op(x, **kwargs)`` for each shape in ``shapes``."""
-    from .core import SampleInput
 
     def sample_func(opinfo, dtype):
         for shape in shapes:
@@ -164,7 +164,6 @@ def unary(domain: Domain = REAL, shapes=UNARY_SHAPES, **kwargs) -> Callable:
 
 def binary(domains=(REAL, REAL), pairs=BROADCAST_PAIRS, **kwargs) -> Callable:
     """Samples of ``op(x, y, **kwargs)`` over the broadcasting ``pairs``."""
-    from .core import SampleInput
 
     def sample_func(opinfo, dtype):
         for a, b in pairs:
