@@ -67,12 +67,6 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
     return keywords
 
 
-#: how torch's errors name each torch-only dtype
-_TORCH_SPELLINGS = {"bfloat16": ("BFloat16", "bfloat16"), "float16": ("Half", "float16")}
-#: what torch's ``Tensor.numpy()`` says of a dtype NumPy lacks (``ComplexHalf``)
-_NUMPY_BRIDGE = "Got unsupported ScalarType"
-
-
 class OpSubject:
     """One sample of a registry op, in one dtype, on one engine."""
 
@@ -85,6 +79,7 @@ class OpSubject:
         self.engine = engine
         self.name, self.family, self.index = info.name, info.family, sample.index
         self.dtype_name = dtype_name(dtype)
+        self.dtype_name_source = dtype_name(self.dtype)
         self.sample_name = sample.name or repr(sample)
 
     def call(self):
@@ -97,18 +92,30 @@ class OpSubject:
     def unsupported(self, message: str, exc: BaseException | None = None) -> str | None:
         """Why an error means the op does not run in this dtype, else ``None``:
         ``exc``, raised by the op's forward, is one the registry calls a missing
-        kernel (``unsupported_forward``); or, for a torch-only dtype, ``message``
-        names the dtype (torch has no kernel in it)."""
+        kernel (``unsupported_forward``); or, for a torch-only dtype, torch has
+        no kernel for the op in it (``no_kernel``). ``message`` alone never
+        decides: a derivative that raises where the forward runs is an error."""
         own = None if exc is None else getattr(self.registry, "unsupported_forward", None)
         if own is not None:
             reason = own(exc, self.dtype)
             if reason is not None:
                 return reason
-        if self.cast is None or not any(n in message for n in _TORCH_SPELLINGS[self.cast.name]):
-            return None
-        if _NUMPY_BRIDGE in message:  # torch's .numpy() refusing: a conversion of ours
-            return None
-        return f"torch runs this op, or its derivative, not in {self.cast.name} on CPU ({message})"
+        return None if self.cast is None else self.no_kernel()
+
+    def no_kernel(self) -> str | None:
+        """For a torch-only dtype: why torch has no kernel for the op in it, found
+        by running the forward on the sample cast to it (it raises) and on the
+        sample as made (it runs); ``None`` when the forward runs in the dtype or
+        fails in both. Run once per subject, and only after an error."""
+        if not hasattr(self, "_no_kernel"):
+            cast = _forward_fault(self.registry, self.info, self.sample, self.engine, self.cast)
+            wide = None if cast is None else _forward_fault(self.registry, self.info,
+                                                            self.sample, self.engine)
+            self._no_kernel = None if cast is None or wide is not None else (
+                f"torch runs this op not in {self.cast.name} on CPU (no kernel): its forward "
+                f"raises {fault_text(cast)} in {self.cast.name}, and runs in "
+                f"{self.dtype_name_source}")
+        return self._no_kernel
 
     def missing_derivative(self, message: str) -> str | None:
         """The failure an error ``message`` of a check is, when the registry says
@@ -156,6 +163,19 @@ class OpSubject:
             # torch's own formulas: only failures declared against torch apply
             return self.info.known_failure(f"torch_{name}", self.dtype, self.sample)
         return self.info.known_failure(name, self.dtype, self.sample)
+
+
+def _forward_fault(registry, info, sample, engine: str, cast=None) -> BaseException | None:
+    """What the op's forward raises on ``sample`` (cast to the torch-only dtype
+    ``cast``, if given), without recording a graph; ``None`` when it runs."""
+    import torch
+    try:
+        call = registry.call(info, sample, engine, **({} if cast is None else {"dtype": cast}))
+        with torch.no_grad():
+            call.func(*call.inputs)
+    except FAULTS as exc:
+        return exc
+    return None
 
 
 class TargetSubject:
@@ -244,8 +264,9 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
                                subject.seed(policy.seed, check), base,
                                subject.known_failure(check),
                                skip and (lambda exc: skip(check, exc)))
-    if result.status == "error" and unsupported(result.message):
-        result.status, result.message = "skipped", unsupported(result.message)
+    no_kernel = unsupported(result.message) if result.status == "error" else None
+    if no_kernel is not None:   # the forward shows it (a derivative's error stays an error)
+        result.status, result.message = "skipped", no_kernel
     if result.status == "failed" and report is not None:
         reason = cannot_judge(report, subject.dtype_name) or _overflowed(
             subject, check, call, kwargs, subject.seed(policy.seed, check), report)
