@@ -130,6 +130,8 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     kind = options.jacobian
     if options.reference is not None:
         kind = "dense"
+        if not budgets.fits(ev.budget, entries(ev)):
+            _refuse_reference_beyond_budget(ev, options)
     if options.precise and is_narrow(ev.problem):
         return _low_precision_plan(ev, rng, options, epsilon)
     if kind == "probed":
@@ -216,6 +218,19 @@ def _refuse_beyond_budget(ev: Evaluator):
         f"the memory budget of {ev.budget / 2**20:.0f} MiB; raise the budget "
         "(memory_budget=, --memory-budget) to check it, or check it in float64, where "
         "large Jacobians are compressed or built in chunks")
+
+
+def _refuse_reference_beyond_budget(ev: Evaluator, options: Options):
+    """The mpmath reference gives whole blocks only: beyond the budget the
+    check is refused, never compared with finite differences instead (a check
+    does not swap what it compares against without saying so)."""
+    p = ev.problem
+    raise UncheckableError(
+        f"{p.name}: a check against the mpmath reference (reference=) compares whole "
+        f"Jacobians, and this one has {entries(ev):,} entries, beyond the memory budget of "
+        f"{options.memory_budget / 2**20:.0f} MiB; raise the budget (memory_budget=, "
+        "--memory-budget) to check it against the reference, or leave out reference= to compare with finite "
+        "differences in chunks")
 
 
 def cells(ev: Evaluator, comp: Compression) -> int:
