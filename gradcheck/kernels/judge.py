@@ -1,0 +1,247 @@
+"""``check(kernel, inputs, against=ref)``: a low-precision kernel judged by its reference.
+
+The order of one check:
+
+1. *The reference first.* ``ref`` takes the kernel's arguments and is made of
+   ordinary ops; its own derivatives are checked in float64 with the precise
+   check (Richardson extrapolation, ``gradcheck.check(precise=True)``) on a
+   CPU copy of the inputs. A wrong reference is reported as such, under the
+   reference's name, and the kernel is not judged; a reference that raises
+   in float64, or has no differentiable output, is a ``ValueError``.
+2. *The kernel's run,* in its own dtype on its own device, ``repeats`` times:
+   its outputs, its vjps for every output coordinate (every row of its
+   Jacobian) and its jvps where it defines them. Runs that differ beyond
+   rounding are nondeterminism; within it, their spread widens the
+   allowance (``gradcheck.kernels.verdicts.spread``).
+3. *The verdict:* its values and Jacobians against the reference's float64
+   ones (run on the device, or on the CPU when the device has no float64),
+   entry by entry within the rounding allowance of
+   ``gradcheck.kernels.rounding``, each comparison with its resolution.
+
+A kernel that returns another dtype than its inputs' (float32 from bfloat16)
+is judged in the dtype it returns, its gradients in their inputs' dtype; the
+report's notes say so (``Report.coverage["kernel"]``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from adcheck.gradcheck.api import run as run_check
+from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
+from adcheck.gradcheck.core.jacobian import Jacobian, Layout
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.core.problem import Problem, function_name
+from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.kernels import device, rounding, verdicts
+from adcheck.gradcheck.verdict.report import Report
+
+#: runs of the kernel compared for nondeterminism
+REPEATS = 3
+
+
+def check(kernel, inputs, *, against, name: str | None = None, repeats: int = REPEATS,
+          check_forward_ad: bool = True, memory_budget: int = DEFAULT_BUDGET) -> Report:
+    """Judge ``kernel`` at ``inputs`` against the reference ``against`` (see the
+    module docstring) and return a ``Report``.
+
+    ``inputs``: torch tensors in the kernel's dtype on its device, those to
+    check requiring grad. ``against``: a function of ordinary ops with the
+    kernel's signature that runs in float64 (not an mpmath reference: that is
+    ``gradcheck.check(reference=...)``). ``check_forward_ad``: also judge the
+    kernel's jvp (skipped, said in the notes, when it defines none).
+    ``repeats`` (>= 1): runs compared for nondeterminism.
+    ``verdicts.summary(report)`` words the result.
+    """
+    start = time.perf_counter()
+    inputs = _validated(kernel, inputs, against, repeats)
+    name = name or function_name(kernel)
+    ref_name = function_name(against)
+    home = device.device_of(inputs)
+    where = device.wide_device(home)
+    own = _reference_first(against, inputs, ref_name, name, memory_budget)
+    if own is not None:
+        return own
+    kp = _kernel_problem(kernel, inputs, name)
+    wide = device.cast(inputs, torch.float64, where)
+    expected_out = device.run(against, wide)
+    _match(kp, expected_out, name, ref_name)
+    notes, dtype, grad_dtype = _dtypes(kp)
+    measured = rounding.measure(against, inputs, dtype, where, kp.diff_in, kp.diff_out,
+                                memory_budget)
+    if measured.note:
+        notes.append(measured.note)
+    if where != home:
+        notes.append(f"{home.type} has no float64: the reference ran on the CPU")
+    layout = Layout({i: tuple(inputs[i].shape) for i in kp.diff_in}, dict.fromkeys(kp.diff_in,
+                    False), {o: tuple(expected_out[o].shape) for o in kp.float_out},
+                    dict.fromkeys(kp.float_out, False))
+    expected = Jacobian("reverse", layout, device.reverse_blocks(
+        expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
+    report = Report(name, "torch", settings={"against": ref_name, "repeats": repeats,
+                                             "device": str(home), "memory_budget": memory_budget})
+    report.jacobians["float64 reference"] = expected
+    _judge(report, kernel, inputs, kp, expected, expected_out, measured,
+           (dtype, grad_dtype, memory_budget, repeats, check_forward_ad), notes)
+    report.coverage["kernel"] = notes
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _validated(kernel, inputs, against, repeats) -> tuple:
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if not callable(kernel) or not callable(against):
+        raise TypeError("check: the kernel and against= must be callables taking the kernel's "
+                        "inputs")
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise ValueError("check(against=...): kernels are judged on torch tensors; pass the "
+                         "kernel's inputs as torch tensors on its device")
+    if not any(device.floating(x) and x.requires_grad for x in inputs):
+        raise ValueError("check(against=...): no floating input requires grad, so there is "
+                         "nothing to judge; call .requires_grad_() on the inputs to check")
+    if any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs):
+        raise ValueError("check(against=...): a kernel is judged on real tensors; split a "
+                         "complex input into its real and imaginary parts")
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"check: repeats must be an integer >= 1, not {repeats!r}")
+    return inputs
+
+
+def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
+    """The reference's own precise check in float64 on the CPU: ``None`` when
+    it passes, else its report, named as the reference's."""
+    cpu64 = device.cast(inputs, torch.float64, torch.device("cpu"))
+    try:
+        outputs = device.run(ref, cpu64)
+    except Exception as exc:  # noqa: BLE001 - any failure of the reference is the user's to fix
+        raise ValueError(f"the reference {ref_name} fails in float64: {type(exc).__name__}: "
+                         f"{_one_line(exc)}; against= takes a function of ordinary ops that "
+                         "runs in float64 with the kernel's arguments") from None
+    if not any(device.floating(y) and y.requires_grad for y in outputs):
+        raise ValueError(f"the reference {ref_name} is not differentiable: none of its float64 "
+                         "outputs requires grad (a .detach(), .item() or no_grad inside it?); "
+                         "write it of differentiable torch ops")
+    try:
+        report = run_check(ref, cpu64, Options(precise=True, name=ref_name, memory_budget=budget))
+    except UncheckableError as exc:
+        raise ValueError(f"the reference {ref_name} is not differentiable in float64 "
+                         f"({_one_line(exc)}); write it of differentiable torch ops") from None
+    except GradcheckError as exc:
+        raise ValueError(f"the reference {ref_name} fails in float64: {_one_line(exc)}; "
+                         "against= takes a function of ordinary ops that runs in float64 "
+                         "with the kernel's arguments") from None
+    if report.passed:
+        return None
+    report.name = f"{ref_name} (the reference of {name})"
+    for result in report.failures:
+        note = ("the reference's own derivatives are wrong in float64, not the kernel's: "
+                "fix the reference; the kernel was not judged")
+        result.detail = note if result.detail is None else f"{note}\n  {result.detail}"
+    report.coverage["kernel"] = ["the reference failed its own check; the kernel was not "
+                                 "judged"]
+    return report
+
+
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def _kernel_problem(kernel, inputs, name) -> Problem:
+    try:
+        return Problem(kernel, inputs, name, warn_precision=False)
+    except GradcheckError as exc:
+        if any(device.floating(x) and x.dtype == torch.float64 for x in inputs):
+            raise GradcheckError(f"{_one_line(exc)}; a kernel that runs in low precision only "
+                                 "may refuse float64: pass its inputs in the dtype it runs in "
+                                 "(bfloat16, float16, float32); the reference runs in float64 "
+                                 "by itself") from exc.__cause__
+        raise
+
+
+def _match(kp: Problem, expected_out: tuple, name: str, ref_name: str) -> None:
+    """The reference's float64 outputs must be the kernel's: in number, shape,
+    and kind (floating or not), and differentiable where the kernel's are."""
+    if len(expected_out) != len(kp.outputs):
+        raise ValueError(f"{ref_name} returns {len(expected_out)} output(s) and {name} "
+                         f"{len(kp.outputs)}: the reference must return what the kernel returns")
+    for o, (mine, theirs) in enumerate(zip(kp.outputs, expected_out)):
+        if device.floating(mine) != device.floating(theirs):
+            raise ValueError(f"output {o}: {name} returns {_kind(mine)} and {ref_name} "
+                             f"{_kind(theirs)}: the reference must return the same kinds")
+        if device.floating(mine) and tuple(mine.shape) != tuple(theirs.shape):
+            raise ValueError(f"output {o}: {name} returns shape {tuple(mine.shape)} and "
+                             f"{ref_name} {tuple(theirs.shape)}: the reference must return "
+                             "the same shapes")
+        if o in kp.diff_out and not theirs.requires_grad:
+            raise ValueError(f"output {o} of {ref_name} does not depend differentiably on the "
+                             "inputs: the reference must be differentiable where the kernel is")
+
+
+def _kind(x) -> str:
+    return f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _dtypes(kp: Problem) -> tuple:
+    """``(notes, the dtype of the outputs, the dtype of the gradients)``: the
+    least precise of each."""
+    grads = max((kp.inputs[i].dtype for i in kp.diff_in), key=rounding.epsilon_of)
+    outs = max((kp.outputs[o].dtype for o in kp.float_out), key=rounding.epsilon_of)
+    notes = []
+    if outs != grads:
+        notes.append(f"the kernel returns {_name(outs)} from {_name(grads)} inputs: its values "
+                     f"are judged in {_name(outs)}, its gradients in {_name(grads)}")
+    return notes, outs, grads
+
+
+def _name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, notes) -> None:
+    """Every comparison of the kernel's runs with the reference's values."""
+    dtype, grad_dtype, budget, repeats, forward_ad = how
+    out_eps = rounding.epsilon_of(dtype)
+    jac_eps = max(out_eps, rounding.epsilon_of(grad_dtype))
+    values, reverse = [], []
+    for _ in range(repeats):
+        fresh = _fresh(inputs)
+        outs = device.run(kernel, fresh)
+        values.append({o: device.values(outs[o]) for o in kp.float_out})
+        reverse.append(device.reverse_blocks(outs, fresh, kp.diff_in, kp.diff_out, budget))
+    wanted = {o: device.values(expected_out[o]) for o in kp.float_out}
+    value_tol = {o: rounding.forward_allowance(wanted[o], out_eps, measured.forward.get(o))
+                 for o in kp.float_out}
+    block_tol = rounding.jacobian_allowance(expected, jac_eps, measured)
+    found, odd, value_tol = verdicts.spread(values, value_tol, "kernel")
+    report.results += odd
+    blocks, odd, block_tol = verdicts.spread(reverse, block_tol, "reverse")
+    report.results += odd
+    if repeats > 1 and not odd:
+        notes.append(f"{repeats} runs compared: their spread, within rounding, widens the "
+                     "allowance")
+    for o in kp.float_out:
+        report.results.append(verdicts.value_result(o, wanted[o], found[o], value_tol[o],
+                                                    _name(dtype)))
+    sides = {"reverse": blocks}
+    if forward_ad:
+        try:
+            sides["forward"] = device.forward_blocks(kernel, _fresh(inputs), kp.diff_in,
+                                                     kp.diff_out)
+        except Exception as exc:  # noqa: BLE001 - no jvp: forward mode is not judged
+            notes.append(f"the kernel defines no jvp ({type(exc).__name__}: "
+                         f"{_one_line(exc)[:120]}): forward mode not judged")
+    layout = expected.layout
+    for mode, made in sides.items():
+        report.jacobians[mode] = Jacobian(mode, layout, made)
+        for key in sorted(made):
+            report.results.append(verdicts.block_result(
+                mode, key, expected.blocks[key], made[key], block_tol[key], _name(grad_dtype)))
+    report.counts = {"kernel runs": repeats + (1 if "forward" in sides else 0)}
+
+
+def _fresh(inputs: tuple) -> tuple:
+    """New leaves holding the inputs' values (same dtype and device)."""
+    return tuple(x.detach().clone().requires_grad_(x.requires_grad) if device.floating(x)
+                 else x for x in inputs)

@@ -1,0 +1,145 @@
+"""How far a correct kernel may be from its reference's float64 values.
+
+A kernel in bfloat16, float16 or float32 cannot match the float64 values of
+its reference: everything it stores is rounded. Its allowance is the
+rounding the *same computation* incurs in the kernel's dtype, from two
+sources, added:
+
+- the rounding model of the low-precision checks
+  (``gradcheck.lowprec.lowprecision.allowance``: each stored result's
+  rounding ``u |J|``, library kernels' few float32 ulps, the sums' rounding
+  ``s log2(n) M`` and the forward's loss ``eps_o M``, both measured on the
+  reference run in the kernel's dtype against its float64 run), which already
+  carries that module's ``MARGIN``;
+- the rounding *measured*: the reference itself run in the kernel's dtype at
+  the inputs and at ``POINTS - 1`` points next to them (each coordinate moved
+  by a relative ``NUDGE`` of random sign, then rounded to the dtype), its
+  Jacobian against its float64 Jacobian at the same values, the largest
+  difference of each entry over the points, times ``MARGIN``. This is what
+  covers a derivative that cancels (a softmax or a norm's backward, whose
+  entries are differences of terms far larger than themselves) and one
+  conditioned by its own output (tanh's ``1 - y**2``), entry by entry.
+
+Entries of the size of their block's largest ``M`` are then judged by their
+own relative rounding; entries that are the small difference of large terms
+get the normwise terms ``(s log2(n) + eps_o) M`` and the measured rounding of
+their cancellation. The forward values get the same two parts: one rounding
+of each value and a few float32 ulps of the largest, plus the measured
+forward rounding of the reference in the dtype.
+
+The *resolution* of a comparison is the largest allowance relative to the
+block's largest expected entry: an error of any entry above that fraction of
+``M`` is found, whatever the entry; below it, a bug is "not detectable at this
+precision".
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.kernels import device
+from adcheck.gradcheck.lowprec.lowprecision import (
+    KERNEL_ULPS,
+    MARGIN,
+    SMALLEST,
+    U32,
+    allowance,
+    forward_rounding,
+    sum_units,
+)
+
+#: the points the reference's rounding is measured at (the inputs and the
+#: ones next to them), and how far those are moved (relative; at least 4
+#: units of the dtype, so that the move survives rounding to it)
+POINTS = 3
+NUDGE = 2.0 ** -12
+
+
+def epsilon_of(dtype) -> float:
+    """Machine epsilon of a torch floating dtype."""
+    return float(torch.finfo(dtype).eps)
+
+
+class Measured:
+    """The reference's rounding in the kernel's dtype, largest over the points:
+    ``jacobian`` by block and ``forward`` by output (flat), both absolute;
+    ``problems``: the reference in the dtype and in float64 at the inputs
+    (``Problem``s, for the model's measured units); ``note``: why the
+    measurement is missing, or ``None``."""
+
+    def __init__(self):
+        self.jacobian, self.forward = {}, {}
+        self.problems = None
+        self.note = None
+
+    def add(self, low_blocks, wide_blocks, low_out, wide_out) -> None:
+        for key, block in low_blocks.items():
+            diff = np.nan_to_num(np.abs(block - wide_blocks[key]), nan=np.inf)
+            self.jacobian[key] = np.maximum(self.jacobian.get(key, 0.0), diff)
+        for o, (a, b) in enumerate(zip(low_out, wide_out)):
+            if device.floating(b):
+                diff = np.nan_to_num(np.abs(device.values(a) - device.values(b)), nan=np.inf)
+                self.forward[o] = np.maximum(self.forward.get(o, 0.0), diff)
+
+
+def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Measured:
+    """The reference run in ``dtype`` on the inputs' device against its float64
+    run on ``where``, at ``POINTS`` points (see the module docstring)."""
+    found = Measured()
+    rng = np.random.default_rng(0)
+    step = max(NUDGE, 4 * epsilon_of(dtype))
+    home = device.device_of(inputs)
+    for k in range(POINTS):
+        point = inputs if k == 0 else device.nudged(inputs, rng, step)
+        low = device.cast(point, dtype, home)
+        wide = device.cast(low, torch.float64, where)
+        try:
+            low_out, wide_out = device.run(ref, low), device.run(ref, wide)
+            low_blocks = device.reverse_blocks(low_out, low, diff_in, diff_out, budget)
+        except Exception as exc:  # noqa: BLE001 - the model alone then bounds the rounding
+            found.note = (f"the reference does not run in {str(dtype).removeprefix('torch.')} "
+                          f"({type(exc).__name__}): the rounding model alone makes the allowance")
+            found.jacobian, found.forward = {}, {}
+            return found
+        wide_blocks = device.reverse_blocks(wide_out, wide, diff_in, diff_out, budget)
+        found.add(low_blocks, wide_blocks, low_out, wide_out)
+        if k == 0:
+            found.problems = (Problem(ref, low, "reference", warn_precision=False),
+                              Problem(ref, wide, "reference", warn_precision=False))
+    return found
+
+
+def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured) -> dict:
+    """The allowance of each block of the kernel's Jacobian against the
+    reference's float64 ``expected`` (see the module docstring)."""
+    relative = units = None
+    if measured.problems is not None:
+        low, wide = measured.problems
+        relative, _ = forward_rounding(low, wide)
+        units = sum_units(low, wide)
+    model = allowance(expected, epsilon, relative, None, units)
+    return {key: model[key] + MARGIN * measured.jacobian.get(key, 0.0) for key in model}
+
+
+def forward_allowance(expected: np.ndarray, epsilon: float, measured: np.ndarray | None):
+    """The allowance of each value of one output (flat) of dtype ``epsilon``."""
+    y = np.abs(expected)
+    top = float(np.max(y, initial=0.0, where=np.isfinite(y)))
+    u = epsilon / 2
+    terms = (u + KERNEL_ULPS * U32) * y + KERNEL_ULPS * U32 * top + SMALLEST.get(epsilon, 0) / 2
+    if measured is not None:
+        terms = terms + measured
+    return np.where(np.isfinite(terms), MARGIN * terms, np.inf)
+
+
+def resolution(tolerance: np.ndarray, expected: np.ndarray) -> float | None:
+    """The largest ``tolerance`` relative to the largest finite ``|expected|``:
+    an error of any entry above that fraction of it is found."""
+    e = np.abs(expected)
+    top = float(np.max(e, initial=0.0, where=np.isfinite(e)))
+    finite = np.isfinite(e)
+    if top == 0 or not finite.any():
+        return None
+    return float(np.max(tolerance[finite])) / top
