@@ -35,10 +35,12 @@ measures how often they escape.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
 
+import mpmath
 import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
@@ -211,7 +213,10 @@ def row_summary(squares: np.ndarray, floors: np.ndarray, count: int,
     (``typical``) and the number of rows; with ``rest`` (per row, the mean
     absolute part of reverse mode's tolerance when ``W`` is the identity),
     its median ratio too (``exact``). ``None`` for a block of zeros."""
-    rho = np.sqrt(squares / count)          # ~ the row norms of J D
+    # (J u)_i^2 summed over ``count`` Gaussian directions is rho_i^2 times a
+    # chi-square of ``count`` degrees: the median row of it over ``count``
+    # is short of rho^2 by that chi-square's median over ``count`` (0.45 for one)
+    rho = np.sqrt(squares / count / chi2_median_mean(count))   # ~ the row norms of J D
     ok = rho > 0
     if not ok.any():
         return None
@@ -220,6 +225,15 @@ def row_summary(squares: np.ndarray, floors: np.ndarray, count: int,
     if rest is not None:
         found["exact"] = float(np.median(rest[ok] / rho[ok]))
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def chi2_median_mean(count: int) -> float:
+    """The median of a chi-square of ``count`` degrees of freedom, over ``count``."""
+    half = mpmath.mpf(count) / 2
+    below = lambda x: mpmath.gammainc(half, 0, x / 2, regularized=True) - 0.5  # noqa: E731
+    return float(mpmath.findroot(below, (mpmath.mpf(0), mpmath.mpf(4 * count + 8)),
+                                 solver="bisect")) / count
 
 
 def odds_of_rows(summaries: dict, reverse_tolerances: dict | None, k: int, c: float,
