@@ -166,3 +166,36 @@ def dirty_jvp_updates_the_tangent_in_place(E):
     assert message == ("An inplace custom Function is not modifying the forward mode gradients "
                        "inplace. If the forward is modifying an input inplace, then the jvp "
                        "function must modify the corresponding gradient inplace.")
+
+
+@case("a recorded Function that marks dirty a view it made itself (not an input) is refused "
+      "with the not-an-input message, after the leaf check and before any view check; a plain "
+      "tensor that is not an input only warns", source=TORCH_BEHAVIOUR)
+def dirty_view_that_is_not_an_input_refused(E):
+    def marking(make, outputs=1):
+        class MarkOther(E.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = make(x)
+                ctx.mark_dirty(y)
+                return y if outputs == 1 else (y, x * 3)
+
+            @staticmethod
+            def backward(ctx, g, *rest):
+                return g
+        return MarkOther
+
+    refused = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors "
+               "that have been mutated should be passed to ctx.mark_dirty().")
+    for x in (E.ones(2, requires_grad=True), E.ones(3, requires_grad=True)[:2] * 1):
+        assert _refused(lambda: marking(lambda t: (t * 2)[:1]).apply(x)) == refused
+        assert _refused(lambda: marking(lambda t: E.ones(2)[:1], outputs=2).apply(x)) == refused
+        # a leaf that requires grad is refused as a leaf first, with no warning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert _refused(lambda: marking(
+                lambda t: E.ones(2, requires_grad=True)).apply(x)).startswith(
+                "a leaf Variable that requires grad has been used in an in-place operation.")
+        assert caught == []
+    # not recorded: nothing is checked
+    assert marking(lambda t: (t * 2)[:1]).apply(E.ones(2)).tolist() == [2.0]

@@ -83,3 +83,55 @@ def node_hooks_of_a_multi_view_node_see_every_output(E):
     p.grad_fn.register_hook(lambda gi, go: seen.append(("post", [g is None for g in go])))
     p.sum().backward()
     assert seen == [("pre", [False, True]), ("post", [False, True])]
+
+
+def _returning(E, make):
+    class Views(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return make(ctx, x)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return None
+    return Views
+
+
+@case("the views returned by a recorded custom Function with more than one differentiable "
+      "output are multi-output views: writing to one in place, or through its base, gives the "
+      "multiple-views message; with one differentiable output, or unrecorded, it is the custom "
+      "Function message", source=TORCH_BEHAVIOUR)
+def custom_function_views_among_several_outputs(E):
+    multi = ("is a view and is being modified inplace. This view is the output of a function "
+             "that returns multiple views.")
+    custom = "This view was created inside a custom Function"
+    x = E.ones(2, dtype=E.float64, requires_grad=True) * 1
+    for make in (lambda ctx, t: (t[:1], t[1:]), lambda ctx, t: (t[:1], t * 2),
+                 lambda ctx, t: tuple(t.unbind(0)), lambda ctx, t: (t, t)):
+        a, b = _returning(E, make).apply(x)
+        with pytest.raises(RuntimeError) as info:
+            a.mul_(2)
+        assert str(info.value).startswith("Output 0 of Views " + multi)
+        assert a.grad_fn.name() == "ViewsBackward"
+    a, _ = _returning(E, lambda ctx, t: (t[:1], t[1:])).apply(x)
+    with pytest.raises(RuntimeError, match="its base or another view of its base has been "
+                                           "modified inplace. This view is the output of a "
+                                           "function that returns multiple views"):
+        x.mul_(2)
+        a * 1
+    y = E.ones(2, dtype=E.float64, requires_grad=True) * 1
+    # one differentiable output (an integer tensor or a non-differentiable one is not counted)
+    for make in (lambda ctx, t: (t[:1], E.ones(2, dtype=E.int64)[:1]),
+                 lambda ctx, t: (ctx.mark_non_differentiable(v := t[1:]), (t[:1], v))[1]):
+        a, b = _returning(E, make).apply(y)
+        with pytest.raises(RuntimeError, match=custom):
+            a.mul_(2)
+    # the non-differentiable view carries the custom-Function advice after the no_grad one
+    w = E.ones(1, dtype=E.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being "
+                                           "modified inplace with grad mode enabled. " + custom):
+        b.mul_(w)
+    a, b = _returning(E, lambda ctx, t: (t[:1], t[1:])).apply(E.ones(2, dtype=E.float64))
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being "
+                                           "modified inplace with grad mode enabled. " + custom):
+        a.mul_(w)

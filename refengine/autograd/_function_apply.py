@@ -9,7 +9,7 @@ from ..tensor import Tensor
 from . import forward_ad
 from .node import Node
 from .saved import SavedTensor
-from .view_nodes import CUSTOM, check_view_inplace, inherit_kind, rebase_after_inplace
+from .view_nodes import CUSTOM, MULTI, check_view_inplace, inherit_kind, rebase_after_inplace
 
 
 def _uses_setup_context(cls) -> bool:
@@ -62,7 +62,7 @@ def _wrap_outputs(ctx, args, outputs: tuple, record: bool) -> tuple:
     ctx._outputs_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else ((), None)
                          for o in wrapped]
     ctx._num_outputs = len(wrapped)
-    _mark_custom_views(ctx, wrapped)
+    _mark_custom_views(ctx, wrapped, record)
     return wrapped
 
 
@@ -87,14 +87,19 @@ def _check_dirty_returned(ctx, outputs) -> None:
                            "be outputs of the Function.")
 
 
-def _mark_custom_views(ctx, outputs) -> None:
+def _mark_custom_views(ctx, outputs, record: bool) -> None:
     # in-place on a view returned by a custom Function would bypass its
-    # backward: PyTorch forbids it, whether or not the call was recorded
+    # backward: PyTorch forbids it, whether or not the call was recorded; a
+    # recorded call with several differentiable outputs makes its views
+    # multi-output views, as a split does (PyTorch's order of messages)
+    differentiable = [o for o in outputs if isinstance(o, Tensor)
+                      and (o.is_floating_point() or o.is_complex())
+                      and not any(o is n for n in ctx._non_differentiable)]
     for o in outputs:
         if (isinstance(o, Tensor) and o._base is not None and (o.is_floating_point() or o.is_complex())
-                and not any(o is d for d in ctx._dirty)
-                and not any(o is n for n in ctx._non_differentiable)):
-            o._view_meta = inherit_kind(o._view_meta, CUSTOM)
+                and not any(o is d for d in ctx._dirty)):
+            multi = record and len(differentiable) > 1 and any(o is d for d in differentiable)
+            o._view_meta = inherit_kind(o._view_meta, MULTI if multi else CUSTOM)
 
 
 def _connect(ctx, args, outputs) -> None:
@@ -118,13 +123,17 @@ def _connect(ctx, args, outputs) -> None:
 
 def _check_dirty(t, args, n_outputs: int) -> None:
     """What PyTorch checks of an input that a recorded Function modified in place."""
-    if not any(t is a for a in args):
-        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
-                      "Tensors that have been mutated should be passed to ctx.mark_dirty().",
-                      UserWarning, stacklevel=4)
     if t._grad_fn is None and t.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                            "operation.")
+    if not any(t is a for a in args):
+        # PyTorch only warns for a plain tensor, but a view made inside forward
+        # would be rebased onto a base the Function never saw: refused first
+        text = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+        if t._base is not None:
+            raise RuntimeError(text)
+        warnings.warn(text, UserWarning, stacklevel=4)
     if t._base is None:
         return
     if n_outputs > 1:

@@ -32,21 +32,30 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                                        f"outputs but got {out.dtype}")
                 g = creation.ones_like(out)
         elif not isinstance(g, Tensor):
-            g = creation.full_like(out, g)
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
         else:
             if is_grads_batched:
                 _check_batched_shape(g, out, i)
             elif tuple(g.shape) != tuple(out.shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                                   f"{list(g.shape)} and output[{i}] has a shape of "
-                                   f"{list(out.shape)}.")
+                raise RuntimeError(f"Mismatch in shape: grad_output[{_position(grads, g)}] has "
+                                   f"a shape of {g.shape!r} and output[{_position(outputs, out)}] "
+                                   f"has a shape of {out.shape!r}.")
             if out.is_complex() != g.is_complex():
                 raise RuntimeError("For complex Tensors, both grad_output and output are "
                                    "required to have the same dtype. Mismatch in dtype: "
-                                   f"grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
-                                   f"has a dtype of {out.dtype}.")
+                                   f"grad_output[{_position(grads, g)}] has a dtype of {g.dtype} "
+                                   f"and output[{_position(outputs, out)}] has a dtype of "
+                                   f"{out.dtype}.")
         made.append(g)
     return made
+
+
+def _position(items, item) -> int:
+    """The index PyTorch prints for ``item``: it looks it up with ``list.index``,
+    which compares tensors with ``==``, so an earlier tensor of one equal
+    element is named instead, and a comparison that cannot broadcast raises."""
+    return list(items).index(item)
 
 
 def _check_batched_shape(g, out, i: int) -> None:

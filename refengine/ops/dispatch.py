@@ -205,6 +205,11 @@ def _forward(op: OpDef, env: dict, tensors: dict, numbers_only: bool) -> tuple[l
     token = _quiet_fp()   # IEEE results (inf, nan) are the semantics, not warnings
     try:
         result = op.forward(**args)
+    except ValueError as error:
+        if "could not be broadcast" not in str(error):
+            raise
+        raise RuntimeError(broadcast_error(
+            [t.shape for t in tensors.values() if isinstance(t, Tensor)])) from None
     finally:
         _restore_fp(token)
     want = op.result_dtype(dt) if (op.result_dtype and dt is not None) else dt
@@ -218,6 +223,21 @@ def _forward(op: OpDef, env: dict, tensors: dict, numbers_only: bool) -> tuple[l
     if want is not None and results[0].dtype != want.np:
         results[0] = results[0].astype(want.np)
     return results, dt
+
+
+def broadcast_error(shapes) -> str:
+    """PyTorch's words for shapes that do not broadcast: folded left to right,
+    the rightmost dimension whose sizes differ with neither of them 1."""
+    acc = tuple(shapes[0])
+    for shape in shapes[1:]:
+        shape, ndim = tuple(shape), max(len(acc), len(shape))
+        a, b = (1,) * (ndim - len(acc)) + acc, (1,) * (ndim - len(shape)) + shape
+        for i in range(ndim - 1, -1, -1):
+            if a[i] != b[i] and 1 not in (a[i], b[i]):
+                return (f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                        f"({b[i]}) at non-singleton dimension {i}")
+        acc = tuple(y if x == 1 else x for x, y in zip(a, b))
+    return "shapes " + ", ".join(str(list(s)) for s in shapes) + " do not broadcast"
 
 
 def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
