@@ -73,6 +73,13 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
                    "randn(3) per positional argument.")
 @click.option("--plugin", type=click.Path(dir_okay=False), metavar="FILE",
               help="Check the OpInfos defined in this Python file instead of MODULE:OBJECT.")
+@click.option("--against", metavar="MODULE:REF",
+              help="Judge MODULE:OBJECT as a low-precision kernel against this reference of "
+                   "ordinary torch ops run in float64 (not an mpmath reference); --inputs in "
+                   "the kernel's dtype. See docs/kernels.md.")
+@click.option("--device", "device_name", metavar="DEVICE",
+              help="With --against: the torch device the kernel's inputs live on (cpu, cuda, "
+                   "...; default cpu).")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
               help="With --plugin: dtypes to check (default float64, complex128).")
 @check_options("reverse,forward", engines=ENGINES + ("jax",))
@@ -81,7 +88,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @report_options
 @html_option
 def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, memory_budget,
-          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html):
+          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html,
+          against=None, device_name=None):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -100,6 +108,11 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     from adcheck.runner.checks import Policy
     from adcheck.runner.tasks import Settings
     level = verbosity(verbose, quiet)
+    if against is not None or device_name is not None:
+        from adcheck.cli.kernelcheck import kernel_check
+        if against is None:
+            raise InputError("--device applies to a kernel judged --against a reference")
+        return kernel_check(target, against, specs, device_name, seed, memory_budget, fmt, level)
     check_writable(junit_xml, write_baseline, html)
     if (target is None) == (plugin is None):
         raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "

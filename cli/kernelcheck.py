@@ -1,0 +1,87 @@
+"""``adcheck check FILE:KERNEL --against FILE:REF``: a kernel judged by its reference.
+
+The kernel and the reference are resolved as ``adcheck check`` resolves its
+target (a torch autograd.Function subclass or a plain function; the
+reference must be a plain function of torch ops). ``--inputs`` gives the
+kernel's inputs in its own dtype (``randn(4, 64) bfloat16; ...``), built
+with ``--seed`` on the CPU and moved to ``--device``. The verdict is
+``gradcheck.kernels.check``'s, printed by ``kernels.summary`` (or as JSON
+with ``--format json``). Exit 0 when it passes, 1 when a comparison fails,
+2 (one line) for bad input: a reference that raises in float64 or returns
+other outputs, a device that is not available, a spec that does not parse.
+"""
+from __future__ import annotations
+
+import json
+
+import click
+
+from adcheck.cli.errors import InputError
+from adcheck.cli.exit_codes import ExitCode
+
+
+def _resolved(text: str, role: str):
+    from adcheck.runner.errors import RunnerError
+    from adcheck.runner.target import resolve
+    try:
+        target = resolve(text, "torch")
+    except RunnerError as exc:
+        raise InputError(f"{role} {text}: {exc}") from None
+    if target.engine != "torch":
+        raise InputError(f"{role} {text} is a {target.kind}; kernels are judged on torch: give "
+                         "a torch autograd.Function subclass or a function of torch tensors")
+    return target
+
+
+def _device(name: str | None):
+    import torch
+    if name is None:
+        return torch.device("cpu")
+    try:
+        where = torch.device(name)
+        torch.zeros(1, device=where)
+    except (RuntimeError, TypeError, AssertionError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise InputError(f"--device {name}: not available here ({reason}); pick one of this "
+                         "machine's devices (cpu, or cuda when torch sees a GPU)") from None
+    return where
+
+
+def _inputs(specs: tuple, arity: int | None, seed: int, where) -> tuple:
+    import numpy as np
+
+    from adcheck.runner.spec import SpecError, build, parse
+    if len(specs) != 1:
+        raise InputError("--against needs the kernel's inputs, once: --inputs "
+                         "\"randn(4, 64) bfloat16; randn(64) bfloat16\" (in the kernel's dtype)")
+    try:
+        parsed = parse(specs[0])
+    except SpecError as exc:
+        raise InputError(f"--inputs: {exc}") from None
+    if arity is not None and len(parsed) != arity:
+        raise InputError(f"--inputs gives {len(parsed)} input(s) and the kernel takes {arity}")
+    made = build(parsed, "torch", np.random.default_rng(seed))
+    return tuple(x.detach().to(where).requires_grad_(x.requires_grad) for x in made)
+
+
+def kernel_check(target: str | None, against: str, specs: tuple, device_name: str | None,
+                 seed: int, memory_budget: int, fmt: str, level: int) -> None:
+    """Run the check and exit with its status (see the module docstring)."""
+    from adcheck.gradcheck import kernels
+    from adcheck.gradcheck.errors import GradcheckError
+    if target is None:
+        raise InputError("--against judges a kernel: give it as FILE:KERNEL, e.g. "
+                         "adcheck check ops.py:fused_norm --against ops.py:norm_reference")
+    kernel, ref = _resolved(target, "kernel"), _resolved(against, "--against")
+    where = _device(device_name)
+    inputs = _inputs(specs, kernel.arity, seed, where)
+    try:
+        report = kernels.check(kernel.func, inputs, against=ref.func, name=kernel.name,
+                               memory_budget=memory_budget * 2**20)
+    except (ValueError, TypeError, GradcheckError) as exc:
+        raise InputError(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), default=str))
+    elif level >= 0:
+        click.echo(kernels.summary(report))
+    click.get_current_context().exit(ExitCode.OK if report.passed else ExitCode.FAILED)

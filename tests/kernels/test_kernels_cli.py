@@ -1,0 +1,62 @@
+"""``adcheck check FILE:KERNEL --against FILE:REF``: verdicts and exit statuses."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from adcheck.cli.main import cli
+
+OPS = str(Path(__file__).parent / "fixtures" / "kernel_ops.py")
+INPUTS = "randn(4, 16) float16; rand(16) + 0.5 float16"
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, ["check", *args])
+
+
+def test_a_correct_kernel_passes_and_states_its_resolution():
+    result = _run(f"{OPS}:fused_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS)
+    assert result.exit_code == 0, result.output
+    assert "fused_rms: passed (float16 kernel against the float64 reference)" in result.output
+    assert "not detectable at this precision" in result.output
+
+
+def test_a_wrong_kernel_exits_1_naming_the_failing_comparison():
+    result = _run(f"{OPS}:buggy_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS)
+    assert result.exit_code == 1, result.output
+    assert "FAIL forward value, output 0" in result.output
+
+
+def test_json_holds_the_report():
+    result = _run(f"{OPS}:fused_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS,
+                  "--format", "json")
+    data = json.loads(result.output)
+    assert data["passed"] and data["settings"]["against"] == "rms_reference"
+
+
+@pytest.mark.parametrize("ref,message", [
+    ("raises64", "the reference raises64 fails in float64: RuntimeError"),
+    ("two_outputs", "returns 2 output(s) and fused_rms 1"),
+])
+def test_a_bad_reference_is_one_line_and_exit_2(ref, message):
+    result = _run(f"{OPS}:fused_rms", "--against", f"{OPS}:{ref}", "--inputs", INPUTS)
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_a_device_that_is_not_available_is_one_line_and_exit_2():
+    result = _run(f"{OPS}:fused_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS,
+                  "--device", "cuda")
+    assert result.exit_code == 2
+    assert "--device cuda: not available here" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_device_without_against_is_a_usage_error():
+    result = _run(f"{OPS}:fused_rms", "--device", "cpu")
+    assert result.exit_code == 2 and "--device applies to a kernel" in result.output
