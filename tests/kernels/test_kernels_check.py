@@ -116,3 +116,12 @@ def test_a_wrong_forward_is_a_value_failure():
     report = kernels.check(shifted, _inputs(torch.float16), against=rms_reference)
     failing = {r.check for r in report.failures}
     assert "value" in failing and "reverse" not in failing
+
+
+def test_assert_gradients_judges_a_kernel_against_its_reference(monkeypatch):
+    from pytest_adcheck import assert_gradients
+    report = assert_gradients(RMSNorm.apply, _inputs(torch.float16), against=rms_reference)
+    assert report.passed and "float64 reference" in report.jacobians
+    monkeypatch.setattr(RMSNorm, "scale", 2.0)
+    with pytest.raises(AssertionError, match=r"FAIL vjp \(reverse mode\), output 0, input 1"):
+        assert_gradients(RMSNorm.apply, _inputs(torch.float16), against=rms_reference)
