@@ -117,6 +117,10 @@ class Options:
         """
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(keywords) - set(known))
+        if "against" in unknown:   # issue 32: not reference=, which is an mpmath reference
+            raise TypeError("check: against= judges a kernel by its float64 reference: call "
+                            "adcheck.gradcheck.kernels.check(kernel, inputs, against=ref); "
+                            "check(reference=...) takes an mpmath reference")
         if unknown:
             raise TypeError(f"check: unknown keyword{'s' if len(unknown) > 1 else ''} "
                             f"{', '.join(unknown)}; the known keywords are {', '.join(known)}")

@@ -135,3 +135,10 @@ def test_a_kernel_on_cuda_is_judged_there():
         return gelu_kernel(x)
     report = kernels.check(on_device, x, against=gelu_reference)
     assert report.passed and set(seen) == {"cuda"}
+
+
+def test_gradcheck_check_with_against_points_to_the_kernel_check():
+    from adcheck import gradcheck
+    with pytest.raises(TypeError, match=r"kernels.check\(kernel, inputs, against=ref\); "
+                                        r"check\(reference=...\) takes an mpmath reference"):
+        gradcheck.check(gelu_kernel, _x(), against=gelu_reference)
