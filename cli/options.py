@@ -101,6 +101,22 @@ def html_option(func):
              "is interrupted (then partial).")(func)
 
 
+#: the exit statuses every checking command's --help lists (``runner.results.ExitCode``)
+EXIT_STATUSES = ("Exit status: 0 every op or target had its checks judged and none failed "
+                 "(failures in --baseline accepted); 1 a check failed or errored; 2 a usage "
+                 "or input error; 3 nothing failed but some op or target had every check "
+                 "skipped (nothing was checked; the reasons are printed; --allow-empty makes "
+                 "it 0); 129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM.")
+
+
+def allow_empty_option(func):
+    """--allow-empty (``ops``, ``op``, ``check``): exit 0 when nothing was judged."""
+    return click.option(
+        "--allow-empty", is_flag=True,
+        help="Exit 0 (not 3) when some op or target had every check skipped; they are "
+             "still listed, with the reasons.")(func)
+
+
 def registry_option(func):
     """--registry (``ops``, ``op``, ``list``): where the ops come from."""
     return click.option(

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import click
 
 from adcheck.cli.errors import InputError
-from adcheck.runner.results import RunReport
+from adcheck.runner.results import ALLOW_EMPTY, RunReport
 
 
 def load_baseline(path: str | None, registry: str = "opinfo") -> set | None:
@@ -72,11 +72,15 @@ def progress_bar(total: int, enabled: bool):
 
 def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | None,
            baseline_path: str | None, write_baseline: str | None, level: int,
-           html: str | None = None) -> None:
+           html: str | None = None, allow_empty: bool | None = None) -> None:
     """Compare with the baseline, write every output (``cli.output.publish``:
-    whole files, the true status in each), and exit with that status."""
+    whole files, the true status in each), and exit with that status.
+    ``allow_empty`` (``--allow-empty``) is recorded in the settings, where the
+    exit status reads it; ``None`` keeps what they hold (a merged report's)."""
     from adcheck.cli.output import publish, render
     from adcheck.runner import baseline
+    if allow_empty is not None:
+        report.settings[ALLOW_EMPTY] = allow_empty
     if accepted is not None:
         report.baseline = baseline.compare(report.results, accepted, baseline_path)
     announce(report)

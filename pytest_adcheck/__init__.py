@@ -18,6 +18,9 @@ Installing adcheck is enough; no ``-p`` flag or conftest is needed.
   project's, see ``pytest_adcheck.rootdir``); ``--adcheck-seed N`` sets the
   base seed; ``--adcheck-shard K/N`` collects only shard K of N of each
   marked selection, as ``adcheck ops --shard K/N`` runs it.
+- An op of a marked test whose every case was skipped (nothing judged) fails
+  the session, as ``adcheck ops`` exits 3 for it; ``--adcheck-allow-empty``
+  accepts it (``pytest_adcheck.verdicts``).
 
 Example::
 
@@ -44,6 +47,7 @@ from pytest_adcheck.plugin import (
     pytest_configure,  # noqa: F401
     pytest_generate_tests,  # noqa: F401
     pytest_load_initial_conftests,  # noqa: F401
+    pytest_runtest_makereport,  # noqa: F401
 )
 
 __all__ = ["assert_gradients"]

@@ -165,6 +165,10 @@ class OpCase:
         self.sample_name = sample_name
         self.settings = settings
         self._sample = None
+        #: after ``assert_passes``: ``(judged, skip reasons, every skip declared by the
+        #: op)``; the plugin gathers it
+        #: per op, so an op whose every case was skipped fails the session
+        self.verdict = None
 
     @property
     def id(self) -> str:
@@ -225,12 +229,20 @@ class OpCase:
         Otherwise a check declared a known failure on the OpInfo makes the
         test xfail with its reason, and a case whose every check was skipped
         skips with the reasons; a check that passes although declared a known
-        failure (a stale declaration) warns.
+        failure (a stale declaration) warns. As ``adcheck ops`` exits 3 for an
+        op with no check judged, the session fails (exit status 1, the reasons
+        in its summary) when every case of an op in a marked test skipped,
+        unless ``--adcheck-allow-empty`` is given.
         """
         __tracebackhide__ = True
         import warnings
         outcomes = self.run(checks)
         results = [result for result, _ in outcomes]
+        from adcheck.runner.results import declared
+        skipped = [r for r in results if r.status == "skipped"]
+        self.verdict = (len(skipped) < len(results) or not results,
+                        tuple(dict.fromkeys(f"{r.check}: {r.message}" for r in skipped)),
+                        all(declared(r) for r in skipped))
         failing = [(r, report) for r, report in outcomes if r.failing]
         if failing:
             raise AssertionError("\n".join(_failure(r, report, self.settings)

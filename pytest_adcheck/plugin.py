@@ -41,6 +41,11 @@ def pytest_addoption(parser):
                     help="Collect only shard K of N of each @pytest.mark.adcheck_ops "
                          "selection, as 'adcheck ops --shard K/N' (for CI matrices; every "
                          "pytest-xdist worker collects the same shard).")
+    group.addoption("--adcheck-allow-empty", action="store_true", default=False,
+                    dest="adcheck_allow_empty",
+                    help="Do not fail the session when every case of an op in an "
+                         "@pytest.mark.adcheck_ops test was skipped (nothing was "
+                         "checked), as 'adcheck ops --allow-empty'.")
     parser.addini("adcheck_plugins", type="paths", default=[],
                   help="OpInfo plugin files to load (paths relative to the ini file).")
 
@@ -75,6 +80,23 @@ def pytest_configure(config):
     config.stash[PLUGIN_FILES] = tuple(str(p.resolve()) for p in paths)
     if paths:
         _load_plugin_files(paths)
+    if not hasattr(config, "workerinput"):   # pytest-xdist's controller, or no xdist
+        from pytest_adcheck.verdicts import Verdicts
+        config.pluginmanager.register(Verdicts(config), "adcheck-verdicts")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Send a case's verdict (judged, or every check skipped) with its report, so
+    the process that ends the session (xdist's controller too) sees it."""
+    outcome = yield
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get(CASE_ARG) if call.when == "call" and callspec else None
+    verdict = getattr(case, "verdict", None)
+    if verdict is not None:
+        from pytest_adcheck.verdicts import PROPERTY
+        outcome.get_result().user_properties.append(
+            (PROPERTY, (item.nodeid.split("[", 1)[0], case.op_name, *verdict)))
 
 
 def _load_plugin_files(paths: list) -> None:

@@ -34,8 +34,9 @@ def cannot_judge(report, dtype_name: str) -> str | None:
         return None
     from adcheck.gradcheck.verdict.report import describe
     text = "cannot judge this sample: " + describe(failing[0], report.name).splitlines()[0]
-    if any(f.mode not in ("numerical", "reference", "function") and f.check not in NO_EVIDENCE
-           for f in failing):
+    output_nonfinite = any(f.check == "nonfinite-output" for f in failing)
+    if not output_nonfinite and any(f.mode not in ("numerical", "reference", "function")
+                                    and f.check not in NO_EVIDENCE for f in failing):
         text += (f" (AD's NaN and inf are where the true derivative is infinite, or beyond "
                  f"{dtype_name}'s largest value {largest:.6g}: an overflow, as it must be)"
                  if largest is not None else " (AD's NaN and inf are where the true "
@@ -47,9 +48,11 @@ def _no_evidence(report, result, largest) -> bool:
     if result.check in NO_EVIDENCE:
         return True
     infinite = result.check == "nonfinite" or not np.isfinite(result.max_error)
-    if infinite and any(f.check == "nonfinite-output" and f.out_idx == result.out_idx
-                        for f in report.failures):
-        return True   # NaN or inf derivatives of an output that is itself NaN or inf
+    if infinite and any(f.check == "nonfinite-output"
+                        and result.out_idx in (f.out_idx, None) for f in report.failures):
+        # NaN or inf derivatives of an output that is itself NaN or inf (a check of
+        # every output at once, out_idx None, meets its 0 * NaN as well)
+        return True
     if result.check == "nonfinite" and result.mode in ("numerical", "reference"):
         return True
     # AD's NaN or inf, or a comparison that failed on one, where the sample sits

@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     OK = 0             # every check passed
     FAILED = 1         # a check failed (a wrong formula)
     USAGE = 2          # bad input, an output that cannot be written, workers that cannot run
+    EMPTY = 3          # nothing failed, but some op or target had no check judged (all skipped)
     HANGUP = 129       # SIGHUP (128 + 1); the partial report was written
     INTERRUPTED = 130  # Ctrl-C, SIGINT (128 + 2); the partial report was written
     TERMINATED = 143   # SIGTERM (128 + 15), as CI sends on cancel; the partial report was written
@@ -32,6 +33,13 @@ STOPPED_BY = {"SIGHUP": ExitCode.HANGUP, "SIGINT": ExitCode.INTERRUPTED,
 STATUSES = ("passed", "failed", "known-failure", "skipped", "error")
 #: statuses that make a run fail (unless a baseline accepts them)
 FAILING = ("failed", "error")
+#: statuses that are a verdict on a formula (a skip and an error are not)
+JUDGED = ("passed", "failed", "known-failure")
+#: how a skip begins when the op declares the check's mode unsupported (``runner.checks``):
+#: a non-differentiable op such as ``eq``, not checked by design
+DECLARED = "the op does not declare support for "
+#: the ``settings`` key that lets a run with unjudged ops exit 0 (``--allow-empty``)
+ALLOW_EMPTY = "allow_empty"
 #: the check name of an outcome that concerns a whole task (setup, timeout)
 TASK_CHECK = "setup"
 #: how the message of a passed check declared a known failure begins (a stale declaration)
@@ -161,17 +169,53 @@ class RunReport:
         """The passed checks declared known failures (see ``CheckResult.stale``)."""
         return [r for r in self.results if r.stale]
 
+    def unjudged(self) -> dict:
+        """``{op: [reason, ...]}`` for each op or target whose every result was
+        skipped: nothing about its formulas was judged. The reasons are the
+        distinct skip messages, each prefixed by the checks it applies to.
+        An op with an error is left out: its error already fails the run."""
+        by_op: dict = defaultdict(list)
+        for r in self.results:
+            by_op[r.op].append(r)
+        found = {}
+        for op, results in by_op.items():
+            if all(r.status == "skipped" for r in results):
+                reasons: dict = defaultdict(list)
+                for r in results:
+                    reasons[r.message or "no reason given"].append(r.check)
+                found[op] = [f"{', '.join(dict.fromkeys(checks))}: {message}"
+                             for message, checks in reasons.items()]
+        return found
+
+    def empty(self) -> bool:
+        """Whether the run leaves something unchecked that the exit status must
+        say: an op or target with every check skipped for a reason other than
+        the op's own declaration (``DECLARED``), or, when every skip is such a
+        declaration, a run that judged nothing at all."""
+        unjudged = self.unjudged()
+        if not unjudged:
+            return False
+        if any(not declared(r) for r in self.results if r.op in unjudged):
+            return True
+        return not any(r.status in JUDGED for r in self.results)
+
     def exit_code(self) -> ExitCode:
-        """0 when nothing failed (or every failure is in the baseline), else 1;
-        2 when the workers could not run or an output could not be written;
-        128 + the signal's number when stopped by one (130 for Ctrl-C)."""
+        """0 when nothing failed (or every failure is in the baseline) and every
+        op had a check judged; 1 when a check failed or errored; 3 when nothing
+        failed but some op or target had every check skipped (``empty``; 0
+        with ``settings["allow_empty"]``); 2 when the workers could not run or an
+        output could not be written; 128 + the signal's number when stopped by
+        one (130 for Ctrl-C)."""
         if self.error is not None or self.output_error is not None:
             return ExitCode.USAGE
         if self.interrupted:
             return STOPPED_BY.get(self.signal or "SIGINT", ExitCode.INTERRUPTED)
-        if self.baseline is not None:
-            return ExitCode.FAILED if self.baseline.new else ExitCode.OK
-        return ExitCode.FAILED if self.failing() else ExitCode.OK
+        failed = bool(self.baseline.new) if self.baseline is not None else bool(self.failing())
+        if failed:
+            return ExitCode.FAILED
+        if self.empty() and not self.settings.get(ALLOW_EMPTY, False):
+            return ExitCode.EMPTY
+        return ExitCode.OK
 
     def by_op_and_check(self) -> dict:
         """``{op: {check: Counter(status)}}`` in the order results arrived."""
@@ -191,3 +235,8 @@ class RunReport:
         for r in self.results:
             total[r.op] += r.seconds
         return sorted(total.items(), key=lambda item: (-item[1], item[0]))[:n]
+
+
+def declared(result: CheckResult) -> bool:
+    """Whether ``result`` is a skip the op declared: it supports no such mode."""
+    return result.status == "skipped" and result.message.startswith(DECLARED)

@@ -6,6 +6,8 @@ import click
 from adcheck.cli.errors import InputError
 from adcheck.cli.options import (
     ENGINES,
+    EXIT_STATUSES,
+    allow_empty_option,
     check_options,
     html_option,
     parse_checks,
@@ -64,7 +66,7 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
                  patterns=[], family=None, target=plugin)
 
 
-@click.command("check")
+@click.command("check", epilog=EXIT_STATUSES)
 @click.argument("target", required=False, metavar="[MODULE:OBJECT]")
 @click.option("--inputs", "specs", multiple=True, metavar="SPEC",
               help=f"Inputs of the object, parsed (never evaluated), e.g. \"{EXAMPLE}\". "
@@ -86,10 +88,11 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the results are the same for any number.")
 @report_options
+@allow_empty_option
 @html_option
 def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, memory_budget,
-          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet, html,
-          against=None, device_name=None):
+          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
+          allow_empty, html, against=None, device_name=None):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -99,8 +102,7 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     built with no argument, a factory function of no argument, or an
     instance), checked in its inputs and its parameters, in double
     precision, each failure naming the parameter. --engine picks the engine
-    of a plain function; the others are checked on their own engine. Exit
-    status as for 'adcheck ops': 0 passed, 1 failed, 2 usage or input error.
+    of a plain function; the others are checked on their own engine.
     """
     from adcheck.cli.options import parse_dtypes
     from adcheck.cli.reporting import check_writable, finish, load_baseline
@@ -131,4 +133,5 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     else:
         report = _target_report(target, specs, engine, settings, jobs, fail_fast, level)
-    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html)
+    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,
+           allow_empty=allow_empty)

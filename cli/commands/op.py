@@ -7,6 +7,8 @@ import click
 
 from adcheck.cli.errors import InputError
 from adcheck.cli.options import (
+    EXIT_STATUSES,
+    allow_empty_option,
     check_options,
     html_option,
     parse_checks,
@@ -30,7 +32,7 @@ def _dtypes(registry, info, chosen, engine: str) -> list:
     return wanted
 
 
-@click.command("op")
+@click.command("op", epilog=EXIT_STATUSES)
 @click.argument("name")
 @click.option("--sample", "index", type=int, metavar="K",
               help="Only sample K (its index in the op's samples for each dtype).")
@@ -45,9 +47,10 @@ def _dtypes(registry, info, chosen, engine: str) -> list:
               show_default=True, help="The detailed view, or JSON with the full gradcheck "
                                       "reports, Jacobians included (schema adcheck-op v1).")
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")
+@allow_empty_option
 @html_option
 def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeout,
-       memory_budget, plugins, fmt, verbose, html):
+       memory_budget, plugins, fmt, verbose, allow_empty, html):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from adcheck.cli.output import publish, render
@@ -77,7 +80,8 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     settings = Settings(chosen_checks, policy, timeout,
                         tuple(str(p) for p in plugins), registry, keep_reports=True)
     tasks = plan([info], wanted, settings, sample=index)
-    report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted))
+    report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted,
+                                                    allow_empty=allow_empty))
     report.subject = describe(info)
     announce(report)
     color = sys.stdout.isatty()

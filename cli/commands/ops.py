@@ -7,6 +7,8 @@ import click
 
 from adcheck.cli.errors import InputError
 from adcheck.cli.options import (
+    EXIT_STATUSES,
+    allow_empty_option,
     check_options,
     html_option,
     parse_checks,
@@ -18,7 +20,7 @@ from adcheck.cli.options import (
 )
 
 
-@click.command("ops")
+@click.command("ops", epilog=EXIT_STATUSES)
 @click.argument("patterns", nargs=-1, metavar="[PATTERN]...")
 @click.option("--family", "families", multiple=True, metavar="NAME",
               help="Only ops of this family (repeatable); see 'adcheck list'.")
@@ -43,15 +45,15 @@ from adcheck.cli.options import (
                    "by measured or estimated cost, the same on every machine. Save each "
                    "shard's --format json and join them with 'adcheck merge'.")
 @report_options
+@allow_empty_option
 @html_option
 def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine, precise, seed,
         timeout, memory_budget, jobs, plugins, shard, fmt, junit_xml, baseline, write_baseline,
-        fail_fast, verbose, quiet, html):
+        fail_fast, verbose, quiet, allow_empty, html):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
-    all. Exit status: 0 all passed (or every failure is in --baseline), 1 a
-    check failed or errored, 2 a usage or input error, 130 interrupted.
+    all.
     """
     from adcheck.cli.reporting import check_writable, finish, load_baseline
     from adcheck.cli.runs import (
@@ -90,4 +92,5 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
                         tuple(str(p) for p in plugins), registry)
     report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level, shard=part,
                    patterns=list(patterns), family=list(families) or None, target=None)
-    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html)
+    finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,
+           allow_empty=allow_empty)

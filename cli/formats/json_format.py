@@ -27,9 +27,14 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
                                          processes cannot run its tasks), or null
   "stopped_early": bool,                 --fail-fast stopped at the first failure
   "seconds": float,                      wall time of the run
-  "exit_code": 0 | 1 | 2 | 129 | 130 | 143,   the status the command exits with
+  "exit_code": 0 | 1 | 2 | 3 | 129 | 130 | 143,   the status the command exits with
                                          (2: the run broke, or an output could not
-                                         be written; 129/130/143: SIGHUP/SIGINT/SIGTERM)
+                                         be written; 3: nothing failed but some op or
+                                         target had every check skipped (0 with
+                                         settings.allow_empty); 129/130/143:
+                                         SIGHUP/SIGINT/SIGTERM)
+  "unjudged": {op: [str]},               each op or target whose every check was
+                                         skipped, with the distinct reasons
   "summary": {"total": int, "passed": int, "failed": int,
               "known-failure": int, "skipped": int, "error": int},
   "results": [                           one per op, dtype, sample and check
@@ -132,6 +137,7 @@ def document(report: RunReport) -> dict:
         "signal": (report.signal or "SIGINT") if report.interrupted else None,
         "error": report.error, "stopped_early": report.stopped_early,
         "seconds": round(report.seconds, 3), "exit_code": int(report.exit_code()),
+        "unjudged": report.unjudged(),
         "summary": {"total": len(report.results), **counts},
         "results": [r.to_dict() for r in report.results],
         "slowest": [{"op": op, "seconds": round(s, 3)} for op, s in report.slowest()],

@@ -92,6 +92,9 @@ class OpTableFormat:
                 console.print(Text(f"{SHORT[result.status].upper()} {result.dtype}[{sample}] "
                                    f"{result.check}: {result.message}",
                                    style=STYLE[result.status]))
+        from adcheck.cli.formats.table import unjudged_lines
+        for line in unjudged_lines(report):
+            console.print(line)
 
 
 class OpJsonFormat:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from adcheck.runner.results import STATUSES, RunReport
+from adcheck.runner.results import ALLOW_EMPTY, STATUSES, ExitCode, RunReport, declared
 
 STYLE = {"passed": "green", "failed": "bold red", "known-failure": "yellow",
          "skipped": "dim", "error": "bold magenta"}
@@ -98,6 +98,33 @@ def _result_line(r) -> Text:
     return line
 
 
+def unjudged_lines(report: RunReport) -> list:
+    """One line per op or target whose every check was skipped, with the
+    reasons, at every verbosity (a run in which nothing was judged is no pass);
+    the ops that declare no derivative for the checks (``eq``) in one line."""
+    unjudged = report.unjudged()
+    by_declaration = [op for op in unjudged if all(
+        declared(r) for r in report.results if r.op == op)]
+    lines = []
+    for op, reasons in unjudged.items():
+        if op not in by_declaration:
+            line = Text("NOT CHECKED ", style="bold yellow")
+            line.append(op, style="bold")
+            lines.append(line.append(f": every check was skipped ({'; '.join(reasons)})"))
+    if by_declaration:
+        lines.append(Text(f"not checked, declaring no derivative for these checks: "
+                          f"{', '.join(by_declaration)}", style="yellow"))
+    if report.empty():
+        allowed = report.settings.get(ALLOW_EMPTY, False)
+        what = "targets" if report.settings.get("kind") else "ops"
+        lines.append(Text(
+            f"{len(unjudged)} of {len(report.by_op_and_check())} checked {what} had nothing "
+            "judged: " + ("accepted by --allow-empty" if allowed else
+                          f"exit status {int(ExitCode.EMPTY)} (pass --allow-empty to accept)"),
+            style="bold yellow"))
+    return lines
+
+
 def totals_line(report: RunReport) -> Text:
     counts = report.counts()
     line = Text()
@@ -168,7 +195,8 @@ class TableFormat:
                 if r.key in accepted:
                     line = Text("(accepted by the baseline) ", style="dim") + line
                 console.print(line)
-        for line in _stale_lines(report, verbosity) + _baseline_lines(report):
+        for line in unjudged_lines(report) + _stale_lines(report, verbosity) \
+                + _baseline_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:
             for line in _precision_lines(report):

@@ -10,7 +10,8 @@ TOP_LEVEL = {"schema": str, "schema_version": int, "adcheck_version": str, "comm
              "settings": dict, "interrupted": bool, "signal": (str, type(None)),
              "error": (str, type(None)), "stopped_early": bool,
              "seconds": (int, float), "exit_code": int, "summary": dict, "results": list,
-             "slowest": list, "baseline": (dict, type(None)), "shard": (dict, type(None))}
+             "slowest": list, "baseline": (dict, type(None)), "shard": (dict, type(None)),
+             "unjudged": dict}
 RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, type(None)),
           "sample_name": str, "check": str, "status": str, "message": str,
           "diagnosis": (str, type(None)), "seconds": (int, float),

@@ -112,6 +112,49 @@ def test_all_checks_skipped_skips_with_the_reason(project):
     result.stdout.fnmatch_lines(["SKIPPED*reference: the op has no mpmath reference*"])
 
 
+SKIPPED_OP_TEST = '''
+import pytest
+
+@pytest.mark.adcheck_ops("proj_good_sin", "proj_doubled_sin", checks={checks!r})
+def test_ref(adcheck_case):
+    adcheck_case.assert_passes()
+'''
+
+
+def test_an_op_with_nothing_judged_fails_the_session_as_the_command_line_exits_3(project):
+    """As ``adcheck ops`` exits 3 when an op had every check skipped, the session
+    fails (its cases skip) and the summary names the op and the reason."""
+    project.makepyfile(test_ref=SKIPPED_OP_TEST.format(checks="reference"))
+    result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py")
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*adcheck: nothing checked*",
+        "NOT CHECKED proj_good_sin (test_ref.py::test_ref): every check of every case was "
+        "skipped (reference: the op has no mpmath reference*",
+        "2 ops had nothing judged: the session fails (pass --adcheck-allow-empty to accept)"])
+    allowed = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py",
+                                           "--adcheck-allow-empty")
+    assert allowed.ret == pytest.ExitCode.OK
+    allowed.stdout.fnmatch_lines(["*accepted by --adcheck-allow-empty"])
+
+
+def test_an_op_judged_in_one_check_passes_the_session(project):
+    project.makepyfile(test_ref=SKIPPED_OP_TEST.format(checks=["reference", "reverse"])
+                       .replace('"proj_doubled_sin", ', ""))
+    result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK and "NOT CHECKED" not in result.stdout.str()
+
+
+@needs_xdist
+def test_under_xdist_the_controller_sees_the_skipped_op(project):
+    project.makepyfile(test_ref=SKIPPED_OP_TEST.format(checks="reference"))
+    result = project.runpytest_subprocess("--adcheck-plugin", "proj_opinfos.py", "-n", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["NOT CHECKED proj_doubled_sin (test_ref.py::test_ref)*"])
+
+
 def test_case_offers_the_sample_as_a_function(pytester):
     pytester.makepyfile(test_case='''
         import pytest
