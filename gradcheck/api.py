@@ -10,6 +10,7 @@ named inputs (``gradcheck.core.modules``); a front end that checks something els
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -20,6 +21,7 @@ from adcheck.gradcheck.core import heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.explore import explore
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.verdict.report import Report
 
@@ -31,8 +33,7 @@ def check(func, inputs, **keywords) -> Report:
     ``eps`` (1e-6), ``atol`` (1e-5), ``rtol`` (1e-3), ``nondet_tol`` (0.0),
     ``check_undefined_grad`` (True), ``check_grad_dtypes``,
     ``check_batched_grad``, ``check_batched_forward_grad``,
-    ``check_forward_ad`` (False), ``check_backward_ad`` (True), ``fast_mode``
-    (False). Ours:
+    ``check_forward_ad`` (False), ``check_backward_ad`` (True), ``fast_mode`` (False). Ours:
 
     - ``precise`` (False): Richardson-extrapolated numerical Jacobian with a
       per-entry error estimate, and a tolerance derived from it (see
@@ -71,6 +72,7 @@ def check(func, inputs, **keywords) -> Report:
     - ``input_names``: a name per input, shown beside its index in messages
       and kept in ``Result.in_name`` and ``Report.input_names``.
     - ``buffers`` (False): with a module, also check its floating point buffers.
+    - ``explore`` (False), ``explore_budget`` (20 s): search other inputs (``gradcheck.explore``).
 
     ``func`` may be a torch or refengine ``nn.Module``: its floating point
     parameters that require grad are then checked too, after the inputs, each
@@ -90,9 +92,13 @@ def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
     heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
     try:
-        return _run(func, inputs, options)
+        report = _run(func, inputs, options)
     finally:
         heap.release()
+    if options.explore:
+        # a room above this one: it is handed ``run`` instead of importing it
+        explore(run, func, inputs, options, report, progress=sys.stderr.isatty())
+    return report
 
 
 def _run(func, inputs, options: Options) -> Report:

@@ -24,6 +24,8 @@ from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
 DEFAULT_MEMORY_BUDGET = DEFAULT_BUDGET
 #: the least budget accepted: below it a single evaluation's arrays may not fit
 MIN_MEMORY_BUDGET = 2**20
+#: seconds ``explore=True`` may spend looking for failing inputs (``gradcheck.explore``)
+DEFAULT_EXPLORE_BUDGET = 20.0
 #: how the Jacobians are built (``jacobian``), see ``gradcheck.producers``
 JACOBIAN_KINDS = ("auto", "dense", "compressed", "probed")
 
@@ -65,6 +67,8 @@ class Options:
     input_names: tuple | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     jacobian: str = "auto"
+    explore: bool = False
+    explore_budget: float = DEFAULT_EXPLORE_BUDGET
 
     def __post_init__(self):
         if self.order not in (1, 2):
@@ -100,6 +104,9 @@ class Options:
             raise ValueError(f"check: memory_budget must be a number of bytes >= "
                              f"{MIN_MEMORY_BUDGET} (1 MiB), not {self.memory_budget!r}; "
                              "for example memory_budget=512 * 2**20")
+        if not _number(self.explore_budget) or not 0 < self.explore_budget < float("inf"):
+            raise ValueError(f"check: explore_budget must be a number of seconds > 0, not "
+                             f"{self.explore_budget!r}; for example explore_budget=20")
         if self.jacobian not in JACOBIAN_KINDS:
             raise ValueError(f"check: jacobian must be one of {', '.join(JACOBIAN_KINDS)}, "
                              f"not {self.jacobian!r}")

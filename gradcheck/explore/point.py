@@ -1,0 +1,121 @@
+"""What an explored point is, in words and as code that rebuilds it.
+
+``describe`` names the entries that differ from the given inputs and the
+kind of each ("exact zero in input 0 at [2]", "tie: input 0 [1] == input 1
+[1]", "|x| = 4.0e+01", "on the unit circle"); ``reproducer`` writes the
+failing inputs as engine code whose floats round-trip exactly (``repr`` of a
+double); ``Finding`` is what the report keeps of one failing point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: entries named one by one in a description; the others are counted
+NAMED = 4
+
+
+@dataclass
+class Finding:
+    """One failing explored point: its description, the failing results of
+    the check at that point (each carrying the point in ``detail``), the
+    inputs that rebuild it, and how the verdict was reached."""
+
+    description: str
+    reproducer: str
+    results: list = field(default_factory=list)
+    verdict: str = "fail"
+    arrays: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"point": self.description, "reproducer": self.reproducer,
+                "verdict": self.verdict,
+                "inputs": {str(i): _json(a) for i, a in self.arrays.items()}}
+
+
+def _json(array: np.ndarray):
+    if np.iscomplexobj(array):
+        return [[float(z.real), float(z.imag)] for z in array.reshape(-1)]
+    return [float(v) for v in array.reshape(-1)]
+
+
+def _index(array: np.ndarray, flat: int) -> str:
+    where = np.unravel_index(flat, array.shape) if array.ndim else ()
+    return "[" + ", ".join(str(int(k)) for k in where) + "]"
+
+
+def _kind(value, i: int, flat: int, point: dict, array: np.ndarray) -> str:
+    at = f"input {i} at {_index(array, flat)}"
+    for j in sorted(point):
+        other = point[j].reshape(-1)
+        for k in np.flatnonzero(other == value)[:2]:
+            if (j, int(k)) != (i, flat):
+                return (f"tie{' at exact zero' if value == 0 else ''}: input {i} "
+                        f"{_index(array, flat)} == input {j} {_index(point[j], int(k))}")
+    if value == 0:
+        return f"exact zero in {at}"
+    if np.iscomplexobj(value):
+        if abs(abs(value) - 1) < 1e-12:
+            return f"on the unit circle in {at}"
+        if value.imag == 0 or value.real == 0:
+            return f"on the {'real' if value.imag == 0 else 'imaginary'} axis in {at}"
+    return f"|x| = {abs(value):.1e} in {at}"
+
+
+def describe(given: dict, point: dict) -> str:
+    """The entries of ``point`` (arrays by input index) that differ from
+    ``given``, each with its kind; ``"the given inputs"`` if none does."""
+    parts = []
+    for i in sorted(point):
+        changed = np.flatnonzero(point[i].reshape(-1) != given[i].reshape(-1))
+        for k in changed:
+            parts.append(_kind(point[i].reshape(-1)[k], i, int(k), point, point[i]))
+    if not parts:
+        return "the given inputs"
+    shown = parts[:NAMED]
+    if len(parts) > NAMED:
+        shown.append(f"and {len(parts) - NAMED} more changed entries")
+    return "; ".join(shown)
+
+
+def _literal(array: np.ndarray) -> str:
+    """A nested list literal of ``array`` whose floats round-trip exactly."""
+    def nest(a):
+        if a.ndim == 0:
+            v = a.item()
+            return repr(complex(v)) if isinstance(v, complex) else repr(float(v))
+        return "[" + ", ".join(nest(x) for x in a) + "]"
+    return nest(np.asarray(array)).replace("inf", "float('inf')")
+
+
+def reproducer(engine: str, dtypes: dict, point: dict, given: dict) -> str:
+    """Code that rebuilds the inputs changed at ``point`` (by index) exactly;
+    the other inputs are the given ones. ``dtypes``: each input's dtype name."""
+    module = {"torch": "torch", "refengine": "adcheck.refengine",
+              "jax": "jax.numpy"}.get(engine, "numpy")
+    lines = []
+    for i in sorted(point):
+        if np.array_equal(point[i], given[i]):
+            continue
+        dtype = dtypes[i].split(".")[-1]
+        grad = ", requires_grad=True" if engine in ("torch", "refengine") else ""
+        make = "array" if engine in ("jax", "numpy") else "tensor"
+        lines.append(f"input{i} = {module}.{make}({_literal(point[i])}, "
+                     f"dtype={module}.{dtype}{grad})")
+    return "; ".join(lines)
+
+
+def annotate(results: list, description: str, code: str, bracket=None) -> list:
+    """``results`` (failing, from the check at the point) with the point, the
+    one-sided pair when a bracket decided, and the reproducer in ``detail``."""
+    text = f"at the explored point {description}"
+    if bracket is not None and bracket.left is not None:
+        text += (f"; {bracket.mode}-mode directional derivative {bracket.formula:.6e} "
+                 f"outside the one-sided derivatives [{bracket.left:.6e}, {bracket.right:.6e}]"
+                 f" for output {bracket.out_idx} at [{bracket.row}] along "
+                 + ", ".join(f"input {i} entries {ks}" for i, ks in bracket.direction.items()))
+    text += f"; reproduce with: {code}"
+    for result in results:
+        result.detail = text if not result.detail else f"{result.detail}\n  {text}"
+    return results

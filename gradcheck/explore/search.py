@@ -1,0 +1,220 @@
+"""The search: try the catalogue's points within a budget, judge, shrink, report.
+
+Each point is a whole check (``run``, handed over by ``api.check``) of the
+same function at another input, in precise mode (its error estimates, not a
+fixed atol, so that 10 % off is a failure at 1e-8 as at 40). A point where
+the forward raises or is not finite is outside the function's domain:
+skipped and counted. A failing point is judged again by one-sided
+derivatives (``brackets``): a subgradient convention at a kink passes, a
+point where no bracket forms is "not differentiable here", counted apart. A
+failure left is shrunk (``shrink``) and added to the report, its point and a
+reproducer in each result's ``detail``; ``Report.counts["explore"]`` keeps
+the tallies and the findings.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from adcheck.gradcheck.core import modules
+from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.problem import Problem, as_tuple
+from adcheck.gradcheck.core.secondorder import first_derivative
+from adcheck.gradcheck.engines import engine_for
+from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.explore import brackets, catalogue, point, shrink
+from adcheck.gradcheck.explore.deadline import Timeout, deadline
+from adcheck.gradcheck.verdict.compare import Result
+
+#: failures a one-sided verdict may explain (the Jacobians, and what follows from them)
+EXPLAINABLE = {"reverse", "forward", "nonfinite", "adjoint", "discontinuous"}
+#: findings kept before the search stops (the first, shrunk, says what to fix)
+MAX_FINDINGS = 1
+
+
+@dataclasses.dataclass
+class Tally:
+    """What the search did, for ``Report.counts["explore"]``."""
+
+    tried: int = 0
+    passed: int = 0
+    outside_domain: int = 0
+    not_differentiable: int = 0
+    kinks: int = 0
+    timeouts: int = 0
+    seconds: float = 0.0
+    budget: float = 0.0
+    findings: list = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["findings"] = [f.to_dict() for f in self.findings]
+        return out
+
+    def text(self) -> str:
+        return (f"explored {self.tried} points in {self.seconds:.1f} s: "
+                f"{len(self.findings)} failing, {self.outside_domain} outside the domain, "
+                f"{self.not_differentiable} not differentiable, {self.kinks} judged one-sided "
+                f"(kinks, ties: the formula lies between the one-sided derivatives), "
+                f"{self.timeouts} timed out")
+
+
+class Explorer:
+    """The search over one function's points (see the module docstring)."""
+
+    def __init__(self, run, func, inputs, options, report, quick_only: bool, progress: bool):
+        func, inputs, names, name = modules.prepare(func, inputs, options)
+        self.run, self.func, self.inputs = run, func, as_tuple(inputs)
+        self.engine = E = engine_for(self.inputs)
+        self.given = {i: E.to_numpy(x) for i, x in enumerate(self.inputs) if E.is_tensor(x)}
+        self.explored = [i for i in self.given if E.requires_grad(self.inputs[i])
+                         and E.is_differentiable_dtype(self.inputs[i]) and self.given[i].size]
+        self.options = dataclasses.replace(
+            options, explore=False, precise=options.reference is None, fast_mode=False,
+            seed=report.seed, name=name or report.name, input_names=names, buffers=False)
+        self.report, self.quick_only, self.progress = report, quick_only, progress
+        self.budget = options.explore_budget
+        self.tally = Tally(budget=self.budget)
+        self.start = time.perf_counter()
+
+    def remaining(self) -> float:
+        return self.budget - (time.perf_counter() - self.start)
+
+    def search(self) -> Tally:
+        rng = np.random.default_rng(self.report.seed)
+        found_kinds = set()
+        for candidate in catalogue.candidates(self.given, self.explored, rng,
+                                              include_full=not self.quick_only):
+            if self.remaining() <= 0 or len(self.tally.findings) >= MAX_FINDINGS:
+                break
+            if candidate.kind in found_kinds:
+                continue
+            outcome = self.try_point(candidate.arrays)
+            if outcome[0] == "stopped":
+                break
+            self.tally.tried += 1
+            self._count(outcome)
+            if outcome[0] == "fail":
+                found_kinds.add(candidate.kind)
+                self._keep(candidate.arrays, outcome)
+            self._say()
+        self.tally.seconds = time.perf_counter() - self.start
+        return self.tally
+
+    def _count(self, outcome) -> None:
+        kind = outcome[0]
+        field = {"pass": "passed", "domain": "outside_domain", "nondiff": "not_differentiable",
+                 "kink": "kinks", "timeout": "timeouts"}.get(kind)
+        if field:
+            setattr(self.tally, field, getattr(self.tally, field) + 1)
+
+    def _say(self) -> None:
+        if self.progress and self.tally.tried % 10 == 0:
+            print(f"explore {self.report.name}: {self.tally.tried} points, "
+                  f"{len(self.tally.findings)} failing, {max(self.remaining(), 0):.0f} s left",
+                  file=sys.stderr, flush=True)
+
+    def _keep(self, arrays: dict, outcome) -> None:
+        """Shrink a failing point and add it to the tally and the report."""
+        arrays, outcome = shrink.shrink(self, arrays, outcome)
+        full = {i: arrays.get(i, self.given[i]) for i in self.explored}
+        description = point.describe(self.given, full)
+        dtypes = {i: str(self.inputs[i].dtype) for i in self.given}
+        code = point.reproducer(self.engine.name, dtypes, arrays, self.given)
+        _, results, bracket = outcome
+        point.annotate(results, description, code, bracket)
+        self.tally.findings.append(point.Finding(description, code, results, "fail", arrays))
+
+    def rebuilt(self, arrays: dict) -> list:
+        E = self.engine
+        ins = list(self.inputs)
+        for i, a in arrays.items():
+            ins[i] = E.from_numpy_like(a, self.inputs[i], requires_grad=E.requires_grad(ins[i]))
+        return ins
+
+    def try_point(self, arrays: dict) -> tuple:
+        """``(kind, results, bracket)``: kind one of pass, domain, nondiff,
+        kink, timeout, stopped (the budget ended), fail; a failure's results
+        from the check at the point."""
+        remaining = self.remaining()
+        limit = min(remaining, max(2.0, self.budget / 4))
+        try:
+            with deadline(limit):
+                return self._judged(arrays)
+        except Timeout:
+            if limit >= remaining:    # the budget ended, not the point's time
+                return ("stopped", [], None)
+            description = point.describe(self.given, {**self.given, **arrays})
+            result = Result("explore-timeout", "function", "budget", None, None, True,
+                            detail=f"timed out after {limit:.1f} s at {description}")
+            self.report.results.append(result)
+            return ("timeout", [], None)
+
+    def _judged(self, arrays: dict) -> tuple:
+        ins = self.rebuilt(arrays)
+        E = self.engine
+        try:
+            with E.no_grad():
+                outs = as_tuple(self.func(*ins))
+        except Exception:    # outside the function's domain
+            return ("domain", [], None)
+        if any(E.is_tensor(o) and E.is_differentiable_dtype(o)
+               and not np.all(np.isfinite(E.to_numpy(o))) for o in outs):
+            return ("domain", [], None)
+        try:
+            checked = self.run(self.func, self.rebuilt(arrays), self.options)
+        except UncheckableError:
+            return ("nondiff", [], None)
+        except GradcheckError as exc:   # the formula raised where the function is fine
+            result = Result("explore-raised", "reverse", "function", None, None, False,
+                            diagnosis=str(exc).splitlines()[0])
+            return ("fail", [result], None)
+        if checked.passed:
+            return ("pass", [], None)
+        return self._bracketed(ins, checked)
+
+    def _bracketed(self, ins, checked) -> tuple:
+        failures = checked.failures
+        if any(f.check not in EXPLAINABLE for f in failures):
+            return ("fail", failures, None)
+        func, inputs = self.func, ins
+        if self.options.order == 2:
+            rng = np.random.default_rng(checked.seed)
+            func, inputs = first_derivative(func, ins, self.options.grad_outputs, rng,
+                                            self.options.name)
+        ev = Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
+        real = [i for i in self.explored if not np.iscomplexobj(self.given[i])]
+        if not real:
+            return ("fail", failures, None)
+        jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
+                     if m in checked.jacobians}
+        verdict = brackets.judge(ev, jacobians, real)
+        if verdict.verdict == "fail":
+            return ("fail", failures, verdict)
+        if verdict.verdict == "agree":
+            return ("pass", [], None)
+        return (verdict.verdict, [], None)
+
+
+def explore(run, func, inputs, options, report, quick_only: bool = False,
+            progress: bool = False):
+    """Explore ``func`` around ``inputs`` (see the module docstring) and add
+    what is found to ``report``: failing results carrying their point, one
+    ``explore`` result with the tallies, and ``report.counts["explore"]``.
+    ``run(func, inputs, options)`` is the check of one point."""
+    explorer = Explorer(run, func, inputs, options, report, quick_only, progress)
+    with warnings.catch_warnings():
+        # overflow and precision warnings at 1e300 or 1e-300 are what exploring is for
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        tally = explorer.search() if explorer.explored else Tally(budget=explorer.budget)
+    for finding in tally.findings:
+        report.results += finding.results
+    report.results.append(Result("explore", "explore", "special points", None, None,
+                                 True, detail=tally.text()))
+    report.counts["explore"] = tally.to_dict()
+    return tally
