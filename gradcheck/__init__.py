@@ -51,6 +51,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.producers import forward_jacobian, numerical_jacobian, reverse_jacobian
 from adcheck.gradcheck.numerics.reference import reference_jacobian
+from adcheck.gradcheck.harvest import harvest  # the function; its room: gradcheck.harvest.api
 from adcheck.gradcheck.verdict.report import Report
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
            "forward_jacobian",
            "gradcheck",
            "gradgradcheck",
+           "harvest",
            "numerical_jacobian",
            "reference_jacobian",
            "reverse_jacobian",

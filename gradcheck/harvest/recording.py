@@ -1,0 +1,270 @@
+"""Recording the custom Functions a model applies during one forward.
+
+``Recorder`` is a context manager: while it is open, every application of a
+user's ``torch.autograd.Function``, ``torch.library`` custom op or refengine
+``Function`` is recorded as an ``Application``: copies of its arguments taken
+before the call (so a Function that mutates its inputs is recorded at the
+inputs it was given), which of them required grad, which are the model's
+parameters (by name), whether grad mode was on, how deeply it was nested in
+another recorded Function, and the dotted module path of the submodule whose
+``forward`` applied it. It patches ``Function.apply`` of each engine that is
+imported and wraps the ``forward`` of each submodule of the model (an
+instance attribute, removed on exit), so the model's classes are never
+touched and everything is as it was once the block ends.
+
+``ModelState`` takes and puts back what a forward may change in a model: its
+parameters and their ``.grad``, its buffers (a BatchNorm's running
+statistics), its training flags and the engines' random generators.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+#: the module path of the model itself (its own ``forward``), as names show it
+ROOT = "(root)"
+
+
+def namespace(value):
+    """The engine module of a tensor (torch or refengine), else ``None``."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return torch
+    E = sys.modules.get("adcheck.refengine")
+    if E is not None and isinstance(value, E.Tensor):
+        return E
+    return None
+
+
+def _bases() -> list:
+    """``[(engine name, Function base class)]`` of the engines imported."""
+    found = []
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        found.append(("torch", torch.autograd.Function))
+    if "adcheck.refengine" in sys.modules:
+        from adcheck.refengine.autograd import Function
+        found.append(("refengine", Function))
+    return found
+
+
+def _own(cls) -> bool:
+    """Whether ``cls`` is the user's Function, not one the engines use inside."""
+    module = getattr(cls, "__module__", "") or ""
+    return not module.startswith(("torch.", "adcheck.refengine", "functorch"))
+
+
+def _changed(before, after) -> bool:
+    """Whether a tensor's values differ from its copy (NaN equal to NaN)."""
+    if tuple(before.shape) != tuple(after.shape):
+        return True
+    if before.is_floating_point() or before.is_complex():
+        differs = (before != after) & ~(before.isnan() & after.isnan())
+    else:
+        differs = before != after
+    return bool(differs.any())
+
+
+@dataclass
+class Application:
+    """One call of a custom Function inside the model (see the module docstring).
+
+    ``args``/``kwargs`` hold detached copies of the tensors, taken before the
+    call, and the other arguments as given; ``requires_grad[i]`` is None for
+    an argument that is not a tensor; ``params[i]`` names the model's
+    parameter (or buffer) passed as argument ``i``; ``depth`` is 0 for a
+    Function the model applied, more for one applied inside another's
+    forward; ``mutated`` lists the arguments the call changed in place;
+    ``extra_outputs`` the positions of outputs that are not tensors."""
+
+    path: str
+    cls: object
+    kind: str
+    engine: str
+    args: tuple
+    kwargs: dict
+    requires_grad: tuple
+    params: dict
+    grad_enabled: bool
+    depth: int
+    mutated: tuple = ()
+    extra_outputs: tuple = ()
+    outputs: int = 0
+    out_nodes: list = field(default_factory=list, repr=False)
+    output_requires_grad: bool = False
+
+    @property
+    def class_name(self) -> str:
+        return getattr(self.cls, "__name__", str(self.cls))
+
+    @property
+    def name(self) -> str:
+        """``PATH:Class``, as every report names this Function."""
+        return f"{self.path}:{self.class_name}"
+
+    def shapes(self) -> tuple:
+        """The shapes of its tensor arguments: samples of one op differ in them."""
+        return tuple(tuple(a.shape) for a in self.args if namespace(a) is not None)
+
+
+class ForwardError(Exception):
+    """The model's forward raised; ``path`` is the submodule it raised in."""
+
+    def __init__(self, exc: BaseException, path: str):
+        super().__init__(f"the model's forward raised {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())} (in {path})")
+        self.cause, self.path = exc, path
+
+
+class Recorder:
+    """Record the custom Functions applied while the block runs (module docstring).
+
+    ``model``: the nn.Module whose submodules name the paths (``None`` for a
+    plain function, whose applications are at ``root``)."""
+
+    def __init__(self, model=None, root: str = ROOT):
+        self.model, self.root = model, root
+        self.applications: list = []
+        self.stack: list = []
+        self.depth = 0
+        self.raised_at: str | None = None
+        self._patched: list = []
+        self._wrapped: list = []
+        self._params = {}
+        if model is not None:
+            self._params = {id(t): n for n, t in model.named_buffers()}
+            self._params.update({id(t): n for n, t in model.named_parameters()})
+
+    @property
+    def path(self) -> str:
+        return self.stack[-1] if self.stack else self.root
+
+    def __enter__(self):
+        for engine, base in _bases():
+            original = base.__dict__["apply"]
+            base.apply = classmethod(self._apply_wrapper(original.__func__, engine))
+            self._patched.append((base, original))
+        if self.model is not None:
+            for name, module in self.model.named_modules():
+                self._wrap_forward(module, name or self.root)
+        return self
+
+    def __exit__(self, *exc_info):
+        for base, original in self._patched:
+            base.apply = original
+        for module, own in self._wrapped:
+            if own is None:
+                del module.forward
+            else:
+                module.forward = own
+        self._patched, self._wrapped = [], []
+        return False
+
+    def _wrap_forward(self, module, path: str) -> None:
+        own = module.__dict__.get("forward")
+        forward = module.forward
+        recorder = self
+
+        def recorded_forward(*args, **kwargs):
+            recorder.stack.append(path)
+            try:
+                return forward(*args, **kwargs)
+            except BaseException:
+                if recorder.raised_at is None:     # the innermost module sees it first
+                    recorder.raised_at = path
+                raise
+            finally:
+                recorder.stack.pop()
+        self._wrapped.append((module, own))
+        module.forward = recorded_forward
+
+    def _apply_wrapper(self, original, engine: str):
+        recorder = self
+
+        def apply(cls, *args, **kwargs):
+            if not _own(cls):
+                return original(cls, *args, **kwargs)
+            entry = recorder._before(cls, engine, f"{engine} Function", args, kwargs)
+            recorder.depth += 1
+            try:
+                out = original(cls, *args, **kwargs)
+            finally:
+                recorder.depth -= 1
+            recorder._after(entry, args, out)
+            return out
+        return apply
+
+    def _before(self, cls, engine: str, kind: str, args, kwargs) -> Application:
+        E = next((namespace(a) for a in args if namespace(a) is not None), None)
+        copies = tuple(a.detach().clone() if namespace(a) is not None else a for a in args)
+        grads = tuple(bool(a.requires_grad) if namespace(a) is not None else None for a in args)
+        params = {i: self._params[id(a)] for i, a in enumerate(args) if id(a) in self._params}
+        enabled = True if E is None else bool(E.is_grad_enabled())
+        entry = Application(self.path, cls, kind, engine, copies, dict(kwargs), grads, params,
+                            enabled, self.depth)
+        self.applications.append(entry)
+        return entry
+
+    def _after(self, entry: Application, args, out) -> None:
+        entry.mutated = tuple(i for i, (a, c) in enumerate(zip(args, entry.args))
+                              if namespace(a) is not None and _changed(a.detach(), c))
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        entry.extra_outputs = tuple(i for i, o in enumerate(outs) if namespace(o) is None)
+        entry.outputs = len(outs)
+        entry.out_nodes = [o.grad_fn for o in outs
+                           if namespace(o) is not None and o.grad_fn is not None]
+        entry.output_requires_grad = any(namespace(o) is not None and o.requires_grad
+                                         for o in outs)
+
+
+def reachable(outputs) -> set:
+    """The ids of the autograd nodes the outputs' gradients flow through."""
+    seen: set = set()
+    todo = [o.grad_fn for o in outputs if namespace(o) is not None and o.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        todo.extend(child for child, _ in getattr(node, "next_functions", ()))
+    return seen
+
+
+class ModelState:
+    """What a forward may change in a model, taken now and put back by ``restore``."""
+
+    def __init__(self, model):
+        self.model = model
+        self.tensors, self.grads, self.modes = [], [], []
+        if model is not None:
+            for _, t in list(model.named_parameters()) + list(model.named_buffers()):
+                self.tensors.append((t, t.detach().clone()))
+                grad = getattr(t, "grad", None)
+                self.grads.append((t, None if grad is None else grad.detach().clone()))
+            self.modes = [(m, m.training) for m in model.modules()]
+        self.rng = _rng_states()
+
+    def restore(self) -> None:
+        for tensor, saved in self.tensors:
+            E = namespace(tensor)
+            with E.no_grad():
+                if _changed(tensor.detach(), saved):
+                    tensor.copy_(saved)
+        for tensor, grad in self.grads:
+            tensor.grad = grad
+        for module, mode in self.modes:
+            module.training = mode
+        _set_rng_states(self.rng)
+
+
+def _rng_states() -> dict:
+    states = {}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states["torch"] = torch.get_rng_state()
+    return states
+
+
+def _set_rng_states(states: dict) -> None:
+    if "torch" in states:
+        sys.modules["torch"].set_rng_state(states["torch"])

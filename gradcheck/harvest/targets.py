@@ -1,0 +1,190 @@
+"""Recorded applications as checks: one ``HarvestedOp`` per ``PATH:Class``.
+
+Each op holds up to ``max_shapes`` samples, one per distinct set of input
+shapes seen at that path (the first call of each). A ``Sample`` is what
+``check`` takes: a function of the tensors to differentiate (the others, and
+the non-tensor arguments, held as the model passed them), those tensors, a
+name per input (the model's parameter name where the model passed one of
+its parameters, else the argument's name in ``forward``) and notes. The
+tensors are double-precision copies (float64, complex128) when the Function
+runs in double precision, else copies in the dtype the model used (the check
+then applies its low-precision rules, and the notes say so).
+
+Differentiated: the floating point tensors that required grad when the
+model applied the Function, or every floating point tensor when none did (a
+Function applied to constants, or inside another Function's forward).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+from adcheck.gradcheck.harvest.recording import Application, namespace
+
+#: how many distinct input shapes of one op are checked, by default
+MAX_SHAPES = 2
+
+
+@dataclass
+class Sample:
+    """One application of an op, ready for ``check(func, inputs, input_names=names)``;
+    ``skip``: why it is not checked (then ``func`` is ``None``)."""
+
+    func: object
+    inputs: tuple
+    names: tuple
+    shapes: str
+    dtype: str
+    notes: list = field(default_factory=list)
+    skip: str | None = None
+
+
+@dataclass
+class HarvestedOp:
+    """A Function applied at one module path: ``name`` is ``PATH:Class``;
+    ``calls`` counts its applications; ``samples`` one per distinct shape set."""
+
+    name: str
+    path: str
+    cls: object
+    kind: str
+    engine: str
+    has_jvp: bool
+    calls: int = 0
+    samples: list = field(default_factory=list)
+    applications: list = field(default_factory=list, repr=False)
+
+
+def has_jvp(cls) -> bool:
+    """Whether a Function class overrides ``jvp`` (forward mode can be checked)."""
+    for base in cls.__mro__[1:]:
+        if "jvp" in base.__dict__ and base.__module__.startswith(("torch", "adcheck")):
+            return cls.jvp is not base.jvp
+    return False
+
+
+def group(applications: list, max_shapes: int = MAX_SHAPES) -> list:
+    """The ``HarvestedOp``s of the applications, in the order first applied."""
+    ops: dict = {}
+    for app in applications:
+        op = ops.get(app.name)
+        if op is None:
+            op = ops[app.name] = HarvestedOp(app.name, app.path, app.cls, app.kind, app.engine,
+                                             has_jvp(app.cls))
+        op.calls += 1
+        if app.shapes() not in [a.shapes() for a in op.applications] \
+                and len(op.applications) < max_shapes:
+            op.applications.append(app)
+            op.samples.append(sample(app))
+    return list(ops.values())
+
+
+def _argument_names(cls, count: int) -> list:
+    """The names of ``forward``'s arguments after ``ctx`` (when it takes one)."""
+    try:
+        params = list(inspect.signature(cls.forward).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if params and params[0] == "ctx":
+        params = params[1:]
+    return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
+
+
+def _widen(t):
+    E = namespace(t)
+    if t.is_complex():
+        return t.to(E.complex128)
+    if t.is_floating_point():
+        return t.to(E.float64)
+    return t
+
+
+def _positions(app: Application) -> list:
+    floating = [i for i, a in enumerate(app.args)
+                if namespace(a) is not None and (a.is_floating_point() or a.is_complex())]
+    wanted = [i for i in floating if app.requires_grad[i]]
+    return wanted or floating
+
+
+def _function(app: Application, template: list, positions: list, copy_inputs: bool):
+    """``f(*differentiated)``: the Function applied with the other arguments held."""
+    cls, kwargs, extra = app.cls, app.kwargs, set(app.extra_outputs)
+
+    def harvested(*tensors):
+        args = list(template)
+        for i, t in zip(positions, tensors):
+            args[i] = t
+        if copy_inputs:     # a Function that writes into its inputs must not write into ours
+            args = [a.clone() if namespace(a) is not None else a for a in args]
+        out = cls.apply(*args, **kwargs)
+        if not extra:
+            return out
+        kept = tuple(o for i, o in enumerate(out) if i not in extra)
+        return kept[0] if len(kept) == 1 else kept
+    harvested.__name__ = app.name
+    return harvested
+
+
+def _runs_double(func, inputs) -> str | None:
+    """``None`` when ``func`` runs at the double-precision ``inputs`` and answers
+    in double precision, else why not."""
+    try:
+        out = func(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the user's code: any error says it does not
+        return f"it raises {type(exc).__name__} in double precision ({exc})"
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    narrow = [str(o.dtype) for o in outs if namespace(o) is not None
+              and (o.is_floating_point() or o.is_complex())
+              and o.dtype not in (namespace(o).float64, namespace(o).complex128)]
+    return f"given double-precision inputs it answers in {narrow[0]}" if narrow else None
+
+
+def sample(app: Application) -> Sample:
+    """The ``Sample`` of one application (see the module docstring)."""
+    positions = _positions(app)
+    arg_names = _argument_names(app.cls, len(app.args))
+    names = tuple(app.params.get(i, arg_names[i]) for i in positions)
+    shapes = ", ".join(str(tuple(app.args[i].shape)) for i in positions)
+    notes = _notes(app)
+    skip = _skip_reason(app, positions)
+    if skip is not None:
+        return Sample(None, (), names, shapes, "", notes, skip)
+    copy_inputs = bool(app.mutated)
+    wide = [_widen(a) if namespace(a) is not None else a for a in app.args]
+    func = _function(app, wide, positions, copy_inputs)
+    inputs = tuple(wide[i].detach().requires_grad_(True) for i in positions)
+    why = _runs_double(func, inputs)
+    if why is not None:
+        narrow = list(app.args)
+        func = _function(app, narrow, positions, copy_inputs)
+        inputs = tuple(narrow[i].detach().clone().requires_grad_(True) for i in positions)
+        notes.append(f"does not run in double precision ({why}): checked in "
+                     f"{inputs[0].dtype} with the low-precision rules")
+    dtype = "+".join(dict.fromkeys(str(t.dtype).replace("torch.", "").rsplit(".", 1)[-1]
+                                   for t in inputs))
+    return Sample(func, inputs, names, shapes, dtype, notes)
+
+
+def _notes(app: Application) -> list:
+    notes = []
+    if app.mutated:
+        which = ", ".join(str(i) for i in app.mutated)
+        notes.append(f"writes into its input{'s' if len(app.mutated) > 1 else ''} {which} in "
+                     "place: checked on copies")
+    if app.extra_outputs:
+        which = ", ".join(str(i) for i in app.extra_outputs)
+        notes.append(f"outputs {which} are not tensors: checked in its tensor outputs")
+    if app.depth:
+        notes.append("applied inside another Function's forward: checked on its own")
+    return notes
+
+
+def _skip_reason(app: Application, positions: list) -> str | None:
+    if not app.grad_enabled and app.depth == 0:
+        return (f"applied under no_grad in {app.path}: no gradient of the model flows "
+                "through it, so it is not checked")
+    if not positions:
+        return "it takes no floating point tensor, so there is nothing to differentiate"
+    if len(app.extra_outputs) == app.outputs:
+        return "it returns no tensor, so there is nothing to differentiate"
+    return None
