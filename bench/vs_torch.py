@@ -8,6 +8,7 @@ Run (from anywhere; the checkout this file is in is the one measured):
     python bench/vs_torch.py --no-batch          # our side with gradcheck.set_batching(False)
     python bench/vs_torch.py --json vs_torch.json --sweep
     python bench/vs_torch.py --list              # the op list, shapes and dtypes
+    python bench/vs_torch.py --no-shares         # without the time of our side by step
 
 What it does, in one process:
 
@@ -47,6 +48,11 @@ hide in the totals. Three canaries (custom Functions with a planted error in
 the vjp, the jvp, or the second derivative) run once per mode on both sides,
 untimed; any verdict other than the expected one is printed as WRONG.
 
+- After the timed loop, our side's time by step of the check (problem,
+  determinism, expected Jacobian, reverse, reentrant, scaling, ...), each
+  step's share of the mode's total, in this process's CPU time
+  (``check_shares.py``; ``--no-shares`` leaves it out).
+
 The op list and canaries are in ``vs_torch_ops.py``, what is printed in
 ``vs_torch_report.py``, the subprocess timings in ``vs_torch_processes.py``.
 """
@@ -75,6 +81,7 @@ sys.path.insert(0, str(ROOT))
 
 from adcheck import gradcheck  # noqa: E402  (after the path: measure this checkout)
 from adcheck import refengine  # noqa: E402
+import check_shares  # noqa: E402
 from vs_torch_ops import CANARIES, Op, build_canaries, build_ops  # noqa: E402
 from vs_torch_processes import (  # noqa: E402
     load_average,
@@ -295,6 +302,8 @@ def _parser() -> argparse.ArgumentParser:
                              "Default 1: these tensors are too small for a second thread to pay "
                              "off, and on a busy machine waits on torch's intra-op pool inflate "
                              "its times many fold")
+    parser.add_argument("--no-shares", action="store_true",
+                        help="leave out our side's time by step of the check")
     parser.add_argument("--json", metavar="PATH", help="write every number to PATH")
     parser.add_argument("--list", action="store_true", help="print the op list and exit")
     return parser
@@ -459,11 +468,16 @@ def main(argv=None):
     print_targets(tgt)
     probs = problems(ops, modes, results)
     print_problems(probs, missing)
+    shares = None
+    if not args.no_shares:
+        print()
+        shares = check_shares.measure(ops, modes, rounds=min(args.repeat, 3))
+        check_shares.print_shares(shares)
     if args.json:
         _write_json(args.json, env, ops, modes, results, tot, targets=tgt,
                     import_torch=import_t, help=help_t, sweep=sweep, problems=probs,
                     unevaluable=missing, canaries=canaries, batching_info=batch_info,
-                    bench_seconds=bench_s)
+                    bench_seconds=bench_s, shares=shares)
     return 0
 
 

@@ -89,13 +89,16 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     built, compared = {}, {}
     for side in sides(options):
         produce = ad_producer(side, options, plan)
-        jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
+        with ev.riding():   # the other checks' vectors ride in its batches
+            jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
         expected, side_tols = compared[side.mode] = plan.against(side, numerical, options, tols)
         report.results += annotate(compare_jacobians(side.mode, expected, jac, options.atol,
                                                      options.rtol, side_tols),
                                    expected, side_tols or {})
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
-            report.results += checks.reentrant(jac, produce(ev), options.nondet_tol,
+            with ev.riding(again=True):   # batched as the first run was
+                again = produce(ev)
+            report.results += checks.reentrant(jac, again, options.nondet_tol,
                                                repeat_rounding(ev.problem))
     if plan.seeds:
         _cover(report, plan, numerical, compared, options, _epsilon(ev))
@@ -166,10 +169,12 @@ def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
     tols = {key: options.atol + options.rtol * s for key, s in scale.items()}
     built, products = {}, {}
     for side in sides(options):
-        jac, products[side.mode] = fast_projections(ev, side, probes)
+        with ev.riding():
+            jac, products[side.mode] = fast_projections(ev, side, probes)
         report.results += compare_jacobians(jac.mode, numerical, jac, 0, 0, tols)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
-            again, _ = fast_projections(ev, side, probes)
+            with ev.riding(again=True):
+                again, _ = fast_projections(ev, side, probes)
             report.results += checks.reentrant(jac, again, options.nondet_tol,
                                                repeat_rounding(ev.problem))
         built[side.mode] = report.jacobians[jac.mode] = jac

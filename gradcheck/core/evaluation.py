@@ -22,10 +22,16 @@ the same way each time it is asked for: a vmapped product may round
 differently in another batch, and the reentrancy check compares repeats), and
 keeps the results; a later request for the same vectors is served from there
 (once). When that batch does not happen, nothing is kept and the later
-request computes them itself. Every evaluation is counted in
+request computes them itself. Inside ``riding()`` they ride instead in the
+batch of the first request on their index when there is room (one engine
+call fewer), and inside ``riding(again=True)`` a repeat of that request
+(the reentrancy check) carries the same riders again, so both runs are
+batched alike and round alike. Every evaluation is counted in
 ``Problem.counts``.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -33,11 +39,8 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.problem import Problem, as_tuple
-
-#: how far (in ulps of the output's scale) a first derivative's vmappable twin may be
-#: from it at the given inputs: the same formulas, fused or ordered differently
-TWIN_ULPS = 64
-
+from adcheck.gradcheck.core.stacked import join, stack
+from adcheck.gradcheck.core.twin import mapped_twin
 
 class Evaluator:
     """The evaluations of one ``Problem`` (see the module docstring)."""
@@ -54,6 +57,10 @@ class Evaluator:
         self._kept: dict = {}
         #: a first derivative's vmappable twin, once looked for: ``(twin or None,)``
         self._twin = None
+        #: inside ``riding``: "first" or "again"; and per (kind, index) the
+        #: request size and the riders its first batch carried
+        self._riding = None
+        self._rode: dict = {}
 
     # ----- one vector -------------------------------------------------------
     def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
@@ -165,6 +172,21 @@ class Evaluator:
         keep them for a later request."""
         self._pending[kind].setdefault(idx, []).extend(self._cast(kind, idx, vectors))
 
+    @contextmanager
+    def riding(self, again: bool = False):
+        """Within: vectors asked for ahead ride in the batch of the first request
+        on their index; with ``again``, a request of the same size on an index
+        whose first batch carried riders carries them again (their products are
+        not kept twice). A batch made once with riders and once without could
+        round differently, which the reentrancy check would call
+        nondeterminism: wrap both of its runs."""
+        before = self._riding
+        self._riding = "again" if again else "first"
+        try:
+            yield
+        finally:
+            self._riding = before
+
     def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
         """The engine's own batched call (``batched_grad`` or vmap over a jvp) on
         ``vectors``, with no loop to fall back to: its exception propagates.
@@ -205,10 +227,16 @@ class Evaluator:
         if len(vectors) > size:
             parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
                      for a, b in budgets.chunks(len(vectors), size)]
-            return _join(parts, lambda r, n: self._zeros(kind, n)(r))
+            return join(parts, lambda r, n: self._zeros(kind, n)(r))
         kept = self._kept_rows(kind, idx, vectors)
         missing = [k for k, row in enumerate(kept) if row is None]
         pending = self._pending[kind].pop(idx, [])
+        riders = self._riders(kind, idx, len(vectors), pending, size) \
+            if len(missing) == len(vectors) else None
+        if riders:
+            whole = self._ridden(kind, idx, vectors, riders, bool(pending), what)
+            if whole is not None:
+                return whole
         if len(missing) == len(vectors) and not pending:
             # (the common case: one batched call makes every row, stacked as it is)
             whole = self._batched_stacked(kind, idx, vectors, what)
@@ -231,7 +259,32 @@ class Evaluator:
         zeros = self._zeros(kind, len(vectors))
         # no gradient at all stays None (an unused input); a jvp without tangent is zero
         absent = (lambda r: None) if kind == "vjp" else zeros
-        return _stack(kept, self._receivers(kind), zeros, absent)
+        return stack(kept, self._receivers(kind), zeros, absent)
+
+    def _riders(self, kind, idx, n: int, pending: list, size: int) -> list | None:
+        """The vectors that ride in a request of ``n`` vectors (see ``riding``)."""
+        if self._riding == "first" and pending and n + len(pending) <= size:
+            self._rode[kind, idx] = (n, pending)
+            return pending
+        if self._riding == "again" and not pending and self._rode.get((kind, idx), (0,))[0] == n:
+            return self._rode.pop((kind, idx))[1]
+        return None
+
+    def _ridden(self, kind, idx, vectors, riders: list, keep: bool, what) -> dict | None:
+        """The products of ``vectors`` stacked by receiver, from one batched call
+        that also computes ``riders``' (kept when ``keep``); ``None``: the loop."""
+        n = len(vectors)
+        result = self._batched_call(kind, idx, np.concatenate([vectors, np.stack(riders)]),
+                                    what)
+        if result is None:
+            return None
+        if keep:
+            for j, v in enumerate(riders):
+                self._kept.setdefault((kind, idx, _key(v)), []).append(
+                    {r: None if s is None else s[n + j] for r, s in result.items()})
+        zeros = self._zeros(kind, n)
+        return {r: (result[r][:n] if result.get(r) is not None else
+                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
 
     def _kept_rows(self, kind, idx, vectors) -> list:
         """``_take`` for each of ``vectors``, the key of a long vector made only
@@ -279,7 +332,7 @@ class Evaluator:
                 for k in range(len(batch))]
 
     def _batched_stacked(self, kind, idx, batch, what) -> dict | None:
-        """The products of ``batch`` by receiver, stacked as ``_stack`` makes
+        """The products of ``batch`` by receiver, stacked as ``stacked.stack`` makes
         them, from one batched call; ``None`` when the loop must do it."""
         result = self._batched_call(kind, idx, batch, what)
         if result is None:
@@ -374,7 +427,7 @@ class Evaluator:
         p, E = self.problem, self.problem.engine
         grad = p.differentiates_inside
         if grad and not E.vmap_differentiates:
-            return self._mapped_twin(in_idx, arrays)
+            return mapped_twin(self, in_idx, arrays)
         # a batch is a new tensor: an input whose storage layout the function
         # reads (as_strided on a view with an offset) is evaluated one at a time
         replaced = p.arrays if grad else [in_idx]
@@ -407,49 +460,6 @@ class Evaluator:
             return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
                     for o in p.float_out}
 
-    def _mapped_twin(self, in_idx: int, arrays: np.ndarray) -> dict | None:
-        """A first derivative's outputs at each ``arrays[k]`` through its
-        vmappable twin (``secondorder``'s ``functional``), or ``None``: no twin,
-        or one whose value at the given inputs is not the first derivative's
-        (then every point is evaluated by the first derivative itself)."""
-        p, E = self.problem, self.problem.engine
-        if self._twin is None:
-            maker = getattr(p.source, "functional", None)
-            twin = maker() if maker is not None else None
-            self._twin = (twin,) if twin is not None and self._twin_agrees(twin) else (None,)
-        twin = self._twin[0]
-        if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
-            return None
-        with E.enable_grad():
-            args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
-            dims = [None] * len(args)
-            args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
-            outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
-        return {o: E.to_numpy(outs[o]) for o in p.float_out}
-
-    def _twin_agrees(self, twin) -> bool:
-        """Whether ``twin`` at the given inputs gives the first derivative's
-        values, to the rounding of a few operations."""
-        p, E = self.problem, self.problem.engine
-        try:
-            with E.enable_grad():
-                outs = as_tuple(twin(*[x.detach() if E.is_tensor(x) else x
-                                       for x in p.fresh_inputs({})]))
-                values = {o: E.to_numpy(outs[o]) for o in p.float_out}
-        except Exception:  # noqa: BLE001 - a twin that cannot run is not used
-            return False
-        for o, expected in p.out_arrays.items():
-            got = values.get(o)
-            if got is None or got.shape != expected.shape:
-                return False
-            scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
-            allowed = TWIN_ULPS * p.epsilon(out_idx=o) * scale
-            with np.errstate(invalid="ignore"):
-                if not np.all((np.abs(got - expected) <= allowed)
-                              | (np.isnan(got) & np.isnan(expected)) | (got == expected)):
-                    return False
-        return True
-
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
         grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
@@ -468,33 +478,3 @@ class Evaluator:
 def _key(vector: np.ndarray) -> tuple:
     """A vector as a dictionary key: its dtype, shape and bytes."""
     return vector.dtype.str, vector.shape, vector.tobytes()
-
-
-def _join(parts: list, zeros) -> dict:
-    """Stacked products of consecutive batches joined: ``None`` (no gradient)
-    where every batch has none, else ``zeros(r, n)`` for a batch of ``n``
-    vectors without one. ``parts``: ``(n, products by receiver)``."""
-    joined = {}
-    for r in parts[0][1]:
-        pieces = [(n, part[r]) for n, part in parts]
-        if all(piece is None for _, piece in pieces):
-            joined[r] = None
-        else:
-            joined[r] = np.concatenate([zeros(r, n) if piece is None else piece
-                                        for n, piece in pieces])
-    return joined
-
-
-def _stack(rows: list, receivers: list, zeros, absent) -> dict:
-    """Per receiver, its entries of ``rows`` (dicts by receiver) stacked: ``absent(r)``
-    where every entry is ``None``, else with ``zeros(r)[k]`` for a ``None``."""
-    stacked = {}
-    for r in receivers:
-        parts = [row.get(r) for row in rows]
-        if all(part is None for part in parts):
-            stacked[r] = absent(r)
-        else:
-            filler = zeros(r)
-            stacked[r] = np.stack([filler[k] if part is None else part
-                                   for k, part in enumerate(parts)])
-    return stacked

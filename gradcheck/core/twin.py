@@ -1,0 +1,64 @@
+"""A first derivative's vmappable twin: its outputs at many points in one call.
+
+A first derivative (``gradcheck.core.secondorder``) calls autograd inside, which
+an engine's vmap may not differentiate through; its ``functional()`` gives a
+twin made of the engine's functional transforms, which vmap can map. The twin
+is used only where, at the given inputs, it gives the first derivative's
+values to the rounding of a few operations (``TWIN_ULPS``); otherwise every
+point is evaluated by the first derivative itself. Imports only from
+``gradcheck.core``'s problem.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.core.problem import as_tuple
+
+#: how far (in ulps of the output's scale) a first derivative's vmappable twin may be
+#: from it at the given inputs: the same formulas, fused or ordered differently
+TWIN_ULPS = 64
+
+
+def mapped_twin(ev, in_idx: int, arrays: np.ndarray) -> dict | None:
+    """A first derivative's outputs at each ``arrays[k]`` in place of input
+    ``in_idx``, through its twin, or ``None``: no twin, or one whose value at
+    the given inputs is not the first derivative's. The twin is looked for once
+    per ``Evaluator`` (kept in ``ev._twin``)."""
+    p, E = ev.problem, ev.problem.engine
+    if ev._twin is None:
+        maker = getattr(p.source, "functional", None)
+        twin = maker() if maker is not None else None
+        ev._twin = (twin,) if twin is not None and twin_agrees(p, twin) else (None,)
+    twin = ev._twin[0]
+    if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
+        return None
+    with E.enable_grad():
+        args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
+        dims = [None] * len(args)
+        args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
+        outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
+    return {o: E.to_numpy(outs[o]) for o in p.float_out}
+
+
+def twin_agrees(p, twin) -> bool:
+    """Whether ``twin`` at the given inputs of problem ``p`` gives the first
+    derivative's values, to the rounding of a few operations."""
+    E = p.engine
+    try:
+        with E.enable_grad():
+            outs = as_tuple(twin(*[x.detach() if E.is_tensor(x) else x
+                                   for x in p.fresh_inputs({})]))
+            values = {o: E.to_numpy(outs[o]) for o in p.float_out}
+    except Exception:  # noqa: BLE001 - a twin that cannot run is not used
+        return False
+    for o, expected in p.out_arrays.items():
+        got = values.get(o)
+        if got is None or got.shape != expected.shape:
+            return False
+        scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
+        allowed = TWIN_ULPS * p.epsilon(out_idx=o) * scale
+        with np.errstate(invalid="ignore"):
+            if not np.all((np.abs(got - expected) <= allowed)
+                          | (np.isnan(got) & np.isnan(expected)) | (got == expected)):
+                return False
+    return True
