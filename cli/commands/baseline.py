@@ -18,7 +18,11 @@ from adcheck.cli.errors import InputError
 def baseline(report, output):
     """Turn a saved JSON report ('adcheck ops --format json > run.json') into
     a baseline for --baseline: its failures and errors become the accepted
-    set. 'adcheck ops --write-baseline FILE' does the same in one step."""
+    set. 'adcheck ops --write-baseline FILE' does the same in one step.
+
+    Exit status: 0 written; 2 a report that cannot be read or is not an
+    adcheck JSON report, or an output that cannot be written; 129, 130, 143
+    stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM."""
     from adcheck.cli.output import emit
     from adcheck.runner import baseline as baselines
     from adcheck.runner.files import write_atomic

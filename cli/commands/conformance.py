@@ -67,7 +67,11 @@ def _table(engine: str, results: list, console, level: int) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Only failures and totals.")
 def conformance(engine, areas, list_areas, fmt, verbose, quiet):
     """Run the conformance suites: the documented autograd semantics as
-    cases. Exit status 0 when every applicable case passed, 1 otherwise."""
+    cases.
+
+    Exit status: 0 every applicable case passed; 1 a case failed or errored;
+    2 a usage error; 129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C),
+    SIGTERM."""
     import adcheck.conformance as suites
     level = verbosity(verbose, quiet)
     if list_areas:

@@ -57,7 +57,11 @@ def _table(rows: list, verbose: bool, registry: str):
 @registry_option
 def list_ops(families, fmt, plugins, verbose, registry_name):
     """List the registry: each op's family, torch name, dtypes, the modes it
-    supports, whether it has an mpmath reference, and its known failures."""
+    supports, whether it has an mpmath reference, and its known failures.
+
+    Exit status: 0 listed; 2 a usage or input error (a plugin that cannot be
+    loaded, op_db without PyTorch); 129, 130, 143 stopped by SIGHUP, SIGINT
+    (Ctrl-C), SIGTERM."""
     from adcheck.cli.runs import load_registry, open_registry, select
     from adcheck.runner.registry import describe
     level = verbosity(verbose, False)

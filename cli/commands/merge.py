@@ -43,9 +43,14 @@ def merge(reports, fmt, junit_xml, html, baseline, write_baseline, verbose, quie
     """Join the JSON reports of the shards of one sweep ('adcheck ops --shard
     K/N --format json', K = 1..N) into the report of the whole sweep: its
     results in the order of an unsharded run, every output format, and the
-    exit status the unsharded run would have had (0 passed, 1 a check failed,
-    129/130/143 a shard was stopped by a signal). Shards of different
-    selections or settings, and a missing or repeated shard, exit 2."""
+    exit status the unsharded run would have had.
+
+    Exit status: 0 every op or target had its checks judged and none failed;
+    1 a check failed or errored; 2 shards of different selections or
+    settings, a missing or repeated shard, or another usage error; 3 nothing
+    failed but some op or target had every check skipped (unless the shards
+    ran with --allow-empty); 129, 130, 143 a shard, or this command, was
+    stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM."""
     from adcheck.cli.options import verbosity
     from adcheck.cli.reporting import check_writable, finish, load_baseline
     from adcheck.runner.merge import merge as merge_reports

@@ -1,0 +1,188 @@
+"""Re-run the examples of the README and docs/*.md; report those whose output differs.
+
+    python scripts/readme_examples.py                  # every example, README.md and docs/*.md
+    python scripts/readme_examples.py --list           # what it found, where
+    python scripts/readme_examples.py -k 'adcheck ops' README.md
+    python scripts/readme_examples.py --diff           # also print each difference in full
+
+An example is a line ``$ adcheck ...`` inside a fenced block, followed by the
+output the documentation shows, up to the next ``$`` line or the end of the
+block; a last line ``[exit status N]`` is the status it shows (none shown: 0
+is expected). Each is run as written, in a shell, from ``examples/`` (where
+the documentation's runs are made; ``--cwd`` to change it), with a plain
+80-column terminal and no colour, and compared line by line with what the
+documentation shows, after the same normalisation on both sides:
+
+- timings are not compared: a number with a unit of time (``0.19 s``,
+  ``41.5s``, ``12 ms``, ``3 min``) becomes ``<time>``;
+- trailing spaces, and the box-drawing characters of rich's tables and
+  panels, are dropped (a table's widths follow the terminal, its cells do not);
+- a line ``...`` in the documentation stands for any number of lines.
+
+Counts, messages and exit statuses must match. Exit status 0 when every example
+matches, 1 when one differs (each is listed, with the first differing line), 2
+for a usage error. This is not a unit test: examples take minutes, and their
+timings vary; run it before a release and after any change the documentation
+shows.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROMPT = "$ "
+EXIT_LINE = re.compile(r"^\[exit status (\d+)\]\s*$")
+#: a number with a unit of time, or a clock time
+TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:ms|µs|us|ns|s|sec|secs|seconds?|min|minutes?|h)\b"
+                  r"|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+#: rich's box drawing (tables, panels) and the progress bar's blocks
+BOX = re.compile(r"[\u2500-\u257f\u2580-\u259f]")
+
+
+@dataclass
+class Example:
+    """One ``$ command`` of a documentation file and the output shown after it."""
+    path: Path
+    line: int
+    command: str
+    shown: list = field(default_factory=list)
+    status: int = 0
+
+
+def examples_in(path: Path) -> list:
+    """The examples of one Markdown file, in order."""
+    found, current, fenced = [], None, False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced, current = not fenced, None
+            continue
+        if not fenced:
+            continue
+        if line.startswith(PROMPT + "adcheck"):
+            current = Example(path, number, line[len(PROMPT):].strip())
+            found.append(current)
+        elif line.startswith(PROMPT):
+            current = None          # another program's example: not ours to run
+        elif current is not None:
+            status = EXIT_LINE.match(line)
+            if status:
+                current.status = int(status.group(1))
+            else:
+                current.shown.append(line)
+    return found
+
+
+def normalise(lines: list) -> list:
+    """The lines as compared: timings, box drawing, surrounding blanks removed."""
+    out = []
+    for line in lines:
+        line = BOX.sub(" ", TIME.sub("<time>", line))
+        line = re.sub(r"\s+", " ", line).strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def first_difference(shown: list, got: list) -> str | None:
+    """Where ``got`` departs from ``shown`` (``...`` in ``shown``: any lines), or None."""
+    pattern = "\n".join(re.escape(s) if s != "..." else r"(?:.*\n?)*?" for s in shown)
+    if re.fullmatch(pattern, "\n".join(got)) if shown else not got:
+        return None
+    for k, expected in enumerate(shown):
+        if expected == "...":
+            return f"after an elided part, expected {shown[k + 1:k + 2] or 'the end'}"
+        if k >= len(got):
+            return f"line {k + 1}: expected {expected!r}, the output ended"
+        if got[k] != expected:
+            return f"line {k + 1}: expected {expected!r}, got {got[k]!r}"
+    return f"line {len(shown) + 1}: the output goes on: {got[len(shown)]!r}"
+
+
+def run(example: Example, cwd: Path, timeout: float) -> tuple:
+    """``(exit status, output lines, seconds)``; stdout and stderr as a terminal shows them."""
+    env = dict(os.environ, COLUMNS="80", LINES="40", NO_COLOR="1", TERM="dumb",
+               PYTHONWARNINGS="ignore")
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(example.command, shell=True, cwd=cwd, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, [f"(timed out after {timeout:g} s)"], time.perf_counter() - start
+    return done.returncode, done.stdout.splitlines(), time.perf_counter() - start
+
+
+def _files(args) -> list:
+    if args.files:
+        return [Path(f).resolve() for f in args.files]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description="Re-run the documentation's '$ adcheck ...' examples and report any "
+                    "whose counts, messages or exit status differ (timings excluded).")
+    parser.add_argument("files", nargs="*", help="Markdown files (default: README.md, docs/*.md)")
+    parser.add_argument("-k", dest="select", action="append", default=[], metavar="PATTERN",
+                        help="only examples whose command matches (shell wildcards, or a "
+                             "substring); repeatable")
+    parser.add_argument("--cwd", default=str(ROOT / "examples"),
+                        help="where the commands run (default: examples/)")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds before an example is abandoned (default 900)")
+    parser.add_argument("--list", action="store_true", help="list the examples and exit")
+    parser.add_argument("--diff", action="store_true",
+                        help="print the whole output of each example that differs")
+    return parser
+
+
+def _selected(example: Example, patterns: list) -> bool:
+    return not patterns or any(p in example.command or fnmatch.fnmatchcase(example.command, p)
+                               for p in patterns)
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    files = _files(args)
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        parser.error(f"no such file: {missing[0]}")
+    examples = [e for f in files for e in examples_in(f) if _selected(e, args.select)]
+    if args.list:
+        for e in examples:
+            print(f"{e.path.relative_to(ROOT)}:{e.line}: {e.command}  "
+                  f"({len(e.shown)} lines, exit status {e.status})")
+        print(f"{len(examples)} examples")
+        return 0
+    differ = 0
+    for e in examples:
+        status, output, seconds = run(e, Path(args.cwd), args.timeout)
+        where = f"{e.path.relative_to(ROOT)}:{e.line}"
+        problems = []
+        if status != e.status:
+            problems.append(f"exit status {status}, the documentation shows {e.status}")
+        gap = first_difference(normalise(e.shown), normalise(output))
+        if gap:
+            problems.append(gap)
+        print(f"{'DIFFERS' if problems else 'same   '} {where}: {e.command} ({seconds:.1f} s)")
+        for p in problems:
+            print(f"          {p}")
+        if problems and args.diff:
+            print("\n".join(f"          | {line}" for line in output))
+        differ += bool(problems)
+    print(f"\n{len(examples) - differ} of {len(examples)} examples as the documentation shows "
+          f"them; {differ} differ")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
