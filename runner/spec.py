@@ -6,21 +6,30 @@ A spec lists the inputs of the function under check, separated by ``;``::
 
 Grammar (whitespace is free; ``#`` is not special)::
 
-    spec     := item (";" item)* [";"]
+    spec     := item (";" item)* (";" keyword ((";" | ",") keyword)*)* [";"]
     item     := call affine* word*
     call     := CTOR "(" [number ("," number)*] ")"
     affine   := ("+" | "-" | "*" | "/") number
     word     := DTYPE | "nograd"
-    CTOR     := randn | rand | zeros | ones | full | eye | arange
-    DTYPE    := float64 | float32 | complex128 | complex64     (default float64)
+    keyword  := NAME "=" value        (a non-tensor argument, passed by name)
+    value    := number | True | False | None | 'text' | "(" [value ("," value)*] ")"
+    CTOR     := randn | rand | randint | zeros | ones | full | eye | arange
+    DTYPE    := float64 | float32 | complex128 | complex64 | float16 | bfloat16
+              | int64 | int32 | int16 | int8 | uint8 | bool          (default float64)
     number   := ["-"] digits ["." digits] [exponent] ["j"]
 
 ``randn``, ``rand``, ``zeros`` and ``ones`` take a shape (no argument: a
-scalar); ``full`` a shape then its value; ``eye`` ``n`` or ``n, m``;
+scalar); ``randint`` its bound ``high`` then a shape (integers in
+``[0, high)``); ``full`` a shape then its value; ``eye`` ``n`` or ``n, m``;
 ``arange`` ``stop``, ``start, stop`` or ``start, stop, step``. The affine
 steps apply left to right. Every input requires grad unless marked
-``nograd``. Random entries come from the ``numpy.random.Generator`` given to
-``build``, so a seed fixes them. A bad spec raises ``SpecError`` whose
+``nograd``; an integer or bool input never does (an index tensor for
+``gather`` or an embedding: ``randint(10, 4) int64``). float16 and bfloat16
+exist on torch and JAX only (``unsupported``). A keyword value is a number
+(an int when written without a point), ``True``, ``False``, ``None``, a
+quoted string or a tuple: ``randn(3, 4); dim=1, keepdim=True``. Random
+entries come from the ``numpy.random.Generator`` given to ``build``, so a
+seed fixes them. A bad spec raises ``SpecError`` whose
 message names the column.
 """
 from __future__ import annotations
@@ -32,15 +41,26 @@ import numpy as np
 
 from adcheck.runner.errors import RunnerError
 
-CTORS = ("randn", "rand", "zeros", "ones", "full", "eye", "arange")
-DTYPES = ("float64", "float32", "complex128", "complex64")
+CTORS = ("randn", "rand", "randint", "zeros", "ones", "full", "eye", "arange")
+#: floating point and complex dtypes: inputs that may require grad
+FLOATS = ("float64", "float32", "complex128", "complex64", "float16", "bfloat16")
+#: integer and boolean dtypes: never differentiated (index tensors, masks)
+INTEGERS = ("int64", "int32", "int16", "int8", "uint8", "bool")
+DTYPES = FLOATS + INTEGERS
+#: dtypes each engine has (NumPy has no bfloat16: it is made on torch or JAX)
+ENGINE_DTYPES = {"refengine": ("float64", "float32", "complex128", "complex64", "int64",
+                               "int32", "bool"),
+                 "torch": DTYPES, "jax": DTYPES}
+#: the words of a keyword argument's value that are not numbers
+CONSTANTS = {"True": True, "False": False, "None": None}
 MAX_ELEMENTS = 1_000_000
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?j?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[(),;+\-*/])
+  | (?P<string>'[^']*'|"[^"]*")
+  | (?P<punct>[(),;+\-*/=])
 """, re.VERBOSE)
 
 
@@ -125,17 +145,59 @@ class _Parser:
         value = complex(token.text) if token.text.endswith("j") else float(token.text)
         return sign * value, start
 
-    def spec(self) -> list[InputSpec]:
-        items = []
+    def spec(self) -> tuple[list[InputSpec], dict]:
+        items, keywords = [], {}
         while self.tok.kind != "end":
-            items.append(self.item())
-            if self.tok.text == ";":
+            keyword = self.tok.kind == "name" and self.tokens[self.pos + 1].text == "="
+            if keyword:
+                self.keyword(keywords)
+            else:
+                if keywords:
+                    self.fail("the tensors come first, then the keyword arguments "
+                              "(randn(3, 4); dim=1)")
+                items.append(self.item())
+            if self.tok.text == ";" or (keyword and self.tok.text == ","):
                 self.pos += 1
             elif self.tok.kind != "end":
                 self.fail(f"expected ';' between inputs, found {self.tok.text!r}")
         if not items:
             self.fail("no input given")
-        return items
+        return items, keywords
+
+    def keyword(self, keywords: dict) -> None:
+        name = self.tok
+        if name.text in keywords:
+            self.fail(f"keyword {name.text!r} given twice")
+        self.pos += 2
+        keywords[name.text] = self.value()
+
+    def value(self):
+        """A keyword argument's value: a number (an int when written without a
+        point), True, False, None, a quoted string or a parenthesised tuple."""
+        tok = self.tok
+        if tok.kind == "name" and tok.text in CONSTANTS:
+            self.pos += 1
+            return CONSTANTS[tok.text]
+        if tok.kind == "string":
+            self.pos += 1
+            return tok.text[1:-1]
+        if tok.text == "(":
+            self.pos += 1
+            values = []
+            while self.tok.text != ")":
+                if values:
+                    self.take(",")
+                if self.tok.text != ")":
+                    values.append(self.value())
+            self.pos += 1
+            return tuple(values)
+        if tok.kind != "number" and tok.text != "-":
+            self.fail(f"expected a value (a number, True, False, None, 'text' or a tuple), "
+                      f"found {tok.text!r}")
+        value, _ = self.number()
+        plain = self.tokens[self.pos - 1].text
+        whole = isinstance(value, float) and not any(c in plain for c in ".eE")
+        return int(value) if whole else value
 
     def item(self) -> InputSpec:
         name = self.tok
@@ -167,6 +229,11 @@ class _Parser:
                 self.fail(f"expected ';' before the next input {word.text!r}")
             if word.text in DTYPES:
                 spec.dtype = word.text
+                if word.text in INTEGERS:     # an index or a mask: never differentiated
+                    spec.requires_grad = False
+                    if spec.ctor in ("randn", "rand"):
+                        self.fail(f"{spec.ctor} draws real numbers; an {word.text} input takes "
+                                  "randint(high, shape...), arange, zeros, ones or full", word)
             elif word.text == "nograd":
                 spec.requires_grad = False
             else:
@@ -183,7 +250,11 @@ def _check_args(name: Token, args: list, text: str) -> tuple:
     ctor = name.text
     if ctor == "arange":
         return _arange_args(name, args, text)
-    shape_args = args[:-1] if ctor == "full" else args
+    if ctor == "randint" and (not args or isinstance(values[0], complex) or values[0] < 1
+                              or values[0] != int(values[0])):
+        raise SpecError("randint takes high (an integer above 0) then the shape, e.g. "
+                        "randint(5, 3) int64 for 3 integers in [0, 5)", name.column, text)
+    shape_args = args[:-1] if ctor == "full" else args[1:] if ctor == "randint" else args
     if ctor == "full" and not args:
         raise SpecError("full needs a shape and a value, e.g. full(2, 3, 0.5)", name.column, text)
     if ctor == "eye" and len(args) not in (1, 2):
@@ -197,7 +268,8 @@ def _check_args(name: Token, args: list, text: str) -> tuple:
     size = shape[0] * shape[-1] if ctor == "eye" else int(np.prod(shape))
     if size > MAX_ELEMENTS:
         raise SpecError(f"at most {MAX_ELEMENTS} elements per input", name.column, text)
-    return shape + ((values[-1],) if ctor == "full" else ())
+    high = (int(values[0]),) if ctor == "randint" else ()
+    return high + shape + ((values[-1],) if ctor == "full" else ())
 
 
 def _arange_args(name: Token, args: list, text: str) -> tuple:
@@ -216,7 +288,36 @@ def _arange_args(name: Token, args: list, text: str) -> tuple:
 
 
 def parse(text: str) -> list[InputSpec]:
-    """Parse a spec; raise ``SpecError`` (with the column) when it is malformed."""
+    """The tensors of a spec; raise ``SpecError`` (with the column) when it is malformed."""
+    return _Parser(text).spec()[0]
+
+
+def parse_keywords(text: str) -> dict:
+    """The keyword arguments of ``text`` alone (``dim=1, keepdim=True``)."""
+    parser, keywords = _Parser(text), {}
+    while parser.tok.kind != "end":
+        if parser.tok.kind != "name" or parser.tokens[parser.pos + 1].text != "=":
+            parser.fail(f"expected NAME=VALUE, found {parser.tok.text!r}")
+        parser.keyword(keywords)
+        if parser.tok.text in (";", ","):
+            parser.pos += 1
+        elif parser.tok.kind != "end":
+            parser.fail(f"expected ',' between keyword arguments, found {parser.tok.text!r}")
+    return keywords
+
+
+def ndim(spec: InputSpec) -> int:
+    """The number of dimensions of the tensor ``spec`` makes."""
+    if spec.ctor == "eye":
+        return 2
+    if spec.ctor == "arange":
+        return 1
+    return len(spec.args) - (1 if spec.ctor in ("full", "randint") else 0)
+
+
+def parse_call(text: str) -> tuple[list[InputSpec], dict]:
+    """``(tensors, keywords)`` of a spec: its tensors, and its keyword arguments
+    (``dim=1; keepdim=True``) by name."""
     return _Parser(text).spec()
 
 
@@ -227,6 +328,8 @@ def _base_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
         draw = rng.standard_normal if spec.ctor == "randn" else rng.random
         array = draw(args)
         return array + 1j * draw(args) if complex_ else array
+    if spec.ctor == "randint":
+        return rng.integers(0, args[0], args[1:])
     if spec.ctor == "zeros":
         return np.zeros(args)
     if spec.ctor == "ones":
@@ -239,7 +342,8 @@ def _base_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
 
 
 def array_of(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
-    """The NumPy array ``spec`` describes, in its dtype."""
+    """The NumPy array ``spec`` describes, in its dtype (bfloat16: in float32,
+    which ``build`` rounds to bfloat16)."""
     array = np.asarray(_base_array(spec, rng))
     for op, value in spec.affine:
         if op == "+":
@@ -252,7 +356,11 @@ def array_of(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
             array = array / value
     if np.iscomplexobj(array) and not spec.dtype.startswith("complex"):
         array = array.real
-    return array.astype(spec.dtype)
+    return array.astype(_NUMPY_DTYPE.get(spec.dtype, spec.dtype))
+
+
+#: what NumPy holds a dtype it lacks in (the engine's tensor is then rounded to it)
+_NUMPY_DTYPE = {"bfloat16": "float32"}
 
 
 def build(specs: list[InputSpec], engine: str, rng: np.random.Generator) -> tuple:
@@ -262,17 +370,28 @@ def build(specs: list[InputSpec], engine: str, rng: np.random.Generator) -> tupl
     would make float32 arrays of float64 specs; a ``nograd`` input is marked
     with ``gradcheck.engines.jax.nograd``, JAX arrays having no requires_grad.
     """
-    arrays = [(array_of(s, rng), s.requires_grad) for s in specs]
+    arrays = [(array_of(s, rng), s.requires_grad, s.dtype) for s in specs]
     if engine == "torch":
         import torch
-        return tuple(torch.from_numpy(a).requires_grad_(g) for a, g in arrays)
+        return tuple(torch.from_numpy(a).to(getattr(torch, d)).requires_grad_(g)
+                     for a, g, d in arrays)
     if engine == "jax":
         import jax
         import jax.numpy as jnp
 
         from adcheck.gradcheck.engines.jax import nograd
         jax.config.update("jax_enable_x64", True)
-        return tuple(jnp.asarray(a) if g else nograd(jnp.asarray(a)) for a, g in arrays)
+        made = [(jnp.asarray(a, dtype=getattr(jnp, d)), g) for a, g, d in arrays]
+        return tuple(x if g else nograd(x) for x, g in made)
     from adcheck import refengine
-    return tuple(refengine.tensor(a, dtype=getattr(refengine, str(a.dtype)), requires_grad=g)
-                 for a, g in arrays)
+    return tuple(refengine.tensor(a, dtype=getattr(refengine, d),
+                                  requires_grad=g) for a, g, d in arrays)
+
+
+def unsupported(specs: list[InputSpec], engine: str) -> str | None:
+    """Why ``engine`` cannot make these inputs (a dtype it lacks), else ``None``."""
+    missing = sorted({s.dtype for s in specs} - set(ENGINE_DTYPES[engine]))
+    if not missing:
+        return None
+    return (f"{', '.join(missing)} exist on --engine torch and jax, not on {engine} (which has "
+            f"{', '.join(ENGINE_DTYPES[engine])})")

@@ -47,6 +47,8 @@ class Target:
     engine: str          # "refengine", "torch" or "jax"
     has_jvp: bool
     arity: int | None    # positional inputs, when the signature tells
+    #: the names of those inputs (a keyword argument given by name takes one)
+    params: tuple = ()
 
 
 def _import(module: str):
@@ -124,16 +126,78 @@ def _jax_kind(obj) -> tuple[str, bool] | None:
     return "jax function", True
 
 
-def _arity(func, skip_ctx: bool) -> int | None:
+def _required(func, skip_ctx: bool) -> tuple | None:
+    """The names of ``func``'s required positional parameters (without ``ctx``),
+    or ``None`` when its signature does not tell."""
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
         return None
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return None
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                   and p.default is p.empty]
-    return len(positional) - (1 if skip_ctx else 0)
+    return tuple(positional[1:] if skip_ctx else positional)
+
+
+def _arity(func, skip_ctx: bool) -> int | None:
+    names = _required(func, skip_ctx)
+    return None if names is None else len(names)
+
+
+#: the top-level packages whose tensors each engine checks
+_ENGINE_PACKAGES = {"jax": "jax", "jaxlib": "jax", "torch": "torch", "adcheck": "refengine"}
+
+
+def engines_used(func) -> set:
+    """The engines whose modules or functions ``func``'s own code names (``jnp.sin``:
+    jax; ``torch.exp``: torch; ``adcheck.refengine``: refengine)."""
+    code, names = getattr(func, "__code__", None), getattr(func, "__globals__", None)
+    if code is None or names is None:
+        return set()
+    used = set()
+    for name in code.co_names:
+        value = names.get(name)
+        module = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        package = (module or "").partition(".")[0]
+        if package == "adcheck" and not (module or "").startswith("adcheck.refengine"):
+            continue
+        if package in _ENGINE_PACKAGES:
+            used.add(_ENGINE_PACKAGES[package])
+    return used
+
+
+def engine_hint(target: "Target", engine: str) -> str | None:
+    """Why a plain function looks written for another engine than ``engine``
+    (its code names that engine's modules only), with the option to give; else
+    ``None``."""
+    if target.kind != "function":
+        return None
+    used = engines_used(target.func)
+    if len(used) != 1 or engine in used:
+        return None
+    (other,) = used
+    return (f"{target.spec} calls {other} functions, but plain functions are checked on "
+            f"--engine {engine} unless told; add --engine {other}")
+
+
+#: how each engine says that a Function, or a JAX custom_vjp, has no forward-mode rule
+NO_FORWARD_RULE = ("You must implement the jvp function",
+                   "can't apply forward-mode autodiff (jvp) to a custom_vjp function")
+
+
+def no_forward_rule(exc: BaseException) -> str | None:
+    """The engine's words when ``exc`` (or what caused it) says that code under
+    check has no forward-mode rule (a Function without jvp, a custom_vjp),
+    else ``None``."""
+    while exc is not None:
+        text = str(exc)
+        if isinstance(exc, (NotImplementedError, TypeError)) and any(
+                words in text for words in NO_FORWARD_RULE):
+            return f"{type(exc).__name__}: {' '.join(text.split())}"
+        exc = exc.__cause__
+    return None
 
 
 def _module_kind(obj) -> str | None:
@@ -183,7 +247,8 @@ def _built(obj, text: str, seed: int):
 def _module_target(text: str, module) -> Target:
     kind = _module_kind(module)
     return Target(text, type(module).__name__, module, f"{kind} Module", kind, True,
-                  _arity(module.forward, skip_ctx=False))
+                  _arity(module.forward, skip_ctx=False),
+                  _required(module.forward, skip_ctx=False) or ())
 
 
 def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
@@ -208,12 +273,26 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
         has_jvp = obj.jvp is not base.jvp
         uses_ctx = obj.setup_context is base.setup_context
         return Target(text, name, obj.apply, f"{fn_engine} Function", fn_engine, has_jvp,
-                      _arity(obj.forward, skip_ctx=uses_ctx))
+                      _arity(obj.forward, skip_ctx=uses_ctx),
+                      _required(obj.forward, skip_ctx=uses_ctx) or ())
     jax_kind = _jax_kind(obj)
     if jax_kind is not None:
         kind, has_jvp = jax_kind
-        return Target(text, name, obj, kind, "jax", has_jvp, _arity(obj, skip_ctx=False))
+        return Target(text, name, obj, kind, "jax", has_jvp, _arity(obj, skip_ctx=False),
+                      _required(obj, skip_ctx=False) or ())
     if not callable(obj):
         raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
                           "Function; point MODULE:OBJECT at one")
-    return Target(text, name, obj, "function", engine, True, _arity(obj, skip_ctx=False))
+    return Target(text, name, obj, "function", engine, True, _arity(obj, skip_ctx=False),
+                  _required(obj, skip_ctx=False) or ())
+
+
+def source_module(text: str):
+    """The module ``MODULE:OBJECT`` is found in (a file already loaded by
+    ``resolve`` is not run again), e.g. for its ``example_inputs()``."""
+    module_name = text.split(":")[0]
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
+        loaded = sys.modules.get(f"adcheck_target_{Path(module_name).stem}")
+        if loaded is not None:
+            return loaded
+    return _import(module_name)

@@ -16,42 +16,37 @@ from adcheck.cli.options import (
     verbosity,
 )
 
-EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
+from adcheck.cli.commands.inputs import EXAMPLE
+
+def _engine_given() -> bool:
+    """Whether --engine was on the command line (not its default)."""
+    from click.core import ParameterSource
+    return click.get_current_context().get_parameter_source("engine") != \
+        ParameterSource.DEFAULT
 
 
-def _inputs(specs: tuple, target) -> list[str]:
-    """The input specs, parsed once here so a bad one exits 2 before any work."""
-    from adcheck.runner.spec import SpecError, parse
-    if not specs:
-        if target.arity is None:
-            raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
-                             f"with --inputs, e.g. --inputs \"{EXAMPLE}\"")
-        specs = ("; ".join(["randn(3)"] * max(target.arity, 1)),)
-    for text in specs:
-        try:
-            parsed = parse(text)
-        except SpecError as exc:
-            raise InputError(f"--inputs: {exc}") from None
-        if not any(s.requires_grad for s in parsed):
-            raise InputError(f"--inputs {text!r}: every input is nograd, so there is nothing "
-                             "to differentiate; drop 'nograd' from one of them")
-    return list(specs)
-
-
-def _target_report(target_text, specs, engine, settings, jobs, fail_fast, level):
+def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, level):
+    from adcheck.cli.commands.inputs import input_sets
+    from adcheck.cli.reporting import warn
     from adcheck.cli.runs import run
-    from adcheck.runner.target import resolve
+    from adcheck.runner.target import engine_hint, resolve
     from adcheck.runner.tasks import TargetTask
     target = resolve(target_text, engine)
     require_engine(target.engine)
-    tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
-             for i, text in enumerate(_inputs(specs, target))]
+    hint = None if _engine_given() else engine_hint(target, engine)
+    if hint is not None:
+        raise InputError(hint)
     policy = settings.policy
+    chosen, layouts, notes = input_sets(target, specs, args, policy.seed, settings.timeout)
+    for note in notes:
+        warn(note)
+    tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
+             for i, text in enumerate(chosen)]
     record = {"engine": target.engine, "precise": policy.precise,
               "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
               "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
               "family": None, "target": target_text, "kind": target.kind,
-              "inputs": [t.inputs for t in tasks]}
+              "inputs": [t.inputs for t in tasks], "layouts": layouts}
     return run("check", tasks, jobs, fail_fast, level, record)
 
 
@@ -70,9 +65,16 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @click.argument("target", required=False, metavar="[MODULE:OBJECT]")
 @click.option("--inputs", "specs", multiple=True, metavar="SPEC",
               help=f"Inputs of the object, parsed (never evaluated), e.g. \"{EXAMPLE}\". "
-                   "Constructors randn rand zeros ones full eye arange; '+ c', '* c'; a dtype "
-                   "word (float64 default); 'nograd'. Repeat for more input sets. Default: "
-                   "randn(3) per positional argument.")
+                   "Constructors randn rand randint zeros ones full eye arange; '+ c', '* c'; "
+                   "a dtype word (float64 default; float32, complex128, complex64, float16, "
+                   "bfloat16, and int64 int32 int16 int8 uint8 bool for index tensors, never "
+                   "differentiated); 'nograd'. Repeat for more input sets. Default: randn(3, "
+                   "4) per positional argument, a broadcast set and a complex set, each kept "
+                   "when the object runs on it (see docs/check.md).")
+@click.option("--args", "args", metavar="KEYWORDS",
+              help="Non-tensor arguments passed by name to every call, parsed (never "
+                   "evaluated): --args 'dim=1, keepdim=True'. Values: numbers, True, False, "
+                   "None, 'text', tuples (0, 1).")
 @click.option("--plugin", type=click.Path(dir_okay=False), metavar="FILE",
               help="Check the OpInfos defined in this Python file instead of MODULE:OBJECT.")
 @click.option("--against", metavar="MODULE:REF",
@@ -90,8 +92,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @report_options
 @allow_empty_option
 @html_option
-def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout, memory_budget,
-          jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
+def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, timeout,
+          memory_budget, jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
           allow_empty, html, against=None, device_name=None):
     """Validate your own derivative formulas.
 
@@ -119,9 +121,9 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     if (target is None) == (plugin is None):
         raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "
                          "'adcheck check --help'")
-    if plugin is not None and specs:
-        raise InputError("--inputs applies to MODULE:OBJECT; a plugin's OpInfos bring "
-                         "their own samples")
+    if plugin is not None and (specs or args):
+        raise InputError("--inputs and --args apply to MODULE:OBJECT; a plugin's OpInfos "
+                         "bring their own samples")
     chosen_checks, chosen_dtypes = parse_checks(checks), parse_dtypes(dtypes)
     require_engine(engine)
     accepted = load_baseline(baseline)
@@ -132,6 +134,6 @@ def check(target, specs, plugin, dtypes, checks, engine, precise, seed, timeout,
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     else:
-        report = _target_report(target, specs, engine, settings, jobs, fail_fast, level)
+        report = _target_report(target, specs, args, engine, settings, jobs, fail_fast, level)
     finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,
            allow_empty=allow_empty)

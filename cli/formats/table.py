@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from adcheck.cli.formats.entries import entry_lines
 from adcheck.runner.results import ALLOW_EMPTY, STATUSES, ExitCode, RunReport, declared
 
 STYLE = {"passed": "green", "failed": "bold red", "known-failure": "yellow",
@@ -195,6 +196,9 @@ class TableFormat:
                 if r.key in accepted:
                     line = Text("(accepted by the baseline) ", style="dim") + line
                 console.print(line)
+                if verbosity >= 0:
+                    for part in entry_lines(r, report.settings.get("layouts"), verbosity):
+                        console.print(part)
         for line in unjudged_lines(report) + _stale_lines(report, verbosity) \
                 + _baseline_lines(report):
             console.print(line)

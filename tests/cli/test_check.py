@@ -34,7 +34,8 @@ def test_the_same_function_is_right_on_real_inputs(run):
 
 
 def test_a_function_without_jvp_skips_forward_with_the_reason(run_json):
-    _, doc = run_json("check", f"{USER_FUNCTIONS}:DoubledSin", "--check", "reverse,forward")
+    _, doc = run_json("check", f"{USER_FUNCTIONS}:DoubledSin", "--check", "reverse,forward",
+                      "--inputs", "randn(3)")
     (forward,) = [r for r in doc["results"] if r["check"] == "forward"]
     assert forward["status"] == "skipped" and "defines no jvp" in forward["message"]
 
@@ -48,9 +49,10 @@ def test_a_plain_function_gets_one_input_set_per_inputs_option(run_json):
     assert {r["dtype"] for r in doc["results"]} == {"float64", "complex128"}
 
 
-def test_default_inputs_follow_the_signature(run_json):
+def test_default_inputs_follow_the_signature_with_rows_broadcast_and_complex(run_json):
     _, doc = run_json("check", f"{USER_FUNCTIONS}:scaled_sum")
-    assert doc["settings"]["inputs"] == ["randn(3); randn(3)"]
+    assert doc["settings"]["inputs"] == ["randn(3, 4); randn(3, 4)", "randn(3, 4); randn(4)",
+                                         "randn(3, 4) complex128; randn(3, 4) complex128"]
 
 
 def test_a_dotted_module_path_is_imported_from_the_current_directory(run, monkeypatch):

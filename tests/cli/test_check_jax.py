@@ -64,6 +64,10 @@ def jax_fns(tmp_path_factory):
     return str(path)
 
 
+#: one input set, where a test counts results (the defaults are several: docs/check.md)
+ONE_SET = ("--inputs", "randn(3)")
+
+
 def _kind(text):
     return None if text is None else re.sub(r"[-+]?\d[\d.e+-]*", "#", text)
 
@@ -73,8 +77,8 @@ def _outcome(doc):
 
 
 def test_a_wrong_custom_vjp_is_caught_and_diagnosed_like_its_refengine_twin(run_json, jax_fns):
-    result, doc = run_json("check", f"{jax_fns}:doubled_sin")
-    _, twin = run_json("check", f"{USER_FUNCTIONS}:DoubledSin")
+    result, doc = run_json("check", f"{jax_fns}:doubled_sin", *ONE_SET)
+    _, twin = run_json("check", f"{USER_FUNCTIONS}:DoubledSin", *ONE_SET)
     assert result.exit_code == 1
     assert doc["settings"]["engine"] == "jax" and doc["settings"]["kind"] == "jax custom_vjp"
     assert _outcome(doc) == _outcome(twin)
@@ -83,7 +87,7 @@ def test_a_wrong_custom_vjp_is_caught_and_diagnosed_like_its_refengine_twin(run_
 
 
 def test_a_custom_vjp_skips_forward_because_jax_has_no_jvp_through_it(run_json, jax_fns):
-    _, doc = run_json("check", f"{jax_fns}:good_exp")
+    _, doc = run_json("check", f"{jax_fns}:good_exp", *ONE_SET)
     assert [(r["check"], r["status"]) for r in doc["results"]] == [
         ("reverse", "passed"), ("forward", "skipped")]
     assert "defines no jvp" in doc["results"][1]["message"]
@@ -103,7 +107,7 @@ def test_the_conjugate_rule_is_right_on_real_inputs(run, jax_fns):
 
 
 def test_a_wrong_custom_jvp_fails_both_modes(run_json, jax_fns):
-    result, doc = run_json("check", f"{jax_fns}:doubled_sin_jvp")
+    result, doc = run_json("check", f"{jax_fns}:doubled_sin_jvp", *ONE_SET)
     assert result.exit_code == 1 and doc["settings"]["kind"] == "jax custom_jvp"
     assert [(r["check"], r["status"]) for r in doc["results"]] == [
         ("reverse", "failed"), ("forward", "failed")]
@@ -120,7 +124,7 @@ def test_nograd_holds_an_input_of_a_jitted_function_fixed(run_json, jax_fns):
 
 
 def test_engine_jax_checks_a_plain_function_of_jax_arrays(run_json, jax_fns):
-    result, doc = run_json("check", f"{jax_fns}:plain_cube", "--engine", "jax")
+    result, doc = run_json("check", f"{jax_fns}:plain_cube", "--engine", "jax", *ONE_SET)
     assert result.exit_code == 0, result.output
     assert doc["settings"]["engine"] == "jax" and doc["settings"]["kind"] == "function"
     assert [(r["check"], r["status"]) for r in doc["results"]] == [
@@ -128,7 +132,8 @@ def test_engine_jax_checks_a_plain_function_of_jax_arrays(run_json, jax_fns):
 
 
 def test_second_order_checks_run_on_jax(run_json):
-    result, doc = run_json("check", f"{JAX_OPS}:my_tanh", "--check", "reverse,gradgrad")
+    result, doc = run_json("check", f"{JAX_OPS}:my_tanh", "--check", "reverse,gradgrad",
+                           *ONE_SET)
     assert result.exit_code == 0, doc
     assert [r["status"] for r in doc["results"]] == ["passed", "passed"]
 

@@ -46,7 +46,7 @@ def test_the_same_generator_seed_gives_the_same_inputs():
     ("randn(3,4; rand(4)", 10, "expected ','"),
     ("randn(3.5)", 7, "non-negative integer"),
     ("foo(3)", 1, "expected a constructor"),
-    ("randn(3) float16", 10, "unknown word 'float16'"),
+    ("randn(3) float8", 10, "unknown word 'float8'"),
     ("randn(3) rand(2)", 10, "expected ';'"),
     ("randn(3) $", 10, "unexpected character '$'"),
     ("rand(3) / 0", 11, "division by zero"),
@@ -69,3 +69,42 @@ def test_a_bad_spec_names_the_column_and_the_problem(text, column, words):
 def test_python_code_is_rejected_not_run(text):
     with pytest.raises(SpecError):
         parse(text)
+
+
+def test_keyword_arguments_follow_the_tensors_with_their_python_types():
+    from adcheck.runner.spec import parse_call, parse_keywords
+    specs, keywords = parse_call("randn(3, 4); dim=1, keepdim=True; dims=(0, -1); "
+                                 "mode='sum'; eps=1e-5; p=2.0; out=None")
+    assert [s.ctor for s in specs] == ["randn"]
+    assert keywords == {"dim": 1, "keepdim": True, "dims": (0, -1), "mode": "sum",
+                        "eps": 1e-5, "p": 2.0, "out": None}
+    assert type(keywords["dim"]) is int and type(keywords["p"]) is float
+    assert parse_keywords("dim=1, keepdim=False") == {"dim": 1, "keepdim": False}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("dim=1; randn(3)", "the tensors come first"),
+    ("randn(3); dim=1; dim=2", "given twice"),
+    ("randn(3); dim=axis", "expected a value"),
+    ("randn(3) int64", "randn draws real numbers"),
+    ("randint(0, 3) int64", "randint takes high"),
+])
+def test_a_bad_keyword_or_integer_input_is_a_spec_error(text, words):
+    with pytest.raises(SpecError) as caught:
+        parse(text)
+    assert words in caught.value.reason
+
+
+def test_an_integer_input_is_never_differentiated_and_stays_in_range():
+    (idx,) = parse("randint(5, 100) int64")
+    assert not idx.requires_grad
+    (made,) = build([idx], "refengine", np.random.default_rng(0))
+    values = made.numpy()
+    assert values.dtype == np.int64 and values.min() >= 0 and values.max() <= 4
+    assert set(values.tolist()) == set(range(5))    # 100 draws from 5 values: every one
+
+
+def test_dtypes_an_engine_lacks_are_named():
+    from adcheck.runner.spec import unsupported
+    assert unsupported(parse("randn(3) float16"), "refengine").startswith("float16 exist on")
+    assert unsupported(parse("randn(3) float16; arange(3) int64"), "torch") is None
