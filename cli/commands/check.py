@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from adcheck.cli.errors import InputError
+from adcheck.cli.harvest import harvest_options, harvest_report, harvesting
 from adcheck.cli.options import (
     ENGINES,
     EXIT_STATUSES,
@@ -91,6 +92,7 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
               help="Worker processes; the results are the same for any number.")
 @report_options
 @allow_empty_option
+@harvest_options
 @html_option
 def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, timeout,
           memory_budget, jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
@@ -133,6 +135,8 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
                         (str(plugin),) if plugin else ())
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
+    elif harvesting():
+        report = harvest_report(target, specs, engine, settings, fail_fast)
     else:
         report = _target_report(target, specs, args, engine, settings, jobs, fail_fast, level)
     finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,

@@ -1,0 +1,118 @@
+"""``adcheck check FILE:OBJ --harvest``: the command line's side of harvesting.
+
+``--harvest`` and ``--max-shapes`` are options of ``check``; ``harvest_report``
+finds the model and its inputs (``--inputs``, else ``example_inputs()`` in
+the file), runs ``runner.harvest`` in this process (the recorded inputs are
+the model's own tensors) and returns the ``RunReport`` every format renders.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from adcheck.cli.errors import InputError
+
+#: where ``--harvest`` keeps its flag (``ctx.meta``): no parameter of ``check`` changes
+FLAG = "adcheck.harvest"
+SHAPES = "adcheck.harvest.max_shapes"
+#: the function of the target's file that gives the inputs when --inputs is not given
+EXAMPLE_INPUTS = "example_inputs"
+
+
+def _store(key: str):
+    def callback(ctx, _param, value):
+        ctx.meta[key] = value
+        return value
+    return callback
+
+
+def harvest_options(func):
+    """``--harvest`` and ``--max-shapes`` (their values in ``ctx.meta``)."""
+    func = click.option(
+        "--max-shapes", type=click.IntRange(min=1), default=2, show_default=True,
+        expose_value=False, callback=_store(SHAPES), metavar="N",
+        help="With --harvest: check each Function at up to N distinct input shapes "
+             "per module path.")(func)
+    return click.option(
+        "--harvest", is_flag=True, expose_value=False, callback=_store(FLAG),
+        help="Run the model (a module class, a factory of no argument, an instance or a "
+             "function) once at --inputs, or at what example_inputs() in the same file "
+             "returns, record every custom autograd.Function, torch.library custom op and "
+             "refengine Function it applies, and check each at the inputs the model fed "
+             "it, named PATH:Class (PATH: the submodule that applied it), then the whole "
+             "model, saying where its failure comes from. Exit 3 when the model applies "
+             "no custom Function (see docs/harvest.md).")(func)
+
+
+def harvesting() -> bool:
+    """Whether ``--harvest`` was given."""
+    return bool(click.get_current_context().meta.get(FLAG))
+
+
+def _inputs(target, specs: tuple, seed: int) -> tuple:
+    if len(specs) > 1:
+        raise InputError("--harvest runs the model once: give one --inputs, not "
+                         f"{len(specs)}")
+    if specs:
+        import numpy as np
+
+        from adcheck.runner.checks import derive_seed
+        from adcheck.runner.spec import SpecError, build, parse
+        try:
+            parsed = parse(specs[0])
+        except SpecError as exc:
+            raise InputError(f"--inputs: {exc}") from None
+        return tuple(build(parsed, target.engine, np.random.default_rng(
+            derive_seed(seed, "inputs", 0))))
+    from adcheck.runner.target import source_module
+    make = getattr(source_module(target.spec), EXAMPLE_INPUTS, None)
+    if not callable(make):
+        raise InputError(f"--harvest needs the model's inputs: give --inputs \"randn(4, 8)\", "
+                         f"or define {EXAMPLE_INPUTS}() in {target.spec.split(':')[0]} "
+                         "returning them (a tensor or a tuple of tensors)")
+    try:
+        made = make()
+    except Exception as exc:  # noqa: BLE001 - the user's code
+        raise InputError(f"{EXAMPLE_INPUTS}() raised {type(exc).__name__}: {exc}; fix it or "
+                         "give --inputs") from None
+    return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+
+
+def _one_thread():
+    """torch on one thread while checking, as the runner's workers are (unless
+    ``OMP_NUM_THREADS`` says otherwise); returns the count to restore."""
+    torch = sys.modules.get("torch")
+    if torch is None or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    return before
+
+
+def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_fast: bool):
+    """The ``RunReport`` of ``adcheck check TARGET --harvest``."""
+    from adcheck.cli.options import require_engine
+    from adcheck.runner.harvest import harvest_results
+    from adcheck.runner.results import RunReport
+    from adcheck.runner.target import resolve, seed_engines
+    policy = settings.policy
+    target = resolve(target_text, engine, policy.seed)
+    require_engine(target.engine)
+    inputs = _inputs(target, specs, policy.seed)
+    seed_engines(policy.seed)       # a model that draws (dropout) draws the same every run
+    start, threads = time.perf_counter(), _one_thread()
+    try:
+        pairs = harvest_results(target, inputs, settings,
+                                click.get_current_context().meta.get(SHAPES, 2))
+    finally:
+        if threads is not None:
+            sys.modules["torch"].set_num_threads(threads)
+    record = {"engine": target.engine, "precise": policy.precise,
+              "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
+              "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
+              "family": None, "target": target_text, "harvest": True}
+    return RunReport("check", record, [r for r, _ in pairs],
+                     seconds=time.perf_counter() - start)

@@ -1,0 +1,137 @@
+"""``adcheck check FILE:OBJ --harvest``: the custom Functions of a model as targets.
+
+The model's forward runs once under ``gradcheck.harvest``'s recorder; each
+harvested op (``PATH:Class``) and each of its samples (a distinct set of
+input shapes) becomes a ``HarvestSubject``, checked by ``run_checks`` like
+any other subject, so its results are ordinary ``CheckResult``s named
+``PATH:Class`` in every report format. A last result, named after the
+model, is the whole model's check (probed, with its escape odds) whose
+message says where its failure comes from (``gradcheck.harvest.api.localise``).
+
+A forward that raises gives one error result naming the submodule; a model
+that applies no custom Function gives one skipped result saying so (nothing
+is checked: exit status 3 unless ``--allow-empty``).
+"""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from adcheck.runner.checks import FAULTS, derive_seed, options, run_check, run_checks
+from adcheck.runner.results import TASK_CHECK, CheckResult
+
+#: what the skipped result of a model that applies no custom Function says
+NOTHING = ("applied no custom Function (torch.autograd.Function, torch.library custom op with "
+           "autograd, refengine Function) in its forward, so nothing was harvested; check the "
+           "whole model without --harvest")
+
+
+class HarvestSubject:
+    """One sample of one harvested op (see ``gradcheck.harvest.targets``)."""
+
+    def __init__(self, op, sample, index: int):
+        self.op, self.sample = op, sample
+        self.name, self.family, self.index = op.name, f"harvested {op.kind}", index
+        self.dtype_name, self.sample_name = sample.dtype or "-", sample.shapes
+
+    def call(self):
+        s = self.sample
+        return SimpleNamespace(func=s.func, inputs=s.inputs, reference=None, names=s.names), \
+            None
+
+    def skip_reason(self, check: str, call) -> str | None:
+        from adcheck.runner.checks import CHECKS
+        if CHECKS[check].ad == "forward" and not self.op.has_jvp:
+            return "the Function defines no jvp"
+        if CHECKS[check].against == "reference":
+            return "a harvested Function has no mpmath reference"
+        return None
+
+    def keywords(self, check: str, policy, call) -> dict:
+        return {**options(check, policy, None, self.op.has_jvp),
+                "input_names": list(call.names)}
+
+    def seed(self, base: int, check: str) -> int:
+        return derive_seed(base, "harvest", self.name, self.index, check)
+
+    def known_failure(self, check: str):
+        return None
+
+
+def _noted(result: CheckResult, notes: list) -> CheckResult:
+    """The sample's notes (low precision, in-place writes, nesting) on its result."""
+    if notes:
+        text = "; ".join(notes)
+        result.message = f"{result.message} (note: {text})" if result.message else \
+            f"note: {text}"
+    return result
+
+
+def _skipped(op, sample, index: int, checks: tuple) -> list:
+    return [CheckResult(op.name, "-", index, check, "skipped", sample.skip,
+                        family=f"harvested {op.kind}", sample_name=sample.shapes)
+            for check in checks]
+
+
+def op_results(op, settings) -> list:
+    """``[(CheckResult, Report or None)]`` of every check of every sample of ``op``."""
+    pairs = []
+    for index, sample in enumerate(op.samples):
+        if sample.skip is not None:
+            pairs += [(r, None) for r in _skipped(op, sample, index, settings.checks)]
+            continue
+        subject = HarvestSubject(op, sample, index)
+        pairs += [(_noted(r, sample.notes), report) for r, report in
+                  run_checks(subject, settings.checks, settings.policy, settings.keep_reports)]
+    return pairs
+
+
+def _setup(name: str, status: str, message: str, family: str) -> CheckResult:
+    return CheckResult(name, "-", None, TASK_CHECK, status, " ".join(message.split()),
+                       family=family)
+
+
+def model_result(target, inputs, failing: list, composition: list, policy) -> CheckResult:
+    """The whole model's check, its message the localisation of its failure."""
+    from adcheck.gradcheck.harvest.api import MODEL_CHECK, localise, model_call
+    from adcheck.gradcheck.harvest.recording import ModelState
+    func, args, names = model_call(target.func, inputs)
+    base = _setup(target.name, "error", "", target.kind)
+    state = ModelState(target.func if target.kind.endswith("Module") else None)
+    try:
+        result, report = run_check(func, args, target.name, "reverse",
+                                   {**MODEL_CHECK, "input_names": names},
+                                   derive_seed(policy.seed, "harvest", target.spec), base)
+    finally:
+        state.restore()
+    passed = None if result.status not in ("passed", "failed") else result.status == "passed"
+    result.sample, result.sample_name = 0, "the whole model (probed)"
+    result.message = localise(passed, failing, composition, result.message) + (
+        f" [{result.message}]" if result.message and passed is not None else "")
+    return result, report
+
+
+def harvest_results(target, inputs, settings, max_shapes: int) -> list:
+    """``[(CheckResult, Report or None)]``: each harvested op's checks, then the
+    whole model's (see the module docstring)."""
+    from adcheck.gradcheck.harvest.api import composition, record
+    from adcheck.gradcheck.harvest.recording import ForwardError
+    start = time.perf_counter()
+    try:
+        recording = record(target.func, inputs, max_shapes)
+    except ForwardError as exc:
+        result = _setup(target.name, "error", str(exc), target.kind)
+        result.seconds = time.perf_counter() - start
+        return [(result, None)]
+    if not recording.ops:
+        return [(_setup(target.name, "skipped", f"{target.spec} {NOTHING}", target.kind), None)]
+    pairs = []
+    for op in recording.ops:
+        try:
+            pairs += op_results(op, settings)
+        except FAULTS as exc:  # noqa: PERF203 - one op's trouble must not end the others
+            pairs.append((_setup(op.name, "error", str(exc), op.kind), None))
+    failing = list(dict.fromkeys(r.op for r, _ in pairs if r.failing))
+    pairs.append(model_result(target, inputs, failing, composition(recording),
+                              settings.policy))
+    return pairs

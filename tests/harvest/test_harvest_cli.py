@@ -1,0 +1,93 @@
+"""adcheck check FILE:OBJ --harvest: the example model's two wrong Functions
+named by their module paths; the bad inputs exit as documented."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from adcheck.cli.main import cli
+
+from conftest import EXAMPLES
+
+MODEL = f"{EXAMPLES / 'harvest_model.py'}:Model"
+
+
+@pytest.fixture
+def run():
+    def invoke(*args):
+        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return invoke
+
+
+def test_the_example_model_fails_naming_exactly_the_two_wrong_functions(run):
+    result = run("check", MODEL, "--harvest", "--format", "json")
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)
+    failing = {r["op"] for r in document["results"] if r["status"] == "failed"}
+    assert failing == {"norm_f:ScaleNormFn", "temp:TemperatureFn", "Model"}
+    passed = {r["op"] for r in document["results"] if r["status"] == "passed"}
+    assert "blocks.1.mlp.act:GeluTanhFn" in passed and len(passed) == 10
+    (model,) = [r for r in document["results"] if r["op"] == "Model"]
+    assert model["message"].startswith("the whole model fails; at fault on their own: "
+                                       "norm_f:ScaleNormFn, temp:TemperatureFn")
+    assert model["escape"]                 # probed: the odds stated
+    forward = [r for r in document["results"] if r["op"] == "blocks.0.mlp.act:GeluTanhFn"
+               and r["check"] == "forward"]
+    assert forward[0]["status"] == "passed"        # it has a jvp: forward mode checked too
+
+
+def test_torch_tolerances_let_the_small_error_through(run):
+    # the 1e-3 error is what a fixed rtol of 1e-3 passes: only the precise check sees it
+    result = run("check", MODEL, "--harvest", "--torch-tolerances", "--check", "reverse",
+                 "--format", "json")
+    failing = {r["op"] for r in json.loads(result.stdout)["results"] if r["status"] == "failed"}
+    assert "temp:TemperatureFn" in failing and "norm_f:ScaleNormFn" not in failing
+
+
+def test_inputs_from_the_command_line(run):
+    result = run("check", MODEL, "--harvest", "--inputs", "randn(3, 8) float32",
+                 "--check", "reverse", "--format", "json")
+    shapes = {r["op"]: r["sample_name"] for r in json.loads(result.stdout)["results"]}
+    assert shapes["blocks.0.attn:AttnSoftmaxFn"] == "(2, 3, 3)"
+
+
+def test_a_model_without_custom_functions_checks_nothing_and_exits_3(run, tmp_path):
+    path = tmp_path / "plain.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        def make():
+            return torch.nn.Linear(3, 2)
+        def example_inputs():
+            return torch.randn(4, 3)
+    """))
+    result = run("check", f"{path}:make", "--harvest")
+    assert result.exit_code == 3, result.output
+    assert "applied no custom Function" in result.output
+
+
+def test_no_inputs_and_no_example_inputs_is_a_usage_error(run, tmp_path):
+    path = tmp_path / "bare.py"
+    path.write_text("import torch\nmake = lambda: torch.nn.Linear(3, 2)\n")
+    result = run("check", f"{path}:make", "--harvest")
+    assert result.exit_code == 2
+    assert "define example_inputs()" in result.output
+
+
+def test_a_forward_that_raises_is_an_error_naming_the_module(run, tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+        class Bad(torch.nn.Module):
+            def forward(self, x):
+                raise ValueError("no such head")
+        def make():
+            return torch.nn.Sequential(torch.nn.Linear(3, 3), Bad())
+        def example_inputs():
+            return torch.randn(4, 3)
+    """))
+    result = run("check", f"{path}:make", "--harvest")
+    assert result.exit_code == 1
+    assert "ValueError: no such head (in 1)" in result.output
