@@ -128,6 +128,36 @@ def registry_option(func):
              "each, with the checks PyTorch's gradient tests run (reverse, forward, "
              "gradgrad, fwgrad_bwgrad) and op_db's skips and expected failures as known "
              "failures.")(func)
+def explore_options(func):
+    """--explore/--no-explore and --explore-budget (``check``, ``ops``): search
+    inputs beyond the given ones (``gradcheck.explore``); the budget is the
+    explore mode's per check, a bad one one line and exit 2."""
+    from adcheck.gradcheck.core.options import DEFAULT_EXPLORE_BUDGET
+
+    def seconds(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not 0 < number < float("inf"):
+            from adcheck.cli.errors import InputError
+            raise InputError(f"--explore-budget must be a number of seconds > 0, not "
+                             f"{value!r}; for example --explore-budget 20")
+        return number
+    func = click.option(
+        "--explore-budget", "explore_budget", callback=seconds, metavar="SECONDS",
+        help=f"Seconds --explore may spend per check (default {DEFAULT_EXPLORE_BUDGET:g}; "
+             "with ops: per op, dtype and check, on the first sample).")(func)
+    return click.option(
+        "--explore/--no-explore", default=False, show_default=True,
+        help="Also search for inputs where a derivative is wrong: exact zeros, ties, tiny "
+             "and huge magnitudes, integers, repeated eigenvalues, complex axes; kinks and "
+             "ties judged by one-sided derivatives; a failing point shown with a "
+             "reproducer (docs/explore.md).")(func)
+
+
 
 
 def parse_checks(text: str) -> tuple:

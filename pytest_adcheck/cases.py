@@ -44,11 +44,12 @@ ENGINES = ("refengine", "torch")
 
 
 def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: tuple = (),
-                 registry=None):
+                 registry=None, explore=None):
     """The runner's ``Settings`` for these checks (none: the registry's defaults,
     else the CLI's) on ``engine`` (default: the registry's own, else refengine)
     and ``registry`` (default: adcheck's own); ``plugins``: the plugin files
-    loaded (the reproducers load them)."""
+    loaded (the reproducers load them); ``explore``: the policy's (seconds, 0
+    for the default budget, or ``None``)."""
     from adcheck.runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
     from adcheck.runner.registry import OPINFO
     from adcheck.runner.tasks import Settings
@@ -56,7 +57,7 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
     defaults = getattr(registry, "default_checks", None) or DEFAULT_CHECKS
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
     engine = engine or getattr(registry, "engine", None) or "refengine"
-    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed),
+    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed, explore=explore),
                     plugins=tuple(plugins), registry=registry, keep_reports=True)
 
 
@@ -114,9 +115,23 @@ def _selected(settings, patterns: tuple, family) -> list:
     return chosen.infos
 
 
+def _explore(value):
+    """The marker's ``explore=``: False (off), True (the default budget) or a
+    budget in seconds, as the runner's policy holds it."""
+    if value is False or value is None:
+        return None
+    if value is True:
+        return 0.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and 0 < value < float("inf"):
+        return float(value)
+    raise SelectionError(f"explore= takes True, False or a budget in seconds > 0, not "
+                         f"{value!r}")
+
+
 def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0,
                engine: str | None = None, plugins: tuple = (), shard=None,
-               registry: str = "opinfo") -> list:
+               registry: str = "opinfo", explore=False) -> list:
     """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=,
     engine=, registry=)`` selects (``engine="torch"``: torch's own formulas, for
     the ops that name a torch op; ``registry="torch"``: PyTorch's op_db);
@@ -130,7 +145,8 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
     dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
     engine = _engine(engine, registry)
     _torch_only(dtype_names, engine)
-    settings = settings_for(_names(checks, "checks"), seed, engine, plugins, registry)
+    settings = settings_for(_names(checks, "checks"), seed, engine, plugins, registry,
+                            _explore(explore))
     tasks = plan(_selected(settings, patterns, family), list(dtype_names) or None, settings)
     if shard is not None:
         from adcheck.runner.shard import shard_tasks

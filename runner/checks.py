@@ -28,13 +28,17 @@ from adcheck.runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResul
 @dataclass(frozen=True)
 class Policy:
     """How checks are run: ``precise`` or the OpInfo's torch-style
-    tolerances, the engine, the base seed of the random probes, and the
-    memory budget of each check in bytes (``None``: gradcheck's default)."""
+    tolerances, the engine, the base seed of the random probes, the
+    memory budget of each check in bytes (``None``: gradcheck's default),
+    and whether to explore other inputs."""
 
     precise: bool = True
     engine: str = "refengine"
     seed: int = 0
     memory_budget: int | None = None
+    #: ``--explore``: the explore mode's budget in seconds (0: its default),
+    #: or ``None``: off; it explores the first sample or input set only
+    explore: float | None = None
 
 
 #: what the code under check may raise that is its fault, not the run's: any
@@ -258,7 +262,7 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     reason = subject.skip_reason(check, call)
     if reason is not None:
         return _skipped(subject, check, reason), None
-    kwargs = subject.keywords(check, policy, call)
+    kwargs = {**subject.keywords(check, policy, call), **_explore_keywords(subject, policy)}
     skip = getattr(subject, "fault_skip", None)
     result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
                                subject.seed(policy.seed, check), base,
@@ -281,7 +285,17 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     keep_evidence(result, report)
     if result.status == "failed" and confirmed is None:
         result.dispute = _dispute(subject, check, call, report)
+    if result.status == "passed" and report is not None and "explore" in report.counts:
+        result.message = report.results[-1].detail     # what exploring tried, in JSON too
     return result, report if keep_reports else None
+
+
+def _explore_keywords(subject, policy: Policy) -> dict:
+    """``explore`` and its budget for the first sample (or input set) of a
+    subject when the policy explores, else nothing."""
+    if policy.explore is None or subject.index != 0:
+        return {}
+    return {"explore": True, **({"explore_budget": policy.explore} if policy.explore else {})}
 
 
 def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> str | None:
@@ -352,7 +366,10 @@ def _failure_dicts(report) -> list:
 def _first_line(report) -> str:
     from adcheck.gradcheck.verdict.report import describe
     first = report.failures[0]
-    return describe(first, report.name).splitlines()[0]
+    line = describe(first, report.name).splitlines()[0]
+    at = (first.detail or "").find("at the explored point")
+    # a failure found by exploring: the point and its reproducer belong on the line
+    return line if at < 0 else f"{line} {first.detail[at:]}"
 
 
 def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):

@@ -10,6 +10,7 @@ from adcheck.cli.options import (
     EXIT_STATUSES,
     allow_empty_option,
     check_options,
+    explore_options,
     html_option,
     parse_checks,
     report_options,
@@ -94,9 +95,11 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @allow_empty_option
 @harvest_options
 @html_option
+@explore_options
 def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, timeout,
           memory_budget, jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
-          allow_empty, html, against=None, device_name=None):
+          allow_empty, html, against=None, device_name=None, explore=False,
+          explore_budget=None):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -130,7 +133,8 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     require_engine(engine)
     accepted = load_baseline(baseline)
     prestart()
-    policy = Policy(precise, engine, seed, memory_budget * 2**20)
+    policy = Policy(precise, engine, seed, memory_budget * 2**20,
+                    explore=(explore_budget or 0.0) if explore else None)
     settings = Settings(chosen_checks, policy, timeout,
                         (str(plugin),) if plugin else ())
     if plugin is not None:

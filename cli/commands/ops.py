@@ -10,6 +10,7 @@ from adcheck.cli.options import (
     EXIT_STATUSES,
     allow_empty_option,
     check_options,
+    explore_options,
     html_option,
     parse_checks,
     parse_dtypes,
@@ -47,9 +48,10 @@ from adcheck.cli.options import (
 @report_options
 @allow_empty_option
 @html_option
+@explore_options
 def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine, precise, seed,
         timeout, memory_budget, jobs, plugins, shard, fmt, junit_xml, baseline, write_baseline,
-        fail_fast, verbose, quiet, allow_empty, html):
+        fail_fast, verbose, quiet, allow_empty, html, explore=False, explore_budget=None):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -87,7 +89,8 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     if engine == "torch" and not infos:
         raise InputError("no selected op names a torch op (torch_name), so --engine torch "
                          "has nothing to check")
-    policy = Policy(precise, engine, seed, memory_budget * 2**20)
+    policy = Policy(precise, engine, seed, memory_budget * 2**20,
+                    explore=(explore_budget or 0.0) if explore else None)
     settings = Settings(chosen_checks, policy, timeout,
                         tuple(str(p) for p in plugins), registry)
     report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level, shard=part,
