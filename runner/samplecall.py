@@ -161,6 +161,8 @@ def _numpy(tensor) -> np.ndarray:
         tensor = tensor.float()
     elif str(tensor.dtype) == "torch.complex32":  # nor complex32; complex64 holds it
         tensor = tensor.cfloat()
+    if hasattr(tensor, "resolve_conj"):   # torch's lazy conj() and neg() views refuse numpy()
+        tensor = tensor.resolve_conj().resolve_neg()
     return tensor.numpy()
 
 
