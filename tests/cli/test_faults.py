@@ -25,14 +25,18 @@ REPO = Path(__file__).resolve().parents[2]
 FAULTY = str(FIXTURES / "faulty_ops.py")
 MAIN_ONLY = str(FIXTURES / "main_process_only.py")
 
+#: seconds an op may run: the hanging ones sleep 60, and every other op must
+#: finish within it on a loaded machine too (1 s was not enough there)
+TIMEOUT = 5
 #: op -> (status, words its message must hold)
 VERDICTS = {
     "fault_fine": ("passed", []),
     "fault_raises": ("error", ["RuntimeError: this op is broken"]),
     "fault_nan_output": ("error", ["NaN"]),
-    "fault_hang_python": ("error", ["timed out after 1s"]),
-    "fault_swallow_timeout": ("error", ["timed out after 1s", "worker process was killed"]),
-    "fault_hang_c": ("error", ["timed out after 1s", "worker process was killed"]),
+    "fault_hang_python": ("error", [f"timed out after {TIMEOUT}s"]),
+    "fault_swallow_timeout": ("error", [f"timed out after {TIMEOUT}s",
+                                         "worker process was killed"]),
+    "fault_hang_c": ("error", [f"timed out after {TIMEOUT}s", "worker process was killed"]),
     "fault_sys_exit": ("error", ["sys.exit(0)"]),
     "fault_os_exit": ("error", ["exited with status 0"]),
     "fault_segfault": ("error", ["SIGSEGV", "segmentation fault"]),
@@ -81,7 +85,7 @@ def _assert_reports_agree(doc, junit_path, html_path, status: int) -> None:
 def test_each_fault_is_its_ops_error_and_the_other_results_are_kept(run, tmp_path, jobs):
     junit, html = tmp_path / "run.xml", tmp_path / "run.html"
     result = run("ops", "--plugin", FAULTY, "--family", "fault", "--check", "reverse",
-                 "--timeout", "1", "--jobs", jobs, "--format", "json", "--junit-xml", junit,
+                 "--timeout", TIMEOUT, "--jobs", jobs, "--format", "json", "--junit-xml", junit,
                  "--html", html)
     doc = json.loads(result.stdout)
     by_op = {}

@@ -24,7 +24,7 @@ def test_bug_is_caught_and_diagnosed(E, entry):
         _assert_caught(check(f, inputs, seed=0), entry)
         with pytest.raises(GradcheckError) as info:
             gradcheck(f, inputs, seed=0)
-        assert f"output {entry.out_idx}" in str(info.value) or "output" not in str(info.value)
+        assert f"output {entry.out_idx}" in str(info.value), str(info.value)
         assert info.value.report is not None
     elif entry.caught_by == "forward":
         assert check(f, inputs, seed=0).passed, "a jvp-only bug must not fail the vjp checks"

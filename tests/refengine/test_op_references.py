@@ -46,6 +46,8 @@ def test_numpy_reference_matches_values(info, dtype):
         inp, args, kwargs = sample.numpy()
         expected = _outputs(info.ref(inp, *args, **kwargs))
         actual = _outputs(info(sample))
+        assert len(actual) == len(expected), f"{info.name}: {len(actual)} outputs, " \
+            f"the reference has {len(expected)}"
         for a, e in zip(actual, expected):
             np.testing.assert_allclose(a.numpy(), np.asarray(e), rtol=1e-10, atol=1e-12,
                                        err_msg=f"{info.name} {dtype.name} {sample!r}")
