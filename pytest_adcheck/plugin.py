@@ -48,6 +48,11 @@ def pytest_addoption(parser):
                     help="Do not fail the session when every case of an op in an "
                          "@pytest.mark.adcheck_ops test was skipped (nothing was "
                          "checked), as 'adcheck ops --allow-empty'.")
+    group.addoption("--adcheck-harvest", action="store_true", dest="adcheck_harvest",
+                    help="Record the custom autograd Functions (torch, torch.library custom "
+                         "ops, refengine) the tests apply, and after them check each, once "
+                         "per Function and input shapes, at the inputs the tests used, as "
+                         "test items adcheck-harvest::Class[shapes] (docs/harvest.md).")
     parser.addini("adcheck_plugins", type="paths", default=[],
                   help="OpInfo plugin files to load (paths relative to the ini file).")
 
@@ -76,6 +81,9 @@ def _shard(text: str) -> tuple:
 def pytest_configure(config):
     """Register the marker (for ``--strict-markers``) and load the plugin files."""
     config.addinivalue_line("markers", _MARKER_HELP)
+    if config.getoption("adcheck_harvest", False):
+        from pytest_adcheck.harvest import register
+        register(config)
     base = config.invocation_params.dir
     paths = [base / p for p in config.getoption("adcheck_plugins")]
     paths += [Path(p) for p in config.getini("adcheck_plugins")]

@@ -181,8 +181,9 @@ def _notes(app: Application) -> list:
 
 def _skip_reason(app: Application, positions: list) -> str | None:
     if not app.grad_enabled and app.depth == 0:
-        return (f"applied under no_grad in {app.path}: no gradient of the model flows "
-                "through it, so it is not checked")
+        where = f" in {app.path}" if app.path else ""
+        return (f"applied under no_grad{where}: no gradient flows through it, so it is "
+                "not checked")
     if not positions:
         return "it takes no floating point tensor, so there is nothing to differentiate"
     if len(app.extra_outputs) == app.outputs:
