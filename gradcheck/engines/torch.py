@@ -58,6 +58,17 @@ class TorchEngine(Engine):
     def is_tensor(self, value) -> bool:
         return isinstance(value, torch.Tensor)
 
+    def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None,
+                   copy: bool = True):
+        """As ``Engine.from_numpy``; an empty array gives a contiguous empty tensor.
+        ``torch.from_numpy`` gives an empty tensor zero strides, which view ops
+        refuse (view_as_real's backward: "Tensor must have a last dimension with
+        stride 1"); the empty tensors torch itself makes are contiguous."""
+        tensor = super().from_numpy(array, requires_grad=False, dtype=dtype, copy=copy)
+        if tensor.numel() == 0:
+            tensor = torch.empty(tuple(tensor.shape), dtype=tensor.dtype)
+        return tensor.requires_grad_(requires_grad)
+
     def to_numpy(self, tensor, copy: bool = True) -> np.ndarray:
         """A NumPy copy; bfloat16 as float32 and complex32 as complex64 (NumPy has
         neither; both hold every value exactly). ``from_numpy(array,

@@ -8,7 +8,7 @@ import numpy as np
 import adcheck.refengine as E
 
 from .. import domains as D
-from ..core import FLOATING, FLOATING_AND_COMPLEX, KnownFailure, OpInfo, SampleInput
+from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
 from ..registry import register
 from ..samples import make, unary
 
@@ -44,20 +44,9 @@ register(OpInfo("angle", E.angle, family=FAMILY, torch_name="angle", ref=np.angl
                 dtypes=FLOATING_AND_COMPLEX,
                 sample_func=unary(D.Domain(0.2, 2.0, imag=(-2.0, 2.0), name="right half-plane")),
                 description="samples stay off the branch cut of arg on the negative reals"))
-# torch 2.13's view_as_real backward (view_as_complex of the gradient) refuses a
-# gradient whose last dimension has stride 0, which every gradient of an empty
-# tensor may have: view_as_real(zeros(0, complex128)).sum().backward() raises
-# "Tensor must have a last dimension with stride 1" in torch alone
-# (tests/cli/test_torch_known_failures.py). torch's gradcheck passes only because
-# it hands the backward contiguous gradients.
-_TORCH_EMPTY_GRAD = tuple(KnownFailure(
-    check, "torch's view_as_real backward raises for an empty input's gradient (zero strides; "
-    "a plain .sum().backward() raises the same)", samples=("shape (0,)",))
-    for check in ("torch_reverse", "torch_gradgrad"))
 register(OpInfo("view_as_real", E.view_as_real, family=FAMILY, torch_name="view_as_real",
                 ref=lambda z: np.stack([z.real, z.imag], axis=-1), dtypes=COMPLEX,
-                sample_func=unary(shapes=((4,), (2, 3), (0,), ())),
-                known_failures=_TORCH_EMPTY_GRAD))
+                sample_func=unary(shapes=((4,), (2, 3), (0,), ()))))
 register(OpInfo("view_as_complex", E.view_as_complex, family=FAMILY,
                 torch_name="view_as_complex", ref=lambda x: x[..., 0] + 1j * x[..., 1],
                 dtypes=FLOATING, sample_func=_as_complex_samples))
