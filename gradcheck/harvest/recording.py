@@ -21,6 +21,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+import numpy as np
+
 #: the module path of the model itself (its own ``forward``), as names show it
 ROOT = "(root)"
 
@@ -54,15 +56,21 @@ def _own(cls) -> bool:
     return not module.startswith(("torch.", "adcheck.refengine", "functorch"))
 
 
+def _array(t):
+    """A tensor's values as a NumPy array (torch's half types widened first)."""
+    t = t.detach()
+    if hasattr(t, "cpu"):
+        t = t.cpu()
+    if str(t.dtype) in ("torch.bfloat16", "torch.float16"):
+        t = t.float()
+    return np.asarray(t.numpy())
+
+
 def _changed(before, after) -> bool:
     """Whether a tensor's values differ from its copy (NaN equal to NaN)."""
-    if tuple(before.shape) != tuple(after.shape):
-        return True
-    if before.is_floating_point() or before.is_complex():
-        differs = (before != after) & ~(before.isnan() & after.isnan())
-    else:
-        differs = before != after
-    return bool(differs.any())
+    a, b = _array(before), _array(after)
+    inexact = np.issubdtype(a.dtype, np.inexact)
+    return a.shape != b.shape or not np.array_equal(a, b, equal_nan=inexact)
 
 
 @dataclass
