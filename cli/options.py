@@ -66,10 +66,21 @@ def check_options(default_checks: str, engines: tuple = ENGINES):
     ])
 
 
+class FormatChoice(click.Choice):
+    """``--format``'s choices; ``html`` points to ``--html PATH`` (an HTML report
+    is a file written beside the stdout format, not a stdout format)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.lower() == "html":
+            self.fail("'html' is not a format of standard output: write an HTML report "
+                      "with --html PATH (beside --format table or json)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def report_options(func):
     """--format, --junit-xml, --baseline, --write-baseline, --fail-fast, -v/-q."""
     return _apply([
-        click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+        click.option("--format", "fmt", type=FormatChoice(["table", "json"]), default="table",
                      show_default=True,
                      help="Results on stdout: a table for people, or JSON (schema "
                           "adcheck-report v1) for programs."),

@@ -17,6 +17,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from adcheck.cli.formats.advice import cli_terms
 from adcheck.runner.reproduction import reproducer
 
 WINDOW = 8
@@ -101,7 +102,7 @@ def failure_panel(result, report, settings: dict, limit: int = 2) -> Panel:
     parts = []
     for failure in report.failures[:limit]:
         from adcheck.gradcheck.verdict.report import describe
-        parts.append(Text(describe(failure, report.name)))
+        parts.append(Text(cli_terms(describe(failure, report.name))))
         if failure.expected is not None and failure.actual is not None \
                 and np.ndim(failure.expected) == 2:
             name = getattr(failure, "in_name", None)

@@ -24,6 +24,7 @@ from typing import TextIO
 
 from adcheck.cli.errors import InputError
 from adcheck.cli.formats import heatmap_svg as svg
+from adcheck.cli.formats.advice import cli_terms
 from adcheck.cli.formats.table import SHORT
 from adcheck.runner.results import STATUSES, TASK_CHECK, RunReport
 
@@ -145,7 +146,11 @@ def _header(report: RunReport) -> str:
     registry = s.get("registry", "opinfo")
     dtypes = s.get("dtypes") or (["float64", "complex128"] if registry == "opinfo"
                                  else ["every dtype of each op"])
-    meta = [f"registry {registry}", f"engine {s.get('engine', '?')}",
+    where = f"registry {registry}"
+    if s.get("kind"):       # adcheck check MODULE:OBJECT: the user's object, its own dtypes
+        where = f"{s['kind']} {s.get('target')}"
+        dtypes = list(dict.fromkeys(r.dtype for r in report.results)) or ["none run"]
+    meta = [where, f"engine {s.get('engine', '?')}",
             "precise tolerances" if s.get("precise") else "torch tolerances",
             f"seed {s.get('seed')}", f"checks {', '.join(s.get('checks') or [])}",
             f"dtypes {', '.join(dtypes)}",
@@ -261,7 +266,7 @@ def _card(r, anchor: str, reproduce, drawn: bool, accepted: bool) -> str:
            f'<p class="dim">sample: {escape(r.sample_name or "-")} · seed '
            f'{"-" if r.seed is None else r.seed}</p>',
            '<p class="diagnosis"><b>diagnosis:</b> '
-           f"{escape(r.diagnosis or 'no recognised pattern')}</p>"]
+           f"{escape(cli_terms(r.diagnosis) or 'no recognised pattern')}</p>"]
     if r.dispute:
         out.append(f'<p class="diagnosis"><b>torch:</b> {escape(r.dispute)}</p>')
     for i, failure in enumerate(r.failures):
@@ -291,7 +296,7 @@ def _describe(failure: dict, name: str) -> str:
 
 
 def _pair(failure: dict, blocks, name: str) -> str:
-    what = f'<p class="what mono">{escape(_describe(failure, name))}</p>'
+    what = f'<p class="what mono">{escape(cli_terms(_describe(failure, name)))}</p>'
     if blocks is None:
         return f'<div class="pair">{what}</div>'
     return f'<div class="pair">{what}{svg.jacobian_pair(failure, *blocks)}</div>'
@@ -323,7 +328,7 @@ def _others(report: RunReport) -> str:
         if not found:
             continue
         items = "".join(f'<li><span class="mono">{escape(_label(r))}</span>: '
-                        f"{escape(r.message)}</li>" for r in found)
+                        f"{escape(cli_terms(r.message))}</li>" for r in found)
         listing = f'<ul class="lines">{items}</ul>'
         if folded:
             out.append(f"<details><summary>{title} ({len(found)})</summary>{listing}</details>")

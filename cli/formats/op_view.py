@@ -35,8 +35,22 @@ def _header(console, op: dict, registry: str) -> None:
     console.print(Text(op["name"], style="bold"), Text(
         f"{where}family {op['family']}, torch {op['torch_name'] or '-'}, dtypes "
         f"{' '.join(op['dtypes'])}, mpmath reference {'yes' if op['mpmath_ref'] else 'no'}"))
-    for kf in op["known_failures"]:
-        console.print(Text(f"known failure ({kf['check']}): {kf['reason']}", style="yellow"))
+    for checks, samples, reason in known_failure_notes(op["known_failures"]):
+        where = f"; samples {', '.join(samples)}" if samples else ""
+        console.print(Text(f"known failure ({', '.join(checks)}{where}): {reason}",
+                           style="yellow"))
+
+
+def known_failure_notes(declared: list) -> list:
+    """``(checks, samples, reason)`` per distinct reason of an op's known-failure
+    declarations, in order: declarations that differ only in check or dtype (one
+    per dtype, as op_db makes them) give one note, not one each."""
+    notes: dict = {}
+    for kf in declared:
+        checks, samples = notes.setdefault(kf["reason"], ([], []))
+        checks += [c for c in [kf["check"]] if c not in checks]
+        samples += [s for s in kf.get("samples") or () if s not in samples]
+    return [(checks, samples, reason) for reason, (checks, samples) in notes.items()]
 
 
 def _checks_table(report: RunReport):
@@ -76,6 +90,7 @@ class OpTableFormat:
                verbosity: int = 0) -> None:
         from rich.text import Text
 
+        from adcheck.cli.formats.advice import cli_terms
         from adcheck.cli.formats.detail import failure_panel
         from adcheck.cli.formats.table import SHORT, STYLE
         console = _console(out, color)
@@ -90,7 +105,7 @@ class OpTableFormat:
                     verbosity > 0 and result.status == "skipped"):
                 sample = "*" if result.sample is None else result.sample
                 console.print(Text(f"{SHORT[result.status].upper()} {result.dtype}[{sample}] "
-                                   f"{result.check}: {result.message}",
+                                   f"{result.check}: {cli_terms(result.message)}",
                                    style=STYLE[result.status]))
         from adcheck.cli.formats.table import unjudged_lines
         for line in unjudged_lines(report):

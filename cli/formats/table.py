@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from adcheck.cli.formats.advice import cli_terms
 from adcheck.cli.formats.entries import entry_lines
 from adcheck.runner.results import ALLOW_EMPTY, STATUSES, ExitCode, RunReport, declared
 
@@ -88,9 +89,9 @@ def _result_line(r) -> Text:
     line = Text(f"{SHORT[r.status].upper():5} ", style=STYLE[r.status])
     line.append(f"{r.op} {r.dtype}[{sample}] {r.check}", style="bold")
     if r.message:
-        line.append(f": {r.message}")
+        line.append(f": {cli_terms(r.message)}")
     if r.diagnosis and r.diagnosis not in r.message:
-        line.append(f" (diagnosis: {r.diagnosis})", style="cyan")
+        line.append(f" (diagnosis: {cli_terms(r.diagnosis)})", style="cyan")
     if r.status == "failed" and r.resolution is not None:
         line.append(f" [{r.dtype}: errors above {r.resolution:.1e} relative detectable]",
                     style="dim")

@@ -5,9 +5,10 @@ coordinates and tries simple explanations in turn: NaN or inf entries (on
 which side), a missing gradient, a gradient for an unused input, whole
 numbers where the derivative is not (a rounded or integer gradient), a
 constant factor (a sign when the factor is -1), the conjugate, the
-transpose, an error confined to the real or the imaginary part, an error
-confined to some entries. It returns one sentence,
-or ``None`` when nothing fits.
+transpose, a square input's gradient transposed, an error confined to the
+real or the imaginary part, entries coupled that do not depend on each
+other (a reduction over the wrong axis), an error confined to some
+entries. It returns one sentence, or ``None`` when nothing fits.
 """
 from __future__ import annotations
 
@@ -101,6 +102,26 @@ def _transposes(e, out_complex, in_complex) -> list:
         n = e.shape[0] // 2
         found.append(e.reshape(n, 2, n, 2).transpose(2, 1, 0, 3).reshape(e.shape))
     return found
+
+
+def _square_input_transposed(e, in_complex) -> np.ndarray | None:
+    """``e`` with its columns permuted as transposing an ``n x n`` input permutes
+    them (``n * n`` real columns): what a transposed weight gradient gives."""
+    n = int(round(np.sqrt(e.shape[1])))
+    if in_complex or n < 2 or n * n != e.shape[1]:
+        return None
+    return e[:, np.arange(n * n).reshape(n, n).T.ravel()]
+
+
+def _coupling(e, a, tol) -> str | None:
+    """Outputs that analytical makes depend on inputs numerical says they do not
+    depend on: how a reduction or a broadcast over the wrong axis shows."""
+    spurious = (np.abs(a - e) > tol) & (np.abs(e) <= tol)
+    if not spurious.any() or not (np.abs(e) > tol).any():
+        return None
+    return (f"analytical couples {int(spurious.sum())} (output, input) entries that do not "
+            "depend on each other (numerical is zero there): a reduction or a broadcast over "
+            "the wrong axis (sum(0) for sum(-1), rows mixed that the function keeps apart)")
 
 
 def _parts(e, a, tol, out_complex, in_complex) -> str | None:
@@ -211,7 +232,16 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
         if not _fits(candidate, e, tol_r) and _fits(candidate, a, tol_r):
             return (f"analytical is the transpose of numerical: the {_verb(mode)} multiplies "
                     "by J where it needs J^T (a missing .T/.mT or swapped matmul operands)")
-    return _parts(e, a, tol_r, out_complex, in_complex) or _subset(e, a, tol_r, origin)
+    swapped = _square_input_transposed(e, in_complex)
+    if swapped is not None and not _fits(swapped, e, tol_r) and _fits(swapped, a, tol_r):
+        return (f"analytical is numerical with the input's n x n entries transposed: the "
+                f"{_verb(mode)} gives the transpose of a square input's gradient (x^T g "
+                "and g^T x swapped, or a weight stored as W and used as W.T)")
+    parts = _parts(e, a, tol_r, out_complex, in_complex)
+    if parts:
+        return parts
+    found = [text for text in (_coupling(e, a, tol_r), _subset(e, a, tol_r, origin)) if text]
+    return "; ".join(found) or None
 
 
 def _cplx(block, in_complex):
