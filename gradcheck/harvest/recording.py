@@ -138,6 +138,7 @@ class Recorder:
         self.raised_at: str | None = None
         self._patched: list = []
         self._wrapped: list = []
+        self._mode = None
         self._params = {}
         if model is not None:
             self._params = {id(t): n for n, t in model.named_buffers()}
@@ -152,12 +153,18 @@ class Recorder:
             original = base.__dict__["apply"]
             base.apply = classmethod(self._apply_wrapper(original.__func__, engine))
             self._patched.append((base, original))
+        self._mode = _custom_op_mode(self)
+        if self._mode is not None:
+            self._mode.__enter__()
         if self.model is not None:
             for name, module in self.model.named_modules():
                 self._wrap_forward(module, name or self.root)
         return self
 
     def __exit__(self, *exc_info):
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
         for base, original in self._patched:
             base.apply = original
         for module, own in self._wrapped:
@@ -192,15 +199,20 @@ class Recorder:
         def apply(cls, *args, **kwargs):
             if not _own(cls):
                 return original(cls, *args, **kwargs)
-            entry = recorder._before(cls, engine, f"{engine} Function", args, kwargs)
-            recorder.depth += 1
-            try:
-                out = original(cls, *args, **kwargs)
-            finally:
-                recorder.depth -= 1
-            recorder._after(entry, args, out)
-            return out
+            return recorder.record_call(cls, engine, f"{engine} Function",
+                                        lambda: original(cls, *args, **kwargs), args, kwargs)
         return apply
+
+    def record_call(self, cls, engine: str, kind: str, call, args, kwargs):
+        """``call()``, recorded as an application of ``cls`` to ``args``."""
+        entry = self._before(cls, engine, kind, args, kwargs)
+        self.depth += 1
+        try:
+            out = call()
+        finally:
+            self.depth -= 1
+        self._after(entry, args, out)
+        return out
 
     def _before(self, cls, engine: str, kind: str, args, kwargs) -> Application:
         E = next((namespace(a) for a in args if namespace(a) is not None), None)
@@ -223,6 +235,48 @@ class Recorder:
                            if namespace(o) is not None and o.grad_fn is not None]
         entry.output_requires_grad = any(namespace(o) is not None and o.requires_grad
                                          for o in outs)
+
+
+#: one stand-in class per torch.library custom op (``custom_op_class``)
+_OP_CLASSES: dict = {}
+
+
+def custom_op_class(func):
+    """A stand-in Function class for a ``torch.library.custom_op`` with a
+    registered autograd formula (``apply`` calls the op, ``forward`` has its
+    signature), or ``None`` for any other op."""
+    torch = sys.modules["torch"]
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        func = getattr(func, "default", None)
+    if not isinstance(func, torch._ops.OpOverload):
+        return None
+    qualname = func._schema.name
+    opdef = torch._library.custom_ops.OPDEFS.get(qualname)
+    if opdef is None or opdef._backward_fn is None:
+        return None
+    if qualname not in _OP_CLASSES:
+        _OP_CLASSES[qualname] = type(qualname.replace("::", "."), (), {
+            "apply": staticmethod(func), "forward": staticmethod(opdef._init_fn),
+            "__module__": "torch.library custom op", "__doc__": f"the custom op {qualname}"})
+    return _OP_CLASSES[qualname]
+
+
+def _custom_op_mode(recorder):
+    """A ``TorchFunctionMode`` recording the custom ops called (``None`` without torch)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    from torch.overrides import TorchFunctionMode
+
+    class CustomOps(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            cls = custom_op_class(func)
+            if cls is None:
+                return func(*args, **kwargs)
+            return recorder.record_call(cls, "torch", "torch custom op",
+                                        lambda: func(*args, **kwargs), args, kwargs)
+    return CustomOps()
 
 
 def reachable(outputs) -> set:
