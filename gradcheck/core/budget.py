@@ -6,7 +6,9 @@ examples (their inputs, outputs and the engine's temporaries for them), a
 Jacobian block is built and compared ``chunk_columns`` columns at a time, and
 a block is held whole only when ``fits`` says it may. The multipliers below
 are what one example or one entry costs, counted generously: a budget is
-a ceiling the check stays under, not a target it fills.
+a ceiling the check stays under, not a target it fills; a function whose
+evaluations alone take most of it raises the ceiling to what they take plus
+a ``SHARE`` of the budget (``ceiling``).
 """
 from __future__ import annotations
 
@@ -41,17 +43,30 @@ EXTRAPOLATION_COPIES = 64
 CACHE_BATCH = 2 ** 23
 
 
-#: evaluations in flight beside a check's arrays: a function call, and a
-#: vjp or jvp (its forward again, and a backward about as large)
-EVALUATIONS_IN_FLIGHT = 3
+#: evaluations held beside a check's arrays: the first one, whose outputs and
+#: graph the problem keeps through the check, a function call, and a vjp or
+#: jvp (its forward again, and a backward about as large). Measured: a check
+#: of a function holding 8 or 16 MiB per evaluation peaked at 4.0 times that
+#: plus 1 MiB (tests/gradcheck/test_memory_ceiling.py)
+EVALUATIONS_IN_FLIGHT = 4
 
 
 def for_arrays(budget: int, evaluation_bytes: int) -> int:
     """The part of ``budget`` a check's own arrays may take when one evaluation
     of the function allocates ``evaluation_bytes`` at its peak (a convolution's
     unfolded image, a model's activations): the rest is kept for the
-    evaluations in flight beside them; never below a ``SHARE`` of it."""
+    evaluations in flight beside them; never below a ``SHARE`` of it.
+
+    So a check stays under ``ceiling(budget, evaluation_bytes)``: the budget,
+    unless the evaluations alone need more than all but a ``SHARE`` of it."""
     return max(budget // SHARE, budget - EVALUATIONS_IN_FLIGHT * max(0, evaluation_bytes))
+
+
+def ceiling(budget: int, evaluation_bytes: int) -> int:
+    """The most a check holds at once: its arrays (``for_arrays``) and the
+    evaluations in flight beside them; the budget whenever they fit in it."""
+    return max(budget, for_arrays(budget, evaluation_bytes)
+               + EVALUATIONS_IN_FLIGHT * max(0, evaluation_bytes))
 
 
 def batch_size(budget: int, example_size: int, copies: int = EVALUATION_COPIES,
