@@ -142,16 +142,33 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
         if numerical.allowance is not None:   # a low-precision formula's rounding
             tol = np.abs(w) @ numerical.allowance[o, i]
             tol = tol + (numerical.projected_allowance or {}).get((o, i), 0.0)
+            tol = tol + (SAFETY * (np.abs(w) @ numerical.errors[o, i])
+                         if numerical.errors is not None else options.atol)
         else:
-            # each cell trusted to ``relative`` of itself: their sum to that of the sum
-            # of their sizes (the cells of an SVD's derivative cancel in it)
-            tol = (relative + ADJOINT_ULPS * epsilon) * (np.abs(w) @ np.abs(cells))
-        if numerical.errors is not None:
-            tol = tol + SAFETY * (np.abs(w) @ numerical.errors[o, i])
-        else:
-            tol = tol + options.atol
+            errors = None if numerical.errors is None else numerical.errors[o, i]
+            tol = projection_tolerance(w, cells, cell_tolerance(cells, errors, relative),
+                                       epsilon)
+            tol = tol + (0.0 if errors is not None else options.atol)
         tolerances[o, i] = tol + 1e-300
     return jac, tolerances
+
+
+def cell_tolerance(cells: np.ndarray, errors: np.ndarray | None, relative: float) -> np.ndarray:
+    """A cell's tolerance but its absolute part: ``relative`` of itself, plus
+    ``SAFETY`` times its error estimate when there is one."""
+    tol = relative * np.abs(cells)
+    return tol if errors is None else tol + SAFETY * errors
+
+
+def projection_tolerance(w: np.ndarray, cells: np.ndarray, cell_tol: np.ndarray,
+                         epsilon: float) -> np.ndarray:
+    """The tolerance of ``w @ cells`` (reverse mode's ``W^T J U``), but its absolute
+    part, from the cells' own (``cell_tolerance``): each cell trusted to its
+    tolerance, so their sum to the sum of theirs (the cells of an SVD's
+    derivative cancel in it), plus the rounding of the sum. The one formula of
+    both the whole check and the streamed one (``probestream``)."""
+    magnitude = np.abs(w)
+    return magnitude @ cell_tol + ADJOINT_ULPS * epsilon * (magnitude @ np.abs(cells))
 
 
 def forward_escape(alpha: float, beta: float, k: int) -> float:

@@ -35,7 +35,6 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.verdict import checks
-from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.large.cells import numerical_cells
 from adcheck.gradcheck.verdict.compare import compare_jacobians
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -44,8 +43,10 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.numerics.precise import AD_ULPS
 from adcheck.gradcheck.large.probed import (
     cell_relative,
+    cell_tolerance,
     odds_of_rows,
     probed_reverse,
+    projection_tolerance,
     row_statistics,
     row_summary,
 )
@@ -163,13 +164,11 @@ def _project(state: _Probes, w: np.ndarray, cells: np.ndarray, base: np.ndarray,
     """Add rows ``w`` (a piece of ``W``'s columns) times the cells into the
     projection, and their part of its tolerance (``probed.projected``'s)."""
     options = state.options
-    magnitude = np.abs(w)
     projected += w @ cells
-    sizes = magnitude @ np.abs(cells)
-    if options.precise:   # base: SAFETY times the estimate plus the relative allowance
-        tol += magnitude @ base + ADJOINT_ULPS * state.epsilon * sizes
-    else:
-        tol += (options.rtol + ADJOINT_ULPS * state.epsilon) * sizes
+    # precise, ``base`` is the cells' tolerance but its absolute part (``streamed._base``);
+    # otherwise it holds ``atol``, which the projection adds once, at the end
+    cell_tol = base if options.precise else cell_tolerance(cells, None, options.rtol)
+    tol += projection_tolerance(w, cells, cell_tol, state.epsilon)
 
 
 def _reverse_results(state: _Probes, reverse: Jacobian) -> list:
