@@ -20,7 +20,13 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     "torch_version": str,                and dtype (null: all), and torch's version
     "target": str | null,                MODULE:OBJECT or the plugin file of 'check'
     "kind": str, "inputs": [str]         'check MODULE:OBJECT' only: what the object
-  },                                     is, and the --inputs specs
+                                         is, and the input sets (with --args joined)
+    "layouts": [{"inputs": [[shape, complex, name] | null],
+                 "outputs": [[shape, complex] | null]} | null]
+                                         'check MODULE:OBJECT' only, one per input set:
+                                         its tensors' shapes and complexness (null:
+                                         the object did not run on it before the run)
+  },
   "interrupted": bool,                   stopped by a signal: the results are partial
   "signal": "SIGINT" | "SIGTERM" | "SIGHUP" | null,   the signal that stopped it
   "error": str | null,                   why the run could not go on (the worker
