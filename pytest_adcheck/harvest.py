@@ -33,7 +33,7 @@ class HarvestItem(pytest.Item):
         if made.skip is not None:
             pytest.skip(made.skip)
         self.report = check(made.func, made.inputs, input_names=list(made.names),
-                            name=self.name, precise=True, seed=self.seed,
+                            name=self.nodeid, precise=True, seed=self.seed,
                             check_forward_ad=has_jvp(self.app.cls))
         if not self.report.passed:
             raise HarvestFailure(self.report.message())
@@ -45,7 +45,7 @@ class HarvestItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.path, None, f"{self.name} (first applied by {self.first_test})"
+        return self.path, None, f"{self.nodeid} (first applied by {self.first_test})"
 
 
 class HarvestFailure(AssertionError):
@@ -85,10 +85,13 @@ class HarvestPlugin:
         self.unpatch()      # the checks call the Functions again: not to be recorded
         if session.shouldfail or session.shouldstop:
             return
-        items = [HarvestItem.from_parent(session, name=f"{PREFIX}::{app.class_name}"
-                                         f"[{_shapes(app)}]", app=app, first_test=test,
-                                         seed=self.config.getoption("adcheck_seed"))
-                 for app, test in self.kept.values()]
+        seed = self.config.getoption("adcheck_seed")
+        items = []
+        for app, test in self.kept.values():
+            name = f"{app.class_name}[{_shapes(app)}]"
+            items.append(HarvestItem.from_parent(session, name=name, nodeid=f"{PREFIX}::{name}",
+                                                 app=app, first_test=test, seed=seed))
+        session.testscollected += len(items)       # the progress counts them too
         for i, item in enumerate(items):
             nextitem = items[i + 1] if i + 1 < len(items) else None
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
