@@ -177,6 +177,15 @@ def engine(name: str):
     return refengine
 
 
+def _torch_gradcheck(func, inputs) -> bool:
+    """torch.autograd.gradcheck's verdict at the same ordinary inputs."""
+    import torch
+    try:
+        return bool(torch.autograd.gradcheck(func, inputs, raise_exception=False))
+    except Exception:    # a NaN it raises on, for one: found
+        return False
+
+
 def measure(entry: Entry, E, budget: float, seed: int = 0) -> dict:
     """Found by the default check, found by exploring, false alarms on the fix, seconds."""
     from adcheck.gradcheck import check
@@ -188,6 +197,8 @@ def measure(entry: Entry, E, budget: float, seed: int = 0) -> dict:
         explored = check(func, entry.inputs(E, seed), seed=seed, explore=True,
                          explore_budget=budget)
         out[which] = {"default": plain.passed, "explore": explored.passed,
+                      "torch": _torch_gradcheck(func, entry.inputs(E, seed)) if E.__name__ ==
+                      "torch" else None,
                       "seconds": time.perf_counter() - start,
                       "tried": explored.counts["explore"]["tried"],
                       "point": next((f["point"] for f in explored.counts["explore"]["findings"]),
@@ -203,7 +214,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     for name in args.engines.split(","):
         E = engine(name)
-        found = [0, 0]
+        found = [0, 0, 0]
         alarms = 0
         entries = [e for e in ZOO if args.only is None or e.name in args.only.split(",")]
         for entry in entries:
@@ -211,6 +222,7 @@ def main(argv=None) -> int:
             b, f = m["buggy"], m["fixed"]
             found[0] += not b["default"]
             found[1] += not b["explore"]
+            found[2] += b["torch"] is False
             alarms += (not f["default"]) + (not f["explore"])
             print(f"{name:9} {entry.name:13} {entry.kind:34} default "
                   f"{'found' if not b['default'] else 'missed':6} explore "
@@ -219,8 +231,11 @@ def main(argv=None) -> int:
                   f"{'pass' if f['default'] and f['explore'] else 'FALSE ALARM':11} "
                   f"({f['seconds']:5.1f} s, {f['tried']:4} points)  {b['point'] or ''}",
                   flush=True)
+        torch_text = (f", torch.autograd.gradcheck finds {found[2]}/{len(entries)}"
+                      if name == "torch" else "")
         print(f"{name}: default finds {found[0]}/{len(entries)}, explore finds "
-              f"{found[1]}/{len(entries)}, false alarms on the fixed ones: {alarms}", flush=True)
+              f"{found[1]}/{len(entries)}{torch_text}, false alarms on the fixed ones: "
+              f"{alarms}", flush=True)
     return 0
 
 

@@ -97,7 +97,8 @@ def run(func, inputs, options: Options) -> Report:
         heap.release()
     if options.explore:
         # a room above this one: it is handed ``run`` instead of importing it
-        explore(run, func, inputs, options, report, progress=sys.stderr.isatty())
+        explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
+                progress=sys.stderr.isatty())
     return report
 
 

@@ -67,7 +67,7 @@ class Options:
     input_names: tuple | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     jacobian: str = "auto"
-    explore: bool = False
+    explore: bool | str = False
     explore_budget: float = DEFAULT_EXPLORE_BUDGET
 
     def __post_init__(self):
@@ -104,6 +104,9 @@ class Options:
             raise ValueError(f"check: memory_budget must be a number of bytes >= "
                              f"{MIN_MEMORY_BUDGET} (1 MiB), not {self.memory_budget!r}; "
                              "for example memory_budget=512 * 2**20")
+        if self.explore not in (False, True, "quick"):
+            raise ValueError(f"check: explore must be True, False or 'quick' (exact zeros, "
+                             f"ties and two magnitudes only), not {self.explore!r}")
         if not _number(self.explore_budget) or not 0 < self.explore_budget < float("inf"):
             raise ValueError(f"check: explore_budget must be a number of seconds > 0, not "
                              f"{self.explore_budget!r}; for example explore_budget=20")

@@ -45,14 +45,8 @@ def _index(array: np.ndarray, flat: int) -> str:
     return "[" + ", ".join(str(int(k)) for k in where) + "]"
 
 
-def _kind(value, i: int, flat: int, point: dict, array: np.ndarray) -> str:
+def _single(value, i: int, flat: int, array: np.ndarray) -> str:
     at = f"input {i} at {_index(array, flat)}"
-    for j in sorted(point):
-        other = point[j].reshape(-1)
-        for k in np.flatnonzero(other == value)[:2]:
-            if (j, int(k)) != (i, flat):
-                return (f"tie{' at exact zero' if value == 0 else ''}: input {i} "
-                        f"{_index(array, flat)} == input {j} {_index(point[j], int(k))}")
     if value == 0:
         return f"exact zero in {at}"
     if np.iscomplexobj(value):
@@ -65,12 +59,25 @@ def _kind(value, i: int, flat: int, point: dict, array: np.ndarray) -> str:
 
 def describe(given: dict, point: dict) -> str:
     """The entries of ``point`` (arrays by input index) that differ from
-    ``given``, each with its kind; ``"the given inputs"`` if none does."""
-    parts = []
+    ``given``, each with its kind, equal entries named once as a tie;
+    ``"the given inputs"`` if none differs."""
+    parts, done = [], set()
     for i in sorted(point):
-        changed = np.flatnonzero(point[i].reshape(-1) != given[i].reshape(-1))
-        for k in changed:
-            parts.append(_kind(point[i].reshape(-1)[k], i, int(k), point, point[i]))
+        flat = point[i].reshape(-1)
+        for k in np.flatnonzero(flat != given[i].reshape(-1)):
+            if (i, int(k)) in done:
+                continue
+            value = flat[k]
+            equal = [(j, int(m)) for j in sorted(point)
+                     for m in np.flatnonzero(point[j].reshape(-1) == value)[:NAMED]
+                     if (j, int(m)) != (i, int(k))]
+            if not equal:
+                parts.append(_single(value, i, int(k), point[i]))
+                continue
+            done.update(equal)
+            names = " == ".join(f"input {j} {_index(point[j], m)}"
+                                for j, m in [(i, int(k))] + equal[:NAMED - 1])
+            parts.append(f"tie{' at exact zero' if value == 0 else ''}: {names}")
     if not parts:
         return "the given inputs"
     shown = parts[:NAMED]

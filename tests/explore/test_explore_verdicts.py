@@ -133,3 +133,20 @@ def test_the_same_seed_explores_the_same_points():
                   explore=True, explore_budget=4.0).counts["explore"] for _ in range(2)]
     assert runs[0]["findings"] == runs[1]["findings"]
     assert runs[0]["tried"] == runs[1]["tried"]
+
+
+def test_the_quick_pass_tries_only_the_cheap_part_of_the_catalogue():
+    from adcheck.gradcheck.explore.catalogue import quick
+    x = _x(0.5, -1.2, 0.3)
+    report = check(torch.sin, (x,), seed=0, explore="quick", explore_budget=60.0)
+    cheap = len(quick({0: x.detach().numpy()}, [0]))
+    assert report.passed and 0 < report.counts["explore"]["tried"] <= cheap
+    entry = next(e for e in ZOO if e.name == "sinc")
+    found = check(entry.function(torch, "buggy"), entry.inputs(torch, 0), seed=0,
+                  explore="quick", explore_budget=60.0)
+    assert not found.passed
+
+
+def test_explore_takes_true_false_or_quick():
+    with pytest.raises(ValueError, match="explore must be True, False or 'quick'"):
+        check(torch.sin, (_x(0.5),), explore="yes")
