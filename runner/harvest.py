@@ -91,22 +91,29 @@ def _setup(name: str, status: str, message: str, family: str) -> CheckResult:
                        family=family)
 
 
-def model_result(target, inputs, failing: list, composition: list, policy) -> CheckResult:
+def model_result(target, inputs, failing: list, recording, policy) -> CheckResult:
     """The whole model's check, its message the localisation of its failure."""
-    from adcheck.gradcheck.harvest.api import MODEL_CHECK, localise, model_call
+    from adcheck.gradcheck.harvest.api import (
+        all_double,
+        composition,
+        localise,
+        model_call,
+        model_keywords,
+    )
     from adcheck.gradcheck.harvest.recording import ModelState
-    func, args, names = model_call(target.func, inputs)
+    double = all_double(recording.ops)
+    func, args, names = model_call(target.func, inputs, double)
     base = _setup(target.name, "error", "", target.kind)
     state = ModelState(target.func if target.kind.endswith("Module") else None)
     try:
         result, report = run_check(func, args, target.name, "reverse",
-                                   {**MODEL_CHECK, "input_names": names},
+                                   {**model_keywords(double), "input_names": names},
                                    derive_seed(policy.seed, "harvest", target.spec), base)
     finally:
         state.restore()
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"
     result.sample, result.sample_name = 0, "the whole model (probed)"
-    result.message = localise(passed, failing, composition, result.message) + (
+    result.message = localise(passed, failing, composition(recording), result.message) + (
         f" [{result.message}]" if result.message and passed is not None else "")
     return result, report
 
@@ -114,7 +121,7 @@ def model_result(target, inputs, failing: list, composition: list, policy) -> Ch
 def harvest_results(target, inputs, settings, max_shapes: int) -> list:
     """``[(CheckResult, Report or None)]``: each harvested op's checks, then the
     whole model's (see the module docstring)."""
-    from adcheck.gradcheck.harvest.api import composition, record
+    from adcheck.gradcheck.harvest.api import record
     from adcheck.gradcheck.harvest.recording import ForwardError
     start = time.perf_counter()
     try:
@@ -132,6 +139,5 @@ def harvest_results(target, inputs, settings, max_shapes: int) -> list:
         except FAULTS as exc:  # noqa: PERF203 - one op's trouble must not end the others
             pairs.append((_setup(op.name, "error", str(exc), op.kind), None))
     failing = list(dict.fromkeys(r.op for r, _ in pairs if r.failing))
-    pairs.append(model_result(target, inputs, failing, composition(recording),
-                              settings.policy))
+    pairs.append(model_result(target, inputs, failing, recording, settings.policy))
     return pairs

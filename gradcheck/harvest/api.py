@@ -145,7 +145,8 @@ def harvest(model_or_fn, inputs, *, max_shapes: int = MAX_SHAPES, model_check: b
         _check_op(found, op, check_options)
     found.composition = composition(recording)
     if model_check:
-        found.model, problem = whole_model(model_or_fn, inputs, check_options.get("seed"))
+        found.model, problem = whole_model(model_or_fn, inputs, check_options.get("seed"),
+                                           all_double(recording.ops))
         passed = None if found.model is None else found.model.passed
         found.localisation = localise(passed, found.failing(), found.composition, problem)
     return found
@@ -192,14 +193,21 @@ def composition(recording: Recording) -> list:
     return list(dict.fromkeys(found))
 
 
-def model_call(model_or_fn, inputs) -> tuple:
+def all_double(ops) -> bool:
+    """Whether every harvested Function runs in double precision (else the
+    whole model is checked in its own dtypes, with the low-precision rules)."""
+    return not any(s.func is not None and s.narrow for op in ops for s in op.samples)
+
+
+def model_call(model_or_fn, inputs, double: bool = True) -> tuple:
     """``(func, inputs, names)``: the whole model as a function of its inputs and
-    parameters, on double-precision copies (names: ``None`` for a function)."""
-    wide = tuple(_double(x) for x in _as_tuple(inputs))
+    parameters, on copies, in double precision with ``double`` (names: ``None``
+    for a function)."""
+    copies = tuple(_copy(x, double) for x in _as_tuple(inputs))
     if module_kind(model_or_fn) is not None:
-        flat = module_function(model_or_fn, wide, double=True)
+        flat = module_function(model_or_fn, copies, double=double)
         return flat.func, flat.inputs, list(flat.names)
-    return model_or_fn, wide, None
+    return model_or_fn, copies, None
 
 
 #: how the whole model is checked: J U for random directions U, the odds that
@@ -208,27 +216,36 @@ def model_call(model_or_fn, inputs) -> tuple:
 MODEL_CHECK = {"jacobian": "probed", "precise": False}
 
 
-def whole_model(model_or_fn, inputs, seed=None) -> tuple:
+def model_keywords(double: bool) -> dict:
+    """``MODEL_CHECK``, precise when the model is checked in a low-precision
+    dtype (its low-precision rules are precise mode's)."""
+    return {**MODEL_CHECK, "precise": not double}
+
+
+def whole_model(model_or_fn, inputs, seed=None, double: bool = True) -> tuple:
     """``(Report or None, problem)``: the whole model checked with ``MODEL_CHECK``
-    in double precision (its inputs and parameters), or why it could not be."""
+    (its inputs and parameters; in double precision with ``double``), or why
+    it could not be."""
     if not any(namespace(x) is not None for x in _as_tuple(inputs)):
         return None, "the model's inputs hold no tensor"
-    func, args, names = model_call(model_or_fn, inputs)
+    func, args, names = model_call(model_or_fn, inputs, double)
     # functional_call runs the model's own integer buffers (a BatchNorm's count)
     state = ModelState(model_or_fn if module_kind(model_or_fn) is not None else None)
     try:
         return check(func, args, input_names=names, seed=seed, name="the whole model",
-                     **MODEL_CHECK), None
+                     **model_keywords(double)), None
     except (GradcheckError, ValueError) as exc:
         return None, " ".join(str(exc).split())
     finally:
         state.restore()
 
 
-def _double(x):
+def _copy(x, double: bool):
     if namespace(x) is None or not (x.is_floating_point() or x.is_complex()):
         return x
     E = namespace(x)
+    if not double:
+        return x.detach().clone().requires_grad_(True)
     return x.detach().to(E.complex128 if x.is_complex() else E.float64).requires_grad_(True)
 
 

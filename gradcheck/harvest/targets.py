@@ -37,6 +37,8 @@ class Sample:
     dtype: str
     notes: list = field(default_factory=list)
     skip: str | None = None
+    #: checked in the model's own low-precision dtype (it does not run in double)
+    narrow: bool = False
 
 
 @dataclass
@@ -162,7 +164,7 @@ def sample(app: Application) -> Sample:
                      f"{inputs[0].dtype} with the low-precision rules")
     dtype = "+".join(dict.fromkeys(str(t.dtype).replace("torch.", "").rsplit(".", 1)[-1]
                                    for t in inputs))
-    return Sample(func, inputs, names, shapes, dtype, notes)
+    return Sample(func, inputs, names, shapes, dtype, notes, narrow=why is not None)
 
 
 def _notes(app: Application) -> list:
