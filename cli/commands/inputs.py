@@ -12,15 +12,17 @@ show (issue 28, item 6):
 - ``complex``: every input ``randn(3, 4) complex128``, where a missing
   ``conj()`` differs.
 
-Each is kept when the object runs on it (one forward call here, in this
-process); for each one it cannot run on, a warning says which bug the run
-cannot show. When none runs, ``randn(3)`` per input is checked (the run
+Each is kept when the object runs on it (one call before the run, in a
+process of its own: ``cli.commands.probe``); for each one it cannot run on,
+a warning says which bug the run cannot show; when the call times out or
+its process dies, that set alone is checked (the run then says why). When none runs, ``randn(3)`` per input is checked (the run
 then reports why it fails), with that warning too. Every set's layout (the
 tensors' shapes, ``runner.layouts``) goes into the report, so that a
 failure's worst entries are shown in the tensors' own indices.
 """
 from __future__ import annotations
 
+from adcheck.cli.commands.probe import probe
 from adcheck.cli.errors import InputError
 
 EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
@@ -36,32 +38,8 @@ CANDIDATES = (
 )
 
 
-#: how long one forward call here may take, in seconds (at most --timeout)
+#: how long the call of one input set before the run may take, in seconds (at most --timeout)
 PROBE_SECONDS = 5.0
-
-
-def _probe(target, spec: str, seed: int, index: int, seconds: float):
-    """The layout of ``target`` on ``spec`` (it runs once, for at most
-    ``seconds``), or the exception it raised (``TaskTimeout``: it ran longer)."""
-    import importlib
-
-    from adcheck.runner.layouts import layout_of
-    from adcheck.runner.pool import TaskTimeout, deadline
-    from adcheck.runner.reproduction import subject_of
-    if target.engine in ("torch", "jax"):   # imported whole, before any time limit
-        importlib.import_module(target.engine)
-    try:
-        with deadline(seconds):
-            call, _ = subject_of(target, spec, seed, index).call()
-            return layout_of(call)
-    except (Exception, SystemExit, TaskTimeout) as exc:  # noqa: BLE001 - the user's code
-        return exc
-
-
-def _slow(found) -> bool:
-    """Whether a probe ran out of time (``runner.pool.TaskTimeout``)."""
-    from adcheck.runner.pool import TaskTimeout
-    return isinstance(found, TaskTimeout)
 
 
 def _with_args(spec: str, args: str | None) -> str:
@@ -111,19 +89,21 @@ def _defaults(target, args: str | None, seed: int,
         if shapes is None:
             continue
         spec = _with_args("; ".join(shapes), args)
-        found = _probe(target, spec, seed, len(specs), seconds)
-        if _slow(found):   # one set only: the run's --timeout applies to it
-            notes.append(f"the default inputs were not tried: {target.name} {found} on "
-                         f"{name} inputs ({'; '.join(shapes)}), so only they are checked; "
-                         "give --inputs to choose")
-            return [spec], [None], notes
-        if isinstance(found, BaseException):
+        found = probe(target, spec, seed, len(specs), seconds)
+        if found.kind in ("timeout", "died"):   # checked as it is: the run says what happens
+            notes.append(f"on {name} inputs ({'; '.join(shapes)}) {target.name} "
+                         f"{found.text} before the run; the other default inputs were not "
+                         "tried; give --inputs to choose")
+            specs.append(spec)
+            layouts.append(None)
+            break
+        if found.kind == "raised":
             notes.append(f"the default inputs cannot show {bug}: {target.name} raised "
-                         f"{type(found).__name__} on {name} inputs ({'; '.join(shapes)}); "
+                         f"{found.text.split(':')[0]} on {name} inputs ({'; '.join(shapes)}); "
                          "give inputs it takes with --inputs")
             continue
         specs.append(spec)
-        layouts.append(found)
+        layouts.append(found.layout)
     if not specs:
         spec = _with_args("; ".join(["randn(3)"] * count), args)
         specs, layouts = [spec], [None]
@@ -152,9 +132,9 @@ def input_sets(target, given: tuple, args: str | None, seed: int,
         slow = False
         for index, spec in enumerate(specs):
             parsed = _parse(spec, target.engine)
-            found = None if slow else _probe(target, spec, seed, index, seconds)
-            slow = slow or _slow(found)
-            layouts.append(None if found is None or isinstance(found, BaseException) else found)
+            found = None if slow else probe(target, spec, seed, index, seconds)
+            slow = slow or (found is not None and found.kind in ("timeout", "died"))
+            layouts.append(None if found is None else found.layout)
             if _one_row(parsed) and not target.kind.endswith("Module"):
                 notes.append(f"--inputs {spec!r}: no input has several rows, so a row-wise "
                              "bug (a reduction over the wrong axis) cannot show; add a set "

@@ -181,3 +181,22 @@ def test_a_two_input_function_gets_a_broadcast_set(run_json):
     # the broadcast set's layout: the second input has one row, broadcast to three
     index = doc["settings"]["inputs"].index("randn(3, 4); randn(4)")
     assert doc["settings"]["layouts"][index]["inputs"][1][0] == [4]
+
+
+def test_an_object_that_exits_before_the_run_is_the_runs_error_not_adchecks_death(run_json,
+                                                                                   tmp_path):
+    (tmp_path / "ex.py").write_text(
+        "import os\n"
+        "def f(x):\n"
+        "    if x.dtype.is_complex:\n"
+        "        os._exit(3)\n"
+        "    return x * x\n")
+    result, doc = run_json("check", f"{tmp_path / 'ex.py'}:f", "--engine", "torch")
+    # the rows set passed; the complex set killed its process: in the probe (this
+    # process lived on) and in the run (an error naming the exit)
+    assert result.exit_code == 1
+    assert "exited with status 3" in result.stderr
+    by_dtype = {}
+    for r in doc["results"]:
+        by_dtype.setdefault(r["dtype"], set()).add(r["status"])
+    assert by_dtype["float64"] == {"passed"} and by_dtype["complex128"] == {"error"}
