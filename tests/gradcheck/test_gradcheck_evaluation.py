@@ -91,6 +91,36 @@ def test_rows_asked_for_are_computed_alike_whether_or_not_vectors_were_prefetche
         assert all(np.array_equal(first[i], again[i]) for i in (0, 1))
 
 
+def test_riding_vectors_share_the_first_batch_and_its_repeat_is_batched_alike(E):
+    # inside riding(), prefetched vectors join the batch of the rows (one call
+    # fewer); riding(again=True) gives the repeat the same companions, so the rows
+    # are computed alike both times (the case above: a BLAS may round a 32x32
+    # matmul's rows differently with other companions)
+    rng = np.random.default_rng(3)
+    a, b = (E.from_numpy(rng.standard_normal((32, 32))).requires_grad_() for _ in range(2))
+    ev = Evaluator(Problem(lambda x, y: x @ y, (a, b)))
+    vectors, extra = rng.standard_normal((3, 32, 32)), rng.standard_normal((2, 32, 32))
+    ev.prefetch("vjp", 0, list(extra))
+    calls = ev.problem.batching["batched_calls"]
+    with ev.riding():
+        first = ev.vjps(0, vectors, "rows")
+    assert ev.problem.batching["batched_calls"] == calls + 1
+    before = ev.problem.counts["vjp"]
+    with ev.riding(again=True):
+        again = ev.vjps(0, vectors, "rows again")
+    assert ev.problem.counts["vjp"] == before + 3 + 2   # the rows and their riders again
+    assert ev.problem.batching["batched_calls"] == calls + 2
+    assert all(np.array_equal(first[i], again[i]) for i in (0, 1))
+    # the riders, served from the first batch without a call: d(g . x y)/dx = g y^T
+    counted = ev.problem.counts["vjp"]
+    served = ev.vjps(0, extra, "later")
+    assert ev.problem.counts["vjp"] == counted
+    b_np = b.detach().numpy()
+    np.testing.assert_allclose(served[0], extra @ b_np.T, rtol=1e-12, atol=1e-12)
+    # the rows themselves, against the same formula
+    np.testing.assert_allclose(first[0], vectors @ b_np.T, rtol=1e-12, atol=1e-12)
+
+
 def test_equal_prefetched_vectors_are_each_served(E):
     ev = evaluator(E)
     zero = np.zeros(3)

@@ -1,0 +1,131 @@
+"""The command line's fixed costs, against ``import torch``: what a pre-commit hook pays.
+
+    python bench/cli_startup.py                 # 5 interleaved rounds
+    python bench/cli_startup.py --rounds 3 --no-sweep
+
+Each round runs, one after the other (interleaved, so a change of load hits
+all alike):
+
+- ``python -c "import torch"``: the anchor;
+- ``adcheck check mylayer.py:make_layer --inputs 'randn(2, 4)' --check reverse -q``
+  from ``examples/``: a command-line check of a small torch Function (it
+  fails: the example's planted bug; exit status 1 expected);
+- ``adcheck --help``;
+- the same check in this process, first and second time (``gradcheck.check``
+  on the torch Function; the first pays the imports gradcheck makes lazily);
+- with the sweep, ``adcheck ops -q`` over the built-in registry (its exit
+  status is not judged here).
+
+For each, wall time and CPU time (user + system, of the process and the
+children it waited for: a worker started by a fork server that has not been
+reaped is not counted, so the CPU time of a command with workers is a floor).
+The table gives the best of the rounds and each command's ratio to ``import
+torch`` in both clocks. On a machine others load, wall times swell with
+their turns on the cores; CPU times do not. The load average is printed
+before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+COMMANDS = {
+    "import torch": ([sys.executable, "-c", "import torch"], ROOT, 0),
+    "adcheck check (torch Function)": (
+        ["adcheck", "check", "mylayer.py:make_layer", "--inputs", "randn(2, 4)", "--check",
+         "reverse", "-q"], EXAMPLES, 1),
+    "adcheck --help": (["adcheck", "--help"], ROOT, 0),
+}
+SWEEP = ("adcheck ops -q (built-in registry)", (["adcheck", "ops", "-q"], ROOT, None))
+
+IN_PROCESS = """
+import sys, time
+sys.path.insert(0, {examples!r})
+t0 = time.perf_counter(); c0 = time.process_time()
+import torch
+from adcheck.gradcheck import check
+import mylayer
+layer = mylayer.make_layer().double()
+x = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+times = []
+for _ in range(2):
+    t = time.perf_counter(); c = time.process_time()
+    check(layer, (x,), seed=0, precise=True)
+    times.append((time.perf_counter() - t, time.process_time() - c))
+print(times[0][0], times[0][1], times[1][0], times[1][1],
+      time.perf_counter() - t0, time.process_time() - c0)
+"""
+
+
+def load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def timed(argv: list, cwd: Path) -> tuple:
+    """``(wall s, cpu s, exit status, last line of output)`` of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    tail = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or [""])[-1]
+    return wall, cpu, done.returncode, tail
+
+
+def in_process() -> dict:
+    """The same check in one process: first and second call, and the whole script."""
+    code = IN_PROCESS.format(examples=str(EXAMPLES))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the in-process check failed:\n{done.stderr}")
+    out = done.stdout.split()
+    first_w, first_c, second_w, second_c, whole_w, whole_c = map(float, out)
+    return {"in process, first check": (first_w, first_c),
+            "in process, second check": (second_w, second_c),
+            "in process, import torch + 2 checks": (whole_w, whole_c)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--no-sweep", action="store_true",
+                        help="leave out adcheck ops over the built-in registry")
+    args = parser.parse_args(argv)
+    commands = dict(COMMANDS)
+    if not args.no_sweep:
+        commands[SWEEP[0]] = SWEEP[1]
+    print(f"load average before: {load()} ({os.cpu_count()} cpus)")
+    best: dict = {}
+    for _ in range(args.rounds):
+        for name, (command, cwd, expected) in commands.items():
+            wall, cpu, status, tail = timed(command, cwd)
+            if expected is not None and status != expected:
+                print(f"  {name}: exit status {status}, expected {expected}: {tail}")
+            w, c = best.get(name, (float("inf"), float("inf")))
+            best[name] = (min(w, wall), min(c, cpu))
+        for name, (wall, cpu) in in_process().items():
+            w, c = best.get(name, (float("inf"), float("inf")))
+            best[name] = (min(w, wall), min(c, cpu))
+    print(f"load average after: {load()}")
+    anchor_w, anchor_c = best["import torch"]
+    print(f"\nbest of {args.rounds} rounds       {'wall s':>8} {'x torch':>8} {'cpu s':>8} "
+          f"{'x torch':>8}")
+    for name, (wall, cpu) in best.items():
+        print(f"{name:38} {wall:8.3f} {wall / anchor_w:8.2f} {cpu:8.3f} {cpu / anchor_c:8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
