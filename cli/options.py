@@ -128,17 +128,6 @@ def allow_empty_option(func):
              "still listed, with the reasons.")(func)
 
 
-def registry_option(func):
-    """--registry (``ops``, ``op``, ``list``): where the ops come from."""
-    return click.option(
-        "--registry", "registry_name", type=click.Choice(REGISTRY_NAMES), default="opinfo",
-        show_default=True,
-        help="Where the ops come from: adcheck's own registry (opinfo), or PyTorch's op_db "
-             "(torch; needs pip install \"adcheck[torch]\"), whose ops are checked on torch "
-             "in every dtype torch supports backward for on CPU, the first 2 samples of "
-             "each, with the checks PyTorch's gradient tests run (reverse, forward, "
-             "gradgrad, fwgrad_bwgrad) and op_db's skips and expected failures as known "
-             "failures.")(func)
 def explore_options(func):
     """--explore/--no-explore and --explore-budget (``check``, ``ops``): search
     inputs beyond the given ones (``gradcheck.explore``); the budget is the
@@ -169,6 +158,34 @@ def explore_options(func):
              "reproducer (docs/explore.md).")(func)
 
 
+#: --jacobian's choices: gradcheck.check's jacobian= (gradcheck.core.options.JACOBIAN_KINDS;
+#: importing it would import NumPy before --help; a test keeps the two in step)
+JACOBIAN_CHOICES = ("auto", "dense", "compressed", "probed")
+
+
+def jacobian_option(func):
+    """--jacobian (``ops``, ``op``, ``check``): how each check builds its Jacobians."""
+    return click.option(
+        "--jacobian", type=click.Choice(JACOBIAN_CHOICES), default="auto", show_default=True,
+        help="How Jacobians are built: dense (every entry; in chunks beyond "
+             "--memory-budget), compressed (groups of columns that share no row of the "
+             "formula's pattern; every entry compared), probed (J U along 8 random "
+             "directions: seconds at any size, the odds that a wrong entry escapes "
+             "stated), or auto: dense or compressed when every entry is estimated to fit "
+             "in half the time --timeout leaves, else probed.")(func)
+
+
+def registry_option(func):
+    """--registry (``ops``, ``op``, ``list``): where the ops come from."""
+    return click.option(
+        "--registry", "registry_name", type=click.Choice(REGISTRY_NAMES), default="opinfo",
+        show_default=True,
+        help="Where the ops come from: adcheck's own registry (opinfo), or PyTorch's op_db "
+             "(torch; needs pip install \"adcheck[torch]\"), whose ops are checked on torch "
+             "in every dtype torch supports backward for on CPU, the first 2 samples of "
+             "each, with the checks PyTorch's gradient tests run (reverse, forward, "
+             "gradgrad, fwgrad_bwgrad) and op_db's skips and expected failures as known "
+             "failures.")(func)
 
 
 def parse_checks(text: str) -> tuple:

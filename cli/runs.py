@@ -91,6 +91,7 @@ def recorded(settings, **extra) -> dict:
     return {"engine": policy.engine, "precise": policy.precise,
             "checks": list(settings.checks), "seed": policy.seed,
             "plugins": list(settings.plugins), "timeout": settings.timeout,
+            "jacobian": settings.jacobian,
             **record(settings.registry), **extra}
 
 

@@ -67,8 +67,8 @@ def check(func, inputs, **keywords) -> Report:
       beyond the budget: ``gradcheck.large.compressed``); ``"probed"``: ``J U`` for ``probes``
       Gaussian directions, with the odds that a wrong entry escapes in
       ``Report.escape`` (``gradcheck.large.probed``, ``lowprobed``); ``"auto"``: dense for small
-      blocks, compressed for large ones whose pattern pays, else dense in
-      chunks (``Report.plan``).
+      blocks, compressed for large ones whose pattern pays, else dense in chunks;
+      probed where that would exceed half of ``time_limit`` (seconds; None).
     - ``input_names``: a name per input, shown beside its index in messages
       and kept in ``Result.in_name`` and ``Report.input_names``.
     - ``buffers`` (False): with a module, also check its floating point buffers.

@@ -33,7 +33,9 @@ call chain.
   cell columns at a time (``gradcheck.large.streamed``);
 - ``chunked``: dense blocks too large for the memory budget, built and
   compared a chunk of columns at a time (``gradcheck.large.streamed``);
-- ``probed`` (only when asked): ``J U`` for Gaussian directions ``U``, with
+- ``probed`` (asked for; or by ``auto`` for a ``wide`` Jacobian, and for one
+  whose every entry is estimated to take more than ``FIT`` of the check's
+  ``time_limit``, ``too_slow``): ``J U`` for Gaussian directions ``U``, with
   the probability that a wrong entry escapes in the report
   (``gradcheck.large.probed``); for a low-precision second-order formula, with its
   rounding allowance carried through ``U`` (``gradcheck.large.lowprobed``).
@@ -151,6 +153,13 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
                                                          options.precise, exact_rows=True))
     if kind in ("auto", "dense"):   # every entry: whole blocks, or chunks of them
         kind = "dense" if budgets.fits(ev.budget, entries(ev)) else "chunked"
+    if options.jacobian == "auto" and options.reference is None and \
+            too_slow(ev, comp if kind == "compressed" else None, options):
+        child = np.random.default_rng(rng.integers(2**63))
+        k = max(options.probes, WIDE_PROBES)
+        return Plan("probed", None, epsilon, probe_plan(ev, child, k, options.precise),
+                    streamed=not budgets.fits(ev.budget, probe_cells(ev, k),
+                                              budgets.CELL_COPIES))
     if kind != "compressed":
         return Plan(kind, None, epsilon)
     return Plan(kind, comp, epsilon,
@@ -164,6 +173,43 @@ WIDE_COLUMNS = 512
 #: ... along at least this many directions (a wrong entry escapes eight
 #: Gaussian directions with odds far below 1e-12: ``Report.escape`` says)
 WIDE_PROBES = 8
+
+
+#: ``auto`` probes when building every entry is estimated to take more than this
+#: share of the check's ``time_limit`` (the rest: the AD sides, a failure's diagnosis)
+FIT = 0.5
+#: evaluations per differenced column, precise (Richardson: 10 for most smooth
+#: columns, 4 to 28 in all) and not (a central difference)
+PRECISE_CALLS, PLAIN_CALLS = 10, 2
+#: seconds of extrapolation and error estimation per output entry and evaluation
+#: (measured on the layer norms of issue 28: 0.5 to 3e-7 s on a busy 2-core VM)
+PER_ENTRY = 2e-7
+
+
+def too_slow(ev: Evaluator, comp: Compression | None, options: Options) -> bool:
+    """Whether differencing every column (or group, ``comp``) is estimated to
+    take more than ``FIT`` of ``options.time_limit``: the columns times the
+    evaluations each needs, times a measured evaluation and the work per output
+    entry. Estimated only for ``large`` Jacobians: a small one always fits."""
+    if options.time_limit is None or not large(ev):
+        return False
+    p = ev.problem
+    columns = comp.groups if comp is not None else sum(p.layout.in_size(i) for i in p.diff_in)
+    rows = sum(p.layout.out_size(o) for o in p.float_out)
+    calls = columns * (PRECISE_CALLS if options.precise else PLAIN_CALLS)
+    estimate = calls * (_evaluation_seconds(ev) + rows * PER_ENTRY)
+    return estimate > FIT * options.time_limit
+
+
+def _evaluation_seconds(ev: Evaluator, n: int = 4) -> float:
+    """Seconds per evaluation of the function, timed on a batch of ``n``."""
+    import time
+    p = ev.problem
+    first = p.diff_in[0]
+    start = time.perf_counter()
+    ev.outputs_at(first, np.repeat(p.arrays[first][None], n, axis=0),
+                  "timing an evaluation to choose the plan")
+    return (time.perf_counter() - start) / n
 
 
 def wide(ev: Evaluator, comp: Compression | None) -> bool:

@@ -36,6 +36,9 @@ class Settings:
     plugins: tuple = ()
     registry: object = OPINFO
     keep_reports: bool = False
+    #: how the Jacobians are built (``gradcheck.check``'s ``jacobian=``: auto, dense,
+    #: compressed, probed); ``auto`` plans for the time ``timeout`` leaves each check
+    jacobian: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -141,12 +144,13 @@ def execute(task, emit) -> list:
         warnings.simplefilter("default")
         message = None
         try:
-            with deadline(task.settings.timeout):
+            with deadline(task.settings.timeout), _plan_defaults(task.settings):
                 (_op_samples if is_op else _target_samples)(task, emit, progress)
         except TaskTimeout as exc:
+            from adcheck.runner.stages import timeout_text
             done = progress["done"]
-            message = (f"{exc} (--timeout); {done} samples were checked before it" if is_op
-                       else f"{exc} (--timeout)")
+            message = timeout_text(exc, exc.seconds) + (
+                f"; {done} samples were checked before it" if is_op else "")
         except FAULTS as exc:  # making the samples, or the user's code
             message = (f"could not make its samples: {fault_text(exc)}" if is_op
                        else fault_text(exc))
@@ -154,6 +158,14 @@ def execute(task, emit) -> list:
             emit(SampleOutcome(task.index, task.dtype, None,
                                [task_error(task, message, start, progress["family"])], [None]))
     return warning_texts(caught, f"{task.op} {task.dtype}" if is_op else task.op)
+
+
+def _plan_defaults(settings: Settings):
+    """Every check of the task takes ``settings.jacobian`` as its plan and, for
+    ``auto``, the time left before the task's timeout as its ``time_limit``."""
+    from adcheck.gradcheck.core.options import caller_defaults
+    deadline_at = None if not settings.timeout else time.monotonic() + settings.timeout
+    return caller_defaults(jacobian=settings.jacobian, deadline=deadline_at)
 
 
 def run_task(task) -> TaskOutcome:

@@ -12,6 +12,7 @@ from adcheck.cli.options import (
     check_options,
     explore_options,
     html_option,
+    jacobian_option,
     parse_checks,
     report_options,
     require_engine,
@@ -46,7 +47,8 @@ def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, 
              for i, text in enumerate(chosen)]
     record = {"engine": target.engine, "precise": policy.precise,
               "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
-              "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
+              "timeout": settings.timeout, "jacobian": settings.jacobian,
+              "fail_fast": fail_fast, "patterns": [],
               "family": None, "target": target_text, "kind": target.kind,
               "inputs": [t.inputs for t in tasks], "layouts": layouts}
     return run("check", tasks, jobs, fail_fast, level, record)
@@ -96,10 +98,11 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @harvest_options
 @html_option
 @explore_options
+@jacobian_option
 def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, timeout,
           memory_budget, jobs, fmt, junit_xml, baseline, write_baseline, fail_fast, verbose, quiet,
           allow_empty, html, against=None, device_name=None, explore=False,
-          explore_budget=None):
+          explore_budget=None, jacobian="auto"):
     """Validate your own derivative formulas.
 
     MODULE:OBJECT names a refengine or torch autograd.Function subclass, a
@@ -136,7 +139,7 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     policy = Policy(precise, engine, seed, memory_budget * 2**20,
                     explore=(explore_budget or 0.0) if explore else None)
     settings = Settings(chosen_checks, policy, timeout,
-                        (str(plugin),) if plugin else ())
+                        (str(plugin),) if plugin else (), jacobian=jacobian)
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     elif harvesting():

@@ -11,6 +11,7 @@ from adcheck.cli.options import (
     allow_empty_option,
     check_options,
     html_option,
+    jacobian_option,
     parse_checks,
     parse_dtypes,
     registry_option,
@@ -49,8 +50,9 @@ def _dtypes(registry, info, chosen, engine: str) -> list:
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")
 @allow_empty_option
 @html_option
+@jacobian_option
 def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeout,
-       memory_budget, plugins, fmt, verbose, allow_empty, html):
+       memory_budget, plugins, fmt, verbose, allow_empty, html, jacobian="auto"):
     """Check one operator in detail: its samples, every check, and for a
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from adcheck.cli.output import publish, render
@@ -78,7 +80,8 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     wanted = _dtypes(registry, info, chosen_dtypes, engine)
     policy = Policy(precise, engine, seed, memory_budget * 2**20)
     settings = Settings(chosen_checks, policy, timeout,
-                        tuple(str(p) for p in plugins), registry, keep_reports=True)
+                        tuple(str(p) for p in plugins), registry, keep_reports=True,
+                        jacobian=jacobian)
     tasks = plan([info], wanted, settings, sample=index)
     report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted,
                                                     allow_empty=allow_empty))

@@ -12,6 +12,7 @@ from adcheck.cli.options import (
     check_options,
     explore_options,
     html_option,
+    jacobian_option,
     parse_checks,
     parse_dtypes,
     registry_option,
@@ -49,9 +50,11 @@ from adcheck.cli.options import (
 @allow_empty_option
 @html_option
 @explore_options
+@jacobian_option
 def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine, precise, seed,
         timeout, memory_budget, jobs, plugins, shard, fmt, junit_xml, baseline, write_baseline,
-        fail_fast, verbose, quiet, allow_empty, html, explore=False, explore_budget=None):
+        fail_fast, verbose, quiet, allow_empty, html, explore=False, explore_budget=None,
+        jacobian="auto"):
     """Sweep the operator registry and check every op's derivatives.
 
     PATTERN selects ops by name, with shell wildcards ('log*'); none means
@@ -92,7 +95,7 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     policy = Policy(precise, engine, seed, memory_budget * 2**20,
                     explore=(explore_budget or 0.0) if explore else None)
     settings = Settings(chosen_checks, policy, timeout,
-                        tuple(str(p) for p in plugins), registry)
+                        tuple(str(p) for p in plugins), registry, jacobian=jacobian)
     report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level, shard=part,
                    patterns=list(patterns), family=list(families) or None, target=None)
     finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,

@@ -100,6 +100,26 @@ def _result_line(r) -> Text:
     return line
 
 
+def probed_lines(report: RunReport) -> list:
+    """Per op and check built from probed Jacobians: that it was, and the odds
+    that one wrong entry escaped (the largest over its samples)."""
+    worst: dict = {}
+    for r in report.results:
+        if r.plan == "probed" and r.escape and r.check in r.escape:
+            key = (r.op, r.check)
+            worst[key] = max(worst.get(key, 0.0), r.escape[r.check])
+            relative = r.escape.get("relative_error", 0.0)
+    if not worst:
+        return []
+    odds = "; ".join(f"{op} {check} {p:.1e}" for (op, check), p in worst.items())
+    why = (" chosen by --jacobian auto: every entry would not fit in half the time "
+           "--timeout leaves, or too many columns for few rows"
+           if report.settings.get("jacobian", "auto") == "auto" else "")
+    return [Text(f"probed Jacobians (J U along random directions,{why}; --jacobian dense "
+                 f"builds every entry): a single entry wrong by {relative:.0e} of its row's "
+                 f"norm escapes with probability at most {odds}", style="dim")]
+
+
 def unjudged_lines(report: RunReport) -> list:
     """One line per op or target whose every check was skipped, with the
     reasons, at every verbosity (a run in which nothing was judged is no pass);
@@ -204,7 +224,7 @@ class TableFormat:
                 + _baseline_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:
-            for line in _precision_lines(report):
+            for line in _precision_lines(report) + probed_lines(report):
                 console.print(line)
             slow = ", ".join(f"{op} {s:.2f}s" for op, s in report.slowest())
             console.print(Text(f"slowest: {slow}", style="dim"))

@@ -15,6 +15,9 @@ Example::
 from __future__ import annotations
 
 import numbers
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
@@ -67,6 +70,7 @@ class Options:
     input_names: tuple | None = None
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     jacobian: str = "auto"
+    time_limit: float | None = None
     explore: bool | str = False
     explore_budget: float = DEFAULT_EXPLORE_BUDGET
 
@@ -110,6 +114,10 @@ class Options:
         if not _number(self.explore_budget) or not 0 < self.explore_budget < float("inf"):
             raise ValueError(f"check: explore_budget must be a number of seconds > 0, not "
                              f"{self.explore_budget!r}; for example explore_budget=20")
+        if self.time_limit is not None and (not _number(self.time_limit)
+                                            or not self.time_limit >= 0):
+            raise ValueError(f"check: time_limit must be a number of seconds >= 0 or None, "
+                             f"not {self.time_limit!r}")
         if self.jacobian not in JACOBIAN_KINDS:
             raise ValueError(f"check: jacobian must be one of {', '.join(JACOBIAN_KINDS)}, "
                              f"not {self.jacobian!r}")
@@ -134,6 +142,11 @@ class Options:
         if unknown:
             raise TypeError(f"check: unknown keyword{'s' if len(unknown) > 1 else ''} "
                             f"{', '.join(unknown)}; the known keywords are {', '.join(known)}")
+        for name, value in _CALLER_DEFAULTS.get().items():
+            # an mpmath reference gives whole Jacobians: it keeps its own plan
+            if name not in keywords and not (name == "jacobian"
+                                             and keywords.get("reference") is not None):
+                keywords[name] = value() if callable(value) else value
         return cls(**keywords)
 
     @property
@@ -145,6 +158,29 @@ class Options:
     def settings(self) -> dict:
         """Every option but the reference function, for ``Report.settings``."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reference"}
+
+
+#: keywords a caller running many checks gives each of them where the check's own
+#: keywords leave them out (``caller_defaults``); a callable value is called per check
+_CALLER_DEFAULTS: ContextVar[dict] = ContextVar("adcheck_caller_defaults", default={})
+
+
+@contextmanager
+def caller_defaults(jacobian: str | None = None, deadline: float | None = None):
+    """In the block, ``check`` takes ``jacobian`` as its default plan, and a
+    ``time_limit`` of the seconds left until ``deadline`` (``time.monotonic()``),
+    unless a call gives them: how ``adcheck``'s runner passes ``--jacobian`` and
+    ``--timeout`` to every check of a task."""
+    given = {}
+    if jacobian is not None:
+        given["jacobian"] = jacobian
+    if deadline is not None:
+        given["time_limit"] = lambda: max(deadline - time.monotonic(), 0.0)
+    token = _CALLER_DEFAULTS.set({**_CALLER_DEFAULTS.get(), **given})
+    try:
+        yield
+    finally:
+        _CALLER_DEFAULTS.reset(token)
 
 
 def _number(value) -> bool:
