@@ -68,6 +68,9 @@ def _inputs(target, specs: tuple, seed: int) -> tuple:
         return tuple(build(parsed, target.engine, np.random.default_rng(
             derive_seed(seed, "inputs", 0))))
     from adcheck.runner.target import source_module
+    if target.engine == "jax":      # checked in float64, as --inputs' arrays are
+        import jax
+        jax.config.update("jax_enable_x64", True)
     make = getattr(source_module(target.spec), EXAMPLE_INPUTS, None)
     if not callable(make):
         raise InputError(f"--harvest needs the model's inputs: give --inputs \"randn(4, 8)\", "

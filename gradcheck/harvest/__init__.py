@@ -3,9 +3,10 @@ model really feeds it, and named by the module path that applied it.
 
 Owns recording the applications of custom Functions during one forward
 (``recording``: torch ``autograd.Function``s, ``torch.library`` custom ops
-with autograd, refengine ``Function``s), grouping them into ops named
-``PATH:Class`` with their samples (``targets``), and checking each with
-``check`` and localising a whole model's failure (``api``)::
+with autograd, refengine ``Function``s, JAX ``custom_vjp``/``custom_jvp``),
+grouping them into ops named ``PATH:Class`` with their samples (``calls``,
+``targets``, ``jaxsample``), and checking each with ``check`` and localising
+a whole model's failure (``api``)::
 
     from adcheck import gradcheck
     found = gradcheck.harvest(model, (x,))

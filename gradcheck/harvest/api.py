@@ -21,6 +21,7 @@ from adcheck.gradcheck.harvest.recording import (
     ForwardError,
     ModelState,
     Recorder,
+    is_jax_array,
     namespace,
     reachable,
 )
@@ -226,7 +227,7 @@ def whole_model(model_or_fn, inputs, seed=None, double: bool = True) -> tuple:
     """``(Report or None, problem)``: the whole model checked with ``MODEL_CHECK``
     (its inputs and parameters; in double precision with ``double``), or why
     it could not be."""
-    if not any(namespace(x) is not None for x in _as_tuple(inputs)):
+    if not any(namespace(x) is not None or is_jax_array(x) for x in _as_tuple(inputs)):
         return None, "the model's inputs hold no tensor"
     func, args, names = model_call(model_or_fn, inputs, double)
     # functional_call runs the model's own integer buffers (a BatchNorm's count)
@@ -241,6 +242,9 @@ def whole_model(model_or_fn, inputs, seed=None, double: bool = True) -> tuple:
 
 
 def _copy(x, double: bool):
+    if is_jax_array(x):
+        from adcheck.gradcheck.harvest.jaxsample import _wide
+        return _wide(x, double)
     if namespace(x) is None or not (x.is_floating_point() or x.is_complex()):
         return x
     E = namespace(x)

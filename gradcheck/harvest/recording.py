@@ -112,7 +112,8 @@ class Application:
 
     def shapes(self) -> tuple:
         """The shapes of its tensor arguments: samples of one op differ in them."""
-        return tuple(tuple(a.shape) for a in self.args if namespace(a) is not None)
+        return tuple(tuple(a.shape) for a in self.args
+                     if namespace(a) is not None or is_jax_array(a))
 
 
 class ForwardError(Exception):
@@ -152,7 +153,8 @@ class Recorder:
         for engine, base in _bases():
             original = base.__dict__["apply"]
             base.apply = classmethod(self._apply_wrapper(original.__func__, engine))
-            self._patched.append((base, original))
+            self._patched.append((base, "apply", original))
+        self._patched += _jax_patches(self)
         self._mode = _custom_op_mode(self)
         if self._mode is not None:
             self._mode.__enter__()
@@ -165,8 +167,8 @@ class Recorder:
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
-        for base, original in self._patched:
-            base.apply = original
+        for owner, attribute, original in self._patched:
+            setattr(owner, attribute, original)
         for module, own in self._wrapped:
             if own is None:
                 del module.forward
@@ -229,7 +231,8 @@ class Recorder:
         entry.mutated = tuple(i for i, (a, c) in enumerate(zip(args, entry.args))
                               if namespace(a) is not None and _changed(a.detach(), c))
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        entry.extra_outputs = tuple(i for i, o in enumerate(outs) if namespace(o) is None)
+        entry.extra_outputs = tuple(i for i, o in enumerate(outs)
+                                    if namespace(o) is None and not is_jax_array(o))
         entry.outputs = len(outs)
         entry.out_nodes = [o.grad_fn for o in outs
                            if namespace(o) is not None and o.grad_fn is not None]
@@ -277,6 +280,47 @@ def _custom_op_mode(recorder):
             return recorder.record_call(cls, "torch", "torch custom op",
                                         lambda: func(*args, **kwargs), args, kwargs)
     return CustomOps()
+
+
+def is_jax_array(value) -> bool:
+    """Whether ``value`` is a JAX array (or a tracer of one)."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, (jax.Array, jax.core.Tracer))
+
+
+#: one stand-in class per JAX custom_vjp / custom_jvp object (``jax_function_class``)
+_JAX_CLASSES: dict = {}
+
+
+def jax_function_class(function, kind: str):
+    """A stand-in Function class for a ``jax.custom_vjp``/``custom_jvp`` object:
+    ``apply`` calls it, ``forward`` has its signature, ``_harvest_jvp`` says
+    whether forward mode can be checked (a custom_jvp)."""
+    key = id(function)
+    if key not in _JAX_CLASSES:
+        fun = getattr(function, "fun", function)
+        _JAX_CLASSES[key] = (function, type(getattr(fun, "__name__", "custom"), (), {
+            "apply": staticmethod(function), "forward": staticmethod(fun),
+            "__module__": kind, "_harvest_jvp": kind.endswith("custom_jvp")}))
+    return _JAX_CLASSES[key][1]
+
+
+def _jax_patches(recorder) -> list:
+    """Patch the calls of JAX's custom_vjp and custom_jvp objects (when JAX is
+    imported) to record them; ``[(owner, attribute, original)]``."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return []
+    patched = []
+    for kind, owner in (("jax custom_vjp", jax.custom_vjp), ("jax custom_jvp", jax.custom_jvp)):
+        original = owner.__dict__["__call__"]
+
+        def call(self, *args, _original=original, _kind=kind, **kwargs):
+            return recorder.record_call(jax_function_class(self, _kind), "jax", _kind,
+                                        lambda: _original(self, *args, **kwargs), args, kwargs)
+        owner.__call__ = call
+        patched.append((owner, "__call__", original))
+    return patched
 
 
 def reachable(outputs) -> set:

@@ -16,29 +16,13 @@ Function applied to constants, or inside another Function's forward).
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 
+from adcheck.gradcheck.harvest.calls import Sample, _argument_names, _function, _notes
 from adcheck.gradcheck.harvest.recording import Application, namespace
 
 #: how many distinct input shapes of one op are checked, by default
 MAX_SHAPES = 2
-
-
-@dataclass
-class Sample:
-    """One application of an op, ready for ``check(func, inputs, input_names=names)``;
-    ``skip``: why it is not checked (then ``func`` is ``None``)."""
-
-    func: object
-    inputs: tuple
-    names: tuple
-    shapes: str
-    dtype: str
-    notes: list = field(default_factory=list)
-    skip: str | None = None
-    #: checked in the model's own low-precision dtype (it does not run in double)
-    narrow: bool = False
 
 
 @dataclass
@@ -59,6 +43,8 @@ class HarvestedOp:
 
 def has_jvp(cls) -> bool:
     """Whether a Function class overrides ``jvp`` (forward mode can be checked)."""
+    if hasattr(cls, "_harvest_jvp"):     # a JAX custom_jvp / custom_vjp stand-in
+        return cls._harvest_jvp
     for base in cls.__mro__[1:]:
         if "jvp" in base.__dict__ and base.__module__.startswith(("torch", "adcheck")):
             return cls.jvp is not base.jvp
@@ -81,17 +67,6 @@ def group(applications: list, max_shapes: int = MAX_SHAPES) -> list:
     return list(ops.values())
 
 
-def _argument_names(cls, count: int) -> list:
-    """The names of ``forward``'s arguments after ``ctx`` (when it takes one)."""
-    try:
-        params = list(inspect.signature(cls.forward).parameters)
-    except (TypeError, ValueError):
-        params = []
-    if params and params[0] == "ctx":
-        params = params[1:]
-    return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
-
-
 def _widen(t):
     E = namespace(t)
     if t.is_complex():
@@ -106,25 +81,6 @@ def _positions(app: Application) -> list:
                 if namespace(a) is not None and (a.is_floating_point() or a.is_complex())]
     wanted = [i for i in floating if app.requires_grad[i]]
     return wanted or floating
-
-
-def _function(app: Application, template: list, positions: list, copy_inputs: bool):
-    """``f(*differentiated)``: the Function applied with the other arguments held."""
-    cls, kwargs, extra = app.cls, app.kwargs, set(app.extra_outputs)
-
-    def harvested(*tensors):
-        args = list(template)
-        for i, t in zip(positions, tensors):
-            args[i] = t
-        if copy_inputs:     # a Function that writes into its inputs must not write into ours
-            args = [a.clone() if namespace(a) is not None else a for a in args]
-        out = cls.apply(*args, **kwargs)
-        if not extra:
-            return out
-        kept = tuple(o for i, o in enumerate(out) if i not in extra)
-        return kept[0] if len(kept) == 1 else kept
-    harvested.__name__ = app.name
-    return harvested
 
 
 def _runs_double(func, inputs) -> str | None:
@@ -143,6 +99,9 @@ def _runs_double(func, inputs) -> str | None:
 
 def sample(app: Application) -> Sample:
     """The ``Sample`` of one application (see the module docstring)."""
+    if app.engine == "jax":
+        from adcheck.gradcheck.harvest.jaxsample import jax_sample
+        return jax_sample(app)
     positions = _positions(app)
     arg_names = _argument_names(app.cls, len(app.args))
     names = tuple(app.params.get(i, arg_names[i]) for i in positions)
@@ -165,20 +124,6 @@ def sample(app: Application) -> Sample:
     dtype = "+".join(dict.fromkeys(str(t.dtype).replace("torch.", "").rsplit(".", 1)[-1]
                                    for t in inputs))
     return Sample(func, inputs, names, shapes, dtype, notes, narrow=why is not None)
-
-
-def _notes(app: Application) -> list:
-    notes = []
-    if app.mutated:
-        which = ", ".join(str(i) for i in app.mutated)
-        notes.append(f"writes into its input{'s' if len(app.mutated) > 1 else ''} {which} in "
-                     "place: checked on copies")
-    if app.extra_outputs:
-        which = ", ".join(str(i) for i in app.extra_outputs)
-        notes.append(f"outputs {which} are not tensors: checked in its tensor outputs")
-    if app.depth:
-        notes.append("applied inside another Function's forward: checked on its own")
-    return notes
 
 
 def _skip_reason(app: Application, positions: list) -> str | None:
