@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from adcheck.cli.main import cli
 
-from conftest import EXAMPLES
-
-MODEL = f"{EXAMPLES / 'harvest_model.py'}:Model"
+MODEL = f"{Path(__file__).resolve().parents[2] / 'examples' / 'harvest_model.py'}:Model"
 
 
 @pytest.fixture
