@@ -260,3 +260,17 @@ def test_a_function_that_answers_in_float32_is_checked_with_the_low_precision_ru
     # does the whole function, checked in float32 too (no false composition fault)
     found = gradcheck.harvest(fn, (torch.randn(3, requires_grad=True),), seed=0)
     assert found.failing() == [] and found.localisation == "the whole model passes its check"
+
+
+def test_check_options_compose_explore_and_probed_jacobians():
+    # explore searches around the harvested inputs; a probed check states its escape odds
+    def fn(x):
+        return Double.apply(x).sin()
+    x = torch.randn(3, dtype=D, requires_grad=True)
+    found = gradcheck.harvest(fn, (x,), seed=0, model_check=False, explore=True,
+                              explore_budget=1)
+    (report,) = found.reports["fn:Double"]
+    assert report.counts["explore"]["tried"] > 0
+    found = gradcheck.harvest(fn, (x,), seed=0, model_check=False, jacobian="probed")
+    (report,) = found.reports["fn:Double"]
+    assert report.plan.startswith("probed") and report.escape
