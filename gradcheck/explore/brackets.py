@@ -139,16 +139,19 @@ def _step(peak: float, eps: float) -> float:
 
 
 def _extrapolated(pair, o, noise_of) -> tuple | None:
-    """``(2 q(h/2) - q(h), noise)`` for output ``o``, or ``None`` where not
-    finite or where the two steps disagree beyond their noise (a jump)."""
+    """``(2 q(h/2) - q(h), its error)`` for output ``o`` (the rounding noise and
+    the steps' spread), or ``None`` where not finite or where the quotient
+    grows as the step halves (a jump)."""
     coarse, fine = pair[0][o], pair[1][o]
     if not (np.all(np.isfinite(coarse)) and np.all(np.isfinite(fine))):
         return None
     scale = np.maximum(np.abs(coarse), np.abs(fine))
     noise = noise_of(scale)
-    if np.any(np.abs(fine - coarse) > SIDE_TOL * scale + noise):
+    spread = np.abs(fine - coarse)
+    # a jump grows like 1 / h as the step halves; truncation shrinks with it
+    if np.any((spread > SIDE_TOL * scale + noise) & (np.abs(fine) > 1.5 * np.abs(coarse))):
         return None
-    return 2 * fine - coarse, noise
+    return 2 * fine - coarse, noise + spread
 
 
 def _formula(jacobian, direction: dict, out_idx: int) -> np.ndarray | None:
@@ -196,6 +199,10 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
             if beside is None:
                 beside = _beside(ev, arrays, direction, h, offsets)
             (left, noise_l), (right, noise_r) = sides
+            if values[o] == 0 and not np.any(left) and not np.any(right):
+                # exactly 0 and flat: the forward underflowed or cancelled; a slope
+                # whose change over the input's scale is below rounding is unseen
+                noise_l = noise_l + 64 * eps / max(peak, 1e-300)
             low = np.min([left, right] + [b[o] for b in beside], axis=0)
             high = np.max([left, right] + [b[o] for b in beside], axis=0)
             for mode, jac in jacobians.items():
@@ -205,6 +212,9 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
                 if verdict is None:
                     continue
                 row = verdict
+                if row >= 0 and np.isfinite(formula[row]) and peak * eps >= 2:
+                    formed = False    # every float an integer here: a step function's
+                    continue          # jumps are one unit in the last place apart
                 if row >= 0:
                     return Bracket("fail", mode, direction, o, row, float(left[row]),
                                    float(right[row]), float(formula[row]))

@@ -75,7 +75,10 @@ class Explorer:
                          and E.is_differentiable_dtype(self.inputs[i]) and self.given[i].size]
         self.options = dataclasses.replace(
             options, explore=False, precise=options.reference is None, fast_mode=False,
-            seed=report.seed, name=name or report.name, input_names=names, buffers=False)
+            seed=report.seed, name=name or report.name, input_names=names, buffers=False,
+            # linearity and undefined grad_outputs do not depend on the point: the
+            # given inputs judged them, and NaN at a pole would only repeat itself
+            check_scaling=False, check_undefined_grad=False)
         self.report, self.quick_only, self.progress = report, quick_only, progress
         self.budget = options.explore_budget
         self.tally = Tally(budget=self.budget)
