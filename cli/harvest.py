@@ -40,8 +40,8 @@ def harvest_options(func):
         "--harvest", is_flag=True, expose_value=False, callback=_store(FLAG),
         help="Run the model (a module class, a factory of no argument, an instance or a "
              "function) once at --inputs, or at what example_inputs() in the same file "
-             "returns, record every custom autograd.Function, torch.library custom op and "
-             "refengine Function it applies, and check each at the inputs the model fed "
+             "returns, record every custom autograd.Function, torch.library custom op, "
+             "refengine Function and (--engine jax) custom_vjp/custom_jvp it applies, and check each at the inputs the model fed "
              "it, named PATH:Class (PATH: the submodule that applied it), then the whole "
              "model, saying where its failure comes from. Exit 3 when the model applies "
              "no custom Function (see docs/harvest.md).")(func)
