@@ -6,7 +6,8 @@ which side), a missing gradient, a gradient for an unused input, whole
 numbers where the derivative is not (a rounded or integer gradient), a
 constant factor (a sign when the factor is -1), the conjugate, the
 transpose, a square input's gradient transposed, an error confined to the
-real or the imaginary part, entries coupled that do not depend on each
+real or the imaginary part, one term's sign flipped (diagonal or cross
+terms of a square block), entries coupled that do not depend on each
 other (a reduction over the wrong axis), an error confined to some
 entries. It returns one sentence, or ``None`` when nothing fits.
 """
@@ -124,6 +125,27 @@ def _coupling(e, a, tol) -> str | None:
             "the wrong axis (sum(0) for sum(-1), rows mixed that the function keeps apart)")
 
 
+def _flipped_term(e, a, tol, mode) -> str | None:
+    """Numerical ``D + C`` and analytical ``D - C`` (or ``C - D``), ``D``
+    diagonal: the sign of one term flipped (a softmax's or a normalisation's
+    ``- y (g . y)`` written ``+``). Then ``(e + a) / 2`` (or ``(e - a) / 2``)
+    is diagonal while the other half is not."""
+    if e.shape[0] != e.shape[1] or e.shape[0] < 2:
+        return None
+    off = ~np.eye(e.shape[0], dtype=bool)
+    tol = np.broadcast_to(np.asarray(tol, float), e.shape)
+    for half, other, term in (((e + a) / 2, (e - a) / 2, "cross (non-diagonal) term"),
+                              ((e - a) / 2, (e + a) / 2, "diagonal (elementwise) term")):
+        # the flipped half is a whole diagonal term: nonzero all along the diagonal
+        # (one wrong diagonal entry is an error in some elements, not a term's sign)
+        diagonal_only = not (np.abs(half[off]) > tol[off]).any() and \
+            (np.abs(np.diag(half)) > np.diag(tol)).all()
+        if diagonal_only and (np.abs(other[off]) > tol[off]).any():
+            return (f"analytical is numerical with the sign of its {term} flipped: one term "
+                    f"of the {_verb(mode)} has the wrong sign (a '+' for a '-')")
+    return None
+
+
 def _parts(e, a, tol, out_complex, in_complex) -> str | None:
     wrong = np.abs(a - e) > tol
     if in_complex:
@@ -237,7 +259,8 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
         return (f"analytical is numerical with the input's n x n entries transposed: the "
                 f"{_verb(mode)} gives the transpose of a square input's gradient (x^T g "
                 "and g^T x swapped, or a weight stored as W and used as W.T)")
-    parts = _parts(e, a, tol_r, out_complex, in_complex)
+    parts = _parts(e, a, tol_r, out_complex, in_complex) or (
+        None if out_complex or in_complex else _flipped_term(e, a, tol_r, mode))
     if parts:
         return parts
     found = [text for text in (_coupling(e, a, tol_r), _subset(e, a, tol_r, origin)) if text]

@@ -105,3 +105,24 @@ def test_a_reduction_over_the_wrong_axis_is_diagnosed_as_coupling(run_json):
     (reverse,) = doc["results"]
     found = re.search(r"analytical couples (\d+) \(output, input\) entries", reverse["diagnosis"])
     assert found and 0 < int(found.group(1)) <= 96
+
+
+def test_a_sign_flipped_term_is_diagnosed_and_one_wrong_entry_is_not_taken_for_it():
+    from adcheck.gradcheck.verdict.diagnosis import diagnose
+    y = np.array([0.1, 0.2, 0.3, 0.4])
+    softmax = np.diag(y) - np.outer(y, y)        # d softmax / dx, written out
+    tol = np.full((4, 4), 1e-9)
+    cross = diagnose(softmax, np.diag(y) + np.outer(y, y), tol, "reverse", False, False)
+    assert "sign of its cross (non-diagonal) term flipped" in cross
+    diagonal = diagnose(softmax, -np.diag(y) - np.outer(y, y), tol, "reverse", False, False)
+    assert "sign of its diagonal (elementwise) term flipped" in diagonal
+    one_entry = diagnose(softmax, softmax + np.diag([0, 0.3, 0, 0]), tol, "reverse", False,
+                         False)
+    assert "flipped" not in one_entry
+
+
+def test_a_softmax_backward_adding_its_cross_term_is_diagnosed_on_the_command_line(run_json):
+    result, doc = run_json("check", f"{FIRST_HOUR}:RowSoftmaxSignFlip", "--inputs",
+                           "randn(3, 4)", "--check", "reverse")
+    assert result.exit_code == 1
+    assert "cross (non-diagonal) term flipped" in doc["results"][0]["diagnosis"]
