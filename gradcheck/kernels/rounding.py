@@ -27,6 +27,16 @@ their cancellation. The forward values get the same two parts: one rounding
 of each value and a few float32 ulps of the largest, plus the measured
 forward rounding of the reference in the dtype.
 
+Which computation is "the same" is measured, as ``lowprecision.sum_units``
+measures whether a function's kernels round partial sums: a kernel in
+bfloat16 or float16 whose forward values are within the allowance of the
+reference computed in float32 and rounded once to the dtype ("fused", what
+a Triton or CUDA kernel does) is allowed that computation's rounding; one
+beyond it is allowed the rounding of the reference run op by op in the
+dtype, every intermediate rounded ("op by op"), and the report says which.
+A kernel whose forward is wrong is then judged under the wider allowance,
+and its forward's failure is reported either way when it is beyond that.
+
 The *resolution* of a comparison is the largest allowance relative to the
 block's largest expected entry: an error of any entry above that fraction of
 ``M`` is found, whatever the entry; below it, a bug is "not detectable at this
@@ -84,9 +94,30 @@ class Measured:
                 self.forward[o] = np.maximum(self.forward.get(o, 0.0), diff)
 
 
+def fused(ref, dtype):
+    """``ref`` as one fused kernel in ``dtype`` computes it: float32 inside,
+    inputs and outputs (and so the gradients) rounded to ``dtype``."""
+    def computation(*args):
+        wide = tuple(x.float() if device.floating(x) else x for x in args)
+        return tuple(y.to(dtype) if device.floating(y) else y for y in device.run(ref, wide))
+    computation.__name__ = getattr(ref, "__name__", "reference")
+    return computation
+
+
+def computations(ref, dtype) -> dict:
+    """The computations a kernel in ``dtype`` may round like: the reference op
+    by op in ``dtype`` ("op by op"), and for a dtype narrower than float32 the
+    reference in float32 rounded once to ``dtype`` ("fused")."""
+    found = {"op by op": ref}
+    if epsilon_of(dtype) > epsilon_of(torch.float32):
+        found["fused"] = fused(ref, dtype)
+    return found
+
+
 def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Measured:
-    """The reference run in ``dtype`` on the inputs' device against its float64
-    run on ``where``, at ``POINTS`` points (see the module docstring)."""
+    """The computation ``ref`` run on ``inputs`` in ``dtype`` on their device
+    against the reference's float64 run on ``where``, at ``POINTS`` points (see
+    the module docstring); ``ref`` is one of ``computations``."""
     found = Measured()
     rng = np.random.default_rng(0)
     step = max(NUDGE, 4 * epsilon_of(dtype))
@@ -109,6 +140,15 @@ def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Meas
             found.problems = (Problem(ref, low, "reference", warn_precision=False),
                               Problem(ref, wide, "reference", warn_precision=False))
     return found
+
+
+def rounds_like(found: np.ndarray, expected: np.ndarray, epsilon: float,
+                measured: Measured, o: int) -> bool:
+    """Whether a kernel's output ``o`` (``found``, flat) is within the forward
+    allowance of the computation ``measured`` (see ``computations``)."""
+    tolerance = forward_allowance(expected, epsilon, measured.forward.get(o))
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.abs(found - expected) <= tolerance))
 
 
 def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured) -> dict:
