@@ -464,7 +464,10 @@ def main(argv=None):
     print_batching(batch_info, batching)
     canaries = run_canaries(modes, sides, args.seed)
     print_canaries(canaries)
-    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops))
+    slow_per_op = {name: r["torch"].median / r["ours"].median
+                   for name, r in results.get("slow", {}).items()
+                   if r["ours"].median and r["torch"].median}
+    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops), slow_per_op)
     print_targets(tgt)
     probs = problems(ops, modes, results)
     print_problems(probs, missing)
