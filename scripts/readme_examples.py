@@ -14,7 +14,9 @@ the documentation's runs are made; ``--cwd`` to change it), with a plain
 documentation shows, after the same normalisation on both sides:
 
 - timings are not compared: a number with a unit of time (``0.19 s``,
-  ``41.5s``, ``12 ms``, ``3 min``) becomes ``<time>``;
+  ``41.5s``, ``12 ms``, ``3 min``) becomes ``<time>``, and a list of timed
+  items (``slowest: exp 0.3s, log 0.2s``) is compared as a set, since the
+  order is the timings';
 - trailing spaces, and the box-drawing characters of rich's tables and
   panels, are dropped (a table's widths follow the terminal, its cells do not);
 - a line ``...`` in the documentation stands for any number of lines.
@@ -87,6 +89,9 @@ def normalise(lines: list) -> list:
     for line in lines:
         line = BOX.sub(" ", TIME.sub("<time>", line))
         line = re.sub(r"\s+", " ", line).strip()
+        head, colon, items = line.partition(": ")
+        if colon and items.count("<time>") > 1:
+            line = f"{head}: " + ", ".join(sorted(i.strip() for i in items.split(",")))
         if line:
             out.append(line)
     return out
