@@ -27,14 +27,12 @@ class HarvestItem(pytest.Item):
         self.report = None
 
     def runtest(self):
-        from adcheck.gradcheck.api import check
+        from adcheck.gradcheck.harvest.api import check_sample
         from adcheck.gradcheck.harvest.targets import has_jvp, sample
         made = sample(self.app)
         if made.skip is not None:
             pytest.skip(made.skip)
-        self.report = check(made.func, made.inputs, input_names=list(made.names),
-                            name=self.nodeid, precise=True, seed=self.seed,
-                            check_forward_ad=has_jvp(self.app.cls))
+        self.report = check_sample(self.nodeid, made, has_jvp(self.app.cls), seed=self.seed)
         if not self.report.passed:
             raise HarvestFailure(self.report.message())
 

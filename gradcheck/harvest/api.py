@@ -161,10 +161,8 @@ def _check_op(found: Harvest, op, check_options: dict) -> None:
         if sample.skip is not None:
             found.skipped[op.name] = sample.skip
             continue
-        keywords = {"precise": True, "check_forward_ad": op.has_jvp, **check_options}
         try:
-            report = check(sample.func, sample.inputs, input_names=list(sample.names),
-                           name=op.name, **keywords)
+            report = check_sample(op.name, sample, op.has_jvp, **check_options)
         except UncheckableError as exc:
             found.skipped[op.name] = " ".join(str(exc).split())
             continue
@@ -172,6 +170,14 @@ def _check_op(found: Harvest, op, check_options: dict) -> None:
             found.errors[op.name] = " ".join(str(exc).split())
             continue
         found.reports.setdefault(op.name, []).append(report)
+
+
+def check_sample(name: str, sample, has_jvp: bool, **check_options):
+    """``check`` of one harvested sample, named ``name``: precise by default, and
+    forward mode too when the Function has a jvp (``check_options`` override)."""
+    keywords = {"precise": True, "check_forward_ad": has_jvp, **check_options}
+    return check(sample.func, sample.inputs, input_names=list(sample.names), name=name,
+                 **keywords)
 
 
 def composition(recording: Recording) -> list:
