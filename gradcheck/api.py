@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -88,11 +90,33 @@ def check(func, inputs, **keywords) -> Report:
     return run(func, inputs, Options.from_keywords(**keywords))
 
 
+#: inside ``recording_faults()``: the exceptions ``check`` raised, for the caller to
+#: read their tracebacks (the runner keeps the user's frames of an error's)
+_FAULTS: ContextVar[list | None] = ContextVar("adcheck_recorded_faults", default=None)
+
+
+@contextmanager
+def recording_faults():
+    """In the block, every ``Exception`` (or ``SystemExit``) that leaves ``check``
+    is appended, as raised, to the list this yields."""
+    seen: list = []
+    token = _FAULTS.set(seen)
+    try:
+        yield seen
+    finally:
+        _FAULTS.reset(token)
+
+
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
     heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
     try:
         report = _run(func, inputs, options)
+    except (Exception, SystemExit) as exc:
+        seen = _FAULTS.get()
+        if seen is not None:
+            seen.append(exc)
+        raise
     finally:
         heap.release()
     if options.explore:

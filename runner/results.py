@@ -93,6 +93,9 @@ class CheckResult:
     #: wrong by ``relative_error`` of its row's norm escaped, by AD mode
     plan: str | None = None
     escape: dict | None = None
+    #: for an error: the traceback of the user's code, its frames only
+    #: (``runner.tracebacks``), or ``None`` when none of its frames is the user's
+    traceback: str | None = None
     jacobians: list = field(default_factory=list, **_IN_MEMORY)
 
     @property

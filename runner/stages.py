@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from adcheck.runner.tracebacks import is_users
+
 #: the stage each of gradcheck's modules is, innermost first wins (a module's path
 #: relative to the checkout, as the frames name it)
 STAGES = (
@@ -24,10 +26,8 @@ STAGES = (
     ("gradcheck/verdict/", "comparing the Jacobians"),
     ("gradcheck/core/secondorder", "building the first derivative for a second-order check"),
 )
-#: where adcheck's own packages live (a frame elsewhere that is no library is the user's)
+#: where adcheck's own packages live
 _ADCHECK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PACKAGES = ("adcheck", "gradcheck", "runner", "cli", "refengine", "opinfo", "conformance",
-             "pytest_adcheck")
 
 
 def timeout_text(exc: BaseException, seconds: float) -> str:
@@ -56,11 +56,11 @@ def _where(tb) -> tuple:
             check = local["check"]
         if name == "slow" and hasattr(local.get("plan"), "kind"):
             plan = local["plan"].kind
-        relative = os.path.relpath(path, _ADCHECK).replace(os.sep, "/")
-        if relative.split("/")[0] in _PACKAGES:
+        if is_users(path):
+            user = f"{path}:{tb.tb_lineno}"
+        else:
+            relative = os.path.relpath(path, _ADCHECK).replace(os.sep, "/")
             stage = next((words for prefix, words in STAGES if relative.startswith(prefix)),
                          stage)
-        elif "site-packages" not in path and not path.startswith(os.path.dirname(os.__file__)):
-            user = f"{path}:{tb.tb_lineno}"
         tb = tb.tb_next
     return check, plan, stage, user

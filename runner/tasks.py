@@ -15,10 +15,12 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from adcheck.gradcheck.api import recording_faults
 from adcheck.runner.checks import DEFAULT_CHECKS, FAULTS, Policy, fault_text, run_checks
 from adcheck.runner.pool import TaskTimeout, deadline
 from adcheck.runner.registry import OPINFO
 from adcheck.runner.results import TASK_CHECK, CheckResult
+from adcheck.runner.tracebacks import user_traceback
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,9 @@ def _op_samples(task: OpTask, emit, progress: dict) -> None:
     progress["family"] = info.family
     dtype = registry.dtype(task.dtype)
     for sample in registry.samples(info, dtype, task.sample):
-        pairs = check_sample(info, sample, dtype, settings, settings.keep_reports)
+        with recording_faults() as faults:
+            pairs = check_sample(info, sample, dtype, settings, settings.keep_reports)
+        _add_tracebacks([r for r, _ in pairs], faults)
         emit(SampleOutcome(task.index, task.dtype, sample.index, [r for r, _ in pairs],
                            [p for _, p in pairs], describe_sample(sample), sample.name))
         progress["done"] += 1
@@ -129,7 +133,9 @@ def _target_samples(task: TargetTask, emit, progress: dict) -> None:
     policy = task.settings.policy
     subject = target_subject(task.op, task.inputs, task.engine, policy.seed, task.index)
     progress["family"] = subject.target.kind
-    pairs = run_checks(subject, task.settings.checks, policy, task.settings.keep_reports)
+    with recording_faults() as faults:
+        pairs = run_checks(subject, task.settings.checks, policy, task.settings.keep_reports)
+    _add_tracebacks([r for r, _ in pairs], faults)
     emit(SampleOutcome(task.index, task.dtype, task.index, [r for r, _ in pairs],
                        [p for _, p in pairs], task.inputs, task.inputs))
 
@@ -142,7 +148,7 @@ def execute(task, emit) -> list:
     is_op = isinstance(task, OpTask)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        message = None
+        message = trace = None
         try:
             with deadline(task.settings.timeout), _plan_defaults(task.settings):
                 (_op_samples if is_op else _target_samples)(task, emit, progress)
@@ -154,10 +160,23 @@ def execute(task, emit) -> list:
         except FAULTS as exc:  # making the samples, or the user's code
             message = (f"could not make its samples: {fault_text(exc)}" if is_op
                        else fault_text(exc))
+            trace = user_traceback(exc)
         if message is not None:
-            emit(SampleOutcome(task.index, task.dtype, None,
-                               [task_error(task, message, start, progress["family"])], [None]))
+            error = task_error(task, message, start, progress["family"])
+            error.traceback = trace
+            emit(SampleOutcome(task.index, task.dtype, None, [error], [None]))
     return warning_texts(caught, f"{task.op} {task.dtype}" if is_op else task.op)
+
+
+def _add_tracebacks(results: list, faults: list) -> None:
+    """Give each error among ``results`` the user's frames of the exception
+    ``gradcheck.check`` raised for it (the one whose text its message is)."""
+    for result in results:
+        if result.status != "error" or result.traceback is not None:
+            continue
+        raised = next((exc for exc in faults if fault_text(exc) == result.message), None)
+        if raised is not None:
+            result.traceback = user_traceback(raised)
 
 
 def _plan_defaults(settings: Settings):

@@ -327,14 +327,33 @@ def _others(report: RunReport) -> str:
             [r for r in report.results if r.status == status]
         if not found:
             continue
+        extra = _error_detail(report) if status == "error" else (lambda r: "")
         items = "".join(f'<li><span class="mono">{escape(_label(r))}</span>: '
-                        f"{escape(cli_terms(r.message))}</li>" for r in found)
+                        f"{escape(cli_terms(r.message))}{extra(r)}</li>" for r in found)
         listing = f'<ul class="lines">{items}</ul>'
         if folded:
             out.append(f"<details><summary>{title} ({len(found)})</summary>{listing}</details>")
         else:
             out.append(f'<h2>{title} <span class="dim">({len(found)})</span></h2>{listing}')
     return "\n".join(out)
+
+
+def _error_detail(report: RunReport):
+    """An error's traceback (the user's frames) and the Python that reruns its
+    check, below its line."""
+    reproduce = _reproducer(report)
+
+    def detail(r) -> str:
+        parts = []
+        if r.traceback:
+            parts.append(f"<details open><summary>Traceback</summary><pre><code>"
+                         f"{escape(r.traceback)}</code></pre></details>")
+        code = reproduce(r)
+        if code is not None:
+            parts.append(f"<details><summary>Reproduce</summary><pre><code>{escape(code)}"
+                         "</code></pre></details>")
+        return "".join(parts)
+    return detail
 
 
 def _label(r) -> str:

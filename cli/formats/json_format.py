@@ -69,6 +69,8 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
                                          a probed check: the probability that an
                                          entry wrong by relative_error of its row's
                                          norm escaped, by AD mode
+      "traceback": str | null,           an error: the traceback of the user's code
+                                         (its frames only), null when none is
       "dispute": str | null,             a failed op_db check in float64/complex128:
                                          whether torch's gradcheck fails the sample
                                          too, and if not the evidence of who is right

@@ -220,6 +220,10 @@ class TableFormat:
                 if verbosity >= 0:
                     for part in entry_lines(r, report.settings.get("layouts"), verbosity):
                         console.print(part)
+                if verbosity > 0 and r.status == "error" and r.traceback:
+                    console.print(Text("".join(f"      {t}\n" for t in
+                                               r.traceback.splitlines()).rstrip("\n"),
+                                       style="magenta"))
         for line in unjudged_lines(report) + _stale_lines(report, verbosity) \
                 + _baseline_lines(report):
             console.print(line)

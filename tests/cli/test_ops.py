@@ -18,7 +18,7 @@ RESULT = {"key": str, "op": str, "family": str, "dtype": str, "sample": (int, ty
           "seed": (int, type(None)), "failures": list, "unbatched": (str, type(None)),
           "precision": (str, type(None)), "resolution": (float, type(None)),
           "dispute": (str, type(None)), "plan": (str, type(None)),
-          "escape": (dict, type(None))}
+          "escape": (dict, type(None)), "traceback": (str, type(None))}
 FAILURE = {"check": str, "mode": str, "against": str, "order": int, "out_idx": (int, type(None)),
            "in_idx": (int, type(None)), "in_name": (str, type(None)),
            "max_error": (float, str), "where": (list, type(None)),
