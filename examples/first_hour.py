@@ -3,6 +3,9 @@
     adcheck check first_hour.py:ScaledWeightGrad   # exits 1: w's gradient 1.5 times too large
     adcheck check first_hour.py:RowSoftmaxWrongAxis
                                                    # exits 1: backward sums over the wrong axis
+    adcheck check first_hour.py:RowSoftmaxSignFlip # exits 1: one term's sign flipped
+    adcheck check first_hour.py:TransposedWeightGrad --inputs "randn(3, 4); randn(4, 4)"
+                                                   # exits 1: the weight's gradient transposed
     adcheck check first_hour.py:calls_no_jvp       # exits 0: forward skipped, no jvp inside
     adcheck check first_hour.py:total --args 'dim=1'
     adcheck check first_hour.py:real_only          # exits 0, warns: no complex input
@@ -27,9 +30,8 @@ class ScaledWeightGrad(Function):
         return grad * w, grad * x * 1.5
 
 
-class RowSoftmaxWrongAxis(Function):
-    """softmax over the last axis whose backward sums over the first axis: right
-    on a single row, wrong on several."""
+class RowSoftmax(Function):
+    """softmax over the last axis, the forward of the two wrong ones below."""
 
     @staticmethod
     def forward(ctx, x):
@@ -37,6 +39,11 @@ class RowSoftmaxWrongAxis(Function):
         y = e / e.sum(-1, keepdim=True)
         ctx.save_for_backward(y)
         return y
+
+
+class RowSoftmaxWrongAxis(RowSoftmax):
+    """softmax over the last axis whose backward sums over the first axis: right
+    on a single row, wrong on several."""
 
     @staticmethod
     def backward(ctx, grad):
@@ -92,3 +99,26 @@ class TransposedWeightGrad(Function):
 def pick(x, idx):
     """Entries of x picked by an index tensor (torch)."""
     return x.gather(0, idx) ** 2
+
+
+class TransposedWeightGrad(Function):
+    """x @ w whose gradient for the square weight w is transposed."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad @ w.mT, (x.mT @ grad).mT
+
+
+class RowSoftmaxSignFlip(RowSoftmax):
+    """softmax over the last axis whose backward adds y (g . y) where it subtracts it."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * (grad + (grad * y).sum(-1, keepdim=True))

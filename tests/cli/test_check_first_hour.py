@@ -4,12 +4,14 @@ index tensors, the --engine jax hint, and default inputs that can show
 row-wise, broadcast and complex bugs."""
 import importlib.util
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_paths import FIXTURES
 
-FIRST_HOUR = str(FIXTURES / "first_hour.py")
+#: the examples of docs/check.md: right and wrong Functions of a new user's first hour
+FIRST_HOUR = str(Path(__file__).resolve().parents[2] / "examples" / "first_hour.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None
 

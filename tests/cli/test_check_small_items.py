@@ -1,13 +1,14 @@
 """The small items of issue 28 (item 9), one test each: the HTML header of a
 user's object, --format html, advice in the command line's terms, known
 failures noted once, and the diagnoses of a transposed square weight
-gradient and of a reduction over the wrong axis."""
+gradient, a reduction over the wrong axis and one term's sign flipped."""
 import re
+from pathlib import Path
 
 import numpy as np
-from cli_paths import FIXTURES
 
-FIRST_HOUR = str(FIXTURES / "first_hour.py")
+#: the examples of docs/check.md: right and wrong Functions of a new user's first hour
+FIRST_HOUR = str(Path(__file__).resolve().parents[2] / "examples" / "first_hour.py")
 
 
 def test_the_html_header_of_check_names_the_object_and_its_own_dtypes(run, tmp_path):
