@@ -60,11 +60,20 @@ def group(applications: list, max_shapes: int = MAX_SHAPES) -> list:
             op = ops[app.name] = HarvestedOp(app.name, app.path, app.cls, app.kind, app.engine,
                                              has_jvp(app.cls))
         op.calls += 1
-        if app.shapes() not in [a.shapes() for a in op.applications] \
-                and len(op.applications) < max_shapes:
+        kept = [a.shapes() for a in op.applications]
+        if app.shapes() in kept:
+            i = kept.index(app.shapes())
+            if _unchecked(op.applications[i]) and not _unchecked(app):
+                # a call the gradient flows through is the sample to check
+                op.applications[i], op.samples[i] = app, sample(app)
+        elif len(op.applications) < max_shapes:
             op.applications.append(app)
             op.samples.append(sample(app))
     return list(ops.values())
+
+
+def _unchecked(app: Application) -> bool:
+    return not app.grad_enabled and app.depth == 0
 
 
 def _widen(t):

@@ -274,3 +274,22 @@ def test_check_options_compose_explore_and_probed_jacobians():
     found = gradcheck.harvest(fn, (x,), seed=0, model_check=False, jacobian="probed")
     (report,) = found.reports["fn:Double"]
     assert report.plan.startswith("probed") and report.escape
+
+
+class BothWays(torch.nn.Module):
+    """Applies Double under no_grad and, at the same shapes, with grad."""
+
+    def forward(self, x):
+        with torch.no_grad():
+            scale = Double.apply(x).abs().mean()
+        return Double.apply(x) * scale
+
+
+def test_the_call_the_gradient_flows_through_is_the_sample_checked():
+    x = torch.randn(3, dtype=D, requires_grad=True)
+    found = gradcheck.harvest(BothWays(), (x,), seed=0)
+    assert len(found.reports["(root):Double"]) == 1 and found.failing() == []
+    # the no_grad call cuts the scale's gradient: the whole model's check fails on it
+    assert not found.model.passed
+    assert found.localisation.endswith("in how they are composed: (root):Double is applied "
+                                       "under no_grad")
