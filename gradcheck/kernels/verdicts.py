@@ -52,16 +52,15 @@ def block_result(mode: str, key: tuple, expected, actual, tolerance, dtype: str)
 
 
 def spread(runs: list, tolerance: dict, label: str) -> tuple:
-    """``(median, results, widened)`` of repeated runs of one thing (blocks by
+    """``(median, results, gaps)`` of repeated runs of one thing (blocks by
     key): the entrywise median, a failing "nondeterministic" ``Result`` for each
-    key whose runs differ beyond its rounding ``tolerance``, and the tolerance
-    widened by each key's spread (where it is within rounding)."""
-    median, results, widened = {}, [], {}
+    key whose runs differ beyond its rounding ``tolerance``, and each key's
+    spread, by which the allowances widen."""
+    median, results, gaps = {}, [], {}
     for key in runs[0]:
         stacked = np.stack([r[key] for r in runs])
         median[key] = np.median(stacked, axis=0)
-        gap = np.max(np.abs(stacked - median[key]), axis=0)
-        widened[key] = tolerance[key] + gap
+        gap = gaps[key] = np.max(np.abs(stacked - median[key]), axis=0)
         if np.all(gap <= tolerance[key]):
             continue
         out_idx, in_idx = key if isinstance(key, tuple) else (key, None)
@@ -74,7 +73,7 @@ def spread(runs: list, tolerance: dict, label: str) -> tuple:
                          "nondeterminism (atomic adds, a race), not a wrong formula; the "
                          "median run is judged")
         results.append(bad)
-    return median, results, widened
+    return median, results, gaps
 
 
 def _pair(result: Result) -> str:
@@ -99,6 +98,8 @@ def line(result: Result) -> str:
                  "smaller ones not detectable at this precision")
     if not result.passed and result.diagnosis:
         text += f"\n       {result.diagnosis}"
+    if result.detail:
+        text += f"\n       {result.detail}"
     return text
 
 

@@ -125,3 +125,19 @@ def test_assert_gradients_judges_a_kernel_against_its_reference(monkeypatch):
     monkeypatch.setattr(RMSNorm, "scale", 2.0)
     with pytest.raises(AssertionError, match=r"FAIL vjp \(reverse mode\), output 0, input 1"):
         assert_gradients(RMSNorm.apply, _inputs(torch.float16), against=rms_reference)
+
+
+def test_a_kernel_rounding_op_by_op_is_allowed_that_rounding_and_told_so():
+    # the reference itself run in bfloat16: every intermediate rounded, a correct kernel
+    report = kernels.check(rms_reference, _inputs(torch.bfloat16), against=rms_reference)
+    assert report.passed, kernels.summary(report)
+    coarse = [r for r in report.results if r.detail and "op by op in the dtype" in r.detail]
+    assert coarse       # some comparison needed that rounding, and says so
+
+
+def test_a_fused_kernel_is_judged_within_one_rounding():
+    fused = kernels.check(RMSNorm.apply, _inputs(torch.bfloat16), against=rms_reference)
+    assert fused.passed and not any(r.detail for r in fused.results)
+    loose = kernels.check(rms_reference, _inputs(torch.bfloat16), against=rms_reference)
+    finest = max(r.precision.resolution for r in fused.results)
+    assert finest < max(r.precision.resolution for r in loose.results)
