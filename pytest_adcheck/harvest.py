@@ -71,10 +71,13 @@ class HarvestPlugin:
     def pytest_runtest_call(self, item):
         self.recorder.applications.clear()
         yield
+        from adcheck.gradcheck.harvest.targets import unchecked
         for app in self.recorder.applications:
             key = (app.cls, app.shapes())
-            if key not in self.kept and not isinstance(item, HarvestItem):
-                self.kept[key] = (app, item.nodeid)
+            if isinstance(item, HarvestItem):
+                continue
+            if key not in self.kept or (unchecked(self.kept[key][0]) and not unchecked(app)):
+                self.kept[key] = (app, item.nodeid)     # the gradient's call over a no_grad one
         self.recorder.applications.clear()
 
     @pytest.hookimpl(hookwrapper=True)

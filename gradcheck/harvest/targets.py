@@ -63,7 +63,7 @@ def group(applications: list, max_shapes: int = MAX_SHAPES) -> list:
         kept = [a.shapes() for a in op.applications]
         if app.shapes() in kept:
             i = kept.index(app.shapes())
-            if _unchecked(op.applications[i]) and not _unchecked(app):
+            if unchecked(op.applications[i]) and not unchecked(app):
                 # a call the gradient flows through is the sample to check
                 op.applications[i], op.samples[i] = app, sample(app)
         elif len(op.applications) < max_shapes:
@@ -72,7 +72,8 @@ def group(applications: list, max_shapes: int = MAX_SHAPES) -> list:
     return list(ops.values())
 
 
-def _unchecked(app: Application) -> bool:
+def unchecked(app: Application) -> bool:
+    """Whether the model applied it under no_grad (such a call is not checked)."""
     return not app.grad_enabled and app.depth == 0
 
 
@@ -136,7 +137,7 @@ def sample(app: Application) -> Sample:
 
 
 def _skip_reason(app: Application, positions: list) -> str | None:
-    if not app.grad_enabled and app.depth == 0:
+    if unchecked(app):
         where = f" in {app.path}" if app.path else ""
         return (f"applied under no_grad{where}: no gradient flows through it, so it is "
                 "not checked")
