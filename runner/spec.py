@@ -34,6 +34,8 @@ message names the column.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -287,9 +289,16 @@ def _arange_args(name: Token, args: list, text: str) -> tuple:
     return tuple(values)
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> tuple:
+    """``(tensors, keywords)`` of ``text``, parsed once per process: the command
+    validates a spec, and each worker reads it for its dtype and its inputs."""
+    return _Parser(text).spec()
+
+
 def parse(text: str) -> list[InputSpec]:
     """The tensors of a spec; raise ``SpecError`` (with the column) when it is malformed."""
-    return _Parser(text).spec()[0]
+    return copy.deepcopy(_parsed(text)[0])
 
 
 def parse_keywords(text: str) -> dict:
@@ -318,7 +327,8 @@ def ndim(spec: InputSpec) -> int:
 def parse_call(text: str) -> tuple[list[InputSpec], dict]:
     """``(tensors, keywords)`` of a spec: its tensors, and its keyword arguments
     (``dim=1; keepdim=True``) by name."""
-    return _Parser(text).spec()
+    tensors, keywords = _parsed(text)
+    return copy.deepcopy(tensors), copy.deepcopy(keywords)
 
 
 def _base_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:

@@ -57,17 +57,34 @@ def _import(module: str):
         if not path.is_file():
             raise TargetError(f"no such file {module!r}; give MODULE:OBJECT with an importable "
                               "module or a path to a .py file")
-        folder = str(path.resolve().parent)
+        resolved = path.resolve()
+        folder = str(resolved.parent)
         if folder not in sys.path:     # its neighbours import as they would from a script
             sys.path.insert(0, folder)
-        spec = importlib.util.spec_from_file_location(f"adcheck_target_{path.stem}", path)
-        loaded = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = loaded
-        spec.loader.exec_module(loaded)
-        return loaded
+        return _import_file(resolved)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     return importlib.import_module(module)
+
+
+#: resolved path -> (the file's mtime and size when imported, its module)
+_IMPORTED: dict = {}
+
+
+def _import_file(path: Path):
+    """The module of the file at ``path``, executed once per process (a second
+    execution would make new classes, and run the user's module-level code
+    again), unless the file changed since."""
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size)
+    known = _IMPORTED.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    spec = importlib.util.spec_from_file_location(f"adcheck_target_{path.stem}", path)
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = loaded
+    spec.loader.exec_module(loaded)
+    _IMPORTED[path] = (stamp, loaded)
+    return loaded
 
 
 def load_object(text: str):
