@@ -8,8 +8,13 @@
 An example is a line ``$ adcheck ...`` inside a fenced block, followed by the
 output the documentation shows, up to the next ``$`` line or the end of the
 block; a last line ``[exit status N]`` is the status it shows (none shown: 0
-is expected). Each is run as written, in a shell, from ``examples/`` (where
-the documentation's runs are made; ``--cwd`` to change it), with a plain
+is expected). Each is run as written, in a shell, from a copy of
+``examples/`` in a temporary folder (the documentation's runs are made in
+``examples/``; the files they write, reports and baselines, then stay out of
+the checkout; ``--cwd`` to copy another folder; a ``$ cd DIR``
+line moves the rest of its file's examples there), and another ``$`` line
+that runs adcheck (a loop making the shards a later ``adcheck merge`` reads)
+is run first, as setup, its output not compared; with a plain
 80-column terminal and no colour, and compared line by line with what the
 documentation shows, after the same normalisation on both sides:
 
@@ -33,8 +38,10 @@ import argparse
 import fnmatch
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +65,8 @@ class Example:
     command: str
     shown: list = field(default_factory=list)
     status: int = 0
+    #: run for what it leaves behind (files, a directory), its output not compared
+    setup: bool = False
 
 
 def examples_in(path: Path) -> list:
@@ -73,7 +82,10 @@ def examples_in(path: Path) -> list:
             current = Example(path, number, line[len(PROMPT):].strip())
             found.append(current)
         elif line.startswith(PROMPT):
-            current = None          # another program's example: not ours to run
+            command = line[len(PROMPT):].strip()
+            current = None          # another program's example: not ours to compare
+            if "adcheck" in command or command.startswith("cd "):
+                found.append(Example(path, number, command, setup=True))
         elif current is not None:
             status = EXIT_LINE.match(line)
             if status:
@@ -140,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="only examples whose command matches (shell wildcards, or a "
                              "substring); repeatable")
     parser.add_argument("--cwd", default=str(ROOT / "examples"),
-                        help="where the commands run (default: examples/)")
+                        help="the folder whose copy the commands run in (default: examples/)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds before an example is abandoned (default 900)")
     parser.add_argument("--list", action="store_true", help="list the examples and exit")
@@ -159,19 +171,40 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     files = _files(args)
     missing = [str(f) for f in files if not f.is_file()]
+    if not Path(args.cwd).is_dir():
+        parser.error(f"no such folder: {args.cwd}")
     if missing:
         parser.error(f"no such file: {missing[0]}")
-    examples = [e for f in files for e in examples_in(f) if _selected(e, args.select)]
+    examples = [e for f in files for e in examples_in(f) if e.setup or _selected(e, args.select)]
     if args.list:
         for e in examples:
-            print(f"{e.path.relative_to(ROOT)}:{e.line}: {e.command}  "
-                  f"({len(e.shown)} lines, exit status {e.status})")
-        print(f"{len(examples)} examples")
+            print(f"{e.path.relative_to(ROOT)}:{e.line}: {e.command}  " + (
+                "(setup)" if e.setup else f"({len(e.shown)} lines, exit status {e.status})"))
+        print(f"{sum(not e.setup for e in examples)} examples")
         return 0
-    differ = 0
+    with tempfile.TemporaryDirectory(prefix="readme-examples-") as tmp:
+        args.cwd = str(shutil.copytree(args.cwd, Path(tmp) / Path(args.cwd).name))
+        return _compare(examples, args)
+
+
+def _compare(examples: list, args) -> int:
+    """Run each example (and setup line) in order; print what differs."""
+    differ, cwd, path = 0, Path(args.cwd), None
+    examples_run = [e for e in examples if not e.setup]
     for e in examples:
-        status, output, seconds = run(e, Path(args.cwd), args.timeout)
+        if e.path != path:
+            cwd, path = Path(args.cwd), e.path
         where = f"{e.path.relative_to(ROOT)}:{e.line}"
+        if e.setup:
+            if e.command.startswith("cd "):
+                # (relative to where the last command ran, or else to the checkout)
+                target = e.command[3:].strip()
+                cwd = (cwd / target if (cwd / target).is_dir() else ROOT / target).resolve()
+            else:
+                status, _, seconds = run(e, cwd, args.timeout)
+                print(f"setup   {where}: {e.command[:60]} (exit status {status}, {seconds:.1f} s)")
+            continue
+        status, output, seconds = run(e, cwd, args.timeout)
         problems = []
         if status != e.status:
             problems.append(f"exit status {status}, the documentation shows {e.status}")
@@ -184,8 +217,8 @@ def main(argv=None) -> int:
         if problems and args.diff:
             print("\n".join(f"          | {line}" for line in output))
         differ += bool(problems)
-    print(f"\n{len(examples) - differ} of {len(examples)} examples as the documentation shows "
-          f"them; {differ} differ")
+    print(f"\n{len(examples_run) - differ} of {len(examples_run)} examples as the documentation "
+          f"shows them; {differ} differ")
     return 1 if differ else 0
 
 
