@@ -4,7 +4,8 @@ For every kernel of ``bench/kernels_zoo.py`` in bfloat16, float16 and float32:
 
 - adcheck: ``gradcheck.kernels.check(kernel, inputs, against=reference)``,
   its verdict, the resolution it states for the block where the bug is
-  largest, and its wall time;
+  largest, and its wall time; then the same with ``fused=True`` (the zoo's
+  kernels compute in float32 inside, as declared);
 - the bug's own size, measured without rounding: the kernel and the
   reference run in float64 (the zoo's kernels compute in float64 when given
   float64), the largest error of each compared block (values, vjp and jvp
@@ -19,7 +20,8 @@ For every kernel of ``bench/kernels_zoo.py`` in bfloat16, float16 and float32:
 
 Run: ``python bench/kernels.py`` (prints the markdown table of
 ``bench/kernels.md``); ``python bench/kernels.py seeds`` checks every correct
-kernel at five more input draws for false alarms.
+kernel (also with ``fused=True``, and each reference run op by op in the dtype
+as a kernel) at five more input draws for false alarms.
 """
 from __future__ import annotations
 
@@ -66,9 +68,9 @@ def _relative(actual, expected) -> float:
     return float(np.max(np.abs(actual - expected))) / top if top else 0.0
 
 
-def adcheck_row(case, inputs) -> dict:
+def adcheck_row(case, inputs, fused=None) -> dict:
     start = time.perf_counter()
-    report = kernels.check(case.kernel, inputs, against=case.reference)
+    report = kernels.check(case.kernel, inputs, against=case.reference, fused=fused)
     seconds = time.perf_counter() - start
     sizes = bug_sizes(case, inputs, report)
     worst, ratio = None, -1.0
@@ -125,16 +127,17 @@ def other(case, finds: bool) -> str:
 
 
 def main() -> None:
-    print("| kernel | bug | dtype | bug size | resolution | adcheck | s | assert_close "
-          "| 2x rule |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | bug | dtype | bug size | resolution | adcheck | s | resolution, fused "
+          "declared | adcheck, fused declared | assert_close | 2x rule |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in ZOO:
         for dtype in DTYPES:
             inputs = case.inputs(dtype, torch.Generator().manual_seed(0))
-            row = adcheck_row(case, inputs)
+            row, declared = adcheck_row(case, inputs), adcheck_row(case, inputs, fused=True)
             name = str(dtype).removeprefix("torch.")
             print(f"| {case.name} | {case.bug or 'correct'} | {name} | {row['size']:.1e} "
                   f"| {row['resolution']:.1e} | {verdict(case, row)} | {row['seconds']:.1f} "
+                  f"| {declared['resolution']:.1e} | {verdict(case, declared)} "
                   f"| {other(case, assert_close_finds(case, inputs))} "
                   f"| {other(case, twice_rule_finds(case, inputs))} |", flush=True)
 
@@ -150,15 +153,17 @@ def false_alarms(seeds=range(1, 6)) -> None:
     for dtype in DTYPES:
         runs, alarms, rejected, slowest, stated = 0, [], [], 0.0, []
         for case in (c for c in ZOO if c.bug is None):
-            for kernel, seed in [(k, s) for k in (case.kernel, case.reference) for s in seeds]:
+            runs_of = [(case.kernel, None), (case.kernel, True), (case.reference, None)]
+            for (kernel, fused), seed in [(k, s) for k in runs_of for s in seeds]:
                 inputs = case.inputs(dtype, torch.Generator().manual_seed(seed))
                 start = time.perf_counter()
-                report = kernels.check(kernel, inputs, against=case.reference)
+                report = kernels.check(kernel, inputs, against=case.reference, fused=fused)
                 slowest = max(slowest, time.perf_counter() - start)
                 runs += 1
                 stated += [r.precision.resolution for r in report.results
                            if r.precision and r.precision.resolution]
-                what = f"{case.name}{'' if kernel is case.kernel else ' op by op'} (seed {seed})"
+                what = (f"{case.name}{'' if kernel is case.kernel else ' op by op'}"
+                        f"{', fused declared' if fused else ''} (seed {seed})")
                 if "(the reference of" in report.name:
                     rejected.append(what)
                 elif not report.passed:

@@ -43,7 +43,8 @@ REPEATS = 3
 
 
 def check(kernel, inputs, *, against, name: str | None = None, repeats: int = REPEATS,
-          check_forward_ad: bool = True, memory_budget: int = DEFAULT_BUDGET) -> Report:
+          check_forward_ad: bool = True, memory_budget: int = DEFAULT_BUDGET,
+          fused: bool | None = None) -> Report:
     """Judge ``kernel`` at ``inputs`` against the reference ``against`` (see the
     module docstring) and return a ``Report``.
 
@@ -52,11 +53,18 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     kernel's signature that runs in float64 (not an mpmath reference: that is
     ``gradcheck.check(reference=...)``). ``check_forward_ad``: also judge the
     kernel's jvp (skipped, said in the notes, when it defines none).
-    ``repeats`` (>= 1): runs compared for nondeterminism.
+    ``repeats`` (>= 1): runs compared for nondeterminism. ``fused``: how the
+    kernel rounds (``gradcheck.kernels.rounding.computations``): ``None``
+    judges each comparison within one fused computation's rounding, else
+    within the op-by-op one, saying so; ``True`` declares a bfloat16 or
+    float16 kernel that computes in float32 and rounds once (the finer
+    allowance only); ``False``, one that rounds every intermediate.
     ``verdicts.summary(report)`` words the result.
     """
     start = time.perf_counter()
     inputs = _validated(kernel, inputs, against, repeats)
+    if fused not in (None, True, False):
+        raise ValueError(f"check: fused must be None, True or False, not {fused!r}")
     name = name or function_name(kernel)
     ref_name = function_name(against)
     home = device.device_of(inputs)
@@ -71,7 +79,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     notes, dtype, grad_dtype = _dtypes(kp)
     measured = {way: rounding.measure(computation, inputs, dtype, where, kp.diff_in,
                                       kp.diff_out, memory_budget)
-                for way, computation in rounding.computations(against, dtype).items()}
+                for way, computation in rounding.computations(against, dtype, fused).items()}
     if where != home:
         notes.append(f"{home.type} has no float64: the reference ran on the CPU")
     layout = Layout({i: tuple(inputs[i].shape) for i in kp.diff_in}, dict.fromkeys(kp.diff_in,
@@ -80,6 +88,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     expected = Jacobian("reverse", layout, device.reverse_blocks(
         expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
     report = Report(name, "torch", settings={"against": ref_name, "repeats": repeats,
+                                             "fused": fused,
                                              "device": str(home), "memory_budget": memory_budget})
     report.jacobians["float64 reference"] = expected
     _judge(report, kernel, inputs, kp, expected, expected_out, measured,
@@ -214,7 +223,7 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
                    for o in kp.float_out}, rounding.jacobian_allowance(expected, jac_eps, m))
             for way, m in measured.items()}
     notes += [m.note for m in measured.values() if m.note]
-    loosest = ways[rounding.LOOSEST]     # nondeterminism is a spread beyond any rounding
+    loosest = list(ways.values())[-1]    # nondeterminism is a spread beyond any rounding
     found, odd, value_gap = verdicts.spread(values, loosest[0], "kernel")
     report.results += odd
     blocks, odd, block_gap = verdicts.spread(reverse, loosest[1], "reverse")

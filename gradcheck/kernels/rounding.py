@@ -104,14 +104,16 @@ def fused(ref, dtype):
     return computation
 
 
-def computations(ref, dtype) -> dict:
+def computations(ref, dtype, fused_only: bool | None = None) -> dict:
     """The computations a kernel in ``dtype`` may round like, tightest first:
     for a dtype narrower than float32 the reference in float32 rounded once to
-    ``dtype`` ("fused"), then the reference op by op in ``dtype`` (``LOOSEST``)."""
+    ``dtype`` ("fused"), then the reference op by op in ``dtype`` (``LOOSEST``);
+    ``fused_only`` True keeps the first (where there is one), False the second."""
     found = {}
-    if epsilon_of(dtype) > epsilon_of(torch.float32):
+    if epsilon_of(dtype) > epsilon_of(torch.float32) and fused_only is not False:
         found["fused"] = fused(ref, dtype)
-    found[LOOSEST] = ref
+    if not (fused_only and found):
+        found[LOOSEST] = ref
     return found
 
 

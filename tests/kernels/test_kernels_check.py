@@ -141,3 +141,15 @@ def test_a_fused_kernel_is_judged_within_one_rounding():
     loose = kernels.check(rms_reference, _inputs(torch.bfloat16), against=rms_reference)
     finest = max(r.precision.resolution for r in fused.results)
     assert finest < max(r.precision.resolution for r in loose.results)
+
+
+def test_a_kernel_declared_fused_is_judged_within_one_rounding_only():
+    declared = kernels.check(RMSNorm.apply, _inputs(torch.float16), against=rms_reference,
+                             fused=True)
+    auto = kernels.check(RMSNorm.apply, _inputs(torch.float16), against=rms_reference)
+    assert declared.passed and declared.settings["fused"] is True
+    # one computation's allowance: never wider than auto's, whose failures fall back
+    for mine, theirs in zip(declared.results, auto.results):
+        assert mine.precision.resolution <= theirs.precision.resolution * (1 + 1e-12)
+    with pytest.raises(ValueError, match="fused must be None, True or False"):
+        kernels.check(RMSNorm.apply, _inputs(torch.float16), against=rms_reference, fused="yes")
