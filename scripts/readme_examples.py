@@ -53,6 +53,8 @@ EXIT_LINE = re.compile(r"^\[exit status (\d+)\]\s*$")
 #: a number with a unit of time, or a clock time
 TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:ms|µs|us|ns|s|sec|secs|seconds?|min|minutes?|h)\b"
                   r"|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+#: a shell line that runs the adcheck command (``for ...; do adcheck ...; done``)
+RUNS_ADCHECK = re.compile(r"(?:^|[;&|]\s*|\bdo\s+)adcheck\s")
 #: rich's box drawing (tables, panels) and the progress bar's blocks
 BOX = re.compile(r"[\u2500-\u257f\u2580-\u259f]")
 
@@ -84,7 +86,7 @@ def examples_in(path: Path) -> list:
         elif line.startswith(PROMPT):
             command = line[len(PROMPT):].strip()
             current = None          # another program's example: not ours to compare
-            if "adcheck" in command or command.startswith("cd "):
+            if RUNS_ADCHECK.search(command) or command.startswith("cd "):
                 found.append(Example(path, number, command, setup=True))
         elif current is not None:
             status = EXIT_LINE.match(line)
