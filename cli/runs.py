@@ -50,10 +50,10 @@ def registry_defaults(registry, checks: str, engine: str) -> tuple:
 
     def given(name: str) -> bool:
         return context.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
-    own_checks = getattr(registry, "default_checks", None)
+    own_checks = registry.default_checks
     if own_checks and not given("checks"):
         checks = ",".join(own_checks)
-    fixed = getattr(registry, "engine", None)
+    fixed = registry.engine
     if fixed is not None and engine != fixed:
         if given("engine"):
             raise InputError(f"--registry {registry.name} checks its ops on {fixed} only; "
@@ -100,7 +100,7 @@ def prestart(registry=None) -> None:
     selects: a worker, or for a registry with a ``preload`` (PyTorch's op_db) the
     fork server that imports it (a worker would wait for it here)."""
     from adcheck.runner.pool import shared_pool
-    preload = getattr(registry, "preload", ())
+    preload = () if registry is None else registry.preload
     try:
         if preload:
             shared_pool().warm(preload)

@@ -54,9 +54,9 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
     from adcheck.runner.registry import OPINFO
     from adcheck.runner.tasks import Settings
     registry = OPINFO if registry is None else registry
-    defaults = getattr(registry, "default_checks", None) or DEFAULT_CHECKS
+    defaults = registry.default_checks or DEFAULT_CHECKS
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
-    engine = engine or getattr(registry, "engine", None) or "refengine"
+    engine = engine or registry.engine or "refengine"
     return Settings(chosen, Policy(precise=True, engine=engine, seed=seed, explore=explore),
                     plugins=tuple(plugins), registry=registry, keep_reports=True)
 
@@ -75,7 +75,7 @@ def _torch_only(dtype_names: tuple, engine: str | None) -> None:
 def _engine(engine, registry) -> str | None:
     """The marker's ``engine=``, checked (a registry that runs on one engine only
     takes no other)."""
-    fixed = getattr(registry, "engine", None)
+    fixed = registry.engine
     if engine is None:
         return fixed
     if engine not in ENGINES:
@@ -138,10 +138,9 @@ def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int
     ``shard``: ``(k, n)``, only the tasks of shard k of n, as ``adcheck ops
     --shard k/n`` runs them. ``SelectionError`` when it selects nothing or names
     something unknown."""
-    from adcheck.runner.registry import DTYPE_NAMES
     from adcheck.runner.selection import plan
     registry = _registry(registry)
-    known = getattr(registry, "dtype_names", DTYPE_NAMES)
+    known = registry.dtype_names
     dtype_names = _checked(_names(dtypes, "dtypes"), known, "dtype")
     engine = _engine(engine, registry)
     _torch_only(dtype_names, engine)

@@ -71,7 +71,38 @@ def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
     return keywords
 
 
-class OpSubject:
+class Subject:
+    """What ``run_checks`` asks of what it checks, beyond ``call``, ``skip_reason``,
+    ``keywords`` and ``seed``: each hook with its default (none applies)."""
+
+    def unsupported(self, message: str, exc: BaseException | None = None) -> str | None:
+        """Why an error means the code does not run in this dtype (a skip), or ``None``."""
+        return None
+
+    def fault_skip(self, check: str, exc: BaseException) -> str | None:
+        """Why a check that raised ``exc`` does not apply (a skip), or ``None``."""
+        return None
+
+    def missing_derivative(self, message: str) -> str | None:
+        """The failure a check's error ``message`` is (a derivative declared but
+        missing), or ``None``."""
+        return None
+
+    def confirm_error(self, check: str, call, message: str) -> str | None:
+        """The failure a check's error is when the code raises the same on its own,
+        or ``None``."""
+        return None
+
+    def dispute(self, check: str, call, report) -> str | None:
+        """Another verdict on a failed check, or ``None``."""
+        return None
+
+    def known_failure(self, check: str):
+        """The ``KnownFailure`` declared for this check, or ``None``."""
+        return None
+
+
+class OpSubject(Subject):
     """One sample of a registry op, in one dtype, on one engine."""
 
     def __init__(self, registry, info, sample, dtype, engine: str):
@@ -99,9 +130,8 @@ class OpSubject:
         kernel (``unsupported_forward``); or, for a torch-only dtype, torch has
         no kernel for the op in it (``no_kernel``). ``message`` alone never
         decides: a derivative that raises where the forward runs is an error."""
-        own = None if exc is None else getattr(self.registry, "unsupported_forward", None)
-        if own is not None:
-            reason = own(exc, self.dtype)
+        if exc is not None:
+            reason = self.registry.unsupported_forward(exc, self.dtype)
             if reason is not None:
                 return reason
         return None if self.cast is None else self.no_kernel()
@@ -124,8 +154,7 @@ class OpSubject:
     def missing_derivative(self, message: str) -> str | None:
         """The failure an error ``message`` of a check is, when the registry says
         it is a derivative that does not run in this dtype, else ``None``."""
-        own = getattr(self.registry, "unsupported_derivative", None)
-        return None if own is None else own(message, self.dtype)
+        return self.registry.unsupported_derivative(message, self.dtype)
 
     def skip_reason(self, check: str, call) -> str | None:
         if not call.inputs:
@@ -133,8 +162,7 @@ class OpSubject:
         capability = CHECKS[check].capability
         if not self.info.supports(capability, self.dtype):
             return f"the op does not declare support for {capability} mode on {self.dtype}"
-        own = getattr(self.registry, "skip_reason", None)
-        reason = None if own is None else own(self.info, self.dtype, check)
+        reason = self.registry.skip_reason(self.info, self.dtype, check)
         if reason is not None:
             return reason
         if check == "reference":
@@ -145,9 +173,9 @@ class OpSubject:
         return None
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
-        own = getattr(self.registry, "check_keywords", None)
+        own = self.registry.check_keywords(self.info, check, self.dtype, policy.precise)
         if own is not None:
-            return own(self.info, check, self.dtype, policy.precise)
+            return own
         keywords = options(check, policy, self.info.tolerance(self.dtype),
                            self.info.supports("forward", self.dtype), call.reference)
         if not getattr(self.info, "check_detached", True):  # a registry whose ops declare
@@ -157,11 +185,17 @@ class OpSubject:
     def seed(self, base: int, check: str) -> int:
         # a registry may have checks share a seed (the same grad_outputs: see
         # gradcheck.core.reuse), by naming the check whose seed another takes
-        check = getattr(self.registry, "seed_checks", {}).get(check, check)
+        check = self.registry.seed_checks.get(check, check)
         return derive_seed(base, self.name, self.dtype_name, self.index, check)
 
+    def confirm_error(self, check: str, call, message: str) -> str | None:
+        return self.registry.confirm_error(self.info, self.sample, call, self.dtype, check,
+                                           message)
+
+    def dispute(self, check: str, call, report) -> str | None:
+        return self.registry.dispute(self.info, self.sample, call, self.dtype, check, report)
+
     def known_failure(self, check: str):
-        """The ``KnownFailure`` declared for this check, or ``None``."""
         name = CHECKS[check].known_as
         if self.engine == "torch":
             # torch's own formulas: only failures declared against torch apply
@@ -182,7 +216,7 @@ def _forward_fault(registry, info, sample, engine: str, cast=None) -> BaseExcept
     return None
 
 
-class TargetSubject:
+class TargetSubject(Subject):
     """One input set of a user's object (``adcheck check MODULE:OBJECT``).
 
     A module is checked in its inputs and its parameters, each named; when
@@ -228,9 +262,6 @@ class TargetSubject:
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, self.target.spec, self.index, check)
 
-    def known_failure(self, check: str):
-        return None
-
 
 def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = False) -> list:
     """Every check of ``checks`` on one subject: ``[(CheckResult, Report or None)]``
@@ -238,7 +269,7 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     cannot be run."""
     base = CheckResult(subject.name, subject.dtype_name, subject.index, TASK_CHECK, "error",
                        family=subject.family, sample_name=subject.sample_name)
-    unsupported = getattr(subject, "unsupported", lambda message, exc=None: None)
+    unsupported = subject.unsupported
     try:
         call, problem = subject.call()
     except FAULTS as exc:  # the op itself raised
@@ -263,11 +294,10 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if reason is not None:
         return _skipped(subject, check, reason), None
     kwargs = {**subject.keywords(check, policy, call), **_explore_keywords(subject, policy)}
-    skip = getattr(subject, "fault_skip", None)
     result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
                                subject.seed(policy.seed, check), base,
                                subject.known_failure(check),
-                               skip and (lambda exc: skip(check, exc)))
+                               lambda exc: subject.fault_skip(check, exc))
     no_kernel = unsupported(result.message) if result.status == "error" else None
     if no_kernel is not None:   # the forward shows it (a derivative's error stays an error)
         result.status, result.message = "skipped", no_kernel
@@ -276,9 +306,9 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
             subject, check, call, kwargs, subject.seed(policy.seed, check), report)
         if reason is not None:
             result.status, result.message = "skipped", reason
-    missing = getattr(subject, "missing_derivative", None)
-    if result.status == "error" and missing is not None and missing(result.message):
-        result.status, result.message = "failed", missing(result.message)
+    missing = subject.missing_derivative(result.message) if result.status == "error" else None
+    if missing is not None:
+        result.status, result.message = "failed", missing
     confirmed = _confirmed(subject, check, call, result) if result.status == "error" else None
     if confirmed is not None:   # torch's verdict is in the message: no dispute to add
         result.status, result.message = "failed", confirmed
@@ -316,22 +346,16 @@ def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> s
 def _confirmed(subject, check: str, call, result) -> str | None:
     """The failure a check's error is when the registry shows the code under
     check raising the same on its own (``confirm_error``), else ``None``."""
-    own = getattr(getattr(subject, "registry", None), "confirm_error", None)
-    if own is None:
-        return None
     try:
-        return own(subject.info, subject.sample, call, subject.dtype, check, result.message)
+        return subject.confirm_error(check, call, result.message)
     except FAULTS:  # no confirmation: the error stays the run's
         return None
 
 
 def _dispute(subject, check: str, call, report) -> str | None:
     """The registry's other verdict on a failed check (``CheckResult.dispute``)."""
-    own = getattr(getattr(subject, "registry", None), "dispute", None)
-    if own is None:
-        return None
     try:
-        return own(subject.info, subject.sample, call, subject.dtype, check, report)
+        return subject.dispute(check, call, report)
     except FAULTS as exc:  # the op again, perturbed: its fault, not the run's
         return f"no independent verdict: rerunning the sample raised {fault_text(exc)}"
 

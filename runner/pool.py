@@ -208,7 +208,7 @@ class WorkerPool:
         workers preload what the tasks' registry asks for (see ``warm``)."""
         from adcheck.runner.runloop import RunLoop
         for registry in dict.fromkeys(t.settings.registry for t in tasks):
-            self.warm(getattr(registry, "preload", ()))
+            self.warm(registry.preload)
         return RunLoop(self, tasks, jobs, collector).loop()
 
     def remove(self, worker: Worker) -> None:

@@ -10,16 +10,12 @@ plugs in by being passed where ``OPINFO`` is the default, without touching
 selection, planning or the task loop: ``named("torch")`` is PyTorch's
 ``op_db`` (``runner.torchregistry``).
 
-A registry may also say more than the protocol asks, each optional (the
-runner's default in brackets): ``engine``, the only engine its ops run on
-[any]; ``dtype_names``, the dtypes it knows [``DTYPE_NAMES``];
-``default_dtypes(info)``, the dtypes of a sweep that names none [float64
-and complex128]; ``default_checks`` [``gradcheck.core.modes.DEFAULT_CHECKS``];
-``check_keywords(info, check, dtype, precise)``, ``gradcheck.check``'s
-keywords for a check [from the op's tolerance]; ``skip_reason(info, dtype,
-check)``, why a check cannot run on a dtype [none]; ``preload``, modules the
-worker processes should import once, before they are forked [none];
-``record()``, what a report's settings say about it [``{"registry": name}``].
+A registry derives from ``RegistryDefaults``, which declares every optional
+hook of the protocol with its default (the engine it runs on, its dtypes,
+default dtypes and checks, the keywords of a check, skips, what a missing
+kernel or derivative means, a second opinion on a failure or an error, the
+modules its workers preload, what a report records of it); it overrides the
+ones it knows better. The runner calls the hooks directly, never by probing.
 
 A registry object travels with every task to the worker processes, so it must
 be picklable and cheap to copy: it holds no ops itself, only how to reach
@@ -75,8 +71,71 @@ def source_dtype(dtype):
     return dtype.source if isinstance(dtype, CastDtype) else dtype
 
 
+class RegistryDefaults:
+    """The optional part of the registry protocol: every hook, with its default.
+    ``OpinfoRegistry`` keeps the defaults; ``TorchRegistry`` (PyTorch's op_db)
+    overrides most of them."""
+
+    name = "?"
+    #: the only engine the registry's ops run on (``None``: any)
+    engine: str | None = None
+    #: the checks of a sweep that names none (``None``: ``DEFAULT_CHECKS``)
+    default_checks: tuple | None = None
+    #: modules the worker processes import once, before they are forked
+    preload: tuple = ()
+    #: check -> the check whose seed it shares (and so its grad_outputs and, through
+    #: ``gradcheck.core.reuse``, its numerical Jacobian)
+    seed_checks: dict = {}
+    #: whether ``default_dtypes`` chooses an op's dtypes itself (every dtype it
+    #: supports), so that a sweep adds no low-precision dtypes of its own
+    chooses_dtypes = False
+
+    @property
+    def dtype_names(self) -> tuple:
+        """The dtypes a run on this registry may name."""
+        return DTYPE_NAMES
+
+    def default_dtypes(self, info) -> list | None:
+        """The dtypes of ``info`` a sweep checks when it names none; ``None``: the
+        op's double-precision ones (float64, complex128)."""
+        return None
+
+    def check_keywords(self, info, check: str, dtype, precise: bool) -> dict | None:
+        """``gradcheck.check``'s keywords for ``check``; ``None``: from the op's
+        tolerance for ``dtype`` (``runner.checks.options``)."""
+        return None
+
+    def skip_reason(self, info, dtype, check: str) -> str | None:
+        """Why ``check`` cannot run on ``dtype`` here, or ``None``."""
+        return None
+
+    def unsupported_forward(self, exc: BaseException, dtype) -> str | None:
+        """Why the op's forward raising ``exc`` means it has no kernel for
+        ``dtype`` (a skip), or ``None`` (an error)."""
+        return None
+
+    def unsupported_derivative(self, message: str, dtype) -> str | None:
+        """The failure a check's error ``message`` is when a derivative the
+        registry declares for ``dtype`` does not run, or ``None`` (an error)."""
+        return None
+
+    def confirm_error(self, info, sample, call, dtype, check: str, message: str) -> str | None:
+        """The failure a check's error is when the code under check raises the
+        same without adcheck, or ``None`` (it stays an error)."""
+        return None
+
+    def dispute(self, info, sample, call, dtype, check: str, report) -> str | None:
+        """Another verdict on a failed check (``CheckResult.dispute``), or ``None``."""
+        return None
+
+    def record(self) -> dict:
+        """What a report's settings record about this registry."""
+        return {"registry": self.name}
+
+
 class Registry(Protocol):
-    """What the runner needs from a source of ops."""
+    """What the runner needs from a source of ops (the required part; the
+    optional hooks are ``RegistryDefaults``')."""
 
     name: str
 
@@ -112,7 +171,7 @@ class Registry(Protocol):
 _PLUGIN_OPS: dict = {}
 
 
-class OpinfoRegistry:
+class OpinfoRegistry(RegistryDefaults):
     """adcheck's own registry, the ``opinfo`` package (with its entry points and
     plugin files). Stateless: every process reads its own ``opinfo``."""
 
@@ -204,8 +263,7 @@ def named(name: str, **options):
 def record(registry) -> dict:
     """What a report's settings record about ``registry`` (at least its name, under
     "registry"), so that baselines and merged reports never mix two registries."""
-    own = getattr(registry, "record", None)
-    return own() if own is not None else {"registry": getattr(registry, "name", "?")}
+    return registry.record()
 
 
 def describe(info) -> dict:

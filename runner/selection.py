@@ -70,7 +70,7 @@ def select(registry=OPINFO, patterns: tuple = (), families: tuple = (),
     if patterns:
         infos = [i for i in infos if any(fnmatch.fnmatchcase(i.name, p) for p in patterns)]
     chosen = Selection(infos)
-    if engine == "torch" and getattr(registry, "engine", None) != "torch":
+    if engine == "torch" and registry.engine != "torch":
         chosen.without_torch = [i.name for i in infos if i.torch_name is None]
         chosen.infos = [i for i in infos if i.torch_name is not None]
     return chosen
@@ -78,7 +78,7 @@ def select(registry=OPINFO, patterns: tuple = (), families: tuple = (),
 
 def _listing(registry) -> str:
     """The command that lists ``registry``."""
-    name = getattr(registry, "name", "opinfo")
+    name = registry.name
     return "adcheck list" if name == "opinfo" else f"adcheck list --registry {name}"
 
 
@@ -104,9 +104,9 @@ def _unknown_op(registry, pattern: str):
 def default_dtypes(registry, info) -> list:
     """The dtypes of ``info`` a run checks when it names none: the registry's
     choice, else the op's double-precision dtypes (float64, complex128)."""
-    own = getattr(registry, "default_dtypes", None)
+    own = registry.default_dtypes(info)
     if own is not None:
-        return list(own(info))
+        return list(own)
     return [dtype_name(d) for d in info.dtypes if dtype_name(d) in DEFAULT_DTYPES]
 
 
@@ -115,7 +115,7 @@ def _own_dtypes(settings: Settings, info) -> list:
     torch-only dtypes cast from refengine's (a registry of torch's own ops, which
     names its dtypes itself, gets none added)."""
     names = [dtype_name(d) for d in info.dtypes]
-    if settings.policy.engine == "torch" and getattr(settings.registry, "engine", None) is None:
+    if settings.policy.engine == "torch" and settings.registry.engine is None:
         names += [n for n, source in TORCH_ONLY.items() if source in names and n not in names]
     return names
 

@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Iterable
 
 from adcheck.runner.errors import PluginError, RunnerError
+from adcheck.runner.registry import RegistryDefaults
 
 #: op_db holds up to a hundred samples per op and dtype: a sweep takes the first few
 DEFAULT_SAMPLES = 2
@@ -83,7 +84,7 @@ def dtype_problem(dtype) -> str | None:
     return _PROBED[name]
 
 
-class TorchRegistry:
+class TorchRegistry(RegistryDefaults):
     """PyTorch's op_db (see the module docstring); ``samples``: how many samples
     of each op and dtype a sweep checks (``None``: every one)."""
 
@@ -94,6 +95,7 @@ class TorchRegistry:
     #: the two second-order checks draw the same grad_outputs, so the second
     #: reuses the first one's numerical Jacobian of the first derivative
     seed_checks = {"fwgrad_bwgrad": "gradgrad"}
+    chooses_dtypes = True
 
     def __init__(self, samples: int | None = DEFAULT_SAMPLES):
         if samples is not None and samples < 1:

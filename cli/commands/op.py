@@ -24,7 +24,7 @@ def _dtypes(registry, info, chosen, engine: str) -> list:
     from adcheck.runner.registry import TORCH_ONLY, dtype_name
     from adcheck.runner.selection import default_dtypes
     own = [dtype_name(d) for d in info.dtypes]
-    if engine == "torch" and getattr(registry, "engine", None) is None:
+    if engine == "torch" and registry.engine is None:
         # bfloat16 and float16 from the float32 samples
         own += [n for n, source in TORCH_ONLY.items() if source in own and n not in own]
     wanted = [d for d in (chosen or default_dtypes(registry, info)) if d in own]
@@ -59,7 +59,7 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     from adcheck.cli.reporting import announce, check_writable
     from adcheck.cli.runs import load_registry, open_registry, prestart, recorded, registry_defaults, run
     from adcheck.runner.checks import Policy
-    from adcheck.runner.registry import DTYPE_NAMES, describe
+    from adcheck.runner.registry import describe
     from adcheck.runner.selection import get_op, plan
     from adcheck.runner.tasks import Settings
     level = verbosity(verbose, False)
@@ -69,7 +69,7 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     registry = open_registry(registry_name, plugins, **options)
     checks, engine = registry_defaults(registry, checks, engine)
     chosen_checks = parse_checks(checks)
-    chosen_dtypes = parse_dtypes(dtypes, getattr(registry, "dtype_names", DTYPE_NAMES))
+    chosen_dtypes = parse_dtypes(dtypes, registry.dtype_names)
     require_engine(engine)
     prestart(registry)
     load_registry(plugins, registry)

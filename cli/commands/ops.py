@@ -70,7 +70,6 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
         sweep,
     )
     from adcheck.runner.checks import Policy
-    from adcheck.runner.registry import DTYPE_NAMES
     from adcheck.runner.shard import parse_shard
     from adcheck.runner.tasks import Settings
     level = verbosity(verbose, quiet)
@@ -78,11 +77,11 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     registry = open_registry(registry_name, plugins)
     checks, engine = registry_defaults(registry, checks, engine)
     chosen_checks = parse_checks(checks)
-    chosen_dtypes = parse_dtypes(dtypes, getattr(registry, "dtype_names", DTYPE_NAMES))
+    chosen_dtypes = parse_dtypes(dtypes, registry.dtype_names)
     part = None if shard is None else parse_shard(shard)
     require_engine(engine)
     from adcheck.runner.selection import planned_dtypes
-    if getattr(registry, "default_dtypes", None) is None or chosen_dtypes is not None:
+    if not registry.chooses_dtypes or chosen_dtypes is not None:
         # (a registry's own default, torch's op_db's, has every dtype the op supports)
         chosen_dtypes = planned_dtypes(chosen_dtypes, low_precision, engine)
     accepted = load_baseline(baseline, registry.name)

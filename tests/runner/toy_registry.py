@@ -1,5 +1,7 @@
-"""A second registry, written against runner.registry.Registry only: two ops,
-one right and one wrong, with samples and calls of its own (no opinfo)."""
+"""A second registry, written against runner.registry's protocol only (the
+required methods of ``Registry``; every optional hook keeps ``RegistryDefaults``'
+default): two ops, one right and one wrong, with samples and calls of its own
+(no opinfo)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,6 +11,7 @@ import numpy as np
 
 import adcheck.refengine as E
 from adcheck.refengine.autograd import Function
+from adcheck.runner.registry import RegistryDefaults
 
 
 class TripledSquareGrad(Function):
@@ -55,7 +58,7 @@ class ToySample:
 OPS = [ToyOp("toy_square", lambda x: x * x), ToyOp("toy_tripled", TripledSquareGrad.apply)]
 
 
-class ToyRegistry:
+class ToyRegistry(RegistryDefaults):
     """Ops from OPS; sample i is i + 2 values from a generator seeded with i."""
 
     name = "toy"
