@@ -54,7 +54,23 @@ class HarvestSubject:
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, "harvest", self.name, self.index, check)
 
+    # the other hooks run_checks asks of a subject: none applies to a harvested Function
     def known_failure(self, check: str):
+        return None
+
+    def unsupported(self, message: str, exc: BaseException | None = None) -> str | None:
+        return None
+
+    def fault_skip(self, check: str, exc: BaseException) -> str | None:
+        return None
+
+    def missing_derivative(self, message: str) -> str | None:
+        return None
+
+    def confirm_error(self, check: str, call, message: str) -> str | None:
+        return None
+
+    def dispute(self, check: str, call, report) -> str | None:
         return None
 
 
