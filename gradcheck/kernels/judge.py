@@ -73,6 +73,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     if own is not None:
         return own
     kp = _kernel_problem(kernel, inputs, name)
+    _within_budget(kp, name, repeats, memory_budget)
     wide = device.cast(inputs, torch.float64, where)
     expected_out = device.run(against, wide)
     _match(kp, expected_out, name, ref_name)
@@ -150,6 +151,23 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
     report.coverage["kernel"] = ["the reference failed its own check; the kernel was not "
                                  "judged"]
     return report
+
+
+#: whole blocks held at once per entry: the expected, the kernel's runs, the
+#: forward mode's, the two computations' measured rounding and allowances
+HELD = 8
+
+
+def _within_budget(kp: Problem, name: str, repeats: int, budget: int) -> None:
+    """Every block is compared whole: refused, naming the budget, beyond it."""
+    entries = sum(kp.outputs[o].numel() * kp.inputs[i].numel()
+                  for o in kp.diff_out for i in kp.diff_in)
+    if entries * 8 * (HELD + repeats) > budget:
+        raise UncheckableError(
+            f"{name}: its Jacobian has {entries:,} entries, held whole {HELD + repeats} times "
+            f"in a kernel check, beyond the memory budget of {budget / 2**20:.0f} MiB; check "
+            "it at smaller inputs (a kernel's formula does not depend on their size), or "
+            "raise memory_budget=")
 
 
 def _one_line(exc) -> str:

@@ -142,3 +142,10 @@ def test_gradcheck_check_with_against_points_to_the_kernel_check():
     with pytest.raises(TypeError, match=r"kernels.check\(kernel, inputs, against=ref\); "
                                         r"check\(reference=...\) takes an mpmath reference"):
         gradcheck.check(gelu_kernel, _x(), against=gelu_reference)
+
+
+def test_a_jacobian_beyond_the_memory_budget_is_refused_naming_it():
+    from adcheck.gradcheck.errors import UncheckableError
+    x = torch.randn(300, dtype=torch.float32).requires_grad_()    # 90,000 entries
+    with pytest.raises(UncheckableError, match=r"90,000 entries, .* memory budget of 1 MiB"):
+        kernels.check(gelu_kernel, x, against=gelu_reference, memory_budget=2**20)
