@@ -36,7 +36,7 @@ def main(name: str) -> None:
     if not _available(name):
         print(f"no {name} device here: nothing measured (the CPU table is bench/kernels.md)")
         return
-    print(f"| kernel | bug | dtype | adcheck | resolution | reference ran on | s |")
+    print("| kernel | bug | dtype | adcheck | resolution | reference ran on | s |")
     print("|---|---|---|---|---|---|---|")
     for case in ZOO:
         for dtype in DTYPES:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import torch
 
 from adcheck.gradcheck.api import run as run_check

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from adcheck.gradcheck import kernels
-from adcheck.gradcheck.errors import GradcheckError
 
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
