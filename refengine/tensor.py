@@ -265,13 +265,22 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad is None and self.grad_fn is not None and not self._retains_grad:
+        if self._grad is None and not self._retains_grad and self._has_history():
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
                           "accessed. Its .grad attribute won't be populated during "
                           "autograd.backward(). Call .retain_grad() on the non-leaf Tensor "
                           "if you want its gradient.", UserWarning, stacklevel=2)
         return self._grad
+
+    def _has_history(self) -> bool:
+        # reading .grad never raises in PyTorch, nor warns, even where grad_fn
+        # would raise (a view whose kind forbids regenerating its node after an
+        # in-place write to its base)
+        try:
+            return self.grad_fn is not None
+        except RuntimeError:
+            return False
 
     @grad.setter
     def grad(self, value) -> None:
@@ -365,8 +374,16 @@ class Tensor:
         return out
 
     def detach_(self) -> "Tensor":
+        if is_inference_mode_enabled():
+            return self     # as in PyTorch: inference mode skips autograd, detach_ included
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._fw_grads = {}         # forward-mode tangents go too, as in PyTorch
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0

@@ -65,8 +65,11 @@ class SavedTensor:
 
     def __init__(self, tensor, node, is_output: bool, version: int | None = None):
         if tensor._is_inference and not is_inference_mode_enabled():
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
-                               "you can make a clone to get a normal tensor and use it in autograd.")
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors "
+                "created in inference mode in computation tracked by autograd. To work around "
+                "this, you can make a clone to get a normal tensor and use it in autograd, or use "
+                "`refengine.no_grad()` instead of `refengine.inference_mode()`.")
         self._lock = threading.Lock()
         storage = self._storage = tensor._storage
         # an input saved by an in-place op that writes into it was saved

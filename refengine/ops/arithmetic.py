@@ -9,8 +9,8 @@ import numpy as np
 
 from .. import dtypes
 from ..batching.rules import elementwise
-from .dispatch import is_number
-from .opdef import defelementwise, defop
+from .dispatch import call, is_number
+from .opdef import OPS, defelementwise, defop
 
 B = dict(promote=("self", "other"), inplace=True)
 
@@ -50,10 +50,18 @@ def _xlogy(self, other):
     return np.where((self == 0) & ~np.isnan(other), 0, out).astype(out.dtype)
 
 
-def _xlogy_self(self, other):
-    # log(other), except 0 where self == 0 and other <= 0 (PyTorch's derivatives.yaml)
-    hole = (self == 0) & (other <= 0)
-    return other.masked_fill(hole, 1).log().masked_fill(hole, 0)
+def _xlogy_self(grad, self, other):
+    # PyTorch's derivatives.yaml: xlogy(grad, other), so a zero gradient gives 0
+    # even where log(other) is NaN or inf; and 0 where self == 0 and other <= 0
+    return call(OPS["xlogy"], grad, other).masked_fill((self == 0) & (other <= 0), 0)
+
+
+def _xlogy_jvp(self_t, other_t, self, other):
+    out = None if self_t is None else _xlogy_self(self_t, self, other)
+    if other_t is not None:
+        term = other_t * self / other
+        out = term if out is None else out + term
+    return out
 
 
 def _xlogy_variant(raw: dict) -> str:
@@ -61,9 +69,10 @@ def _xlogy_variant(raw: dict) -> str:
             "XlogyBackward2" if is_number(raw["other"]) else "XlogyBackward0")
 
 
-defelementwise("xlogy", _real_binary(_xlogy),
-               {"self": _xlogy_self, "other": lambda self, other: self / other},
-               to_float=True, variant=_xlogy_variant, scalar_inputs=("self", "other"), **B)
+defop("xlogy", _real_binary(_xlogy),
+      vjp={"self": _xlogy_self, "other": lambda grad, self, other: grad * self / other},
+      jvp=_xlogy_jvp, inputs=("self", "other"), to_float=True, variant=_xlogy_variant,
+      scalar_inputs=("self", "other"), batch=elementwise, **B)
 defelementwise("lerp", lambda self, end, weight: self + weight * (end - self),
                {"self": lambda weight: 1 - weight, "end": lambda weight: weight,
                 "weight": lambda self, end: end - self},

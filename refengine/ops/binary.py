@@ -65,17 +65,41 @@ def _mul(self, other):
 defelementwise("mul", _mul,
                {"self": lambda other: other, "other": lambda self: self}, **B)
 defelementwise("div", lambda self, other: np.true_divide(self, other),
-               {"self": lambda other, result: other.to(result.dtype).reciprocal(),  # int other: no float32
+               # the gradient's dtype is the result's (an int other: no float32);
+               # backward saves other only, as PyTorch does (not the result)
+               {"self": lambda grad, other: other.to(grad.dtype).reciprocal(),
                 "other": lambda self, other: -self / (other * other)},
+               tangent_derivatives={"self": lambda other, result: other.to(result.dtype).reciprocal(),
+                                    "other": lambda other, result: -result / other},
                to_float=True, **B)
+
+
+def _atan2_recip(self, other):
+    # as in PyTorch, 1/(x^2 + y^2) is taken as 0 where it overflows: the
+    # gradient at (0, 0) is 0, not NaN
+    recip = (self * self + other * other).reciprocal()
+    return recip.masked_fill(recip.isinf(), 0)
+
+
 defelementwise("atan2", lambda self, other: np.arctan2(self, other),
-               {"self": lambda self, other: other / (self * self + other * other),
-                "other": lambda self, other: -self / (self * self + other * other)},
+               {"self": lambda self, other: other * _atan2_recip(self, other),
+                "other": lambda self, other: -self * _atan2_recip(self, other)},
+               # forward mode keeps the plain quotient (NaN at the origin), as in PyTorch
+               tangent_derivatives={"self": lambda self, other: other / (self * self + other * other),
+                                    "other": lambda self, other: -self / (self * self + other * other)},
                to_float=True, refuse=no_complex("atan2"), **B)
+
+
+def _zero_number(exponent) -> bool:
+    """A number exponent 0: PyTorch's derivative is then a constant zero with no graph."""
+    return is_number(exponent) and exponent.item() == 0
 
 
 def _pow_self(grad, self, exponent):
     # d/dself x**p = p x**(p-1); where p == 0 the derivative is 0 (also at x = 0).
+    if _zero_number(exponent):
+        from ..creation import zeros_like
+        return zeros_like(self)
     d = (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
     return grad * d.conj()
 
@@ -105,6 +129,9 @@ def _pow_variant(raw: dict) -> str:
 
 
 def _pow_jvp(self_t, exponent_t, self, exponent, result):
+    if _zero_number(exponent):
+        from ..creation import zeros_like
+        return zeros_like(result)
     out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
     dexp = (result * _log_base(self)).masked_fill((self == 0) & (exponent.real >= 0), 0)
     # a zero tangent of the exponent contributes exactly zero (x**2 at x < 0
@@ -127,19 +154,26 @@ defop("pow", lambda self, exponent: np.power(self, exponent),
       refuse=_check_pow, inplace=True, batch=elementwise)
 
 
+def _pick_grad(grad, self, other, loses):
+    # PyTorch's rule: half the gradient on a tie, none to the operand that
+    # loses, all of it otherwise (with a NaN both get it; an inf gradient
+    # masked out is 0, not inf * 0)
+    return call(OPS["where"], self != other, grad, grad / 2).masked_fill(loses, 0)
+
+
 def _tie_share(self, other):
     # where self == other the gradient is shared equally (PyTorch's rule)
     return (self > other).to(self.dtype) + (self == other).to(self.dtype) * 0.5
 
 
 defop("maximum", lambda self, other: np.maximum(self, other),
-      vjp={"self": lambda grad, self, other: grad * _tie_share(self, other),
-           "other": lambda grad, self, other: grad * _tie_share(other, self)},
+      vjp={"self": lambda grad, self, other: _pick_grad(grad, self, other, self < other),
+           "other": lambda grad, self, other: _pick_grad(grad, self, other, self > other)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(self, other) * (self_t - other_t),
       promote=("self", "other"), refuse=no_complex("maximum"), batch=elementwise)
 defop("minimum", lambda self, other: np.minimum(self, other),
-      vjp={"self": lambda grad, self, other: grad * _tie_share(other, self),
-           "other": lambda grad, self, other: grad * _tie_share(self, other)},
+      vjp={"self": lambda grad, self, other: _pick_grad(grad, self, other, self > other),
+           "other": lambda grad, self, other: _pick_grad(grad, self, other, self < other)},
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(other, self) * (self_t - other_t),
       promote=("self", "other"), refuse=no_complex("minimum"), batch=elementwise)
 deflinear("where", lambda condition, self, other: np.where(condition, self, other),

@@ -11,6 +11,12 @@ from .dispatch import call
 from .opdef import OPS, defop, deflinear, public
 
 
+def zeros_like(t):
+    """The zero derivative of a real input, with no graph (as PyTorch's zeros_like)."""
+    from ..creation import zeros_like as zeros
+    return zeros(t)
+
+
 
 def _last_dim(c):
     # a 0-d example has no last dim of size 2: the batch dim must not pass for one
@@ -51,13 +57,17 @@ def _as_complex(self):
 
 # angle: d angle = Im(dz / z); vjp grad * i z / |z|^2, and 0 at z = 0 and for reals.
 defop("angle", lambda self: np.angle(self) if np.iscomplexobj(self)
-      else np.where(self < 0, np.pi, 0.0).astype(self.dtype) if self.dtype.kind == "f"
+      else np.where(np.isnan(self), self, np.where(self < 0, np.pi, 0.0)).astype(self.dtype)
+      if self.dtype.kind == "f"
       else np.where(self < 0, np.pi, 0.0).astype(np.float32),
       vjp={"self": lambda grad, self: (grad * self * 1j / (self * self.conj()).real.masked_fill(
-          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else grad * 0},
+          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else zeros_like(grad)},
       jvp=lambda self_t, self: ((self_t * self.conj()).imag / (self * self.conj()).real.masked_fill(
-          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else self_t * 0,
-      promote=("self",), result_dtype=dtypes.to_real, batch=elementwise)
+          self == 0, 1)).masked_fill(self == 0, 0) if self.is_complex() else zeros_like(self_t),
+      promote=("self",), batch=elementwise,
+      # an integer's angle is a float of the default dtype, as in PyTorch
+      result_dtype=lambda dt: dtypes.to_real(dt) if dt.is_floating_point or dt.is_complex
+      else dtypes.get_default_dtype())
 
 
 @public()

@@ -19,7 +19,7 @@ from ..autograd import tangents
 from ..autograd.node import OpNode
 from ..autograd.view_nodes import (check_view_inplace, creation_kind, inherit_kind,
                                     rebase_after_inplace)
-from ..grad_mode import is_inference_mode_enabled, is_recording
+from ..grad_mode import is_inference_mode_enabled, is_recording, no_grad
 from ..tensor import Tensor, wrap_array
 from .registry import OPS, OpDef
 
@@ -99,15 +99,51 @@ def call(op: OpDef, *args, **kwargs):
 def call_inplace(op: OpDef, self: Tensor, *args, **kwargs) -> Tensor:
     """Apply ``op`` writing its result into ``self`` (the ``NAME_`` variant)."""
     env = op.bind((self,) + args, kwargs)
+    if self._is_inference and not is_inference_mode_enabled():
+        # PyTorch writes the values, unrecorded, and then refuses the update
+        with no_grad():
+            _run(op, env, self)
+        raise RuntimeError(INFERENCE_INPLACE)
     _check_inplace(self)
+    _check_partial_overlap(op, env, self)
     return _run(op, env, self)
+
+
+def _dense_bytes(a: np.ndarray):
+    """The byte range of an array that covers it exactly (no gaps, no repeats), or None."""
+    lo, hi = np.lib.array_utils.byte_bounds(a) if hasattr(np.lib, "array_utils") \
+        else np.byte_bounds(a)
+    return (lo, hi) if hi - lo == a.size * a.itemsize else None
+
+
+def _check_partial_overlap(op: OpDef, env: dict, self: Tensor) -> None:
+    # PyTorch refuses an input that shares some, but not all, of the memory
+    # written (the result would depend on the order elements are written)
+    written = None
+    for name in op.inputs[1:]:
+        value = env.get(name)
+        if not isinstance(value, Tensor) or value is self or value._storage is not self._storage:
+            continue
+        written = written or _dense_bytes(self._data)
+        read = _dense_bytes(value._data)
+        if written is None or read is None or (
+                read == written and value._data.strides == self._data.strides):
+            continue
+        if read[0] < written[1] and written[0] < read[1]:
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
+
+
+# PyTorch's words, its missing spaces included
+INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                     "can make a clone to get a normal tensor before doing inplace update.See "
+                     "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
 def _check_inplace(self: Tensor) -> None:
     if self._is_inference and not is_inference_mode_enabled():
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
-                           "allowed. You can make a clone to get a normal tensor before doing "
-                           "inplace update.")
+        raise RuntimeError(INFERENCE_INPLACE)
     if not is_recording() or not self.requires_grad:
         return
     # PyTorch's order: how the view was made, then a view of a leaf, then a leaf

@@ -16,6 +16,13 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
+def _no_derivative(t):
+    """A zero derivative as PyTorch gives it: zeros, with no graph (not ``t * 0``,
+    which is NaN where ``t`` is infinite and records a node)."""
+    from ..creation import zeros_like
+    return zeros_like(t)
+
+
 def _real_only(fn):
     def forward(self):
         if np.iscomplexobj(self):
@@ -61,8 +68,12 @@ defelementwise("erf", _real_only(_np_erf),
 defelementwise("erfc", _real_only(_np_erfc),
                lambda self: (-self * self).exp() * (-2 / math.sqrt(math.pi)), **F)
 # relu is convex: at 0 the minimum-norm subgradient is 0 (seed: rule 2).
-defelementwise("relu", _real_only(lambda self: np.maximum(self, 0)),
-               lambda result: (result > 0).to(result.dtype), promote=("self",), inplace=True)
+# relu's gradient is PyTorch's threshold_backward: the gradient where the result
+# is positive, 0 elsewhere (also for an inf or NaN gradient there)
+defop("relu", _real_only(lambda self: np.maximum(self, 0)),
+      vjp={"self": lambda grad, result: grad.masked_fill(result <= 0, 0)},
+      jvp=lambda self_t, result: self_t.masked_fill(result <= 0, 0),
+      promote=("self",), inplace=True, batch=elementwise)
 deflinear("neg", lambda self: -self, vjp={"self": lambda grad: -grad},
           promote=("self",), inplace=True, batch=elementwise,
           refuse=no_bool("Negation, the `-` operator, on a bool tensor is not supported. If you "
@@ -74,7 +85,7 @@ def _sgn(self):
     if np.iscomplexobj(self):
         mag = np.abs(self)
         return np.where(mag == 0, 0, self / np.where(mag == 0, 1, mag)).astype(self.dtype)
-    return np.sign(self)
+    return _sign(self)
 
 
 # abs is not holomorphic: d|z| = Re(conj(sgn z) dz); its vjp is grad * sgn(z).
@@ -88,13 +99,20 @@ defop("abs", lambda self: np.abs(self),
 defop("sgn", _sgn,
       vjp={"self": lambda grad, self, result: (
           ((grad - result * (grad * result.conj()).real) / self.abs()).masked_fill(self == 0, 0)
-          if self.is_complex() else grad * 0)},
+          if self.is_complex() else _no_derivative(grad))},
       jvp=lambda self_t, self, result: (
           ((self_t - result * (self_t * result.conj()).real) / self.abs()).masked_fill(self == 0, 0)
-          if self.is_complex() else self_t * 0),
+          if self.is_complex() else _no_derivative(self_t)),
       promote=("self",), inplace=True, batch=elementwise)
-defop("sign", _real_only(np.sign), vjp={"self": lambda grad: grad * 0},
-      jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, batch=elementwise)
+def _sign(self):
+    # PyTorch's sign is (0 < x) - (x < 0): NaN has sign 0
+    return np.where(np.isnan(self), 0, np.sign(self)).astype(self.dtype) \
+        if self.dtype.kind == "f" else np.sign(self)
+
+
+_sign.__name__ = "sign"
+defop("sign", _real_only(_sign), vjp={"self": lambda grad: _no_derivative(grad)},
+      jvp=lambda self_t: _no_derivative(self_t), promote=("self",), inplace=True, batch=elementwise)
 
 # ----- more elementwise ops: squares, inverse hyperbolics, rounding, clamp, nan_to_num
 defelementwise("square", lambda self: self * self, lambda self: self * 2,
@@ -102,16 +120,19 @@ defelementwise("square", lambda self: self * self, lambda self: self * 2,
 defelementwise("asinh", lambda self: np.arcsinh(self), lambda self: (self * self + 1).rsqrt(), **F)
 # acosh' = 1/(sqrt(z-1) sqrt(z+1)): equal to (z^2-1)^(-1/2) on the reals, and
 # right on the whole principal branch for complex z (where the latter flips sign).
+# Real inputs take PyTorch's (x^2-1)^(-1/2): below -1, where acosh is NaN, its
+# derivative is then a number, as in torch.
 defelementwise("acosh", lambda self: np.arccosh(self),
-               lambda self: ((self - 1).sqrt() * (self + 1).sqrt()).reciprocal(), **F)
+               lambda self: ((self - 1).sqrt() * (self + 1).sqrt()).reciprocal()
+               if self.is_complex() else (self * self - 1).rsqrt(), **F)
 defelementwise("atanh", lambda self: np.arctanh(self), lambda self: (1 - self * self).reciprocal(),
                **F)
 
 
 def _piecewise_constant(name, fn, **options):
     """A real op that is constant between jumps: its derivative is 0 everywhere."""
-    defop(name, _real_only(fn), vjp={"self": lambda grad: grad * 0},
-          jvp=lambda self_t: self_t * 0, promote=("self",), inplace=True, batch=elementwise,
+    defop(name, _real_only(fn), vjp={"self": lambda grad: _no_derivative(grad)},
+          jvp=lambda self_t: _no_derivative(self_t), promote=("self",), inplace=True, batch=elementwise,
           **options)
 
 
@@ -127,7 +148,8 @@ def _round(self, decimals=0):
     return np.round(self, decimals) if self.dtype.kind == "f" else self.copy()
 
 
-defop("round", _round, vjp={"self": lambda grad: grad * 0}, jvp=lambda self_t: self_t * 0,
+defop("round", _round, vjp={"self": lambda grad: _no_derivative(grad)},
+      jvp=lambda self_t: _no_derivative(self_t),
       promote=("self",), inplace=True, batch=elementwise,
       variant=lambda raw: "RoundBackward0" if not raw.get("decimals") else "RoundBackward1")
 # frac(x) = x - trunc(x): slope 1 between the jumps.
@@ -168,11 +190,16 @@ def _inside(self, min, max):
                   (self <= max) if max is not None else None):
         if bound is not None:
             mask = bound if mask is None else mask & bound
-    return mask.to(self.dtype)
+    return mask
+
+
+def _only(grad, mask):
+    # where, not a product: an inf or NaN gradient outside the mask gives 0
+    return grad.masked_fill(~mask, 0)
 
 
 def _clamp_jvp(self_t, min_t, max_t, self, min, max):
-    out = self_t * _inside(self, min, max)
+    out = _only(self_t, _inside(self, min, max))
     if min is not None:
         out = out + _clamp_min_grad(min_t, self, min, max)
     return out + _clamp_max_grad(max_t, self, min, max) if max is not None else out
@@ -180,18 +207,18 @@ def _clamp_jvp(self_t, min_t, max_t, self, min, max):
 
 def _clamp_min_grad(grad, self, min, max):
     hit = self < min
-    return grad * (hit if max is None else hit & (min <= max)).to(grad.dtype)
+    return _only(grad, hit if max is None else hit & (min <= max))
 
 
 def _clamp_max_grad(grad, self, min, max):
     hit = self > max
-    return grad * (hit if min is None else hit | (min > max)).to(grad.dtype)
+    return _only(grad, hit if min is None else hit | (min > max))
 
 
 # clamp = min(max(self, min), max). At a bound the gradient goes to self
 # (PyTorch: min <= self <= max); where min > max the output is max.
 defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
-      vjp={"self": lambda grad, self, min, max: grad * _inside(self, min, max),
+      vjp={"self": lambda grad, self, min, max: _only(grad, _inside(self, min, max)),
            "min": _clamp_min_grad, "max": _clamp_max_grad},
       jvp=_clamp_jvp, inplace=True, batch=elementwise, scalar_inputs=("min", "max"),
       variant=lambda raw: "ClampBackward0" if any(hasattr(raw.get(k), "_data")

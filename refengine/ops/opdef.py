@@ -66,16 +66,21 @@ def defelementwise(name: str, forward: Callable, derivatives: dict | Callable, *
     if callable(derivatives):
         derivatives = {"self": derivatives}
     derivatives = {k: Rule(v) for k, v in derivatives.items()}
+    # ``tangent_derivatives`` replaces some of them in the jvp only: the same
+    # value written another way, for in-place ops whose operands alias (PyTorch
+    # evaluates its formula on the written values)
+    in_jvp = dict(derivatives, **{k: Rule(v) for k, v in
+                                  options.pop("tangent_derivatives", {}).items()})
 
     def vjp_rule(d: Rule) -> Rule:
         return Rule(lambda **env: env["grad"] * d(env).conj(), ("grad",) + d.params)
 
     params = tuple(dict.fromkeys(
-        [f"{k}_t" for k in derivatives] + [p for d in derivatives.values() for p in d.params]))
+        [f"{k}_t" for k in in_jvp] + [p for d in in_jvp.values() for p in d.params]))
 
     def jvp(**env):
         total = None
-        for k, d in derivatives.items():
+        for k, d in in_jvp.items():
             t = env[f"{k}_t"]
             if t is None:
                 continue

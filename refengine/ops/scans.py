@@ -55,7 +55,10 @@ def _cumprod_partials(self, dim):
     return P * creation.tensor(np.triu(np.ones((n, n)))).to(P.dtype)
 
 
-def _cumprod_vjp(grad, self, dim):
+def _cumprod_vjp(grad, self, dim, result):
+    # ``result`` is not needed, but PyTorch saves it: an in-place write to the
+    # output of cumprod then makes backward fail, as in torch
+    del result
     if self.ndim == 0:
         return grad
     P = _cumprod_partials(self, dim)

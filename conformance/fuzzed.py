@@ -1,0 +1,237 @@
+"""Behaviours the differential fuzzer (tests/fuzz, docs/fuzzing.md) found refengine
+getting differently from torch 2.13, one case per class of finding.
+
+Derivatives at singular points and NaN, in-place ops whose operands share
+memory, the tensors a backward formula saves (and so which in-place writes
+make backward fail), and the texts of errors the programs hit.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+from adcheck.conformance.case import TORCH_BEHAVIOUR, case
+
+NAN, INF = math.nan, math.inf
+
+
+def _grads(E, f, *values, grad=None, create_graph=False):
+    xs = [E.tensor(v, dtype=E.float64, requires_grad=True) for v in values]
+    out = f(*xs)
+    gs = E.autograd.grad(out, xs, grad if grad is not None else E.ones_like(out),
+                         create_graph=create_graph)
+    return [g.tolist() for g in gs]
+
+
+def _same(a, b) -> bool:
+    """Lists of floats equal, NaN equal to NaN."""
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+@case("maximum and minimum give half the gradient on a tie, none to the operand that loses, "
+      "all of it to both where one is NaN; a masked inf gradient is 0",
+      source=TORCH_BEHAVIOUR)
+def maximum_minimum_gradient_with_ties_nan_and_inf(E):
+    a, b = [1.0, 2.0, NAN, 3.0], [1.0, 3.0, 0.0, NAN]
+    g = E.tensor([4.0, INF, 1.0, 2.0], dtype=E.float64)
+    assert _same(_grads(E, E.maximum, a, b, grad=g), [[2.0, 0.0, 1.0, 2.0], [2.0, INF, 1.0, 2.0]])
+    assert _same(_grads(E, E.minimum, a, b, grad=g), [[2.0, INF, 1.0, 2.0], [2.0, 0.0, 1.0, 2.0]])
+
+
+@case("sign of NaN is 0 (so is sgn of a real NaN); angle of a real NaN is NaN and of an "
+      "integer a float of the default dtype", source=TORCH_BEHAVIOUR)
+def sign_and_angle_of_nan(E):
+    x = E.tensor([NAN, -2.0, 0.0, 3.0], dtype=E.float64)
+    assert E.sign(x).tolist() == [0.0, -1.0, 0.0, 1.0]
+    assert E.sgn(x).tolist() == [0.0, -1.0, 0.0, 1.0]
+    assert _same(E.angle(x).tolist(), [NAN, math.pi, 0.0, 0.0])
+    assert E.angle(E.tensor([-1, 2])).dtype == E.float32
+
+
+@case("atan2's gradient at (0, 0) is 0 for both inputs; acosh's derivative below -1 (where "
+      "acosh is NaN) is (x^2 - 1)^(-1/2), a number", source=TORCH_BEHAVIOUR)
+def derivatives_at_singular_points(E):
+    assert _grads(E, E.atan2, [0.0, 1.0], [0.0, 2.0]) == [[0.0, 0.4], [0.0, -0.2]]
+    (g,) = _grads(E, E.acosh, [-2.0, 2.0])
+    assert g[0] == pytest.approx(3 ** -0.5, rel=1e-14) and g[1] == pytest.approx(3 ** -0.5)
+
+
+@case("x ** 0.0 (a number exponent 0) has a constant zero derivative with no graph, in both "
+      "modes, even where x is 0 or its tangent is inf", source=TORCH_BEHAVIOUR)
+def pow_zero_exponent_has_a_constant_zero_derivative(E):
+    x = E.tensor([0.0, 2.0], dtype=E.float64, requires_grad=True)
+    (g,) = E.autograd.grad((x ** 0.0).sum(), x, create_graph=True)
+    assert g.tolist() == [0.0, 0.0] and not g.requires_grad
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        d = fw.make_dual(E.tensor([0.0, 2.0], dtype=E.float64),
+                         E.tensor([INF, 1.0], dtype=E.float64))
+        assert fw.unpack_dual(d ** 0.0).tangent.tolist() == [0.0, 0.0]
+
+
+@case("x.div_(x) in forward mode has tangent 0: the formula reads the written values",
+      source=TORCH_BEHAVIOUR)
+def div_inplace_by_itself_tangent(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(E.tensor([0.5, 2.0], dtype=E.float64),
+                         E.tensor([1.0, 1.0], dtype=E.float64))
+        y = x * 1
+        y.div_(y)
+        assert fw.unpack_dual(y).tangent.tolist() == [0.0, 0.0]
+
+
+@case("div saves its inputs, not its result (writing to the quotient in place leaves "
+      "backward working); cumprod saves its result (writing to it makes backward fail)",
+      source=TORCH_BEHAVIOUR)
+def what_div_and_cumprod_save(E):
+    a = E.tensor([1.5, -2.0], dtype=E.float64, requires_grad=True)
+    q = a / (a * 2 + 1)
+    q.sin_()
+    q.sum().backward()
+    assert a.grad is not None
+    c = E.cumprod(E.tensor([0.5, -1.5, 2.0], dtype=E.float64, requires_grad=True), 0)
+    r = c.reciprocal()
+    c.sqrt_()
+    with pytest.raises(RuntimeError, match="output 0 of Cumprod, is at version 1; expected "
+                                           "version 0 instead"):
+        r.sum().backward()
+
+
+@case("an in-place op whose other operand shares some but not all of the written memory "
+      "is refused; the same memory read whole, or disjoint memory, is allowed",
+      source=TORCH_BEHAVIOUR)
+def inplace_with_partially_overlapping_operand_refused(E):
+    text = ("unsupported operation: some elements of the input tensor and the written-to "
+            "tensor refer to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+    x = E.ones(2, 3)
+    with pytest.raises(RuntimeError) as info:
+        x.mul_(x[0])
+    assert str(info.value) == text
+    y = E.arange(4.0).view(2, 2)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        y.add_(y.t())
+    z = E.arange(3.0)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        z[1:].copy_(z[:2])
+    z.copy_(z)
+    w = E.ones(2, 2)
+    w[0].add_(w[1])
+    w.add_(w.view(2, 2))
+    assert w.tolist() == [[4.0, 4.0], [2.0, 2.0]]
+
+
+@case("detach_() drops the forward-mode tangent; on a view it is refused with torch's whole "
+      "message; reading .grad of a view whose grad_fn cannot be rebuilt gives None",
+      source=TORCH_BEHAVIOUR)
+def detach_inplace_and_grad_reading(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        y = fw.make_dual(E.ones(2, dtype=E.float64), E.ones(2, dtype=E.float64)) * 2
+        y.detach_()
+        assert fw.unpack_dual(y).tangent is None
+    with pytest.raises(RuntimeError) as info:
+        (E.ones(3, requires_grad=True) * 1)[1:].detach_()
+    assert str(info.value).startswith("Can't detach views in-place. Use detach() instead. If "
+                                      "you are using DistributedDataParallel (DDP)")
+    assert str(info.value).endswith("Optimizer.zero_grad() function in torch/optim/optimizer.py "
+                                    "as the solution.")
+    base = E.ones(3, dtype=E.float64, requires_grad=True) * 1
+    with E.no_grad():
+        view = base[1:]
+    base.mul_(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert view.grad is None
+
+
+@case("the inference-tensor errors in torch's words", source=TORCH_BEHAVIOUR)
+def inference_tensor_messages(E):
+    name = E.__name__.rsplit(".", 1)[-1]
+    with E.inference_mode():
+        t = E.ones(2)
+    with pytest.raises(RuntimeError) as info:
+        t.mul_(2)
+    assert str(info.value) == (
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+        "clone to get a normal tensor before doing inplace update.See "
+        "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    with pytest.raises(RuntimeError) as info:
+        E.ones(2, requires_grad=True) * t
+    assert str(info.value) == (
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+        "inference mode in computation tracked by autograd. To work around this, you can make "
+        f"a clone to get a normal tensor and use it in autograd, or use `{name}.no_grad()` "
+        f"instead of `{name}.inference_mode()`.")
+
+
+@case("atan2's tangent at (0, 0) is NaN (forward mode keeps the plain quotient, where "
+      "backward gives 0)", source=TORCH_BEHAVIOUR)
+def atan2_tangent_at_the_origin(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        d = fw.make_dual(E.tensor([0.0, 1.0], dtype=E.float64),
+                         E.tensor([1.0, 1.0], dtype=E.float64))
+        assert _same(fw.unpack_dual(E.atan2(d, d)).tangent.tolist(), [NAN, 0.0])
+
+
+@case("a zero derivative (sign, floor, round, angle and sgn of a real tensor) is zeros with no "
+      "graph, also for an inf gradient or tangent; relu and clamp pass the gradient or "
+      "tangent only where the input passes (0 elsewhere, whatever it is)",
+      source=TORCH_BEHAVIOUR)
+def zero_and_masked_derivatives(E):
+    x = E.tensor([1.0, NAN, -2.0], dtype=E.float64, requires_grad=True)
+    g_in = E.tensor([INF, 1.0, 2.0], dtype=E.float64, requires_grad=True)
+    for f in (E.sign, E.floor, E.round, E.angle, E.sgn):
+        (g,) = E.autograd.grad(f(x), x, g_in, create_graph=True)
+        # (+ 0: torch's sgn gives a ZeroTensor, which has no values to list)
+        assert (g + 0).tolist() == [0.0, 0.0, 0.0] and not g.requires_grad, f.__name__
+    (g,) = E.autograd.grad(E.relu(x), x, E.tensor([2.0, 1.0, INF], dtype=E.float64))
+    assert g.tolist()[0] == 2.0 and g.tolist()[2] == 0.0
+    (g,) = E.autograd.grad(E.clamp(x, -0.5, 0.5), x, E.tensor([INF, INF, 1.0], dtype=E.float64))
+    assert g.tolist() == [0.0, 0.0, 0.0]
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        d = fw.make_dual(E.tensor([1.0, -1.0, 0.25], dtype=E.float64),
+                         E.tensor([NAN, INF, 2.0], dtype=E.float64))
+        assert fw.unpack_dual(E.sign(d)).tangent.tolist() == [0.0, 0.0, 0.0]
+        assert fw.unpack_dual(E.relu(d)).tangent.tolist()[1:] == [0.0, 2.0]
+        assert fw.unpack_dual(E.clamp(d, -0.5, 0.5)).tangent.tolist() == [0.0, 0.0, 2.0]
+
+
+@case("an in-place op on an inference tensor outside inference mode writes its values (with "
+      "no graph) and then raises; inside inference mode detach_() leaves a tensor's history "
+      "as it is", source=TORCH_BEHAVIOUR)
+def inference_tensor_inplace_writes_then_raises(E):
+    with E.inference_mode():
+        t = E.ones(2, dtype=E.float64) * 2
+    w = E.tensor([3.0, 3.0], dtype=E.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside "
+                                           "InferenceMode is not allowed"):
+        t.mul_(w)
+    assert t.tolist() == [6.0, 6.0] and not t.requires_grad and t.grad_fn is None
+    x = E.ones(2, requires_grad=True) * 1
+    with E.inference_mode():
+        assert x.detach_() is x
+    assert x.requires_grad and x.grad_fn is not None
+
+
+@case("xlogy's derivative in self is xlogy(grad, other): a zero gradient or tangent gives 0 "
+      "where log(other) is NaN or -inf; in other it is grad * self / other",
+      source=TORCH_BEHAVIOUR)
+def xlogy_derivatives(E):
+    s = E.tensor([-2.0, 0.0, 1.5], dtype=E.float64, requires_grad=True)
+    o = E.tensor([0.0, -1.0, 2.0], dtype=E.float64, requires_grad=True)
+    gs, go = E.autograd.grad(E.xlogy(s, o), [s, o], E.tensor([0.0, 1.0, 3.0], dtype=E.float64))
+    assert gs.tolist() == [0.0, 0.0, 3 * math.log(2.0)]
+    assert _same(go.tolist(), [NAN, -0.0, 2.25])
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        a = fw.make_dual(E.tensor([-2.0, 0.5], dtype=E.float64), E.tensor([0.0, 1.0], dtype=E.float64))
+        b = fw.make_dual(E.tensor([0.0, 2.0], dtype=E.float64), E.tensor([1.0, 0.0], dtype=E.float64))
+        assert fw.unpack_dual(E.xlogy(a, b)).tangent.tolist() == [-math.inf, math.log(2.0)]

@@ -1,0 +1,125 @@
+"""Differences the fuzzer reports but that are not findings.
+
+``KNOWN`` are deliberate: each names its entry in docs/differences.md.
+``OPEN`` are real differences not fixed yet: the work list, each with the
+class it belongs to. A difference matches an entry when its kind is the
+entry's kind, its statement template matches the entry's pattern, and the
+entry's test accepts it (given the program's text).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A class of differences: kind, statement-template regex, a test of the
+    difference and the program's text, and the reason."""
+
+    kind: str
+    stmt: str
+    test: Callable[[object, str], bool]
+    why: str
+
+    def matches(self, found, source: str) -> bool:
+        return (found.kind == self.kind and re.search(self.stmt, found.stmt) is not None
+                and self.test(found, source))
+
+
+def _same_before_hint(found, source: str) -> bool:
+    return found.refengine.split("Hint:")[0] == found.torch.split("Hint:")[0]
+
+
+def _torch_drops_imaginary_tangent(found, source: str) -> bool:
+    """torch drops the imaginary part of a real input's share of a complex tangent."""
+    ref, tor = (obs[1].get("tangent") if obs and obs[0] == "tensor" else None
+                for obs in found.raw)
+    if not (isinstance(ref, np.ndarray) and isinstance(tor, np.ndarray)) or ref.shape != tor.shape:
+        return False
+    # the part of a real input is real in torch: the real parts agree, the
+    # imaginary ones do not (all of it when the real input is the only dual one)
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(ref.real, tor.real, equal_nan=True))
+
+
+KNOWN = (
+    Entry("message", ".*", _same_before_hint,
+          "docs/differences.md: the saved-tensor version error ends with a hint that names "
+          "the fix (clone before the in-place op) instead of torch's anomaly-mode hint"),
+    Entry("version", ".*", lambda found, source: found.refengine.startswith("('seq'"),
+          "docs/differences.md: `_version` of gradients made by backward formulas (torch "
+          "builds some with in-place kernels)"),
+    Entry("version", ".*", lambda found, source: "inference_mode" in source,
+          "docs/differences.md: `_version` of results computed from inference tensors"),
+    Entry("raises", ".*", lambda found, source: "Could this error message be improved" in
+          found.torch,
+          "docs/differences.md: torch fails an internal check (a real input whose gradient "
+          "comes back complex through where/abs) where refengine computes the gradient"),
+    *(Entry(kind, ".*", lambda found, source: ".conj()" in source,
+            "docs/differences.md: conj() is a copy, not a lazily conjugated view")
+      for kind in ("value", "version", "flags", "raises", "tangent", "grad")),
+    Entry("tangent", r"pow|\*\*", _torch_drops_imaginary_tangent,
+          "docs/differences.md: forward mode through a real input of a complex result "
+          "(pow with a complex exponent): torch keeps only the real part of the tangent"),
+)
+
+def _arrays(found):
+    """The two arrays the difference is about, or (None, None)."""
+    def pick(obs):
+        if obs is None:
+            return None
+        if obs[0] == "hook":
+            return obs[1]
+        if obs[0] == "tensor":
+            return obs[1].get(found.kind)
+        return None
+    ref, tor = (pick(obs) for obs in found.raw)
+    if isinstance(ref, np.ndarray) and isinstance(tor, np.ndarray) and ref.shape == tor.shape:
+        return ref, tor
+    return None, None
+
+
+def _only_where_not_finite(found, source: str) -> bool:
+    """The two agree wherever both are finite: they differ in a NaN, an inf or
+    a number where the other has NaN or inf (a singular point)."""
+    ref, tor = _arrays(found)
+    if ref is None:
+        return False
+    finite = np.isfinite(ref) & np.isfinite(tor)
+    if finite.all():
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(ref[finite], tor[finite], rtol=1e-9, atol=1e-12))
+
+
+def _version_error_description(found, source: str) -> bool:
+    marker = "modified by an inplace operation"
+    return marker in found.refengine and marker in found.torch
+
+
+OPEN = (
+    *(Entry(kind, ".*", _only_where_not_finite,
+            "NaN and inf patterns at singular points (pow of 0 to a complex power, the double "
+            "backward of div at 0, complex arithmetic with a NaN part, ...)")
+      for kind in ("value", "grad", "tangent", "hooks")),
+    Entry("message", ".*", _version_error_description,
+          "the saved-tensor version error describes the tensor otherwise: the node of a "
+          "regenerated view (torch: AsStrided) or of the op that saved it, and 0-dim complex "
+          "tensors (torch: [CPUComplexDoubleType []])"),
+    Entry("crash", ".*", lambda found, source: True,
+          "torch 2.13 crashes (segmentation fault) in register_hook on a view, made in "
+          "inference or no_grad mode, whose base was written in place"),
+)
+
+
+def classify(found, source: str = "") -> str:
+    """'known', 'open' or 'new' for a difference found in the program ``source``."""
+    if any(e.matches(found, source) for e in KNOWN):
+        return "known"
+    if any(e.matches(found, source) for e in OPEN):
+        return "open"
+    return "new"

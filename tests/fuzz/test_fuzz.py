@@ -1,0 +1,127 @@
+"""The differential fuzzer: its parts checked on planted differences, and a
+short fixed-seed run that must find nothing outside the known and open lists."""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import adcheck.refengine as refengine  # noqa: E402
+from fuzz_compare import first_difference, same  # noqa: E402
+from fuzz_engine import observe  # noqa: E402
+from fuzz_known import classify  # noqa: E402
+from fuzz_program import Program, Stmt, generate  # noqa: E402
+from fuzz_shrink import difference, reproducer, shrink  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def _program(*lines, mode="backward"):
+    stmts = []
+    for line in lines:
+        target = line.split(" = ")[0] if " = " in line else None
+        uses = tuple(sorted({w for w in line.replace("(", " ").replace(")", " ").replace(
+            ".", " ").replace(",", " ").split() if w.startswith("v") and w[1:].isdigit()}
+            - {target}))
+        stmts.append(Stmt(line, target, uses, line.split(" = ")[-1].split("(")[0],
+                          observe=target or (uses[0] if uses else None)))
+    return Program(tuple(stmts), mode)
+
+
+class _Planted:
+    """torch with one planted bug: ``sin`` is off by 1e-6 (a value difference)."""
+
+    def __getattr__(self, name):
+        if name == "sin":
+            return lambda x: torch.sin(x) + 1e-6
+        return getattr(torch, name)
+
+
+def test_generated_programs_are_reproducible_and_varied():
+    a = [generate(random.Random(i)).source() for i in range(30)]
+    b = [generate(random.Random(i)).source() for i in range(30)]
+    assert a == b
+    assert len(set(a)) == 30
+    text = "\n".join(a)
+    for feature in ("register_hook", "_(", "E.no_grad()", "complex128", "backward()",
+                    "create_graph=True", "make_dual"):
+        assert feature in text, feature
+
+
+def test_observations_agree_on_a_plain_program_and_see_gradients():
+    p = _program("v0 = E.tensor([1.0, 2.0, 3.0], dtype=E.float64, requires_grad=True)",
+                 "v1 = E.sin(v0)", "v0.register_hook(hook(1, 2.0))", "v2 = v1.sum()",
+                 "v2.backward()")
+    ref, tor = observe(p, refengine), observe(p, torch)
+    assert first_difference(ref, tor) is None
+    grad = dict((label, obs) for label, _, obs in ref)["end v0"][1]["grad"]
+    np.testing.assert_allclose(grad, 2 * np.cos([1.0, 2.0, 3.0]), rtol=1e-12)
+    assert any("hook 1" in label for label, _, _ in tor)
+
+
+def test_a_planted_value_difference_is_found_and_shrunk():
+    p = _program("v0 = E.tensor([1.0, 2.0], dtype=E.float64, requires_grad=True)",
+                 "v1 = E.exp(v0)", "v2 = E.sin(v0)", "v3 = v1 * v2", "v4 = v3.sum()",
+                 "v4.backward()")
+    found = difference(p, (refengine, _Planted()))
+    assert (found.kind, found.stmt, found.label) == ("value", "E.sin", "s2 v2")
+    small, d = shrink(p, (refengine, _Planted()))
+    assert small.source() == ("v0 = E.tensor([1.0, 2.0], dtype=E.float64, "
+                              "requires_grad=True)\nv2 = E.sin(v0)")
+    assert d.key == found.key
+
+
+def test_errors_are_compared_by_whether_raised_type_and_message():
+    ok = _program("v0 = E.ones(3) + E.ones(3)")
+    bad = _program("v0 = E.ones(3) + E.ones(4)")
+    assert first_difference(observe(ok, refengine), observe(bad, torch)).kind == "raises"
+    typed = _program("v0 = E.ones(3)[7]")
+    ref, tor = observe(typed, refengine), observe(typed, torch)
+    assert ref[0][2][:2] == tor[0][2][:2] == ("raises", "IndexError")
+
+
+def test_comparison_tolerates_rounding_but_not_a_single_precision_constant():
+    x = np.array([1.0, -2.5, np.nan, np.inf])
+    assert same(x, x * (1 + 1e-13))
+    assert not same(x, x * (1 + 2e-8))
+    assert not same(x, np.array([1.0, -2.5, 0.0, np.inf]))
+    assert not same(x, np.array([1.0, -2.5, np.nan, -np.inf]))
+
+
+def test_the_reproducer_runs_standalone_and_shows_both_engines(tmp_path):
+    p = _program("v0 = E.tensor([0.0, 1.0], dtype=E.float64, requires_grad=True)",
+                 "v1 = (v0 * 2).sum()", "v1.backward()")
+    found = first_difference(observe(p, refengine), observe(_program("v0 = 1"), torch))
+    script = tmp_path / "repro.py"
+    script.write_text(reproducer(p, found, script.name))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "adcheck.refengine" in out.stdout and "torch" in out.stdout
+    assert out.stdout.count("v0.grad = ") == 2
+
+
+def test_a_short_fixed_seed_run_finds_nothing_new():
+    from fuzz import program_for
+    news = []
+    for i in range(25):
+        p = program_for(0, i)
+        d = difference(p, (refengine, torch))
+        if d is not None and classify(d, p.source()) == "new":
+            news.append((i, d))
+    assert news == [], "\n".join(f"program {i}: {d}" for i, d in news)
+
+
+def test_a_crash_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
+    from fuzz import run
+    monkeypatch.setenv("ADCHECK_FUZZ_CRASH_AT", "1")
+    classes = run(3, 0, tmp_path, report=lambda text: None)
+    crashes = [record for key, (hits, record) in classes.items() if key[0] == "crash"]
+    assert [r["index"] for r in crashes] == [1]
+    assert (tmp_path / "at").read_text() == "2"      # the program after the crash ran
