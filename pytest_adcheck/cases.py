@@ -281,11 +281,15 @@ def _failure(result, report, settings) -> str:
     from pytest_adcheck.assertion import failure_text
     from adcheck.runner.reproduction import reproducer
     head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
-    if report is None or report.passed:
-        return f"{head}: {result.message}"
     policy = settings.policy
     code = reproducer(result, {"engine": policy.engine, "seed": policy.seed,
                                "precise": policy.precise, "plugins": list(settings.plugins),
                                "registry": settings.registry.name})
-    return f"{head}\n{failure_text(report)}\n  reproduce:\n" + \
-        "".join(f"    {line}\n" for line in code.splitlines())
+    rerun = "" if code is None else "  reproduce:\n" + "".join(
+        f"    {line}\n" for line in code.splitlines())
+    if result.status == "error":   # the user's frames, then the Python that reruns it
+        trace = "".join(f"  {line}\n" for line in (result.traceback or "").splitlines())
+        return f"{head}: {result.message}\n{trace}{rerun}"
+    if report is None or report.passed:
+        return f"{head}: {result.message}"
+    return f"{head}\n{failure_text(report)}\n{rerun}"

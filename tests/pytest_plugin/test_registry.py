@@ -147,6 +147,50 @@ def test_an_op_judged_in_one_check_passes_the_session(project):
     assert result.ret == pytest.ExitCode.OK and "NOT CHECKED" not in result.stdout.str()
 
 
+RAISING_OPINFOS = '''
+import adcheck.refengine as E
+from adcheck.opinfo import OpInfo
+from adcheck.opinfo.samples import unary
+from adcheck.refengine.autograd import Function
+
+
+class Unfinished(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return E.sin(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ValueError("the backward is unfinished")
+
+
+OPINFOS = [OpInfo("proj_unfinished", Unfinished.apply, family="proj", dtypes=(E.float64,),
+                  sample_func=unary(shapes=((3,),)), supports_forward_ad=False,
+                  supports_gradgrad=False, supports_fwgrad_bwgrad=False)]
+'''
+
+
+def test_an_erroring_case_shows_the_users_frames_and_a_reproducer(pytester):
+    """Issue 28, item 8: the marker's error, as the command line's JSON has it."""
+    pytester.makepyfile(raising_opinfos=RAISING_OPINFOS, test_err='''
+        import pytest
+
+        @pytest.mark.adcheck_ops("proj_unfinished", checks="reverse")
+        def test_err(adcheck_case):
+            adcheck_case.assert_passes()
+    ''')
+    result = pytester.runpytest_subprocess("--adcheck-plugin", "raising_opinfos.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "E * proj_unfinished float64[[]0[]] reverse: error: *the backward is unfinished*",
+        "E *Traceback of your code (most recent call last):",
+        "E *raising_opinfos.py*, line 14, in backward",
+        "E *ValueError: the backward is unfinished",
+        "E *reproduce:",
+        "E *report = runner.rebuild(",
+        "E *'proj_unfinished', 'float64', 0, 'reverse',"])
+
+
 @needs_xdist
 def test_under_xdist_the_controller_sees_the_skipped_op(project):
     project.makepyfile(test_ref=SKIPPED_OP_TEST.format(checks="reference"))
