@@ -1,6 +1,7 @@
 """``check(kernel, inputs, against=ref)``: a low-precision kernel judged by its reference.
 
-The order of one check:
+The order of one check (after one run of the kernel, which sizes it: whole
+Jacobians beyond ``memory_budget`` are refused before any costly work):
 
 1. *The reference first.* ``ref`` takes the kernel's arguments and is made of
    ordinary ops; its own derivatives are checked in float64 with the precise
@@ -68,11 +69,11 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     ref_name = function_name(against)
     home = device.device_of(inputs)
     where = device.wide_device(home)
+    kp = _kernel_problem(kernel, inputs, name)
+    _within_budget(kp, name, repeats, memory_budget)   # before any costly work
     own = _reference_first(against, inputs, ref_name, name, memory_budget)
     if own is not None:
         return own
-    kp = _kernel_problem(kernel, inputs, name)
-    _within_budget(kp, name, repeats, memory_budget)
     wide = device.cast(inputs, torch.float64, where)
     expected_out = device.run(against, wide)
     _match(kp, expected_out, name, ref_name)
