@@ -9,6 +9,10 @@ within tolerance. Each side is Richardson-extrapolated from steps ``h`` and
 ``h / 2``; a side whose two steps disagree (a jump: it grows like ``1 / h``)
 or that is not finite gives no bracket.
 
+An output that jumps at the point (it changes as much a sixteenth of the
+way beside it as all the way: eigenvectors at a repeated eigenvalue) is not
+differentiable there and gives no bracket (``_discontinuous``).
+
 ``judge`` returns ``"fail"`` (some direction's bracket excludes the
 formula, or the formula is NaN or inf where both sides are finite),
 ``"kink"`` (every bracket holds the formula and some bracket is open: a
@@ -130,6 +134,32 @@ def _beside(ev: Evaluator, arrays: dict, direction: dict, h: float, offsets: lis
     return out
 
 
+def _discontinuous(ev: Evaluator, directions_beside: list, arrays: dict, shift: float) -> set:
+    """The outputs that jump at the point: moved ``shift`` and ``shift / 16``
+    beside it they change about as much (a Lipschitz function changes 16
+    times less; a chosen basis, eigenvectors at a repeated eigenvalue, turns
+    by the same angle however small the move)."""
+    base, out = ev.problem.out_arrays, set()
+    for direction in directions_beside:
+        changes = []
+        for step in (shift, shift / 16):
+            try:
+                moved = ev.evaluate(_moved(arrays, direction, step), "exploring beside the point")
+            except Exception:    # outside the domain beside it: no evidence either way
+                break
+            with np.errstate(all="ignore"):
+                changes.append({o: float(np.max(np.abs(to_real(v) - to_real(base[o])),
+                                                initial=0.0)) for o, v in moved.items()})
+        if len(changes) < 2:
+            continue
+        for o, far in changes[0].items():
+            near = changes[1][o]
+            scale = float(np.max(np.abs(to_real(base[o])), initial=0.0))
+            if near > 0.5 * far and near > 1e-6 * (1.0 + scale):
+                out.add(o)
+    return out
+
+
 def _step(peak: float, eps: float) -> float:
     """A power of two near ``eps ** (1/3)`` times ``min(peak, 1)`` (an absolute
     step beyond 1, where a function may oscillate), and at least 1024 units in
@@ -179,7 +209,10 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
     floor = max(float(np.finfo(np.asarray(p.out_arrays[o]).real.dtype).tiny) / eps
                 for o in p.float_out)
     peak_all = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
-    offsets = [_moved(arrays, d, 256 * _step(peak_all, eps)) for d in nearby(arrays, real_inputs)]
+    shift = 256 * _step(peak_all, eps)
+    beside_directions = nearby(arrays, real_inputs)
+    offsets = [_moved(arrays, d, shift) for d in beside_directions]
+    jumps = _discontinuous(ev, beside_directions, arrays, shift)
     opened, formed = False, True
     for direction in directions(arrays, real_inputs):
         peak = max(float(np.max(np.abs(arrays[i].reshape(-1)[ks]))) for i, ks in direction.items())
@@ -190,6 +223,10 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
             continue
         beside = None
         for o in pairs[0][0]:
+            if o in jumps:      # a chosen basis (eigenvectors at a repeated eigenvalue)
+                formed = False  # that jumps: no derivative to bracket
+                continue
+
             def noise_of(slope, o=o):  # rounding of f and of its argument, over the step
                 return 64 * eps * (values[o] + peak * slope) / h
             sides = [_extrapolated(pair, o, noise_of) for pair in pairs]

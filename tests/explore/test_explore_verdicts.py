@@ -150,3 +150,16 @@ def test_the_quick_pass_tries_only_the_cheap_part_of_the_catalogue():
 def test_explore_takes_true_false_or_quick():
     with pytest.raises(ValueError, match="explore must be True, False or 'quick'"):
         check(torch.sin, (_x(0.5),), explore="yes")
+
+
+def test_an_output_that_jumps_at_the_point_is_told_from_a_kink():
+    def judged_jumps(func, point):
+        x = _x(*point)
+        ev = Evaluator(Problem(func, (x,), "f", warn_precision=False))
+        arrays = {0: ev.problem.arrays[0].astype(float)}
+        return brackets._discontinuous(ev, brackets.nearby(arrays, [0]), arrays, 1e-3)
+
+    step = lambda x: (x >= 0).to(x.dtype) + x      # jumps by 1 at x[0] = 0
+    assert judged_jumps(step, (0.0, 1.0)) == {0}
+    assert judged_jumps(torch.relu, (0.0, 1.0)) == set()      # a kink is continuous
+    assert judged_jumps(lambda x: x ** 3, (0.5, -2.0)) == set()
