@@ -204,15 +204,8 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
               + [p.epsilon(in_idx=i) for i in real_inputs])
     values = {o: float(np.max(np.abs(to_real(p.out_arrays[o])), initial=0.0))
               for o in p.float_out}
-    # derivatives within 1/eps of the smallest normal number are not resolved
-    # by any quotient (the steps underflow them into subnormals)
-    floor = max(float(np.finfo(np.asarray(p.out_arrays[o]).real.dtype).tiny) / eps
-                for o in p.float_out)
-    peak_all = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
-    shift = 256 * _step(peak_all, eps)
-    beside_directions = nearby(arrays, real_inputs)
-    offsets = [_moved(arrays, d, shift) for d in beside_directions]
-    jumps = _discontinuous(ev, beside_directions, arrays, shift)
+    floor = _floor(p, eps)
+    offsets, jumps = _surroundings(ev, arrays, real_inputs, eps)
     opened, formed = False, True
     for direction in directions(arrays, real_inputs):
         peak = max(float(np.max(np.abs(arrays[i].reshape(-1)[ks]))) for i, ks in direction.items())
@@ -257,6 +250,22 @@ def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
                                    float(right[row]), float(formula[row]))
                 opened |= _open(left, right, noise)
     return Bracket("kink" if opened else ("agree" if formed else "nondiff"))
+
+
+def _floor(problem, eps: float) -> float:
+    """Derivatives within 1/eps of the smallest normal number: no quotient
+    resolves them (the steps underflow them into subnormals)."""
+    return max(float(np.finfo(np.asarray(problem.out_arrays[o]).real.dtype).tiny) / eps
+               for o in problem.float_out)
+
+
+def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float) -> tuple:
+    """The points beside this one (``nearby``) and the outputs that jump here."""
+    peak = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
+    shift = 256 * _step(peak, eps)
+    beside = nearby(arrays, real_inputs)
+    return ([_moved(arrays, d, shift) for d in beside],
+            _discontinuous(ev, beside, arrays, shift))
 
 
 def _tolerance(low, high, noise):
