@@ -19,8 +19,8 @@ def load_registry(plugins: tuple = (), registry=None):
     """``registry`` (default: adcheck's own) with the plugin files loaded; a
     plugin that does not load is a usage error."""
     from adcheck.runner.errors import PluginError
-    from adcheck.runner.registry import OPINFO
-    registry = OPINFO if registry is None else registry
+    from adcheck.runner.registry import OpinfoRegistry
+    registry = OpinfoRegistry() if registry is None else registry
     try:
         registry.load_plugins(plugins)
     except PluginError as exc:
@@ -32,9 +32,9 @@ def open_registry(name: str, plugins: tuple = (), **options):
     """The registry ``--registry`` names (``options`` go to its constructor),
     its plugin files not yet loaded (``load_registry`` does). Only adcheck's own
     registry takes plugin files."""
-    from adcheck.runner.registry import OPINFO, named
+    from adcheck.runner.registry import named
     if name == "opinfo":
-        return OPINFO
+        return named("opinfo")
     if plugins:
         raise InputError(f"--plugin adds OpInfos to adcheck's own registry; --registry {name} "
                          "takes none: leave out --plugin")

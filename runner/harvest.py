@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from adcheck.runner.checks import FAULTS, derive_seed, options, run_check, run_checks
+from adcheck.runner.checks import FAULTS, Subject, derive_seed, options, run_check, run_checks
 from adcheck.runner.results import TASK_CHECK, CheckResult
 
 #: what the skipped result of a model that applies no custom Function says
@@ -26,8 +26,9 @@ NOTHING = ("applied no custom Function (torch.autograd.Function, torch.library c
            "whole model without --harvest")
 
 
-class HarvestSubject:
-    """One sample of one harvested op (see ``gradcheck.harvest.targets``)."""
+class HarvestSubject(Subject):
+    """One sample of one harvested op (see ``gradcheck.harvest.targets``); the
+    hooks not defined here keep ``Subject``'s defaults: none applies to it."""
 
     def __init__(self, op, sample, index: int):
         self.op, self.sample = op, sample
@@ -53,25 +54,6 @@ class HarvestSubject:
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, "harvest", self.name, self.index, check)
-
-    # the other hooks run_checks asks of a subject: none applies to a harvested Function
-    def known_failure(self, check: str):
-        return None
-
-    def unsupported(self, message: str, exc: BaseException | None = None) -> str | None:
-        return None
-
-    def fault_skip(self, check: str, exc: BaseException) -> str | None:
-        return None
-
-    def missing_derivative(self, message: str) -> str | None:
-        return None
-
-    def confirm_error(self, check: str, call, message: str) -> str | None:
-        return None
-
-    def dispute(self, check: str, call, report) -> str | None:
-        return None
 
 
 def _noted(result: CheckResult, notes: list) -> CheckResult:

@@ -167,15 +167,21 @@ class Registry(Protocol):
         ``reference``, ``has_plain_output()``, ``nan_outputs()``."""
 
 
-#: resolved plugin path -> names of the OpInfos it registered (a file loads once)
+#: resolved plugin path -> names of the OpInfos it registered (a file loads once
+#: per process)
 _PLUGIN_OPS: dict = {}
 
 
 class OpinfoRegistry(RegistryDefaults):
     """adcheck's own registry, the ``opinfo`` package (with its entry points and
-    plugin files). Stateless: every process reads its own ``opinfo``."""
+    plugin files). Every process reads its own ``opinfo``; a registry shows the
+    ops of the plugin files it loaded, not those another run in the same process
+    loaded (``plugins``: the files it loaded, resolved)."""
 
     name = "opinfo"
+
+    def __init__(self):
+        self.plugins: tuple = ()
 
     @staticmethod
     def _module():
@@ -201,16 +207,28 @@ class OpinfoRegistry(RegistryDefaults):
                 raise PluginError(f"plugin {str(path)!r} called sys.exit({exc.code!r}) while "
                                   "loading; a plugin must only define or register OpInfos") \
                     from None
+        if key not in self.plugins:
+            self.plugins += (key,)
         return _PLUGIN_OPS[key]
 
+    def _foreign(self) -> set:
+        """The ops that plugin files this registry did not load registered in this
+        process (another run's, or another registry's)."""
+        return {name for key, names in _PLUGIN_OPS.items() if key not in self.plugins
+                for name in names}
+
     def ops(self) -> list:
-        return list(self._module().op_db)
+        foreign = self._foreign()
+        return [info for info in self._module().op_db if info.name not in foreign]
 
     def get(self, name: str):
+        if name in self._foreign():
+            raise KeyError(f"no OpInfo named {name!r} (it comes from a plugin file this run "
+                           "does not load)")
         return self._module().get(name)
 
     def families(self) -> list:
-        return self._module().families()
+        return list(dict.fromkeys(info.family for info in self.ops()))
 
     def dtype(self, name: str):
         from adcheck import refengine
@@ -252,7 +270,7 @@ def named(name: str, **options):
     its constructor. ``RunnerError`` when it cannot be used here (PyTorch's op_db
     without torch or expecttest: the message names what to install)."""
     if name == "opinfo":
-        return OPINFO
+        return OpinfoRegistry()     # its own: plugin files another run loaded stay out
     if name == "torch":
         from adcheck.runner.torchregistry import TorchRegistry
         TorchRegistry.require()

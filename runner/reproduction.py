@@ -42,9 +42,9 @@ class Rebuilt(NamedTuple):
 
 
 def _registry(registry):
-    from adcheck.runner.registry import OPINFO, named
+    from adcheck.runner.registry import named
     if registry is None or registry == "opinfo":
-        return OPINFO
+        return named("opinfo")
     if isinstance(registry, str):
         return named(registry)
     return registry

@@ -1,0 +1,62 @@
+"""Plugin files load once per process, but a run sees only the plugin ops it
+asked for (issue 29, item 9): a library user who runs twice with different
+plugin files does not get the union in the second run."""
+import sys
+
+import pytest
+
+from adcheck.opinfo import registry as opinfo_registry
+from adcheck.runner import registry as runner_registry
+from adcheck.runner.registry import OpinfoRegistry, named
+
+PLUGIN = '''
+import adcheck.refengine as E
+from adcheck.opinfo import OpInfo, register
+from adcheck.opinfo.samples import unary
+
+register(OpInfo("{name}", E.sin, family="per_run", sample_func=unary(),
+                dtypes=(E.float64,)))
+'''
+
+
+def _plugin(tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(PLUGIN.format(name=name))
+    return str(path)
+
+
+def _per_run(registry) -> set:
+    return {info.name for info in registry.ops() if info.family == "per_run"}
+
+
+@pytest.fixture
+def restored_registry():
+    """The registry, the loaded plugin files and their modules as they were before."""
+    ops, by_name = list(opinfo_registry.op_db), dict(opinfo_registry._by_name)
+    loaded, modules = dict(runner_registry._PLUGIN_OPS), set(sys.modules)
+    yield
+    for name in set(sys.modules) - modules:
+        if name.startswith("adcheck_plugin_"):
+            del sys.modules[name]
+    opinfo_registry.op_db[:] = ops
+    opinfo_registry._by_name.clear()
+    opinfo_registry._by_name.update(by_name)
+    runner_registry._PLUGIN_OPS.clear()
+    runner_registry._PLUGIN_OPS.update(loaded)
+
+
+def test_two_runs_with_different_plugins_each_see_their_own(tmp_path, restored_registry):
+    first, second = _plugin(tmp_path, "per_run_a"), _plugin(tmp_path, "per_run_b")
+    run_a = named("opinfo")
+    assert run_a.load_plugins([first]) == ["per_run_a"]
+    run_b = named("opinfo")
+    assert run_b.load_plugins([second]) == ["per_run_b"]
+    assert _per_run(run_a) == {"per_run_a"}
+    assert _per_run(run_b) == {"per_run_b"}
+    assert _per_run(OpinfoRegistry()) == set()      # a run with no plugin file
+    assert run_b.get("per_run_b").name == "per_run_b"
+    with pytest.raises(KeyError, match="plugin file this run does not load"):
+        run_b.get("per_run_a")
+    again = named("opinfo")                          # the file is not imported twice,
+    assert again.load_plugins([first]) == ["per_run_a"]   # yet the run sees its ops
+    assert _per_run(again) == {"per_run_a"}
