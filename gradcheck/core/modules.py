@@ -179,13 +179,21 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
     return flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
 
 
+def _double(inputs) -> bool:
+    """Whether every tensor among ``inputs`` is float64 or complex128 (and there is one)."""
+    names = [str(v.dtype).rsplit(".", 1)[-1] for v in as_tuple(inputs) if hasattr(v, "dtype")]
+    return bool(names) and all(n in ("float64", "complex128") for n in names)
+
+
 def prepare(func, inputs, options) -> tuple:
     """``(func, inputs, names, name)`` as the check runs it: a module or nested
     inputs flattened (see the module docstring), else as given; ``names`` is
     ``options.input_names`` when given, else the flattening's, else ``None``."""
     flat = None
     if module_kind(func) is not None:
-        flat = module_function(func, inputs, buffers=options.buffers)
+        # double-precision inputs make a module built in float32 checked in double
+        # precision too (on copies of its parameters), as ``adcheck check`` does
+        flat = module_function(func, inputs, buffers=options.buffers, double=_double(inputs))
     elif options.buffers:
         raise ValueError(f"check: buffers=True applies to an nn.Module, and "
                          f"{type(func).__name__} is not one; leave buffers out")
