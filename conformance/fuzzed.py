@@ -235,3 +235,20 @@ def xlogy_derivatives(E):
         a = fw.make_dual(E.tensor([-2.0, 0.5], dtype=E.float64), E.tensor([0.0, 1.0], dtype=E.float64))
         b = fw.make_dual(E.tensor([0.0, 2.0], dtype=E.float64), E.tensor([1.0, 0.0], dtype=E.float64))
         assert fw.unpack_dual(E.xlogy(a, b)).tangent.tolist() == [-math.inf, math.log(2.0)]
+
+
+@case("the derivative of a real base's complex power in the exponent takes the log of the "
+      "base as a complex number (log(-2) = log 2 + i pi), not NaN", source=TORCH_BEHAVIOUR)
+def real_base_complex_exponent(E):
+    x = E.tensor([-0.5, 2.0], dtype=E.float64)
+    c = E.tensor([0.5 + 1j, 2 - 1j], dtype=E.complex128, requires_grad=True)
+    (g,) = E.autograd.grad(E.pow(x, c), c, E.ones(2, dtype=E.complex128))
+    expected = [(complex(xi) ** ci * (math.log(abs(xi)) + (1j * math.pi if xi < 0 else 0)))
+                .conjugate() for xi, ci in ((-0.5, 0.5 + 1j), (2.0, 2 - 1j))]
+    assert all(abs(a - b) < 1e-12 for a, b in zip(g.tolist(), expected))
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        e = fw.make_dual(E.tensor([0.5 + 1j], dtype=E.complex128),
+                         E.tensor([1.0 + 0j], dtype=E.complex128))
+        t = fw.unpack_dual(E.pow(E.tensor([-0.5], dtype=E.float64), e)).tangent.tolist()[0]
+    assert abs(t - expected[0].conjugate()) < 1e-12

@@ -104,11 +104,14 @@ def _pow_self(grad, self, exponent):
     return grad * d.conj()
 
 
-def _log_base(self):
+def _log_base(self, result):
     """log x for d/dp x**p. A Python number's log is taken in float64 (then cast
     to the result's dtype), as PyTorch takes the log of a Scalar base: for
-    ``2 ** x`` in float32 that is float32(log 2), not log of float32 2."""
+    ``2 ** x`` in float32 that is float32(log 2), not log of float32 2. A real
+    tensor base of a complex power is promoted first (log of -2 is log 2 + i pi)."""
     if not is_number(self):
+        if result.is_complex() and not self.is_complex():
+            self = self.to(result.dtype)
         return self.masked_fill(self == 0, 1).log()
     v = self.item()
     if isinstance(v, complex):
@@ -118,7 +121,7 @@ def _log_base(self):
 
 def _pow_exponent(grad, self, exponent, result):
     # d/dp x**p = x**p log x; at x = 0 with p >= 0 it is taken as 0 (by continuity).
-    d = (result * _log_base(self)).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    d = (result * _log_base(self, result)).masked_fill((self == 0) & (exponent.real >= 0), 0)
     return grad * d.conj()
 
 
@@ -133,7 +136,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
         from ..creation import zeros_like
         return zeros_like(result)
     out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
-    dexp = (result * _log_base(self)).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    dexp = (result * _log_base(self, result)).masked_fill((self == 0) & (exponent.real >= 0), 0)
     # a zero tangent of the exponent contributes exactly zero (x**2 at x < 0
     # must not pick up 0 * log(x) = nan)
     return out + (exponent_t * dexp).masked_fill(exponent_t == 0, 0)
