@@ -28,7 +28,7 @@ from itertools import islice
 from typing import Iterable
 
 from adcheck.runner.errors import PluginError, RunnerError
-from adcheck.runner.registry import RegistryDefaults
+from adcheck.runner.protocol import RegistryDefaults
 
 #: op_db holds up to a hundred samples per op and dtype: a sweep takes the first few
 DEFAULT_SAMPLES = 2
