@@ -416,6 +416,18 @@ def _modes(parser: argparse.ArgumentParser, args) -> list[str]:
     return modes
 
 
+def _process_timings(args, bench_s) -> tuple:
+    """``(import torch, adcheck --help, the sweep)`` timings, each ``None`` when not asked."""
+    import_t = help_t = sweep = None
+    if not args.no_subprocess:
+        import_t = time_import_torch()
+        help_t = time_help()
+    if args.sweep:
+        sweep = time_sweep(args.sweep_args.split(), args.sweep_timeout)
+    _print_process_timings(import_t, help_t, sweep, bench_s)
+    return import_t, help_t, sweep
+
+
 def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
@@ -451,13 +463,7 @@ def main(argv=None):
     print_table(ops, modes, results)
     tot = totals(ops, modes, results)
     print_totals(tot, len(ops))
-    import_t = help_t = sweep = None
-    if not args.no_subprocess:
-        import_t = time_import_torch()
-        help_t = time_help()
-    if args.sweep:
-        sweep = time_sweep(args.sweep_args.split(), args.sweep_timeout)
-    _print_process_timings(import_t, help_t, sweep, bench_s)
+    import_t, help_t, sweep = _process_timings(args, bench_s)
 
     warn_if_busy(env["load_after"], "after the check loop")
     batch_info = batching_info(ops, modes) if batching == "default" else None
