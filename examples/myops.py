@@ -30,7 +30,7 @@ class MyTanh(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return grad * (1 - y * y)
+        return grad * (1 - y * y).conj()    # conj: complex inputs (conjugate Wirtinger)
 
     @staticmethod
     def jvp(ctx, x_t):
