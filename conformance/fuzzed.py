@@ -252,3 +252,14 @@ def real_base_complex_exponent(E):
                          E.tensor([1.0 + 0j], dtype=E.complex128))
         t = fw.unpack_dual(E.pow(E.tensor([-0.5], dtype=E.float64), e)).tangent.tolist()[0]
     assert abs(t - expected[0].conjugate()) < 1e-12
+
+
+@case("a one-element view copied onto itself in forward mode is the same memory, not a "
+      "partial overlap: its tangent is kept", source=TORCH_BEHAVIOUR)
+def one_element_self_copy_in_forward_mode(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(E.tensor(-0.5, dtype=E.float64), E.tensor(2.0, dtype=E.float64))
+        v = x.view(-1)
+        v.copy_(v)
+        assert fw.unpack_dual(v).tangent.tolist() == [2.0]

@@ -116,6 +116,13 @@ def _dense_bytes(a: np.ndarray):
     return (lo, hi) if hi - lo == a.size * a.itemsize else None
 
 
+def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
+    # strides of dimensions of size 1 address nothing: a one-element tangent
+    # made by broadcasting (stride 0) is the same memory as its view
+    return a.shape == b.shape and all(
+        x == y for x, y, n in zip(a.strides, b.strides, a.shape) if n > 1)
+
+
 def _check_partial_overlap(op: OpDef, env: dict, self: Tensor) -> None:
     # PyTorch refuses an input that shares some, but not all, of the memory
     # written (the result would depend on the order elements are written)
@@ -126,8 +133,8 @@ def _check_partial_overlap(op: OpDef, env: dict, self: Tensor) -> None:
             continue
         written = written or _dense_bytes(self._data)
         read = _dense_bytes(value._data)
-        if written is None or read is None or (
-                read == written and value._data.strides == self._data.strides):
+        if written is None or read is None or (read == written and _same_layout(value._data,
+                                                                                self._data)):
             continue
         if read[0] < written[1] and written[0] < read[1]:
             raise RuntimeError("unsupported operation: some elements of the input tensor and "
