@@ -128,11 +128,15 @@ def allow_empty_option(func):
              "still listed, with the reasons.")(func)
 
 
+#: gradcheck's default explore budget (``gradcheck.core.options.DEFAULT_EXPLORE_BUDGET``),
+#: written here so that --help imports nothing of gradcheck; a test keeps the two equal
+DEFAULT_EXPLORE_BUDGET = 20.0
+
+
 def explore_options(func):
     """--explore/--no-explore and --explore-budget (``check``, ``ops``): search
     inputs beyond the given ones (``gradcheck.explore``); the budget is the
     explore mode's per check, a bad one one line and exit 2."""
-    from adcheck.gradcheck.core.options import DEFAULT_EXPLORE_BUDGET
 
     def seconds(ctx, param, value):
         if value is None:

@@ -123,8 +123,11 @@ class OpInfo:
     special_func: Callable | None = None
     supports_autograd: bool = True
     supports_forward_ad: bool = True
-    supports_gradgrad: bool = True
-    supports_fwgrad_bwgrad: bool = True
+    #: a second-order mode is claimed for every dtype (True), none (False), or the
+    #: dtypes of a tuple (an op whose first derivative is a constant zero with no
+    #: graph in the others, as in torch: there is no second derivative to check)
+    supports_gradgrad: bool | tuple = True
+    supports_fwgrad_bwgrad: bool | tuple = True
     supports_complex_autograd: bool | None = None
     tolerances: dict = field(default_factory=dict)
     known_failures: tuple = ()
@@ -219,7 +222,10 @@ class OpInfo:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(CAPABILITIES)}")
         own = {"reverse": True, "forward": self.supports_forward_ad,
                "gradgrad": self.supports_gradgrad, "fwgrad_bwgrad": self.supports_fwgrad_bwgrad}
-        return self.supports_autograd and own[mode]
+        claim = own[mode]
+        if isinstance(claim, tuple):    # a mode claimed for these dtypes only
+            claim = dtype is None or dtype in claim
+        return self.supports_autograd and bool(claim)
 
     def __repr__(self) -> str:
         return f"OpInfo({self.name!r}, family={self.family!r}, torch_name={self.torch_name!r})"

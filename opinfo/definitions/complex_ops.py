@@ -43,7 +43,9 @@ register(OpInfo("angle", E.angle, family=FAMILY, torch_name="angle", ref=np.angl
                 mpmath_ref=_mp(lambda z: mpmath.arg(z) if z.imag != 0 or z.real < 0 else z * 0),
                 dtypes=FLOATING_AND_COMPLEX,
                 sample_func=unary(D.Domain(0.2, 2.0, imag=(-2.0, 2.0), name="right half-plane")),
-                description="samples stay off the branch cut of arg on the negative reals"))
+                description="samples stay off the branch cut of arg on the negative reals",
+                # on real numbers the derivative is a constant zero with no graph (as torch's)
+                supports_gradgrad=COMPLEX, supports_fwgrad_bwgrad=COMPLEX))
 register(OpInfo("view_as_real", E.view_as_real, family=FAMILY, torch_name="view_as_real",
                 ref=lambda z: np.stack([z.real, z.imag], axis=-1), dtypes=COMPLEX,
                 sample_func=unary(shapes=((4,), (2, 3), (0,), ()))))

@@ -13,6 +13,8 @@ from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
 from ..registry import register
 from ..samples import make, unary
 
+COMPLEX = (E.complex64, E.complex128)
+
 FAMILY = "elementwise"
 
 
@@ -100,8 +102,12 @@ register(OpInfo(
 register(OpInfo(
     "sgn", E.sgn, family=FAMILY, torch_name="sgn", ref=_np_sgn, mpmath_ref=mp_elementwise(_mp_sgn),
     dtypes=FLOATING_AND_COMPLEX, sample_func=unary(D.NONZERO),
-    special_func=_special(_KINK, "sgn has gradient 0 at 0")))
+    special_func=_special(_KINK, "sgn has gradient 0 at 0"),
+    # on real numbers sgn's derivative is a constant zero with no graph (as torch's):
+    # a second derivative to check only on complex ones
+    supports_gradgrad=COMPLEX, supports_fwgrad_bwgrad=COMPLEX))
 register(OpInfo(
     "sign", E.sign, family=FAMILY, torch_name="sign", ref=np.sign,
     mpmath_ref=mp_elementwise(mpmath.sign), dtypes=FLOATING, sample_func=unary(D.NONZERO),
-    special_func=_special(_KINK, "sign has gradient 0 everywhere, 0 included")))
+    special_func=_special(_KINK, "sign has gradient 0 everywhere, 0 included"),
+    supports_gradgrad=False, supports_fwgrad_bwgrad=False))     # a zero with no graph

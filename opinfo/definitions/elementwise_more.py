@@ -41,13 +41,16 @@ for _name, _domain, _ref, _mp, _dtypes in _TABLE:
                     mpmath_ref=mp_elementwise(_mp), dtypes=_dtypes, sample_func=unary(_domain)))
 
 _ZERO = "piecewise constant: the derivative is 0 everywhere, at the jumps included"
+# the derivative is a constant zero with no graph (as torch's): no second derivative
+# to check, so no second-order mode is claimed
+_NO_SECOND = {"supports_gradgrad": False, "supports_fwgrad_bwgrad": False}
 for _name, _ref, _mp, _domain in (("floor", np.floor, mpmath.floor, OFF_INTEGERS),
                                   ("ceil", np.ceil, mpmath.ceil, OFF_INTEGERS),
                                   ("trunc", np.trunc, lambda x: mpmath.mpf(int(x)), OFF_INTEGERS),
                                   ("round", np.round, mpmath.nint, OFF_HALVES)):
     register(OpInfo(_name, getattr(E, _name), family=FAMILY, torch_name=_name, ref=_ref,
                     mpmath_ref=mp_elementwise(_mp), dtypes=FLOATING, sample_func=unary(_domain),
-                    special_func=_jumps((-1.0, 0.0, 0.5, 2.5), _ZERO)))
+                    special_func=_jumps((-1.0, 0.0, 0.5, 2.5), _ZERO), **_NO_SECOND))
 def _round_decimals_samples(opinfo, dtype):
     for shape in ((), (4,), (2, 3)):   # values 0.02 above a multiple of 0.1: 0.03 from a jump
         yield SampleInput(make(shape, transform=lambda a: np.round(a, 1) + 0.02),
@@ -56,7 +59,8 @@ def _round_decimals_samples(opinfo, dtype):
 
 register(OpInfo("round_decimals", E.round, family=FAMILY, torch_name="round",
                 ref=lambda x, decimals=0: np.round(x, decimals), dtypes=FLOATING,
-                sample_func=_round_decimals_samples, description="round(x, decimals=1)"))
+                sample_func=_round_decimals_samples, description="round(x, decimals=1)",
+                **_NO_SECOND))
 register(OpInfo("frac", E.frac, family=FAMILY, torch_name="frac", ref=lambda x: x - np.trunc(x),
                 mpmath_ref=mp_elementwise(lambda x: x - mpmath.mpf(int(x))), dtypes=FLOATING,
                 sample_func=unary(OFF_INTEGERS),

@@ -45,9 +45,14 @@ def test_torch_sweeps_bfloat16_and_float16_from_the_float32_samples(run_json):
 def test_an_op_torch_lacks_in_bfloat16_is_skipped_with_the_reason(run_json):
     result, doc = run_json("ops", "polar", "--engine", "torch", "--dtype", "bfloat16",
                            "--check", "reverse")
-    assert result.exit_code == 0, result.output
     assert doc["results"] and all(r["status"] == "skipped" for r in doc["results"])
     assert "not in bfloat16 on CPU" in doc["results"][0]["message"]
+    # nothing about polar was judged: not a pass (exit 3), unless that is accepted
+    assert result.exit_code == 3, result.output
+    assert "polar" in doc["unjudged"]
+    accepted, _ = run_json("ops", "polar", "--engine", "torch", "--dtype", "bfloat16",
+                           "--check", "reverse", "--allow-empty")
+    assert accepted.exit_code == 0, accepted.output
 
 
 def test_a_torch_only_dtype_on_refengine_is_a_usage_error(run):

@@ -34,3 +34,9 @@ def test_help_of_every_command_imports_nothing_heavy():
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     result = _python(code)
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def test_the_help_states_gradchecks_own_explore_budget():
+    from adcheck.cli.options import DEFAULT_EXPLORE_BUDGET as stated
+    from adcheck.gradcheck.core.options import DEFAULT_EXPLORE_BUDGET as used
+    assert stated == used

@@ -222,7 +222,7 @@ BAD_MARKERS = {
                        "engine='torch'"),
     "test_bad_check": ('"sin", checks="backward"', "unknown check 'backward'; choose from *"),
     "test_bad_keyword": ('"sin", dtype="float64"',
-                         "takes the keywords family, dtypes, checks, engine, registry, not dtype"),
+                         "takes the keywords family, dtypes, checks, engine, registry, explore, not dtype"),
 }
 
 
