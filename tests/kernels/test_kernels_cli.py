@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from adcheck.cli.main import cli
 
-OPS = str(Path(__file__).parent / "fixtures" / "kernel_ops.py")
+OPS = str(Path(__file__).resolve().parents[2] / "examples" / "kernel_ops.py")
 INPUTS = "randn(4, 16) float16; rand(16) + 0.5 float16"
 
 
