@@ -132,7 +132,7 @@ def test_equal_prefetched_vectors_are_each_served(E):
 
 
 def test_a_batch_that_raises_falls_back_to_the_loop_which_reports_per_vector():
-    refengine = pytest.importorskip("refengine")
+    from adcheck import refengine
     ev = evaluator(refengine, zoo.reads_its_tangent(refengine))
     stacked = ev.jvps(0, np.eye(3), "the columns", "column {k}")
     np.testing.assert_allclose(stacked[0], 2 * np.eye(3))
@@ -144,7 +144,7 @@ def test_a_batch_that_raises_falls_back_to_the_loop_which_reports_per_vector():
 
 
 def test_the_engines_own_batch_has_no_fallback():
-    refengine = pytest.importorskip("refengine")
+    from adcheck import refengine
     ev = evaluator(refengine, zoo.reads_its_tangent(refengine))
     with pytest.raises(Exception, match="vmap"):
         ev.engine_batch("jvp", 0, np.eye(3))
@@ -165,7 +165,7 @@ def test_a_batch_of_the_wrong_shape_falls_back_to_the_loop():
 
 def test_a_jvp_of_the_wrong_shape_is_still_reported(batching):
     # (refengine itself refuses the misshapen tangent; batched or not, it is an error)
-    refengine = pytest.importorskip("refengine")
+    from adcheck import refengine
     f = zoo.function(refengine, "Flat", lambda E, x: E.sin(x), lambda E, x, g: g * E.cos(x),
                      lambda E, x, t: (t * E.cos(x)).reshape(1, -1)).apply
     with pytest.raises(GradcheckError, match="Flat: forward-mode AD raised .* column 0"):
