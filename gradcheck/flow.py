@@ -35,6 +35,7 @@ from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
+from adcheck.gradcheck.core.coords import largest_finite
 
 
 def sides(options: Options) -> list:
@@ -61,8 +62,7 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
     if scale is None:
         norms = {key: _finite_norm(numerical[key]) for key in numerical.blocks}
     else:
-        norms = {(o, i): float(np.max(s, initial=0.0, where=np.isfinite(s))
-                               * np.sqrt(layout.out_size(o) * layout.in_size(i)))
+        norms = {(o, i): largest_finite(s) * float(np.sqrt(layout.out_size(o) * layout.in_size(i)))
                  for (o, i), s in scale.items()}
     largest = max(norms.values(), default=0.0)
     return dict.fromkeys(norms, largest)

@@ -14,6 +14,15 @@ import math
 import numpy as np
 
 
+def largest_finite(values, axis=None):
+    """The largest finite ``|value|`` (0.0 where there is none): the scale of a
+    block, whose NaN and inf entries are no scale. A float, or with ``axis`` an
+    array along it."""
+    magnitudes = np.abs(values)
+    top = np.max(magnitudes, axis=axis, initial=0.0, where=np.isfinite(magnitudes))
+    return float(top) if axis is None else top
+
+
 def is_complex(array: np.ndarray) -> bool:
     return np.iscomplexobj(array)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.problem import as_tuple
+from adcheck.gradcheck.core.coords import largest_finite
 
 #: how far (in ulps of the output's scale) a first derivative's vmappable twin may be
 #: from it at the given inputs: the same formulas, fused or ordered differently
@@ -55,7 +56,7 @@ def twin_agrees(p, twin) -> bool:
         got = values.get(o)
         if got is None or got.shape != expected.shape:
             return False
-        scale = float(np.max(np.abs(expected), initial=0.0, where=np.isfinite(expected)))
+        scale = largest_finite(expected)
         allowed = TWIN_ULPS * p.epsilon(out_idx=o) * scale
         with np.errstate(invalid="ignore"):
             if not np.all((np.abs(got - expected) <= allowed)

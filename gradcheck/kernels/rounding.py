@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.kernels import device
@@ -160,7 +161,7 @@ def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured) -
 def forward_allowance(expected: np.ndarray, epsilon: float, measured: np.ndarray | None):
     """The allowance of each value of one output (flat) of dtype ``epsilon``."""
     y = np.abs(expected)
-    top = float(np.max(y, initial=0.0, where=np.isfinite(y)))
+    top = largest_finite(y)
     u = epsilon / 2
     terms = (u + KERNEL_ULPS * U32) * y + KERNEL_ULPS * U32 * top + SMALLEST.get(epsilon, 0) / 2
     if measured is not None:
@@ -172,7 +173,7 @@ def resolution(tolerance: np.ndarray, expected: np.ndarray) -> float | None:
     """The largest ``tolerance`` relative to the largest finite ``|expected|``:
     an error of any entry above that fraction of it is found."""
     e = np.abs(expected)
-    top = float(np.max(e, initial=0.0, where=np.isfinite(e)))
+    top = largest_finite(e)
     finite = np.isfinite(e)
     if top == 0 or not finite.any():
         return None

@@ -109,6 +109,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.coords import largest_finite
 
 #: the allowance's factor over the measured worst case (see the module docstring)
 MARGIN = 3.0
@@ -161,8 +162,8 @@ def _term_counts(numerical: Jacobian, key) -> np.ndarray:
 
 def _largest(numerical: Jacobian, out_idx: int) -> float:
     """``M``: the largest finite ``|N|`` of output ``out_idx``'s blocks."""
-    values = [np.abs(b[np.isfinite(b)]) for (o, _), b in numerical.blocks.items() if o == out_idx]
-    return float(max((v.max(initial=0.0) for v in values), default=0.0))
+    return max((largest_finite(b) for (o, _), b in numerical.blocks.items() if o == out_idx),
+               default=0.0)
 
 
 def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
@@ -209,7 +210,7 @@ def forward_rounding(problem, wide) -> tuple:
         with np.errstate(invalid="ignore"):
             diff = np.abs(low - high)
         diff = np.where(np.isfinite(diff), diff, 0.0)
-        top = float(np.max(np.abs(high[np.isfinite(high)]), initial=0.0))
+        top = largest_finite(high)
         relative[o] = float(diff.max(initial=0.0)) / top if top > 0 else 0.0
         each[o] = np.maximum(diff, u / 2 * np.nan_to_num(np.abs(high)))
     return relative, each

@@ -84,5 +84,4 @@ def _measured(ev, in_idx: int) -> dict:
     return floors
 
 def _largest(array: np.ndarray) -> float:
-    magnitudes = np.abs(array)
-    return float(magnitudes.max(initial=0.0, where=np.isfinite(magnitudes)))
+    return coords.largest_finite(array)

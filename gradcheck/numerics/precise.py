@@ -21,6 +21,7 @@ import numpy as np
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.numerics.precision import resolution
+from adcheck.gradcheck.core.coords import largest_finite
 
 SAFETY = 8.0
 AD_ULPS = 4096
@@ -53,7 +54,7 @@ def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float
     error = np.zeros_like(values) if error is None else error
     if rounding is None:
         if scale is None:
-            scale = np.max(values, initial=0.0, where=np.isfinite(values))  # NaN is no scale
+            scale = largest_finite(values)
         rounding = np.sqrt(epsilon) / 2 * values + AD_ULPS * epsilon * scale
     return SAFETY * error + rounding + 1e-300
 

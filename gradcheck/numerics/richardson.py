@@ -44,6 +44,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.core.coords import largest_finite
 
 LEVELS = 14         # number of step sizes at most
 AGREE_LEVELS = 2    # steps of the first phase: enough where their quotients agree to rounding
@@ -122,8 +123,7 @@ def _converged(problem: Problem, result: dict) -> np.ndarray:
     are skipped)."""
     eps = max(problem.epsilon(out_idx=o) for o in problem.float_out)
     target = CONVERGED * np.sqrt(eps) / 2
-    scale = np.max([np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))
-                    for best, _ in result.values()], axis=0)
+    scale = np.max([largest_finite(best, axis=1) for best, _ in result.values()], axis=0)
     return np.all([np.all(err <= target * (np.abs(best) + scale[:, None]), axis=1)
                    for best, err in result.values()], axis=0)
 

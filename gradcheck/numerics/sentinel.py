@@ -38,6 +38,7 @@ import numpy as np
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics.quotients import differences_of
+from adcheck.gradcheck.core.coords import largest_finite
 
 GROUP = 16          # columns whose sentinels are taken in one evaluation pair
 SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
@@ -59,7 +60,7 @@ def disagree(eps: float, current: dict, sentinel: tuple, active) -> np.ndarray:
         d = sentinel[0][o][active]
         noise = np.max(sentinel[1][o][active], axis=-1, keepdims=True,  # the output's largest
                        initial=0.0)
-        scale = np.max(np.abs(best), axis=1, initial=0.0, where=np.isfinite(best))[:, None]
+        scale = largest_finite(best, axis=1)[:, None]
         with np.errstate(invalid="ignore"):
             gap = np.abs(d - best)
             allowed = SAFETY_GAP * (err + noise) + np.sqrt(eps) / 2 * (np.abs(best) + scale)

@@ -20,6 +20,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.faults import repeat_rounding
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.sides import SIDES, Side
+from adcheck.gradcheck.core.coords import largest_finite
 
 #: the real factor grad_outputs and tangents are scaled by in the scaling check
 SCALE = -2.5
@@ -294,7 +295,7 @@ def _epsilon_of(problem) -> float:
 
 
 def _largest(values: np.ndarray) -> float:
-    return float(np.max(values, initial=0.0, where=np.isfinite(values)))
+    return largest_finite(values)
 
 
 def _values(ev: Evaluator, moved: bool = False) -> tuple:
@@ -334,7 +335,7 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
     the product's measured rounding noise (``product_noise``)."""
     expected = SCALE * base
     scale = np.abs(expected) + np.abs(scaled)
-    largest = np.max(scale[np.isfinite(scale)], initial=0.0)  # NaN entries are not a scale
+    largest = largest_finite(scale)
     tol = ADJOINT_ULPS * epsilon * (scale + largest + floor) + noise + 1e-300
     tol = tol + (1 + abs(SCALE)) * nondet_tol
     # the same NaN or inf at both scales is linear enough here: the nonfinite check names it

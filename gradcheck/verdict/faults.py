@@ -27,6 +27,7 @@ from adcheck.gradcheck.verdict.compare import Result, compare
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.core.coords import largest_finite
 
 #: what each Jacobian's non-finite entries say about the function, by mode
 _SIDE = {"numerical": "finite differences", "reference": "the mpmath reference",
@@ -83,7 +84,7 @@ def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
     results = []
     for o in p.float_out:
         values = np.abs(first[o].reshape(-1))
-        scale = float(np.max(values, initial=0.0, where=np.isfinite(values)))
+        scale = largest_finite(values)
         result = compare("deterministic", "function", "function", o, None,
                          first[o].reshape(-1), second[o].reshape(-1),
                          nondet_tol + rounding * scale, same_nonfinite=True)
