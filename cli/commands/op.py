@@ -8,6 +8,7 @@ import click
 from adcheck.cli.errors import InputError
 from adcheck.cli.options import (
     EXIT_STATUSES,
+    FormatChoice,
     allow_empty_option,
     check_options,
     html_option,
@@ -44,7 +45,7 @@ def _dtypes(registry, info, chosen, engine: str) -> list:
 @check_options("reverse,forward,gradgrad,fwgrad_bwgrad,reference")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False),
               metavar="FILE", help="Also load the OpInfos defined in this Python file.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("--format", "fmt", type=FormatChoice(["table", "json"]), default="table",
               show_default=True, help="The detailed view, or JSON with the full gradcheck "
                                       "reports, Jacobians included (schema adcheck-op v1).")
 @click.option("-v", "--verbose", is_flag=True, help="Every failing pair, and the skips.")

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 #: the examples of docs/check.md: right and wrong Functions of a new user's first hour
 FIRST_HOUR = str(Path(__file__).resolve().parents[2] / "examples" / "first_hour.py")
@@ -21,8 +22,10 @@ def test_the_html_header_of_check_names_the_object_and_its_own_dtypes(run, tmp_p
     assert "dtypes float64" in meta
 
 
-def test_format_html_points_to_the_html_option(run):
-    result = run("check", f"{FIRST_HOUR}:NoJvpSin", "--format", "html")
+@pytest.mark.parametrize("command", [("check", f"{FIRST_HOUR}:NoJvpSin"), ("ops", "sin"),
+                                     ("op", "sin")])
+def test_format_html_points_to_the_html_option(run, command):
+    result = run(*command, "--format", "html")
     assert result.exit_code == 2 and "--html PATH" in result.stderr
 
 
