@@ -141,8 +141,7 @@ def _run(func, inputs, options: Options) -> Report:
     problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)
-    ev = Evaluator(problem, options.memory_budget)
-    ev.origin = (original, options.order)   # what a kept expected Jacobian belongs to
+    ev = Evaluator(problem, options.memory_budget, origin=(original, options.order))
     try:
         _checks(ev, report, rng, options)
     except GradcheckError as exc:

@@ -45,8 +45,16 @@ from adcheck.gradcheck.core.twin import mapped_twin
 class Evaluator:
     """The evaluations of one ``Problem`` (see the module docstring)."""
 
-    def __init__(self, problem: Problem, budget: int = budgets.DEFAULT_BUDGET):
+    def __init__(self, problem: Problem, budget: int = budgets.DEFAULT_BUDGET,
+                 origin: tuple | None = None):
         self.problem = problem
+        #: what a kept expected Jacobian belongs to (``gradcheck.core.reuse``): the
+        #: function as the user gave it and the order, or ``None`` (keep nothing)
+        self.origin = origin
+        #: measurements of the function at the given inputs, by name, made once per
+        #: check by the rooms above (the noise floor of each input:
+        #: ``gradcheck.numerics.noisefloor``)
+        self.memo: dict = {}
         #: bytes the arrays of the check may hold: ``Options.memory_budget`` less
         #: what evaluations in flight hold beside them (``budget.for_arrays``)
         self.budget = budgets.for_arrays(budget, self.evaluation_bytes)

@@ -58,7 +58,7 @@ def expected_jacobian(ev, options, plan, produce):
     """``produce(ev)``, or (inside ``shared()``) the Jacobian it gave a previous check of the same
     function (``ev.origin``: the function as the user gave it, and the order)
     at the same inputs with the same options."""
-    origin = getattr(ev, "origin", None)
+    origin = ev.origin
     if origin is None or plan.kind != "dense" or not _depth:
         return produce(ev)
     key = _options_key(options, plan)

@@ -32,9 +32,9 @@ CAP_ULPS = 2.0 ** 10
 
 def noise_floor(ev, in_idx: int) -> dict:
     """By output, the measured rounding noise of each real output coordinate
-    when input ``in_idx`` moves (zeros where it cannot be measured), cached
-    on ``ev``."""
-    cache = ev.__dict__.setdefault("_noise_floors", {})
+    when input ``in_idx`` moves (zeros where it cannot be measured), measured
+    once per check (``ev.memo``)."""
+    cache = ev.memo.setdefault("noise_floors", {})
     if in_idx not in cache:
         cache[in_idx] = _measured(ev, in_idx)
     return cache[in_idx]
