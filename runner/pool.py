@@ -67,11 +67,13 @@ def deadline(seconds: float | None):
 
     def expire(signum, frame):
         raise TaskTimeout(seconds)
+    from adcheck.gradcheck.engines.transforms import kept_level
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        with kept_level():      # the worker goes on: an interrupted torch.func transform is popped
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -13,6 +13,8 @@ import contextlib
 import signal
 import threading
 
+from adcheck.gradcheck.engines.transforms import kept_level
+
 
 class Timeout(BaseException):
     """An explored point ran past its time."""
@@ -33,7 +35,8 @@ def deadline(seconds: float):
     previous = signal.signal(signal.SIGALRM, _interrupt)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        with kept_level():      # an interrupted torch.func transform is popped
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,43 @@
+"""An interrupted torch.func transform is popped (gradcheck.engines.transforms):
+a timeout that fires inside vmap must not leave later calls in the process
+inside that vmap."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch.func's transform stack is torch's")
+
+from adcheck.gradcheck.engines.transforms import kept_level  # noqa: E402
+from adcheck.gradcheck.explore.deadline import Timeout, deadline  # noqa: E402
+from adcheck.runner.pool import TaskTimeout, deadline as task_deadline  # noqa: E402
+
+
+def _interrupted_inside_vmap():
+    def body(x):
+        torch._C._functorch._vmap_increment_nesting(2, "error")  # a level pushed, then
+        raise Timeout()                                          # interrupted before its pop
+    body(torch.ones(2))
+
+
+def test_a_level_left_by_an_interruption_is_popped():
+    depth = torch._C._functorch.get_dynamic_layer_stack_depth()
+    with pytest.raises(Timeout):
+        with kept_level():
+            _interrupted_inside_vmap()
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == depth
+    torch.ones(2).requires_grad_()          # raises while a vmap level is left behind
+
+
+def test_explored_points_and_tasks_that_time_out_inside_vmap_leave_no_level():
+    depth = torch._C._functorch.get_dynamic_layer_stack_depth()
+    with pytest.raises(Timeout):
+        with deadline(30.0):
+            _interrupted_inside_vmap()
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == depth
+
+    def hangs_in_vmap(x):
+        while True:
+            pass
+    with pytest.raises(TaskTimeout):
+        with task_deadline(0.5):
+            torch.func.vmap(hangs_in_vmap)(torch.ones(3, 2))
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == depth
+    torch.ones(2).requires_grad_()
