@@ -22,7 +22,7 @@ from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
 from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 from adcheck.gradcheck.core.reuse import shared
 from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
-from adcheck.runner.results import JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
+from adcheck.runner.results import DECLARED, JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class OpSubject(Subject):
             return "no input of this sample requires grad"
         capability = CHECKS[check].capability
         if not self.info.supports(capability, self.dtype):
-            return f"the op does not declare support for {capability} mode on {self.dtype}"
+            return f"{DECLARED}{capability} mode on {self.dtype}"
         reason = self.registry.skip_reason(self.info, self.dtype, check)
         if reason is not None:
             return reason

@@ -54,29 +54,16 @@ class TaskTimeout(BaseException):
         self.seconds = seconds
 
 
-def _can_alarm() -> bool:
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-
-
 @contextmanager
 def deadline(seconds: float | None):
-    """Raise ``TaskTimeout`` in the block after ``seconds`` (no limit if None/0)."""
-    if not seconds or not _can_alarm():
+    """Raise ``TaskTimeout`` in the block after ``seconds`` (no limit if None/0;
+    see ``gradcheck.core.interrupt``)."""
+    if not seconds:
         yield
         return
-
-    def expire(signum, frame):
-        raise TaskTimeout(seconds)
-    from adcheck.gradcheck.engines.transforms import kept_level
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        with kept_level():      # the worker goes on: an interrupted torch.func transform is popped
-            yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    from adcheck.gradcheck.core.interrupt import interrupting
+    with interrupting(seconds, lambda: TaskTimeout(seconds)):
+        yield
 
 
 def hard_deadline(timeout: float) -> float:

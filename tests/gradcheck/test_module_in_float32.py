@@ -35,6 +35,6 @@ def test_a_float32_layer_is_checked_in_double_precision(engine):
     assert report.input_names == ["input", "weight", "bias"]
     assert str(layer.weight.dtype).endswith("float32")
     np.testing.assert_array_equal(layer.weight.detach().numpy(), weight.numpy())
-    # the Jacobian with respect to the weight is the input, exactly: checked in float64
+    # the weight's Jacobian was built in float64, on the double-precision copy
     jac = report.jacobians["reverse"].blocks[(0, 1)]
     assert jac.dtype == np.float64

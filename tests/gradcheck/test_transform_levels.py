@@ -1,11 +1,11 @@
-"""An interrupted torch.func transform is popped (gradcheck.engines.transforms):
+"""An interrupted torch.func transform is popped (gradcheck.core.interrupt):
 a timeout that fires inside vmap must not leave later calls in the process
 inside that vmap."""
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch.func's transform stack is torch's")
 
-from adcheck.gradcheck.engines.transforms import kept_level  # noqa: E402
+from adcheck.gradcheck.core.interrupt import kept_level  # noqa: E402
 from adcheck.gradcheck.explore.deadline import Timeout, deadline  # noqa: E402
 from adcheck.runner.pool import TaskTimeout, deadline as task_deadline  # noqa: E402
 
