@@ -26,8 +26,9 @@ request computes them itself. Inside ``riding()`` they ride instead in the
 batch of the first request on their index when there is room (one engine
 call fewer), and inside ``riding(again=True)`` a repeat of that request
 (the reentrancy check) carries the same riders again, so both runs are
-batched alike and round alike. Every evaluation is counted in
-``Problem.counts``.
+batched alike and round alike. The cache is a part of its own
+(``gradcheck.core.prefetch``), as is a first derivative's vmappable twin
+(``gradcheck.core.twin``). Every evaluation is counted in ``Problem.counts``.
 """
 from __future__ import annotations
 
@@ -38,9 +39,10 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
 from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.stacked import join, stack
-from adcheck.gradcheck.core.twin import mapped_twin
+from adcheck.gradcheck.core.twin import Twin
 
 class Evaluator:
     """The evaluations of one ``Problem`` (see the module docstring)."""
@@ -59,16 +61,11 @@ class Evaluator:
         #: what evaluations in flight hold beside them (``budget.for_arrays``)
         self.budget = budgets.for_arrays(budget, self.evaluation_bytes)
         self._unbatchable: set = set()
-        #: vectors asked for ahead, by kind and index; and their results, a list
-        #: (equal vectors may be asked for more than once) by (kind, index, vector)
-        self._pending: dict = {"vjp": {}, "jvp": {}}
-        self._kept: dict = {}
-        #: a first derivative's vmappable twin, once looked for: ``(twin or None,)``
-        self._twin = None
-        #: inside ``riding``: "first" or "again"; and per (kind, index) the
-        #: request size and the riders its first batch carried
-        self._riding = None
-        self._rode: dict = {}
+        #: products asked for ahead and kept for later checks (``prefetch``, ``riding``)
+        self.prefetched = Prefetch()
+        #: a first derivative's vmappable twin (``gradcheck.core.twin``), looked for
+        #: the first time a batch of points needs it
+        self.twin = Twin(problem)
 
     # ----- one vector -------------------------------------------------------
     def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
@@ -178,7 +175,7 @@ class Evaluator:
         """Compute the ``kind`` products of ``vectors`` on ``idx`` when the next
         batch of that kind there is asked for (in a batch of their own), and
         keep them for a later request."""
-        self._pending[kind].setdefault(idx, []).extend(self._cast(kind, idx, vectors))
+        self.prefetched.ask(kind, idx, self._cast(kind, idx, vectors))
 
     @contextmanager
     def riding(self, again: bool = False):
@@ -188,12 +185,8 @@ class Evaluator:
         not kept twice). A batch made once with riders and once without could
         round differently, which the reentrancy check would call
         nondeterminism: wrap both of its runs."""
-        before = self._riding
-        self._riding = "again" if again else "first"
-        try:
+        with self.prefetched.riding(again):
             yield
-        finally:
-            self._riding = before
 
     def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
         """The engine's own batched call (``batched_grad`` or vmap over a jvp) on
@@ -236,10 +229,10 @@ class Evaluator:
             parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
                      for a, b in budgets.chunks(len(vectors), size)]
             return join(parts, lambda r, n: self._zeros(kind, n)(r))
-        kept = self._kept_rows(kind, idx, vectors)
+        kept = self.prefetched.kept_rows(kind, idx, vectors)
         missing = [k for k, row in enumerate(kept) if row is None]
-        pending = self._pending[kind].pop(idx, [])
-        riders = self._riders(kind, idx, len(vectors), pending, size) \
+        pending = self.prefetched.pending(kind, idx)
+        riders = self.prefetched.riders(kind, idx, len(vectors), pending, size) \
             if len(missing) == len(vectors) else None
         if riders:
             whole = self._ridden(kind, idx, vectors, riders, bool(pending), what)
@@ -263,20 +256,11 @@ class Evaluator:
             # differently with other companions, and reentrancy compares repeats)
             for v, row in zip(pending, self._batched_products(kind, idx, np.stack(pending), what)
                               or []):
-                self._kept.setdefault((kind, idx, _key(v)), []).append(row)
+                self.prefetched.keep(kind, idx, v, row)
         zeros = self._zeros(kind, len(vectors))
         # no gradient at all stays None (an unused input); a jvp without tangent is zero
         absent = (lambda r: None) if kind == "vjp" else zeros
         return stack(kept, self._receivers(kind), zeros, absent)
-
-    def _riders(self, kind, idx, n: int, pending: list, size: int) -> list | None:
-        """The vectors that ride in a request of ``n`` vectors (see ``riding``)."""
-        if self._riding == "first" and pending and n + len(pending) <= size:
-            self._rode[kind, idx] = (n, pending)
-            return pending
-        if self._riding == "again" and not pending and self._rode.get((kind, idx), (0,))[0] == n:
-            return self._rode.pop((kind, idx))[1]
-        return None
 
     def _ridden(self, kind, idx, vectors, riders: list, keep: bool, what) -> dict | None:
         """The products of ``vectors`` stacked by receiver, from one batched call
@@ -288,47 +272,11 @@ class Evaluator:
             return None
         if keep:
             for j, v in enumerate(riders):
-                self._kept.setdefault((kind, idx, _key(v)), []).append(
-                    {r: None if s is None else s[n + j] for r, s in result.items()})
+                self.prefetched.keep(kind, idx, v, {r: None if s is None else s[n + j]
+                                                    for r, s in result.items()})
         zeros = self._zeros(kind, n)
         return {r: (result[r][:n] if result.get(r) is not None else
                     None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
-
-    def _kept_rows(self, kind, idx, vectors) -> list:
-        """``_take`` for each of ``vectors``, the key of a long vector made only
-        where one of the kept vectors could be it (at its largest entry, or an
-        all-zero row for a zero one)."""
-        found = [None] * len(vectors)
-        keys = [key[2] for key in self._kept if key[:2] == (kind, idx)]
-        if not keys:
-            return found
-        flat = vectors.reshape(len(vectors), vectors[0].size if len(vectors) else 0)
-        maybe = np.zeros(len(vectors), bool)
-        for dtype, _, data in keys:
-            c = np.frombuffer(data, dtype=dtype)
-            j = int(np.argmax(np.abs(c))) if c.size else 0
-            if c.size == 0 or not np.isfinite(c[j]):
-                maybe[:] = True
-            elif c[j] == 0:
-                maybe |= ~flat.any(axis=1)
-            else:
-                maybe |= flat[:, j] == c[j]
-        for k in np.flatnonzero(maybe):
-            found[k] = self._take(kind, idx, vectors[k])
-        return found
-
-    def _take(self, kind, idx, vector) -> dict | None:
-        """A kept result for ``vector`` (each serves one request), or ``None``."""
-        if not self._kept:   # (the common case: no key of a long vector to make)
-            return None
-        key = (kind, idx, _key(vector))
-        rows = self._kept.get(key)
-        if not rows:
-            return None
-        row = rows.pop(0)
-        if not rows:
-            del self._kept[key]
-        return row
 
     def _batched_products(self, kind, idx, batch, what) -> list | None:
         """Per vector of ``batch``, its products (by receiver), from one batched
@@ -435,7 +383,7 @@ class Evaluator:
         p, E = self.problem, self.problem.engine
         grad = p.differentiates_inside
         if grad and not E.vmap_differentiates:
-            return mapped_twin(self, in_idx, arrays)
+            return self.twin.outputs_at(in_idx, arrays)
         # a batch is a new tensor: an input whose storage layout the function
         # reads (as_strided on a view with an offset) is evaluated one at a time
         replaced = p.arrays if grad else [in_idx]
@@ -482,7 +430,3 @@ class Evaluator:
         p.check_unchanged(args, p.arrays, f"forward-mode AD{p.of}", "computing batched jvps")
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
-
-def _key(vector: np.ndarray) -> tuple:
-    """A vector as a dictionary key: its dtype, shape and bytes."""
-    return vector.dtype.str, vector.shape, vector.tobytes()

@@ -20,25 +20,38 @@ from adcheck.gradcheck.core.coords import largest_finite
 TWIN_ULPS = 64
 
 
-def mapped_twin(ev, in_idx: int, arrays: np.ndarray) -> dict | None:
-    """A first derivative's outputs at each ``arrays[k]`` in place of input
-    ``in_idx``, through its twin, or ``None``: no twin, or one whose value at
-    the given inputs is not the first derivative's. The twin is looked for once
-    per ``Evaluator`` (kept in ``ev._twin``)."""
-    p, E = ev.problem, ev.problem.engine
-    if ev._twin is None:
-        maker = getattr(p.source, "functional", None)
-        twin = maker() if maker is not None else None
-        ev._twin = (twin,) if twin is not None and twin_agrees(p, twin) else (None,)
-    twin = ev._twin[0]
-    if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
-        return None
-    with E.enable_grad():
-        args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
-        dims = [None] * len(args)
-        args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
-        outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
-    return {o: E.to_numpy(outs[o]) for o in p.float_out}
+class Twin:
+    """A first derivative's vmappable twin, owned by the ``Evaluator`` of its
+    problem: looked for once, the first time a batch of points needs it."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        #: ``(twin or None,)`` once looked for
+        self._found: tuple | None = None
+
+    def function(self):
+        """The twin when there is one that agrees at the given inputs, else ``None``."""
+        if self._found is None:
+            maker = getattr(self.problem.source, "functional", None)
+            twin = maker() if maker is not None else None
+            agrees = twin is not None and twin_agrees(self.problem, twin)
+            self._found = (twin if agrees else None,)
+        return self._found[0]
+
+    def outputs_at(self, in_idx: int, arrays: np.ndarray) -> dict | None:
+        """The first derivative's outputs at each ``arrays[k]`` in place of input
+        ``in_idx``, through its twin, or ``None``: no twin, or one whose value
+        at the given inputs is not the first derivative's."""
+        p, E = self.problem, self.problem.engine
+        twin = self.function()
+        if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
+            return None
+        with E.enable_grad():
+            args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
+            dims = [None] * len(args)
+            args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
+            outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
+        return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
 
 def twin_agrees(p, twin) -> bool:
