@@ -6,7 +6,9 @@ reference must be a plain function of torch ops). ``--inputs`` gives the
 kernel's inputs in its own dtype (``randn(4, 64) bfloat16; ...``), built
 with ``--seed`` on the CPU and moved to ``--device``. The verdict is
 ``gradcheck.kernels.check``'s, printed by ``kernels.summary`` (or as JSON
-with ``--format json``). Exit 0 when it passes, 1 when a comparison fails,
+with ``--format json``). ``--check`` picks what is judged beyond the values
+and vjps: ``forward`` (the jvp; judged by default), ``gradgrad`` and
+``fwgrad_bwgrad`` (the second order, only when asked). Exit 0 when it passes, 1 when a comparison fails,
 2 (one line) for bad input: a reference that raises in float64 or returns
 other outputs, a device that is not available, a spec that does not parse.
 """
@@ -64,6 +66,30 @@ def _inputs(specs: tuple, arity: int | None, seed: int, where) -> tuple:
     return tuple(x.detach().to(where).requires_grad_(x.requires_grad) for x in made)
 
 
+#: the --check names a kernel check takes: value and vjp are always judged
+KERNEL_CHECKS = ("reverse", "forward", "gradgrad", "fwgrad_bwgrad")
+
+
+def _order_and_forward() -> tuple:
+    """``(order, check_forward_ad)`` from ``--check``: first order, the jvp
+    included, unless --check is given; gradgrad or fwgrad_bwgrad ask for the
+    second order (the vjp's own derivatives), forward or fwgrad_bwgrad for
+    forward mode."""
+    from click.core import ParameterSource
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("checks") == ParameterSource.DEFAULT:
+        return 1, True
+    from adcheck.cli.options import parse_checks
+    names = parse_checks(ctx.params["checks"])
+    other = [n for n in names if n not in KERNEL_CHECKS]
+    if other:
+        raise InputError(f"--check {','.join(other)} does not apply to a kernel judged "
+                         f"--against a reference; its checks: {', '.join(KERNEL_CHECKS)} "
+                         "(its forward value and vjp are always judged)")
+    second = "gradgrad" in names or "fwgrad_bwgrad" in names
+    return (2 if second else 1), ("forward" in names or "fwgrad_bwgrad" in names)
+
+
 def kernel_check(target: str | None, against: str, specs: tuple, device_name: str | None,
                  seed: int, memory_budget: int, fmt: str, level: int) -> None:
     """Run the check and exit with its status (see the module docstring)."""
@@ -72,12 +98,14 @@ def kernel_check(target: str | None, against: str, specs: tuple, device_name: st
     if target is None:
         raise InputError("--against judges a kernel: give it as FILE:KERNEL, e.g. "
                          "adcheck check ops.py:fused_norm --against ops.py:norm_reference")
+    order, forward = _order_and_forward()
     kernel, ref = _resolved(target, "kernel"), _resolved(against, "--against")
     where = _device(device_name)
     inputs = _inputs(specs, kernel.arity, seed, where)
     try:
         report = kernels.check(kernel.func, inputs, against=ref.func, name=kernel.name,
-                               memory_budget=memory_budget * 2**20)
+                               memory_budget=memory_budget * 2**20, order=order,
+                               check_forward_ad=forward)
     except (ValueError, TypeError, GradcheckError) as exc:
         raise InputError(str(exc)) from None
     if fmt == "json":

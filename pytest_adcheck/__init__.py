@@ -13,6 +13,10 @@ Installing adcheck is enough; no ``-p`` flag or conftest is needed.
   ``adcheck_case.assert_passes()``, whose failure text ends with the
   Python that reruns the check (``runner.rebuild``). ``engine="torch"``
   checks torch's own formulas. Runs under pytest-xdist (``-n auto``).
+- ``@pytest.mark.adcheck_kernel(kernel, against=ref, inputs=...)``: one
+  test per kernel, dtype and comparison, each kernel judged against its
+  float64 reference (``pytest_adcheck.kernelcases``, docs/kernels.md); the
+  test takes ``adcheck_kernel`` and calls ``adcheck_kernel.assert_passes()``.
 - ``--adcheck-plugin FILE`` (or the ini option ``adcheck_plugins``) adds the
   OpInfos of a plugin file (with a space or ``=``: the rootdir stays the
   project's, see ``pytest_adcheck.rootdir``); ``--adcheck-seed N`` sets the
@@ -42,6 +46,7 @@ from pytest_adcheck.assertion import assert_gradients
 # pytest finds hooks and fixtures as attributes of the entry point's module
 from pytest_adcheck.plugin import (
     adcheck_case_fixture,  # noqa: F401
+    adcheck_kernel_fixture,  # noqa: F401
     assert_gradients_fixture,  # noqa: F401
     pytest_addoption,  # noqa: F401
     pytest_configure,  # noqa: F401

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_adcheck import kernelcases
 from pytest_adcheck.assertion import assert_gradients as _assert_gradients
 
 MARKER = "adcheck_ops"
@@ -81,6 +82,7 @@ def _shard(text: str) -> tuple:
 def pytest_configure(config):
     """Register the marker (for ``--strict-markers``) and load the plugin files."""
     config.addinivalue_line("markers", _MARKER_HELP)
+    config.addinivalue_line("markers", kernelcases.HELP)
     if config.getoption("adcheck_harvest", False):
         from pytest_adcheck.harvest import register
         register(config)
@@ -119,7 +121,11 @@ def _load_plugin_files(paths: list) -> None:
 
 
 def pytest_generate_tests(metafunc):
-    """Turn a test marked ``adcheck_ops`` into one test per op, dtype and sample."""
+    """Turn a test marked ``adcheck_ops`` into one test per op, dtype and sample,
+    and one marked ``adcheck_kernel`` into one per kernel, dtype and comparison
+    (``pytest_adcheck.kernelcases``)."""
+    if metafunc.definition.get_closest_marker(kernelcases.MARKER) is not None:
+        return kernelcases.parametrize(metafunc)
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:
         return
@@ -149,6 +155,15 @@ def pytest_generate_tests(metafunc):
 def assert_gradients_fixture():
     """``pytest_adcheck.assert_gradients``, for tests that would rather not import it."""
     return _assert_gradients
+
+
+@pytest.fixture(name=kernelcases.CASE_ARG)
+def adcheck_kernel_fixture(request):
+    """One kernel, dtype and comparison (a ``KernelCase``); given by
+    ``@pytest.mark.adcheck_kernel``."""
+    pytest.fail(f"{request.node.nodeid}: the {kernelcases.CASE_ARG!r} argument comes from the "
+                f"{kernelcases.MARKER} marker; add @pytest.mark.{kernelcases.MARKER}(my_kernel, "
+                "against=my_reference, inputs=...) to the test", pytrace=False)
 
 
 @pytest.fixture(name=CASE_ARG)

@@ -35,7 +35,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian, Layout
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.kernels import device, rounding, verdicts
+from adcheck.gradcheck.kernels import device, rounding, second, verdicts
 from adcheck.gradcheck.verdict.report import Report
 
 #: runs of the kernel compared for nondeterminism
@@ -44,7 +44,7 @@ REPEATS = 3
 
 def check(kernel, inputs, *, against, name: str | None = None, repeats: int = REPEATS,
           check_forward_ad: bool = True, memory_budget: int = DEFAULT_BUDGET,
-          fused: bool | None = None) -> Report:
+          fused: bool | None = None, order: int = 1) -> Report:
     """Judge ``kernel`` at ``inputs`` against the reference ``against`` (see the
     module docstring) and return a ``Report``.
 
@@ -59,24 +59,44 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     within the op-by-op one, saying so; ``True`` declares a bfloat16 or
     float16 kernel that computes in float32 and rounds once (the finer
     allowance only); ``False``, one that rounds every intermediate.
+    ``order=2`` also judges the kernel's vjp's own derivatives against the
+    reference's, the same way (``gradcheck.kernels.second``).
     ``verdicts.summary(report)`` words the result.
     """
     start = time.perf_counter()
     inputs = _validated(kernel, inputs, against, repeats)
     if fused not in (None, True, False):
         raise ValueError(f"check: fused must be None, True or False, not {fused!r}")
-    name = name or function_name(kernel)
-    ref_name = function_name(against)
+    if order not in (1, 2) or isinstance(order, bool):
+        raise ValueError(f"check: order must be 1 or 2, not {order!r}")
+    names = (name or function_name(kernel), function_name(against))
     home = device.device_of(inputs)
-    where = device.wide_device(home)
-    kp = _kernel_problem(kernel, inputs, name)
-    _within_budget(kp, name, repeats, memory_budget)   # before any costly work
-    own = _reference_first(against, inputs, ref_name, name, memory_budget)
+    kp = _kernel_problem(kernel, inputs, names[0])
+    _within_budget(kp, names[0], repeats, memory_budget)   # before any costly work
+    own = _reference_first(against, inputs, names[1], names[0], memory_budget)
     if own is not None:
         return own
+    report = Report(names[0], "torch", settings={
+        "against": names[1], "repeats": repeats, "fused": fused, "order": order,
+        "device": str(home), "memory_budget": memory_budget})
+    how = (repeats, check_forward_ad, fused, memory_budget)
+    _compare(report, (kernel, against), inputs, kp, names, how)
+    if order == 2:
+        _second_order(report, (kernel, against), inputs, kp, names, how)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _compare(report, funcs, inputs, kp, names, how) -> None:
+    """The kernel ``funcs[0]`` against the reference ``funcs[1]`` (checked
+    already) at ``inputs``: results, Jacobians and notes added to ``report``."""
+    kernel, against = funcs
+    repeats, check_forward_ad, fused, memory_budget = how
+    home = device.device_of(inputs)
+    where = device.wide_device(home)
     wide = device.cast(inputs, torch.float64, where)
     expected_out = device.run(against, wide)
-    _match(kp, expected_out, name, ref_name)
+    _match(kp, expected_out, *names)
     notes, dtype, grad_dtype = _dtypes(kp)
     measured = {way: rounding.measure(computation, inputs, dtype, where, kp.diff_in,
                                       kp.diff_out, memory_budget)
@@ -88,15 +108,33 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
                     dict.fromkeys(kp.float_out, False))
     expected = Jacobian("reverse", layout, device.reverse_blocks(
         expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
-    report = Report(name, "torch", settings={"against": ref_name, "repeats": repeats,
-                                             "fused": fused,
-                                             "device": str(home), "memory_budget": memory_budget})
     report.jacobians["float64 reference"] = expected
     _judge(report, kernel, inputs, kp, expected, expected_out, measured,
            (dtype, grad_dtype, memory_budget, repeats, check_forward_ad), notes)
-    report.coverage["kernel"] = notes
-    report.seconds = time.perf_counter() - start
-    return report
+    report.coverage.setdefault("kernel", []).extend(notes)
+
+
+def _second_order(report, funcs, inputs, kp, names, how) -> None:
+    """``order=2``: the reference's own second derivatives first, then the
+    kernel's vjp judged against the reference's as a kernel of its own."""
+    own = second.reference_check(funcs[1], inputs, names, how[3])
+    if own is not None:
+        second.merge(report, own, kp, reference_failed=True)
+        return
+    derived, args, vjp_names = second.derivatives(funcs, inputs, kp, names)
+    try:
+        vkp = _kernel_problem(derived[0], args, vjp_names[0])
+    except GradcheckError as exc:
+        raise second.not_differentiable(names[0], exc) from None
+    if not vkp.diff_out:
+        raise second.not_differentiable(names[0], None)
+    _within_budget(vkp, vjp_names[0], how[0], how[3])
+    sub = Report(vjp_names[0], "torch")
+    try:
+        _compare(sub, derived, args, vkp, vjp_names, how)
+    except RuntimeError as exc:   # a backward that refuses to be differentiated
+        raise second.not_differentiable(names[0], exc) from None
+    second.merge(report, sub, kp)
 
 
 def _validated(kernel, inputs, against, repeats) -> tuple:
@@ -107,12 +145,14 @@ def _validated(kernel, inputs, against, repeats) -> tuple:
     if not any(isinstance(x, torch.Tensor) for x in inputs):
         raise ValueError("check(against=...): kernels are judged on torch tensors; pass the "
                          "kernel's inputs as torch tensors on its device")
+    if any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs):
+        raise ValueError("check(against=...): complex kernels are not judged yet (a kernel "
+                         "is judged on real tensors); pass the real and imaginary parts as "
+                         "real inputs (torch.view_as_real) to a kernel and reference that "
+                         "take them so")
     if not any(device.floating(x) and x.requires_grad for x in inputs):
         raise ValueError("check(against=...): no floating input requires grad, so there is "
                          "nothing to judge; call .requires_grad_() on the inputs to check")
-    if any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs):
-        raise ValueError("check(against=...): a kernel is judged on real tensors; split a "
-                         "complex input into its real and imaginary parts")
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise ValueError(f"check: repeats must be an integer >= 1, not {repeats!r}")
     return inputs
@@ -126,7 +166,7 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
         outputs = device.run(ref, cpu64)
     except Exception as exc:  # noqa: BLE001 - any failure of the reference is the user's to fix
         raise ValueError(f"the reference {ref_name} fails in float64: {type(exc).__name__}: "
-                         f"{_one_line(exc)}; against= takes a function of ordinary ops that "
+                         f"{verdicts.one_line(exc)}; against= takes a function of ordinary ops that "
                          "runs in float64 with the kernel's arguments") from None
     if not any(device.floating(y) and y.requires_grad for y in outputs):
         raise ValueError(f"the reference {ref_name} is not differentiable: none of its float64 "
@@ -136,9 +176,9 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
         report = run_check(ref, cpu64, Options(precise=True, name=ref_name, memory_budget=budget))
     except UncheckableError as exc:
         raise ValueError(f"the reference {ref_name} is not differentiable in float64 "
-                         f"({_one_line(exc)}); write it of differentiable torch ops") from None
+                         f"({verdicts.one_line(exc)}); write it of differentiable torch ops") from None
     except GradcheckError as exc:
-        raise ValueError(f"the reference {ref_name} fails in float64: {_one_line(exc)}; "
+        raise ValueError(f"the reference {ref_name} fails in float64: {verdicts.one_line(exc)}; "
                          "against= takes a function of ordinary ops that runs in float64 "
                          "with the kernel's arguments") from None
     if report.passed:
@@ -150,6 +190,7 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
         result.detail = note if result.detail is None else f"{note}\n  {result.detail}"
     report.coverage["kernel"] = ["the reference failed its own check; the kernel was not "
                                  "judged"]
+    report.settings["reference_failed"] = True
     return report
 
 
@@ -170,16 +211,12 @@ def _within_budget(kp: Problem, name: str, repeats: int, budget: int) -> None:
             "raise memory_budget=")
 
 
-def _one_line(exc) -> str:
-    return " ".join(str(exc).split())[:300]
-
-
 def _kernel_problem(kernel, inputs, name) -> Problem:
     try:
         return Problem(kernel, inputs, name, warn_precision=False)
     except GradcheckError as exc:
         if any(device.floating(x) and x.dtype == torch.float64 for x in inputs):
-            raise GradcheckError(f"{_one_line(exc)}; a kernel that runs in low precision only "
+            raise GradcheckError(f"{verdicts.one_line(exc)}; a kernel that runs in low precision only "
                                  "may refuse float64: pass its inputs in the dtype it runs in "
                                  "(bfloat16, float16, float32); the reference runs in float64 "
                                  "by itself") from exc.__cause__
@@ -260,7 +297,7 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
                                                      kp.diff_out)
         except Exception as exc:  # noqa: BLE001 - no jvp: forward mode is not judged
             notes.append(f"the kernel defines no jvp ({type(exc).__name__}: "
-                         f"{_one_line(exc)[:120]}): forward mode not judged")
+                         f"{verdicts.one_line(exc)[:120]}): forward mode not judged")
     for mode, made in sides.items():
         report.jacobians[mode] = Jacobian(mode, expected.layout, made)
         for key in sorted(made):

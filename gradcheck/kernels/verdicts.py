@@ -79,8 +79,32 @@ def spread(runs: list, tolerance: dict, label: str) -> tuple:
     return median, results, gaps
 
 
+#: the kernel check's comparisons by name (``name_of``), in words
+WORDS = {"value": "forward value", "reverse": "vjp (reverse mode)",
+         "forward": "jvp (forward mode)",
+         "gradgrad": "second order, reverse over reverse (the vjp's vjp)",
+         "fwgrad_bwgrad": "second order, forward over reverse (the vjp's jvp)"}
+#: the names of the comparisons, in the order a kernel check makes them
+CHECKS = tuple(WORDS)
+
+
+def name_of(result: Result) -> str:
+    """The comparison a result belongs to: ``value``, ``reverse``, ``forward``,
+    ``gradgrad`` or ``fwgrad_bwgrad`` (second order: ``gradcheck.core.modes``'
+    names), or ``nondeterministic``."""
+    if result.order == 2 and result.check in ("reverse", "forward"):
+        return "gradgrad" if result.check == "reverse" else "fwgrad_bwgrad"
+    return result.check
+
+
+def one_line(exc) -> str:
+    """An exception's message on one line, cut at 300 characters."""
+    return " ".join(str(exc).split())[:300]
+
+
 def _pair(result: Result) -> str:
-    parts = [f"output {result.out_idx}"]
+    parts = [f"the gradient of input {result.out_idx}" if result.order == 2
+             else f"output {result.out_idx}"]
     if result.in_idx is not None:
         parts.append(f"input {result.in_idx}" + (f" ({result.in_name})" if result.in_name
                                                    else ""))
@@ -89,8 +113,7 @@ def _pair(result: Result) -> str:
 
 def line(result: Result) -> str:
     """One result in words, with what it could have seen."""
-    what = {"value": "forward value", "reverse": "vjp (reverse mode)",
-            "forward": "jvp (forward mode)"}.get(result.check, result.check)
+    what = WORDS.get(name_of(result), result.check)
     verdict = "ok  " if result.passed else "FAIL"
     text = f"{verdict} {what}, {_pair(result)}: max error {result.max_error:.1e}"
     if result.tolerance is not None:
@@ -106,15 +129,26 @@ def line(result: Result) -> str:
     return text
 
 
-def summary(report) -> str:
+def selected(report, checks=None) -> list:
+    """The results of ``report`` of the comparisons named in ``checks`` (all
+    for ``None``), and every nondeterminism found: runs that differ make
+    every comparison of the kernel doubtful."""
+    return [r for r in report.results
+            if checks is None or name_of(r) in checks or r.check == "nondeterministic"]
+
+
+def summary(report, checks=None) -> str:
     """The report of a kernel check in words: the verdict, the notes, then
-    every comparison (``line``)."""
-    head = f"{report.name}: " + ("passed" if report.passed else
-                                 f"{len(report.failures)} failing comparison(s)")
+    every comparison (``line``); with ``checks`` (names of ``CHECKS``), the
+    verdict and the lines of those comparisons only."""
+    results = selected(report, checks)
+    failures = [r for r in results if not r.passed]
+    head = f"{report.name}: " + ("passed" if not failures else
+                                 f"{len(failures)} failing comparison(s)")
     dtype = next((r.precision.formula for r in report.results if r.precision), None)
     if dtype:
         head += f" ({dtype} kernel against {AGAINST})"
     lines = [head]
     lines += [f"  note: {note}" for note in report.coverage.get("kernel", [])]
-    lines += ["  " + line(r) for r in report.results]
+    lines += ["  " + line(r) for r in results]
     return "\n".join(lines)
