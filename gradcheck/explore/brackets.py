@@ -9,16 +9,28 @@ within tolerance. Each side is Richardson-extrapolated from steps ``h`` and
 ``h / 2``; a side whose two steps disagree (a jump: it grows like ``1 / h``)
 or that is not finite gives no bracket.
 
-An output that jumps at the point (it changes as much a sixteenth of the
-way beside it as all the way: eigenvectors at a repeated eigenvalue) is not
-differentiable there and gives no bracket (``_discontinuous``).
+The bracket also takes in central quotients at points beside this one: a
+few fixed ways (``nearby``) and the piece the formula claims (``_claimed``:
+the formula picks one limiting Jacobian of many at a repeated eigenvalue or a
+tie, and the point moved along its own rows is where that pick holds).
 
-``judge`` returns ``"fail"`` (some direction's bracket excludes the
-formula, or the formula is NaN or inf where both sides are finite),
-``"kink"`` (every bracket holds the formula and some bracket is open: a
-subgradient convention such as relu'(0) = 0), ``"agree"`` (every bracket
-holds it and is closed: the point is smooth and the formula right) or
-``"nondiff"`` (some needed bracket could not be formed).
+An output that jumps at the point (it changes as much a sixteenth of the
+way beside it as all the way: eigenvectors at a repeated eigenvalue, Q of a
+rank-deficient matrix) makes the point not differentiable (``_discontinuous``).
+A direction that excludes a finite formula is measured again at other steps
+(``_resolved``): quotients that depend on the step (a forward that cancels,
+jumps finer than the step) leave the point unresolved, not failed. The
+formula's own rounding (how far it moves with the inputs scaled by ``1 +
+WOBBLE``) widens the tolerance where the point is ill-conditioned.
+
+``judge`` returns ``"fail"`` (some direction's bracket excludes a finite
+formula, or the formula is NaN or inf where every bracket formed and is
+closed: the function is differentiable there), ``"kink"`` (every bracket
+holds the formula and some bracket is open: a subgradient convention such as
+relu'(0) = 0; NaN at such a point, torch's hypot(0, 0), is ``"nondiff"``),
+``"agree"`` (every bracket holds it and is closed: the point is smooth and
+the formula right), ``"unresolved"`` (see above) or ``"nondiff"`` (an output
+jumps, or some needed bracket could not be formed).
 """
 from __future__ import annotations
 
@@ -79,10 +91,10 @@ def _moved(arrays: dict, direction: dict, step: float) -> dict:
     out = {}
     for i, ks in direction.items():
         a = arrays[i].copy()
-        if isinstance(ks, np.ndarray):
-            a += step * ks
-        else:
+        if isinstance(ks, list):
             a.reshape(-1)[ks] += step
+        else:
+            a += step * np.asarray(ks)
         out[i] = a
     return {**arrays, **out}
 
@@ -160,12 +172,17 @@ def _discontinuous(ev: Evaluator, directions_beside: list, arrays: dict, shift: 
     return out
 
 
+#: the least step: the smallest normal double (a step of 1e-300 beside entries of
+#: 1e-300 moved them by 100 %, and every output looked like it jumped)
+TINY_STEP = float(np.finfo(np.float64).tiny)
+
+
 def _step(peak: float, eps: float) -> float:
     """A power of two near ``eps ** (1/3)`` times ``min(peak, 1)`` (an absolute
     step beyond 1, where a function may oscillate), and at least 1024 units in
     the last place of ``peak``: ``x + h`` and ``x + h / 2`` are then exact."""
     target = eps ** (1 / 3) * (min(peak, 1.0) if peak > 0 else 1.0)
-    return float(2.0 ** np.ceil(np.log2(max(target, 1024 * eps * peak, 1e-300))))
+    return float(2.0 ** np.ceil(np.log2(max(target, 1024 * eps * peak, TINY_STEP))))
 
 
 def _extrapolated(pair, o, noise_of) -> tuple | None:
@@ -195,61 +212,156 @@ def _formula(jacobian, direction: dict, out_idx: int) -> np.ndarray | None:
     return total
 
 
-def judge(ev: Evaluator, jacobians: dict, real_inputs: list) -> Bracket:
+def judge(ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict | None = None) -> Bracket:
     """The one-sided verdict at ``ev``'s point for the AD ``jacobians`` (by
-    mode), over the real inputs ``real_inputs`` (see the module docstring)."""
-    p = ev.problem
-    arrays = {i: p.arrays[i].astype(np.float64) for i in real_inputs}
-    eps = max([p.epsilon(out_idx=o) for o in p.float_out]
-              + [p.epsilon(in_idx=i) for i in real_inputs])
-    values = {o: float(np.max(np.abs(to_real(p.out_arrays[o])), initial=0.0))
-              for o in p.float_out}
-    floor = _floor(p, eps)
-    offsets, jumps = _surroundings(ev, arrays, real_inputs, eps)
-    opened, formed = False, True
-    for direction in directions(arrays, real_inputs):
+    mode), over the real inputs ``real_inputs`` (see the module docstring).
+    ``wobble``: by mode, how much the formula moves when the inputs are scaled by
+    ``1 + WOBBLE`` (its own rounding at an ill-conditioned point, ``wobbled``)."""
+    return _Judge(ev, jacobians, real_inputs, wobble or {}).verdict()
+
+
+class _Judge:
+    """The state of one ``judge``: the point, what has been seen so far."""
+
+    def __init__(self, ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict):
+        p = ev.problem
+        self.ev, self.jacobians, self.wobble = ev, jacobians, wobble
+        self.arrays = {i: p.arrays[i].astype(np.float64) for i in real_inputs}
+        self.eps = max([p.epsilon(out_idx=o) for o in p.float_out]
+                       + [p.epsilon(in_idx=i) for i in real_inputs])
+        self.values = {o: float(np.max(np.abs(to_real(p.out_arrays[o])), initial=0.0))
+                       for o in p.float_out}
+        self.floor = _floor(p, self.eps)
+        self.offsets, self.jumps = _surroundings(ev, self.arrays, real_inputs, self.eps,
+                                                 jacobians)
+        self.real_inputs = real_inputs
+        self.opened, self.formed, self.unresolved, self.nonfinite = False, True, False, None
+
+    def verdict(self) -> Bracket:
+        if self.jumps:
+            # an output jumps (a chosen basis: eigenvectors at a repeated eigenvalue, Q of
+            # a rank-deficient matrix): the function is not differentiable here, and the
+            # outputs defined through that choice (R = Q^H A) have no derivative to judge
+            return Bracket("nondiff")
+        for direction in directions(self.arrays, self.real_inputs):
+            failed = self._direction(direction)
+            if failed is not None:
+                return failed
+        if self.nonfinite is not None:
+            # NaN or inf where the function is differentiable (every bracket formed and
+            # closed) is a failure; where it is not (a kink, a jump, an edge of the
+            # domain: torch's hypot(0, 0), eigh at a repeated eigenvalue) it is not judged
+            return self.nonfinite if self.formed and not self.opened else Bracket("nondiff")
+        if self.opened:
+            return Bracket("kink")
+        if self.unresolved:
+            return Bracket("unresolved")
+        return Bracket("agree" if self.formed else "nondiff")
+
+    def _noise_of(self, o: int, peak: float, h: float):
+        def noise_of(slope):  # rounding of f and of its argument, over the step
+            return 64 * self.eps * (self.values[o] + peak * slope) / h
+        return noise_of
+
+    def _direction(self, direction: dict) -> Bracket | None:
+        """A failing ``Bracket`` along ``direction``, or None (and the state updated)."""
+        arrays, ev = self.arrays, self.ev
         peak = max(float(np.max(np.abs(arrays[i].reshape(-1)[ks]))) for i, ks in direction.items())
-        h = _step(peak, eps)
+        h = _step(peak, self.eps)
         pairs = [_quotients(ev, arrays, direction, sign, h) for sign in (-1.0, 1.0)]
         if pairs[0] is None or pairs[1] is None:
-            formed = False
-            continue
+            self.formed = False
+            return None
         beside = None
         for o in pairs[0][0]:
-            if o in jumps:      # a chosen basis (eigenvectors at a repeated eigenvalue)
-                formed = False  # that jumps: no derivative to bracket
-                continue
-
-            def noise_of(slope, o=o):  # rounding of f and of its argument, over the step
-                return 64 * eps * (values[o] + peak * slope) / h
-            sides = [_extrapolated(pair, o, noise_of) for pair in pairs]
+            sides = [_extrapolated(pair, o, self._noise_of(o, peak, h)) for pair in pairs]
             if sides[0] is None or sides[1] is None:
-                formed = False
+                self.formed = False
                 continue
             if beside is None:
-                beside = _beside(ev, arrays, direction, h, offsets)
-            (left, noise_l), (right, noise_r) = sides
-            if values[o] == 0 and not np.any(left) and not np.any(right):
-                # exactly 0 and flat: the forward underflowed or cancelled; a slope
-                # whose change over the input's scale is below rounding is unseen
-                noise_l = noise_l + 64 * eps / max(peak, 1e-300)
-            low = np.min([left, right] + [b[o] for b in beside], axis=0)
-            high = np.max([left, right] + [b[o] for b in beside], axis=0)
-            for mode, jac in jacobians.items():
-                formula = _formula(jac, direction, o)
-                noise = np.maximum(noise_l, noise_r) + floor
-                verdict = _bracket(formula, low, high, noise)
-                if verdict is None:
-                    continue
-                row = verdict
-                if row >= 0 and np.isfinite(formula[row]) and peak * eps >= 2:
-                    formed = False    # every float an integer here: a step function's
-                    continue          # jumps are one unit in the last place apart
-                if row >= 0:
-                    return Bracket("fail", mode, direction, o, row, float(left[row]),
-                                   float(right[row]), float(formula[row]))
-                opened |= _open(left, right, noise)
-    return Bracket("kink" if opened else ("agree" if formed else "nondiff"))
+                beside = _beside(ev, arrays, direction, h, self.offsets)
+            failed = self._output(direction, o, sides, beside, peak, h)
+            if failed is not None:
+                return failed
+        return None
+
+    def _output(self, direction, o, sides, beside, peak, h) -> Bracket | None:
+        (left, noise_l), (right, noise_r) = sides
+        if self.values[o] == 0 and not np.any(left) and not np.any(right):
+            # exactly 0 and flat: the forward underflowed or cancelled; a slope
+            # whose change over the input's scale is below rounding is unseen
+            noise_l = noise_l + 64 * self.eps / max(peak, 1e-300)
+        low = np.min([left, right] + [b[o] for b in beside], axis=0)
+        high = np.max([left, right] + [b[o] for b in beside], axis=0)
+        for mode, jac in self.jacobians.items():
+            formula = _formula(jac, direction, o)
+            if formula is None:
+                continue
+            noise = np.maximum(noise_l, noise_r) + self.floor + self._wobble(mode, direction, o,
+                                                                             formula)
+            self.opened |= _open(left, right, noise)
+            row = _bracket(formula, low, high, noise)
+            if row < 0:
+                continue
+            found = Bracket("fail", mode, direction, o, row, float(left[row]),
+                            float(right[row]), float(formula[row]))
+            if not np.isfinite(formula[row]):
+                self.nonfinite = self.nonfinite or found
+            elif peak * self.eps >= 2:
+                self.formed = False    # every float an integer here: a step function's
+                #                        jumps are one unit in the last place apart
+            elif not _resolved(self.ev, self.arrays, direction, h, o, row, formula[row],
+                               self._noise_of(o, peak, 1.0), sides):
+                self.unresolved = True
+            else:
+                return found
+        return None
+
+    def _wobble(self, mode: str, direction: dict, o: int, formula) -> np.ndarray | float:
+        moved = self.wobble.get(mode)
+        other = _formula(moved, direction, o) if moved is not None else None
+        if other is None:
+            return 0.0
+        with np.errstate(all="ignore"):
+            change = np.abs(other - formula)
+        return np.where(np.isfinite(change), change, 0.0) * WOBBLE_SPAN * self.eps / WOBBLE
+
+
+#: the relative scaling of the inputs that shows a formula's own rounding (``wobbled``),
+#: and how many such roundings its error may add up to
+WOBBLE = 2.0 ** -40
+WOBBLE_SPAN = 16.0
+#: the steps beside ``h`` at which a failing direction is measured again (``_resolved``)
+RUNGS = (16.0, 1 / 16, 1 / 4096)
+
+
+def _resolved(ev: Evaluator, arrays: dict, direction: dict, h: float, o: int, row: int,
+              formula: float, noise_of, at_h: list) -> bool:
+    """Whether the numerical side resolves the derivative at step ``h``: every
+    other step (``RUNGS``) agrees with ``h``'s one-sided derivatives ``at_h``
+    within their errors, and none brackets the formula that ``h`` excludes. A
+    forward that cancels (gelu's 1 + erf(x) at -7), jumps finer than the step
+    (fmod by 1e-8, rounding to decimals at 1e11) or is otherwise conditioned
+    worse than its rounding says gives quotients that depend on the step: not
+    judged there."""
+    here = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in at_h]
+    for rung in RUNGS:
+        step = h * rung
+        pairs = [_quotients(ev, arrays, direction, sign, step) for sign in (-1.0, 1.0)]
+        if pairs[0] is None or pairs[1] is None:
+            continue
+        sides = [_extrapolated(pair, o, lambda slope: noise_of(slope) / step) for pair in pairs]
+        if sides[0] is None or sides[1] is None:    # a jump within this step
+            return False
+        there = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in sides]
+        for (a, err_a), (b, err_b) in zip(here, there):
+            if abs(a - b) > err_a + err_b + BRACKET_RTOL * max(abs(a), abs(b)):
+                return False
+        low, high = min(there[0][0], there[1][0]), max(there[0][0], there[1][0])
+        tol = _tolerance(np.array([low]), np.array([high]), max(there[0][1], there[1][1]))
+        if low - tol[0] <= formula <= high + tol[0]:
+            return False
+    return True
 
 
 def _floor(problem, eps: float) -> float:
@@ -259,13 +371,51 @@ def _floor(problem, eps: float) -> float:
                for o in problem.float_out)
 
 
-def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float) -> tuple:
-    """The points beside this one (``nearby``) and the outputs that jump here."""
+def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float,
+                  jacobians: dict | None = None) -> tuple:
+    """The points beside this one (``nearby``, and ``claimed`` by the formula)
+    and the outputs that jump here."""
     peak = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
     shift = 256 * _step(peak, eps)
     beside = nearby(arrays, real_inputs)
-    return ([_moved(arrays, d, shift) for d in beside],
+    claimed = _claimed(jacobians or {}, arrays, real_inputs)
+    return ([_moved(arrays, d, shift) for d in beside + claimed],
             _discontinuous(ev, beside, arrays, shift))
+
+
+def jumps(ev: Evaluator, real_inputs: list) -> set:
+    """The outputs at ``ev``'s point that jump there (``_discontinuous``)."""
+    p = ev.problem
+    arrays = {i: p.arrays[i].astype(np.float64) for i in real_inputs}
+    eps = max([p.epsilon(out_idx=o) for o in p.float_out]
+              + [p.epsilon(in_idx=i) for i in real_inputs])
+    return _surroundings(ev, arrays, real_inputs, eps)[1]
+
+
+def _claimed(jacobians: dict, arrays: dict, real_inputs: list) -> list:
+    """Directions to the piece the formula claims: for each output and mode, its
+    rows weighted by a ramp over the output's entries, ``J^T c``. Where the
+    formula picks one of many limiting Jacobians (a basis of a repeated
+    eigenvalue's eigenspace, one of tied entries), the point moved that way is
+    where that pick is the derivative: ``A + s V diag(c) V^H`` has the
+    eigenvectors ``V`` the formula used, ``x + s e_i`` makes entry ``i`` the max."""
+    out = []
+    for jac in jacobians.values():
+        rows = {}
+        for (o, i), block in jac.blocks.items():
+            if i in real_inputs:
+                rows.setdefault(o, {})[i] = block
+        for blocks in rows.values():
+            n = next(iter(blocks.values())).shape[0]
+            ramp = np.arange(1.0, n + 1.0) / max(n, 1)
+            for weights in (ramp, ramp[::-1]):    # outputs ascending (eigh) or descending (svd)
+                with np.errstate(all="ignore"):
+                    d = {i: np.asarray(weights @ b).reshape(arrays[i].shape)
+                         for i, b in blocks.items()}
+                top = max(float(np.max(np.abs(v), initial=0.0)) for v in d.values())
+                if np.isfinite(top) and top > 0:
+                    out.append({i: v / top for i, v in d.items()})
+    return out
 
 
 def _tolerance(low, high, noise):

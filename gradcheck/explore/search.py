@@ -21,9 +21,11 @@ import warnings
 import numpy as np
 
 from adcheck.gradcheck.core import modules
+from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.secondorder import first_derivative
+from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.explore import brackets, catalogue, point, shrink
@@ -45,6 +47,7 @@ class Tally:
     outside_domain: int = 0
     not_differentiable: int = 0
     kinks: int = 0
+    unresolved: int = 0
     timeouts: int = 0
     seconds: float = 0.0
     budget: float = 0.0
@@ -60,7 +63,8 @@ class Tally:
                 f"{len(self.findings)} failing, {self.outside_domain} outside the domain, "
                 f"{self.not_differentiable} not differentiable, {self.kinks} judged one-sided "
                 f"(kinks, ties: the formula lies between the one-sided derivatives), "
-                f"{self.timeouts} timed out")
+                f"{self.unresolved} unresolved (the difference quotients depend on the "
+                f"step there), {self.timeouts} timed out")
 
 
 class Explorer:
@@ -111,7 +115,7 @@ class Explorer:
     def _count(self, outcome) -> None:
         kind = outcome[0]
         field = {"pass": "passed", "domain": "outside_domain", "nondiff": "not_differentiable",
-                 "kink": "kinks", "timeout": "timeouts"}.get(kind)
+                 "kink": "kinks", "timeout": "timeouts", "unresolved": "unresolved"}.get(kind)
         if field:
             setattr(self.tally, field, getattr(self.tally, field) + 1)
 
@@ -172,7 +176,9 @@ class Explorer:
             checked = self.run(self.func, self.rebuilt(arrays), self.options)
         except UncheckableError:
             return ("nondiff", [], None)
-        except GradcheckError as exc:   # the formula raised where the function is fine
+        except GradcheckError as exc:   # the formula raised: a failure where the function
+            if self._jumps(ins):          # is differentiable, not where an output jumps
+                return ("nondiff", [], None)
             result = Result("explore-raised", "reverse", "function", None, None, False,
                             diagnosis=str(exc).splitlines()[0])
             return ("fail", [result], None)
@@ -180,22 +186,49 @@ class Explorer:
             return ("pass", [], None)
         return self._bracketed(ins, checked)
 
+    def _evaluator(self, ins, seed: int) -> Evaluator:
+        """The evaluator of the checked function at ``ins`` (the first derivative
+        of ``func`` with the check's grad_outputs when the check is second order)."""
+        func, inputs = self.func, ins
+        if self.options.order == 2:
+            func, inputs = first_derivative(func, ins, self.options.grad_outputs,
+                                            np.random.default_rng(seed), self.options.name)
+        return Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
+
+    def _jumps(self, ins) -> bool:
+        real = [i for i in self.explored if not np.iscomplexobj(self.given[i])]
+        try:
+            return bool(real) and bool(brackets.jumps(self._evaluator(ins, 0), real))
+        except Exception:    # the function itself fails beside the point: no evidence
+            return False
+
+    def _wobbled(self, ins, seed: int, modes) -> dict:
+        """The formula's Jacobians (by mode) at the inputs scaled by ``1 + WOBBLE``:
+        how far its own rounding moves it at this point (ill-conditioned: pinv
+        of a matrix with an entry of 1e8)."""
+        E = self.engine
+        scaled = list(ins)
+        for i in self.explored:
+            scaled[i] = E.from_numpy_like(E.to_numpy(ins[i]) * (1 + brackets.WOBBLE), ins[i],
+                                          requires_grad=E.requires_grad(self.inputs[i]))
+        try:
+            ev = self._evaluator(scaled, seed)
+            return {m: ad_blocks(ev, SIDES[m]) for m in modes}
+        except Exception:    # the formula fails there: no estimate, none added
+            return {}
+
     def _bracketed(self, ins, checked) -> tuple:
         failures = checked.failures
         if any(f.check not in EXPLAINABLE for f in failures):
             return ("fail", failures, None)
-        func, inputs = self.func, ins
-        if self.options.order == 2:
-            rng = np.random.default_rng(checked.seed)
-            func, inputs = first_derivative(func, ins, self.options.grad_outputs, rng,
-                                            self.options.name)
-        ev = Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
+        ev = self._evaluator(ins, checked.seed)
         real = [i for i in self.explored if not np.iscomplexobj(self.given[i])]
         if not real:
             return ("fail", failures, None)
         jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
                      if m in checked.jacobians}
-        verdict = brackets.judge(ev, jacobians, real)
+        wobble = self._wobbled(ins, checked.seed, jacobians)
+        verdict = brackets.judge(ev, jacobians, real, wobble)
         if verdict.verdict == "fail":
             return ("fail", failures, verdict)
         if verdict.verdict == "agree":

@@ -209,6 +209,43 @@ defop("linalg_svd", _svd, inputs=("A",), outputs=("U", "S", "Vh"),
       vjp={"A": _svd_vjp}, jvp=_svd_jvp, batch=matrices, **L)
 
 
+# ----- svdvals and eigvalsh: the values only. U, V (eigenvectors) are outputs that
+# take no gradient, so their zero cotangents never meet F's 1/0 at repeated or zero
+# values (the values stay differentiable there; torch's rules, as its gU, gV undefined).
+# The vjp takes U, V from the full decomposition of A again, so that a double backward
+# differentiates them (as torch's does, through svd's and eigh's own rules)
+def _values_vjp(grad, left, right):
+    return left.matmul(diag_embed(grad.to(left.dtype))).matmul(right)
+
+
+def _svdvals_vjp(grad, A):
+    U, _, Vh = call(OPS["linalg_svd"], A, False)
+    return _values_vjp(grad, U, Vh)
+
+
+def _eigvalsh_vjp(grad, A, UPLO):
+    _, V = call(OPS["linalg_eigh"], A, UPLO)
+    return _values_vjp(grad, V, V.mH)
+
+
+def _svdvals_jvp(A_t, U, Vh):
+    return U.mH.matmul(A_t).matmul(Vh.mH).diagonal(0, -2, -1).real
+
+
+def _eigvalsh_jvp(A_t, eigenvectors):
+    V = eigenvectors
+    return V.mH.matmul(A_t).matmul(V).diagonal(0, -2, -1).real
+
+
+defop("linalg_svdvals", lambda A: _svd(A, False), inputs=("A",), outputs=("U", "S", "Vh"),
+      diff_outputs=("S",), vjp={"A": _svdvals_vjp},
+      jvp=_svdvals_jvp, batch=matrices, **L)
+defop("linalg_eigvalsh", _eigh, inputs=("A",), outputs=("eigenvalues", "eigenvectors"),
+      diff_outputs=("eigenvalues",),
+      vjp={"A": _eigvalsh_vjp},
+      jvp=_eigvalsh_jvp, batch=matrices, **L)
+
+
 # ----- the public functions -------------------------------------------------------
 def qr(A, mode="reduced"):
     """The QR decomposition ``A = Q R`` (named tuple ``(Q, R)``)."""
@@ -227,9 +264,9 @@ def svd(A, full_matrices=True):
 
 def svdvals(A):
     """The singular values of ``A``, in descending order."""
-    return call(OPS["linalg_svd"], A, False)[1]
+    return call(OPS["linalg_svdvals"], A)[1]
 
 
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues of a Hermitian ``A``, ascending."""
-    return call(OPS["linalg_eigh"], A, UPLO)[0]
+    return call(OPS["linalg_eigvalsh"], A, UPLO)[0]

@@ -72,7 +72,9 @@ defelementwise("softplus", _real_only(_softplus),
                    self * beta > threshold, 1), **N)
 defelementwise("elu", _real_only(lambda self, alpha=1.0: np.where(
     self > 0, self, alpha * np.expm1(np.minimum(self, 0))).astype(self.dtype)),
-    lambda self, alpha: _mask(self > 0, self) + _mask(self <= 0, self) * self.exp() * alpha, **N)
+    # exp of min(x, 0): exp(x) overflows for large x > 0, and 0 * inf is NaN (torch: 1)
+    lambda self, alpha: _mask(self > 0, self)
+    + _mask(self <= 0, self) * self.clamp(max=0).exp() * alpha, **N)
 defelementwise("leaky_relu", _real_only(lambda self, negative_slope=0.01: np.where(
     self > 0, self, self * negative_slope).astype(self.dtype)),
     lambda self, negative_slope: _mask(self > 0, self) + _mask(self <= 0, self) * negative_slope,

@@ -1,0 +1,166 @@
+"""The registry's explored points (bench/explore.md): each a real formula error
+fixed against an independent value, or a false alarm the explore logic no
+longer raises, with evidence that the formula is right there (mpmath, the
+function's own identities, PyTorch)."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+
+import adcheck.refengine as E
+from adcheck.gradcheck.api import run
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.explore.search import Explorer
+
+F64 = E.float64
+
+
+def _t(values, engine=E):
+    return engine.tensor(values, dtype=engine.float64, requires_grad=True)
+
+
+def verdict_at(func, inputs) -> str:
+    """What exploring says at exactly these inputs: pass, fail, kink,
+    nondiff, unresolved or domain."""
+    report = SimpleNamespace(seed=0, name="f", results=[])   # what the search reads of it
+    explorer = Explorer(run, func, inputs, Options.from_keywords(
+        seed=0, explore=True, explore_budget=60.0), report, False, False)
+    return explorer.try_point({})[0]
+
+
+def _grad(func, *inputs):
+    return [g.numpy() for g in E.autograd.grad(func(*inputs), inputs)]
+
+
+# ----- real findings, fixed in refengine ----------------------------------------
+def test_elu_at_1000_has_derivative_one_as_torch():
+    x = _t(1000.0)
+    (g,) = E.autograd.grad(E.nn.functional.elu(x), x, create_graph=True)
+    (gg,) = E.autograd.grad(g, x)
+    assert g.item() == 1.0 and gg.item() == 0.0    # d/dx x = 1, d2/dx2 x = 0
+    xt = _t(1000.0, torch)
+    assert torch.autograd.grad(torch.nn.functional.elu(xt), xt)[0].item() == 1.0
+    assert verdict_at(E.nn.functional.elu, (_t([1000.0, -3.0]),)) == "pass"
+
+
+RANK2 = [[-0.527562317731542, 0.7565436047889614, 0.16416932481987362],
+         [0.034774464879288626, -1.7070137032502757, -0.6710586138667689],
+         [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def test_svdvals_at_rank_deficiency_is_finite_and_right():
+    # s1 + 2 s2 is smooth at this rank-2 matrix (distinct nonzero values): its
+    # gradient against central differences of numpy's singular values
+    w = np.array([1.0, 2.0, 0.0])
+    (g,) = _grad(lambda A: (E.linalg.svdvals(A) * E.tensor(w)).sum(), _t(RANK2))
+    A, h = np.array(RANK2), 1e-6
+    fd = np.zeros_like(A)
+    for k in np.ndindex(A.shape):
+        up, down = A.copy(), A.copy()
+        up[k] += h
+        down[k] -= h
+        fd[k] = (w @ np.linalg.svd(up, compute_uv=False)
+                 - w @ np.linalg.svd(down, compute_uv=False)) / (2 * h)
+    assert np.all(np.isfinite(g)) and np.allclose(g, fd, atol=1e-8)
+    At = _t(RANK2, torch)
+    gt = torch.autograd.grad((torch.linalg.svdvals(At) * torch.tensor(w)).sum(), At)[0]
+    assert np.allclose(g, gt.numpy(), atol=1e-12)
+    assert verdict_at(E.linalg.svdvals, (_t(RANK2),)) in ("pass", "kink")
+
+
+def test_eigvalsh_at_a_threefold_eigenvalue_sums_to_the_trace():
+    # sum of the eigenvalues is the trace: its gradient is the identity at every A
+    (g,) = _grad(lambda A: E.linalg.eigvalsh(A).sum(), _t(np.zeros((3, 3))))
+    assert np.array_equal(g, np.eye(3))
+
+
+# ----- points where the function is not differentiable: never a failure ---------
+def test_hypot_and_xlogy_at_zero_are_torchs_nan_and_not_differentiable():
+    for name in ("hypot", "xlogy"):
+        ours = _grad(lambda a, b: getattr(E, name)(a, b).sum(), _t([0.0, 1.0]), _t([0.0, 2.0]))
+        a, b = _t([0.0, 1.0], torch), _t([0.0, 2.0], torch)
+        theirs = torch.autograd.grad(getattr(torch, name)(a, b).sum(), (a, b))
+        for o, t in zip(ours, theirs):
+            assert np.array_equal(o, t.numpy(), equal_nan=True), name
+        assert verdict_at(getattr(E, name), (_t([0.0, 1.0]), _t([0.0, 2.0]))) == "nondiff"
+
+
+def test_decompositions_at_degenerate_matrices_are_not_differentiable():
+    # the zero matrix: every eigenvector basis is one; a rank-2 4x3 matrix: Q's
+    # third column and U's third are any unit vector of a complement
+    assert verdict_at(E.linalg.eigh, (_t(np.diag([0.0, 0.0, 2.06])),)) == "nondiff"
+    assert verdict_at(lambda A: E.linalg.svd(A, full_matrices=False), (_t(RANK2),)) == "nondiff"
+    assert verdict_at(E.linalg.qr, (_t(RANK2),)) == "nondiff"
+
+
+# ----- formulas right where the difference quotients are not --------------------
+def test_gelu_at_minus_7_the_forward_cancels_not_the_formula():
+    x = -7.312700532869035
+    mpmath.mp.dps = 40
+    X = mpmath.mpf(x)
+    exact = mpmath.ncdf(X) + X * mpmath.npdf(X)     # d/dx x Phi(x)
+    (g,) = _grad(E.nn.functional.gelu, _t(x))
+    # the formula's own Phi(x) = (1 + erf) / 2 rounds too, but to 1e-5 of the whole
+    assert abs(g - float(exact)) <= 1e-5 * abs(float(exact))
+    # the forward's 1 + erf is ~1e-13 and rounds in steps of 1e-16: its quotient is off
+    h = 2.0 ** -17
+    quotient = (E.nn.functional.gelu(E.tensor(x + h)).item()
+                - E.nn.functional.gelu(E.tensor(x)).item()) / h
+    assert abs(quotient - float(exact)) > 0.5 * abs(float(exact))
+    assert verdict_at(E.nn.functional.gelu, (_t(x),)) == "unresolved"
+
+
+def test_fmod_by_a_tiny_divisor_jumps_finer_than_any_step():
+    x, y = 1.3955664146288642, 7.033790585811202e-09
+    # d/dy fmod(x, y) = -trunc(x / y), exactly, between the jumps (every ~y^2/x)
+    exact = -int(mpmath.floor(mpmath.mpf(x) / mpmath.mpf(y)))
+    (_, gy) = _grad(E.fmod, _t(x), _t(y))
+    assert gy == exact
+    assert verdict_at(E.fmod, (_t([x, 0.5]), _t([y, 0.3]))) in ("unresolved", "nondiff")
+
+
+def test_round_to_decimals_at_1e11_steps_every_few_ulps():
+    x = -668042324509.6691
+    (g,) = _grad(lambda t: E.round(t, decimals=3), _t(x))
+    assert g == 0.0         # a staircase: 0 between its steps
+    assert math.ulp(x) * 8 < 1e-3 < math.ulp(x) * 16   # the steps, in units in the last place
+    assert verdict_at(lambda t: E.round(t, decimals=3), (_t([x]),)) != "fail"
+
+
+PINV = [[0.4628024457747943, -1.5086003717618903, -1.0238700227191175],
+        [-0.9825445531050839, 100000000.0, 0.480371451522915],
+        [2.082266806760065, 1.1223006972702403, 0.4779954654429359],
+        [-0.12516633256561976, -0.7383545678853641, -1.2182246084323505]]
+
+
+def test_pinv_of_an_ill_conditioned_matrix_within_its_own_rounding():
+    mpmath.mp.dps = 60
+
+    def pinv(rows):
+        A = mpmath.matrix(rows)
+        return (A.T * A) ** -1 * A.T
+    base, h = pinv(PINV), mpmath.mpf("1e-35")
+    moved = [[mpmath.mpf(v) for v in row] for row in PINV]
+    moved[0][1] += h
+    exact = float(((pinv(moved) - base) / h)[0, 0])      # d pinv[0, 0] / d A[0, 1]
+    A = _t(PINV)
+    g = E.autograd.grad(E.linalg.pinv(A)[0, 0], A)[0].numpy()[0, 1]
+    # both refengine's and torch's formulas are off by ~1e-9 here: cond(A) ~ 1e8
+    # times eps of the Jacobian's scale (0.37), the rounding of any float64 formula
+    assert abs(g - exact) < 1e8 * np.finfo(float).eps * 0.37 * 10
+    assert verdict_at(E.linalg.pinv, (_t(PINV),)) in ("pass", "unresolved")
+
+
+def test_slogdet_at_entries_of_1e_minus_300():
+    A = np.array([[2.0, 0.5, -1.0], [0.3, 1.5, 0.2], [-0.7, 0.4, 1.2]]) * 1e-300
+    (g,) = _grad(lambda t: E.linalg.slogdet(t)[1], _t(A))
+    # d log|det A| / dA = A^{-T}: mpmath at 50 digits
+    mpmath.mp.dps = 50
+    exact = np.array((mpmath.matrix(A.tolist()) ** -1).T.tolist(), dtype=float)
+    assert np.allclose(g, exact, rtol=1e-12)
+    assert verdict_at(E.linalg.slogdet, (_t(A),)) == "pass"
