@@ -12,11 +12,12 @@ For every kernel of ``bench/kernels_zoo.py`` in bfloat16, float16 and float32:
   blocks) relative to that block's largest entry; "above" when it exceeds
   the resolution adcheck states for that block;
 - ``torch.testing.assert_close`` of the kernel's output and its gradients
-  (one random cotangent) against the reference run in the same dtype, with
+  (one random cotangent; for a second-order case also their gradients, a
+  second random cotangent) against the reference run in the same dtype, with
   the dtype's default tolerances;
 - the "twice the reference's error" rule: the kernel's largest error against
   the float64 reference at most twice the same-precision reference's, for
-  the output and each gradient.
+  the output and each gradient (and second-order gradient).
 
 Run: ``python bench/kernels.py`` (prints the markdown table of
 ``bench/kernels.md``); ``python bench/kernels.py seeds`` checks every correct
@@ -37,15 +38,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels_zoo import ZOO  # noqa: E402
 
 from adcheck.gradcheck import kernels  # noqa: E402
-from adcheck.gradcheck.kernels import device  # noqa: E402
+from adcheck.gradcheck.core.problem import Problem  # noqa: E402
+from adcheck.gradcheck.kernels import device, second, verdicts  # noqa: E402
 
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 def bug_sizes(case, inputs, report) -> dict:
-    """By result key ``(check, out, in)``: the kernel's error in float64
-    relative to the block's largest entry."""
+    """By result key ``(comparison, out, in)`` (``verdicts.name_of``): the
+    kernel's error in float64 relative to the block's largest entry."""
     wide = device.cast(inputs, torch.float64, torch.device("cpu"))
+    sizes = _first_sizes(case, wide, report)
+    if case.order == 2:
+        sizes.update(_second_sizes(case, wide))
+    return sizes
+
+
+def _second_sizes(case, wide) -> dict:
+    """The second order's blocks: the kernel's vjp against the reference's, in
+    float64 at the cotangent the check uses (``kernels.second``)."""
+    kp = Problem(case.kernel, wide, warn_precision=False)
+    (mine, ref), args, _ = second.derivatives((case.kernel, case.reference), wide, kp,
+                                              ("kernel", "reference"))
+    a_out, e_out = device.run(mine, args), device.run(ref, args)
+    outs = list(range(len(e_out)))
+    a = device.reverse_blocks(a_out, args, kp.diff_in, outs, 2**28)
+    e = device.reverse_blocks(e_out, args, kp.diff_in, outs, 2**28)
+    return {("gradgrad", kp.diff_in[k], i): _relative(a[k, i], e[k, i]) for k, i in a}
+
+
+def _first_sizes(case, wide, report) -> dict:
     mine, ref = device.run(case.kernel, wide), device.run(case.reference, wide)
     diff_in = [i for i, x in enumerate(wide) if x.requires_grad]
     diff_out = list(range(len(ref)))
@@ -70,30 +92,40 @@ def _relative(actual, expected) -> float:
 
 def adcheck_row(case, inputs, fused=None) -> dict:
     start = time.perf_counter()
-    report = kernels.check(case.kernel, inputs, against=case.reference, fused=fused)
+    report = kernels.check(case.kernel, inputs, against=case.reference, fused=fused,
+                           order=case.order)
     seconds = time.perf_counter() - start
     sizes = bug_sizes(case, inputs, report)
     worst, ratio = None, -1.0
     for r in report.results:
         res = r.precision.resolution if r.precision else None
-        size = sizes.get((r.check, r.out_idx, r.in_idx), 0.0)
+        size = sizes.get((verdicts.name_of(r), r.out_idx, r.in_idx), 0.0)
         if res and size / res > ratio:
             worst, ratio = (size, res), size / res
     return {"passed": report.passed, "seconds": seconds, "size": worst[0],
             "resolution": worst[1], "above": ratio > 1, "report": report}
 
 
-def _grads(func, inputs, cotangent_seed=1):
+def _grads(func, inputs, order=1, cotangent_seed=1):
+    """The output and its gradients for one random cotangent; with ``order=2``
+    also the gradients of those gradients for a second random cotangent."""
     leaves = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in inputs)
     out = func(*leaves)
     g = torch.Generator().manual_seed(cotangent_seed)
     cot = torch.randn(out.shape, generator=g).to(out.dtype)
-    grads = torch.autograd.grad(out, [x for x in leaves if x.requires_grad], cot)
-    return [out.detach(), *grads]
+    wrt = [x for x in leaves if x.requires_grad]
+    grads = torch.autograd.grad(out, wrt, cot, create_graph=order == 2)
+    if order == 1:
+        return [out.detach(), *grads]
+    cots = [torch.randn(d.shape, generator=g).to(d.dtype) for d in grads]
+    seconds = torch.autograd.grad(grads, wrt, cots, allow_unused=True)
+    return [out.detach(), *(d.detach() for d in grads),
+            *(torch.zeros_like(x) if s is None else s for s, x in zip(seconds, wrt))]
 
 
 def assert_close_finds(case, inputs) -> bool:
-    kernel, ref = _grads(case.kernel, inputs), _grads(case.reference, inputs)
+    kernel, ref = _grads(case.kernel, inputs, case.order), _grads(case.reference, inputs,
+                                                                   case.order)
     try:
         for a, e in zip(kernel, ref):
             torch.testing.assert_close(a, e)
@@ -104,8 +136,9 @@ def assert_close_finds(case, inputs) -> bool:
 
 def twice_rule_finds(case, inputs) -> bool:
     wide = tuple(x.detach().double().requires_grad_(x.requires_grad) for x in inputs)
-    exact = _grads(case.reference, wide)
-    kernel, ref = _grads(case.kernel, inputs), _grads(case.reference, inputs)
+    exact = _grads(case.reference, wide, case.order)
+    kernel, ref = _grads(case.kernel, inputs, case.order), _grads(case.reference, inputs,
+                                                                   case.order)
     for k, r, e in zip(kernel, ref, exact):
         if float((k.double() - e).abs().max()) > 2 * float((r.double() - e).abs().max()):
             return True
@@ -157,7 +190,8 @@ def false_alarms(seeds=range(1, 6)) -> None:
             for (kernel, fused), seed in [(k, s) for k in runs_of for s in seeds]:
                 inputs = case.inputs(dtype, torch.Generator().manual_seed(seed))
                 start = time.perf_counter()
-                report = kernels.check(kernel, inputs, against=case.reference, fused=fused)
+                report = kernels.check(kernel, inputs, against=case.reference, fused=fused,
+                                       order=case.order)
                 slowest = max(slowest, time.perf_counter() - start)
                 runs += 1
                 stated += [r.precision.resolution for r in report.results

@@ -4,8 +4,8 @@ Each kernel computes in float32 inside when its inputs are narrower (as a
 fused Triton or CUDA kernel does) and in float64 when given float64 (so a
 bug's own size can be measured without rounding); each has a reference of
 ordinary ops. ``ZOO`` lists ``Case(name, kernel, reference, make_inputs,
-bug)``: ``bug`` is ``None`` for a correct kernel, else the words for what is
-wrong. ``bench/kernels.py`` runs them.
+bug, order)``: ``bug`` is ``None`` for a correct kernel, else the words for
+what is wrong; ``order=2`` cases are judged at second order too. ``bench/kernels.py`` runs them.
 """
 from __future__ import annotations
 
@@ -113,16 +113,21 @@ def rms_norm_reference(x, w):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
 
 
+def _rms_forward(x, w) -> tuple:
+    """A fused RMS norm's forward: ``(x in the inner dtype, rstd, output)``."""
+    xf = x.to(acc(x))
+    inv = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6)
+    return xf, inv, (xf * inv * w.to(xf.dtype)).to(x.dtype)
+
+
 def _rms_norm(bug: str | None):
     class RMSNorm(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, w):
-            a = acc(x)
-            xf = x.to(a)
-            inv = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6)
-            ctx.save_for_backward(xf, inv, w.to(a))
+            xf, inv, y = _rms_forward(x, w)
+            ctx.save_for_backward(xf, inv, w.to(xf.dtype))
             ctx.dtype = x.dtype
-            return (xf * inv * w.to(a)).to(x.dtype)
+            return y
 
         @staticmethod
         def backward(ctx, g):
@@ -141,6 +146,36 @@ def _rms_norm(bug: str | None):
 def rms_norm_inputs(dtype, g):
     return (torch.randn(4, 32, generator=g).to(dtype).requires_grad_(),
             (1 + 0.1 * torch.randn(32, generator=g)).to(dtype).requires_grad_())
+
+
+def _rms_norm_twice(bug: str | None):
+    """RMS norm whose backward is made of torch ops on the saved inputs, so it
+    can be differentiated again (second order); the bug saves the forward's
+    rstd, which double backward then treats as a constant: first derivatives
+    right, second wrong."""
+    class RMSNorm2(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            _, inv, y = _rms_forward(x, w)
+            ctx.save_for_backward(x, w, inv)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w, saved = ctx.saved_tensors
+            a = acc(x)
+            xf, wf, g = x.to(a), w.to(a), g.to(a)
+            inv = saved if bug == "saved rstd" else \
+                torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6)
+            gh = g * wf
+            gx = inv * gh - xf * inv ** 3 * (gh * xf).mean(-1, keepdim=True)
+            return gx.to(x.dtype), (g * xf * inv).sum(0).to(w.dtype)
+    return RMSNorm2.apply
+
+
+def rms_norm_small_inputs(dtype, g):
+    return (torch.randn(4, 16, generator=g).to(dtype).requires_grad_(),
+            (1 + 0.1 * torch.randn(16, generator=g)).to(dtype).requires_grad_())
 
 
 # ---------------------------------------------------------------- cross-entropy
@@ -330,11 +365,13 @@ class Case:
     reference: Callable
     inputs: Callable
     bug: str | None = None
+    #: 2: judged with order=2 (its vjp's own derivatives too)
+    order: int = 1
 
 
-def _cases(name, make, reference, inputs, bugs) -> list:
-    return [Case(name, make(None), reference, inputs)] + \
-        [Case(name, make(bug), reference, inputs, bug) for bug in bugs]
+def _cases(name, make, reference, inputs, bugs, order=1) -> list:
+    return [Case(name, make(None), reference, inputs, order=order)] + \
+        [Case(name, make(bug), reference, inputs, bug, order) for bug in bugs]
 
 
 ZOO = [Case("attention, fused forward only", attention_forward_only, attention_reference,
@@ -344,6 +381,8 @@ ZOO = [Case("attention, fused forward only", attention_forward_only, attention_r
     + _cases("layer norm", _layer_norm, layer_norm_reference, layer_norm_inputs,
              ["mean dropped"]) \
     + _cases("RMS norm", _rms_norm, rms_norm_reference, rms_norm_inputs, ["wrong dim"]) \
+    + _cases("RMS norm, second order", _rms_norm_twice, rms_norm_reference,
+             rms_norm_small_inputs, ["saved rstd"], order=2) \
     + _cases("cross-entropy, label smoothing", _cross_entropy, cross_entropy_reference,
              cross_entropy_inputs, ["smoothing over C-1"]) \
     + _cases("rotary embedding", _rotary, rotary_reference, rotary_inputs, ["wrong sign"]) \
