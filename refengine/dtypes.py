@@ -50,6 +50,9 @@ _TO_REAL = {complex64: float32, complex128: float64}
 TYPE_NAMES = {bool_: "BoolTensor", int32: "IntTensor", int64: "LongTensor",
               float32: "FloatTensor", float64: "DoubleTensor",
               complex64: "ComplexFloatTensor", complex128: "ComplexDoubleTensor"}
+# PyTorch's scalar type names ("result type Float can't be cast to ... Long").
+SCALAR_NAMES = {bool_: "Bool", int32: "Int", int64: "Long", float32: "Float", float64: "Double",
+                complex64: "ComplexFloat", complex128: "ComplexDouble"}
 
 
 def _by_name(name: str) -> dtype:

@@ -376,7 +376,7 @@ class Tensor:
     def detach_(self) -> "Tensor":
         if is_inference_mode_enabled():
             return self     # as in PyTorch: inference mode skips autograd, detach_ included
-        if self._base is not None:
+        if self._base is not None and not self._is_inference:   # no autograd view, as torch's
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead. If you are using "
                 "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "

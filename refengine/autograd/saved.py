@@ -51,7 +51,14 @@ def describe(t) -> str:
 
 
 def _describe(dtype, shape) -> str:
-    return f"[refengine.{dtypes.TYPE_NAMES[dtype]} [{', '.join(map(str, shape))}]]"
+    # torch has no legacy tensor type for complex dtypes: it names the backend's type
+    name = (f"CPU{dtypes.SCALAR_NAMES[dtype]}Type" if dtype.is_complex
+            else f"refengine.{dtypes.TYPE_NAMES[dtype]}")
+    return f"[{name} [{', '.join(map(str, shape))}]]"
+
+
+DETACHED = ("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+            "This is not supported, please use out-of-place `.detach()` instead")
 
 
 class SavedTensor:
@@ -106,8 +113,14 @@ class SavedTensor:
             raise RuntimeError(SECOND_TIME)
         current = self._storage.version
         if current != self._version:
-            where = (f", which is output {self._producer[1]} of {_op_name(self._producer[0])},"
-                     if self._producer else "")
+            producer = self._producer
+            if self._tensor is not None:
+                # torch names the saved input's grad_fn as it is now (an in-place
+                # op since has replaced it), with the output number from the save
+                fn = self._tensor.grad_fn
+                producer = None if fn is None else (fn.name(), self._output_nr)
+            where = (f", which is output {producer[1]} of {_op_name(producer[0])},"
+                     if producer else "")
             desc = _describe(*self._described)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
@@ -118,6 +131,10 @@ class SavedTensor:
     def unpack(self):
         """The saved tensor, connected to the graph for double backward."""
         with self._lock:
+            if not self._released and self._tensor is not None and self._edge[0] is not None \
+                    and self._tensor._grad_fn is None:
+                # saved with a history that detach_() has since cut (torch checks this first)
+                raise RuntimeError(DETACHED)
             self._check()
             if self._hooks is not None:
                 value = self._hooks[1](self._packed)

@@ -117,7 +117,19 @@ def levels_with_tangents(tensors: dict, op) -> tuple:
 
 def _tangent_or_zeros(t, level: int):
     tangent = get_tangent(t, level)
-    return tangent if tangent is not None else creation.zeros_like(t)
+    if tangent is not None:
+        return tangent
+    # torch's formulas read a missing tangent as a ZeroTensor, whose product
+    # with anything (inf, NaN) is zero: marked so that a formula can leave it out
+    zeros = creation.zeros_like(t)
+    zeros._absent_tangent = True
+    return zeros
+
+
+def absent(tangent) -> bool:
+    """``tangent`` stands for an input that has no tangent: None, or the zeros
+    of _tangent_or_zeros."""
+    return tangent is None or getattr(tangent, "_absent_tangent", False)
 
 
 def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
@@ -161,18 +173,25 @@ def push_tangents(op, env: dict, tensors: dict, outs: list, levels: tuple, inpla
             for name, o, tan in zip(op.outputs, outs, tans):
                 if tan is None or name not in op.diff_outputs:
                     continue
+                if absent(tan):
+                    tan = tan.clone()
                 tan = fit_tangent(tan, o)
                 if inplace:
-                    _write_tangent(o, level, tan)
+                    _write_tangent(o, level, tan, op.name in ("fill", "zero"))
                 else:
                     set_tangent(o, level, tan)
 
 
-def _write_tangent(t, level: int, tan) -> None:
-    """In-place op on ``t``: update its tangent in place (the lens putback)."""
+def _write_tangent(t, level: int, tan, one_value: bool = False) -> None:
+    """In-place op on ``t``: update its tangent in place (the lens putback).
+    ``one_value``: fill_ or zero_, whose tangent is one value, written as a
+    fill (so into an expanded tangent too, as torch's ``self_t.fill_``)."""
     own = t._fw_grads.get(level)
     if own is not None:
-        own.copy_(tan)
+        if one_value and tan.numel():
+            own.fill_(tan.reshape(-1)[0])
+        else:
+            own.copy_(tan)
         return
     base = t._fw_base
     if base is not None:

@@ -52,8 +52,33 @@ class AsStridedBackward0(Node):
         if g is None:
             return [None]
         full = creation.zeros(self.base_shape, dtype=self.base_dtype)
-        self.view_fn(full).copy_(g)
-        return [full]
+        view = self.view_fn(full)
+        places = _storage_places(view, full)
+        if places is None:
+            view.copy_(g)
+            return [full]
+        # elements of the view that share memory (an expand) each add their
+        # gradient to the one base element, as torch's as_strided backward does
+        flat = creation.zeros((full.numel(),), dtype=g.dtype if g.is_complex() else self.base_dtype)
+        return [flat.index_add(0, creation.tensor(places.reshape(-1)), g.reshape(-1))
+                .reshape(self.base_shape)]
+
+
+def _storage_places(view, full):
+    """The flat index into ``full`` of each element of ``view`` when some
+    elements share one place, else None (a plain copy is then right)."""
+    import numpy as np
+    v, f = view._data, full._data
+    if v.size <= 1 or v.dtype != f.dtype or not f.flags.c_contiguous:
+        return None
+    start = v.__array_interface__["data"][0] - f.__array_interface__["data"][0]
+    offsets = np.full(v.shape, start, dtype=np.int64)
+    for axis, stride in enumerate(v.strides):
+        shape = [1] * v.ndim
+        shape[axis] = v.shape[axis]
+        offsets = offsets + (np.arange(v.shape[axis]) * stride).reshape(shape)
+    places = offsets // f.itemsize
+    return places if np.unique(places).size < places.size else None
 
 
 class MultiViewBackward(Node):

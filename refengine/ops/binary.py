@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..autograd.tangents import absent
 from ..batching.rules import elementwise, pad_batched
 from .dispatch import call, is_number
 from .opdef import OPS, defelementwise, defop, deflinear, no_bool, no_complex
@@ -104,7 +105,14 @@ def _pow_self(grad, self, exponent):
     return grad * d.conj()
 
 
-def _log_base(self, result):
+def _exponent_factor(self, exponent, result):
+    """d/dp x**p = x**p log x, taken as 0 at x = 0 for a real p >= 0 (by
+    continuity); at x = 0 otherwise it is 0 * -inf = NaN, as in torch."""
+    at_zero = (self == 0) & _real_nonnegative(exponent)
+    return (result * _log_base(self, result, at_zero)).masked_fill(at_zero, 0)
+
+
+def _log_base(self, result, at_zero):
     """log x for d/dp x**p. A Python number's log is taken in float64 (then cast
     to the result's dtype), as PyTorch takes the log of a Scalar base: for
     ``2 ** x`` in float32 that is float32(log 2), not log of float32 2. A real
@@ -112,16 +120,24 @@ def _log_base(self, result):
     if not is_number(self):
         if result.is_complex() and not self.is_complex():
             self = self.to(result.dtype)
-        return self.masked_fill(self == 0, 1).log()
+        # log 0 = -inf is kept out of the graph where the factor is set to 0
+        return call(OPS["where"], at_zero, 1.0, self).log()
     v = self.item()
     if isinstance(v, complex):
         return cmath.log(v) if v != 0 else complex(-math.inf)
     return math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
 
 
+def _real_nonnegative(exponent):
+    # torch's mask of d/dp x**p at x = 0: a complex exponent must be real too
+    if exponent.is_complex():
+        return (exponent.imag == 0) & (exponent.real >= 0)
+    return exponent >= 0
+
+
 def _pow_exponent(grad, self, exponent, result):
     # d/dp x**p = x**p log x; at x = 0 with p >= 0 it is taken as 0 (by continuity).
-    d = (result * _log_base(self, result)).masked_fill((self == 0) & (exponent.real >= 0), 0)
+    d = _exponent_factor(self, exponent, result)
     return grad * d.conj()
 
 
@@ -135,11 +151,15 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
     if _zero_number(exponent):
         from ..creation import zeros_like
         return zeros_like(result)
-    out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
-    dexp = (result * _log_base(self, result)).masked_fill((self == 0) & (exponent.real >= 0), 0)
-    # a zero tangent of the exponent contributes exactly zero (x**2 at x < 0
-    # must not pick up 0 * log(x) = nan)
-    return out + (exponent_t * dexp).masked_fill(exponent_t == 0, 0)
+    # an input without a tangent contributes exactly zero (x**2 at x < 0 must
+    # not pick up 0 * log(x) = nan); a zero tangent, sign(x)'s, does not
+    out = None
+    if not absent(self_t):
+        out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
+    if absent(exponent_t):
+        return out
+    dexp = _exponent_factor(self, exponent, result)
+    return exponent_t * dexp if out is None else out + exponent_t * dexp
 
 
 def _check_pow(tensors: dict) -> None:

@@ -12,6 +12,8 @@ swapped in rather than rebuilt, and no forward-mode work without a dual level.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import dtypes
@@ -100,8 +102,11 @@ def call_inplace(op: OpDef, self: Tensor, *args, **kwargs) -> Tensor:
     """Apply ``op`` writing its result into ``self`` (the ``NAME_`` variant)."""
     env = op.bind((self,) + args, kwargs)
     if self._is_inference and not is_inference_mode_enabled():
-        # PyTorch writes the values, unrecorded, and then refuses the update
-        with no_grad():
+        # PyTorch writes the values, unrecorded and with no tangent, and then
+        # refuses the update
+        with no_grad(), contextlib.ExitStack() as off:
+            for level in tangents.active_levels():
+                off.enter_context(tangents.excluding(level))
             _run(op, env, self)
         raise RuntimeError(INFERENCE_INPLACE)
     _check_inplace(self)
@@ -283,6 +288,16 @@ def broadcast_error(shapes) -> str:
     return "shapes " + ", ".join(str(list(s)) for s in shapes) + " do not broadcast"
 
 
+def _same_root(a: np.ndarray, b: np.ndarray) -> bool:
+    """``a`` and ``b`` view one array: NumPy says an empty view shares no
+    memory, but torch's empty slice is a view of its base all the same."""
+    def root(x):
+        while isinstance(x.base, np.ndarray):
+            x = x.base
+        return x
+    return root(a) is root(b)
+
+
 def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     source = tensors.get(op.inputs[0]) if op.view else None
     if source is None or not isinstance(source, Tensor):
@@ -290,7 +305,7 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     outs = []
     kind = inherit_kind(source._view_meta, creation_kind(multi=len(results) > 1))
     for r in results:
-        if np.may_share_memory(r, source._data):
+        if np.may_share_memory(r, source._data) or _same_root(r, source._data):
             t = Tensor(_array=r, _storage=source._storage,
                        _base=source._base if source._base is not None else source)
             t._is_inference = source._is_inference
@@ -303,20 +318,52 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     return outs
 
 
-def _write_inplace(out: Tensor, result: np.ndarray) -> None:
+def _writes_one_value(op: OpDef, env: dict, out: Tensor) -> bool:
+    """torch lets fill_ and zero_ write a tensor whose elements share memory
+    (every one gets the same value), and copy_ of a tensor onto itself does nothing."""
+    return op.name in ("fill", "zero") or (op.name == "copy" and env.get("src") is out)
+
+
+def _write_inplace(out: Tensor, result: np.ndarray, one_value: bool = False) -> None:
     if result.shape != out._data.shape:
         raise RuntimeError(f"output with shape {list(out._data.shape)} doesn't match the "
                            f"broadcast shape {list(result.shape)}")
     src, dst = dtypes.from_numpy_dtype(result.dtype), out.dtype
     if src._category > dst._category:
-        raise RuntimeError(f"result type {src.name} can't be cast to the desired output "
-                           f"type {dst.name}")
-    if not out._data.flags.writeable or (0 in out._data.strides and out._data.size > 1):
+        raise RuntimeError(f"result type {dtypes.SCALAR_NAMES[src]} can't be cast to the "
+                           f"desired output type {dtypes.SCALAR_NAMES[dst]}")
+    target = out._data
+    if one_value and _repeats(target):
+        target, result = _distinct_places(target), result[_distinct_index(target)]
+    if not target.flags.writeable or _repeats(target):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")
-    np.copyto(out._data, result, casting="unsafe")
+    np.copyto(target, result, casting="unsafe")
     out._bump_version()
+
+
+def _repeats(a: np.ndarray) -> bool:
+    """Some elements of ``a`` share one memory place (an expand's stride 0)."""
+    return a.size > 1 and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
+
+
+def _distinct_index(a: np.ndarray) -> tuple:
+    # the first element along every dimension an expand repeats (stride 0)
+    return tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)
+
+
+def _distinct_places(a: np.ndarray) -> np.ndarray:
+    """A writable view of the memory places of ``a`` (read-only because an
+    expand repeats some of them), each place once."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.writeable:
+        return a
+    part = a[_distinct_index(a)]
+    offset = part.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(part.shape, part.dtype, buffer=root, offset=offset, strides=part.strides)
 
 
 def _run(op: OpDef, env: dict, out: Tensor | None):
@@ -339,7 +386,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     if out is not None:
         if out.is_complex() and results[0].dtype.kind != "c" and op.result_dtype is dtypes.to_real:
             raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
-        _write_inplace(out, results[0])
+        _write_inplace(out, results[0], _writes_one_value(op, env, out))
         if record and out._base is not None:
             # the node below takes out's history from before this write
             out._view_version = out._storage.version

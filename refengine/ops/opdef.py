@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
+from ..autograd.tangents import absent
 from ..batching.rules import elementwise
 from .dispatch import call
 # the data these helpers fill, re-exported for the op families
@@ -82,7 +83,7 @@ def defelementwise(name: str, forward: Callable, derivatives: dict | Callable, *
         total = None
         for k, d in in_jvp.items():
             t = env[f"{k}_t"]
-            if t is None:
+            if absent(t):
                 continue
             term = d(env) * t
             total = term if total is None else total + term

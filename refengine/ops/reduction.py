@@ -95,7 +95,9 @@ def _prod_forward(self, dim=None, keepdim=False):
 
 
 defop("prod", _prod_forward,
-      vjp={"self": lambda grad, self, dim, keepdim:
+      # ``result`` is saved (as torch's ProdBackward saves it), so writing the
+      # product in place makes backward fail as in torch, though the rule does not read it
+      vjp={"self": lambda grad, self, dim, keepdim, result:
            expand_reduced(grad, self, dim, keepdim) * _prod_others(self, dim).conj()},
       jvp=lambda self_t, self, dim, keepdim: (self_t * _prod_others(self, dim)).sum(
           dim=dim, keepdim=keepdim),

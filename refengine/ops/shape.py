@@ -114,7 +114,12 @@ def _transpose_rule(c):
     return c.run(dim0=shift_dim(c.env["dim0"], rank), dim1=shift_dim(c.env["dim1"], rank))
 
 
-deflinear("transpose", lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1) if self.ndim else self,
+def _swapaxes(self, dim0, dim1):
+    dim0, dim1 = _norm_dim(dim0, self.ndim), _norm_dim(dim1, self.ndim)   # torch's IndexError
+    return np.swapaxes(self, dim0, dim1) if self.ndim else self
+
+
+deflinear("transpose", _swapaxes,
           vjp={"self": lambda grad, dim0, dim1: grad.transpose(dim0, dim1)},
           batch=_transpose_rule, **V)
 

@@ -46,6 +46,21 @@ def _torch_drops_imaginary_tangent(found, source: str) -> bool:
         return bool(np.allclose(ref.real, tor.real, equal_nan=True))
 
 
+def _complex_self_division(found, source: str) -> bool:
+    """The program divides a complex tensor by itself (x / x, x.div_(x))."""
+    return "complex128" in source and re.search(
+        r"\b(v\d+)\.div_\(\1\)|\b(v\d+) / \2\b", source) is not None
+
+
+def _torch_is_leaf_assert(found, source: str) -> bool:
+    """torch's is_leaf raised (an internal assert) on a view_as_real view of a
+    base that detach_() cut and an in-place op then wrote."""
+    obs = found.raw[1]
+    flags = obs[1].get("flags") if obs and obs[0] == "tensor" else None
+    return (flags is not None and flags[3] == ("raises", "RuntimeError")
+            and "view_as_real" in source and ".detach_()" in source)
+
+
 KNOWN = (
     Entry("message", ".*", _same_before_hint,
           "docs/differences.md: the saved-tensor version error ends with a hint that names "
@@ -70,6 +85,14 @@ KNOWN = (
     Entry("tangent", r"pow|\*\*", _torch_drops_imaginary_tangent,
           "docs/differences.md: forward mode through a real input of a complex result "
           "(pow with a complex exponent): torch keeps only the real part of the tangent"),
+    *(Entry(kind, ".*", _complex_self_division,
+            "docs/differences.md: a complex tensor divided by itself is exactly 1 in refengine, "
+            "1 plus a rounding error in torch's vectorised kernel, which a branch cut or a pole "
+            "after it magnifies")
+      for kind in ("value", "tangent", "grad", "hooks")),
+    Entry("flags", ".*", _torch_is_leaf_assert,
+          "docs/differences.md: torch fails an internal assert reading is_leaf of a "
+          "view_as_real view whose base was detached in place and then written"),
 )
 
 def _arrays(found):
@@ -115,6 +138,11 @@ OPEN = (
           "the saved-tensor version error describes the tensor otherwise: the node of a "
           "regenerated view (torch: AsStrided) or of the op that saved it, and 0-dim complex "
           "tensors (torch: [CPUComplexDoubleType []])"),
+    Entry("message", ".*", lambda found, source: "Inference tensors cannot be saved" in found.torch,
+          "torch saves an op's inputs, refusing inference tensors, before it computes the op; "
+          "refengine saves after computing, so a program that meets another error there too "
+          "(shapes that do not broadcast) gets that one. Not fixed: refengine would need to "
+          "know, before computing, which inputs the op's rules save"),
     Entry("crash", ".*", lambda found, source: True,
           "torch 2.13 crashes (segmentation fault) in register_hook on a view, made in "
           "inference or no_grad mode, whose base was written in place"),

@@ -1,0 +1,197 @@
+"""More behaviours the differential fuzzer (tests/fuzz, docs/fuzzing.md) found refengine
+getting differently from torch 2.13, one case per class of finding.
+
+Writes into expanded tensors and the gradients of views of a base written in
+place, empty slices as views, what forward mode does with an input that has
+no tangent, in-place ops on inference tensors, saved tensors cut by detach_(),
+and the texts of the errors met on the way.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from adcheck.conformance.case import TORCH_BEHAVIOUR, case
+
+NAN, INF = math.nan, math.inf
+
+
+def _f64(E, values, **kw):
+    return E.tensor(values, dtype=E.float64, **kw)
+
+
+@case("a view that repeats an element (expand) of a base written in place gets its grad_fn "
+      "from the base again; its backward adds up the gradients of the repeated element",
+      source=TORCH_BEHAVIOUR)
+def expanded_view_of_written_base_sums_its_gradient(E):
+    base = _f64(E, 0.5)
+    view = base.unsqueeze(0).expand(3)
+    w = _f64(E, 2.0, requires_grad=True)
+    base.mul_(w)
+    assert view.tolist() == [1.0, 1.0, 1.0] and view.grad_fn is not None
+    (view * _f64(E, [1.0, 2.0, 3.0])).sum().backward()
+    # d/dw of (0.5 w) * (1 + 2 + 3)
+    assert w.grad.item() == 3.0
+
+
+@case("fill_ and zero_ may write a tensor whose elements share memory (an expand), and "
+      "copy_ of such a tensor onto itself is allowed; other in-place ops refuse it, and so "
+      "does the backward of the write", source=TORCH_BEHAVIOUR)
+def writes_into_expanded_tensors(E):
+    base = _f64(E, [1.0, 2.0])
+    view = base.unsqueeze(0).expand(3, 2)
+    view.fill_(4.0)
+    assert base.tolist() == [4.0, 4.0]
+    view.zero_()
+    assert base.tolist() == [0.0, 0.0] and view._version == 2
+    view.copy_(view)
+    assert view._version == 3
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor "
+                                           "refers to a single memory location"):
+        view.mul_(2)
+    leaf = _f64(E, [1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    x.unsqueeze(0).expand(2, 2).zero_()
+    with pytest.raises(RuntimeError, match="refers to a single memory location"):
+        x.sum().backward()
+
+
+@case("zero_ of an expanded dual tensor zeroes the base's tangent too", source=TORCH_BEHAVIOUR)
+def zero_of_expanded_dual_tensor(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [1.0, -2.0]), _f64(E, [3.0, 4.0]))
+        v = x.unsqueeze(0).expand(2, 2)
+        v.zero_()
+        assert fw.unpack_dual(v).tangent.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+        assert fw.unpack_dual(x).tangent.tolist() == [0.0, 0.0]
+
+
+@case("an empty slice is a view like any other: made under no_grad from a tensor that "
+      "requires grad, it requires grad too (through its base)", source=TORCH_BEHAVIOUR)
+def empty_slices_are_views(E):
+    a = E.ones(2, 3, dtype=E.float64, requires_grad=True) * 1
+    with E.no_grad():
+        views = (a[2:], a[1:][1:], a[:, 3:], a.narrow(0, 2, 0))
+    for v in views:
+        assert v.numel() == 0 and v._is_view() and v._base is a
+        assert v.requires_grad and v.grad_fn is None
+    assert a[2:]._is_view() and a[2:].grad_fn is not None
+
+
+@case("forward mode: an input without a tangent contributes exactly nothing (x**-1 at 0 "
+      "times 2 keeps its inf tangent), while a zero tangent, such as sign's, is multiplied "
+      "like any other (0 * log(x) at x < 0 is NaN in pow's tangent)", source=TORCH_BEHAVIOUR)
+def absent_and_zero_tangents(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [0.0, 2.0, 0.5]), _f64(E, [-1.0, 1.0, 0.0]))
+        r = x ** -1.0
+        r.mul_(2)
+        # 2 * (-1) x**-2 * t: +inf at 0, -0.5 at 2, -0.0 for a zero tangent
+        t = fw.unpack_dual(r).tangent.tolist()
+        assert t[:2] == [INF, -0.5] and t[2] == 0.0 and math.copysign(1, t[2]) == -1
+        y = fw.make_dual(_f64(E, [-0.5, 0.5, 0.0]), _f64(E, [1.0, 1.0, 1.0]))
+        t = fw.unpack_dual(E.pow(y, E.sign(y))).tangent.tolist()
+        # exponent -1 at -0.5 (its zero tangent meets log(-0.5) = NaN), 1 at 0.5,
+        # 0 at 0 (the derivative is 0 there in both arguments)
+        assert math.isnan(t[0]) and t[1:] == [1.0, 0.0]
+
+
+@case("an in-place op on an inference tensor outside inference mode writes its values but "
+      "no tangent before it raises", source=TORCH_BEHAVIOUR)
+def inference_tensor_inplace_leaves_no_tangent(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        d = fw.make_dual(_f64(E, [-0.5, 1.0]), _f64(E, [2.0, 3.0]))
+        with E.inference_mode():
+            t = E.sgn(d)
+        assert fw.unpack_dual(t).tangent is None
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside"):
+            t.copy_(d)
+        assert t.tolist() == [-0.5, 1.0] and fw.unpack_dual(t).tangent is None
+
+
+@case("detach_() of a view of an inference tensor is allowed (inference tensors have no "
+      "autograd views)", source=TORCH_BEHAVIOUR)
+def detach_of_inference_view(E):
+    x = E.ones(2, 3, dtype=E.complex128, requires_grad=True)
+    with E.inference_mode():
+        r = E.reciprocal(x)
+    v = r.real
+    assert v.detach_() is v and not v.requires_grad and v.is_leaf
+
+
+@case("a tensor saved for backward as an input and then detached in place: backward raises "
+      "that the saved tensor was detached in place (a saved output is not affected)",
+      source=TORCH_BEHAVIOUR)
+def saved_input_detached_in_place(E):
+    x = _f64(E, [1.0, -0.5], requires_grad=True)
+    s = E.sigmoid(x)
+    m = E.minimum(x, s)          # saves s as an input
+    s.detach_()
+    with pytest.raises(RuntimeError, match=r"Trying to use a saved tensor that has been "
+                                           r"detached in-place, i\.e\. with \.detach_\(\)"):
+        m.sum().backward()
+    s2 = E.sigmoid(x)            # saves its result
+    y = s2 * 2
+    s2.detach_()
+    y.sum().backward()
+    sig = [1 / (1 + math.exp(-v)) for v in (1.0, -0.5)]
+    assert x.grad.tolist() == pytest.approx([2 * v * (1 - v) for v in sig], rel=1e-14)
+
+
+@case("prod saves its result: writing the product in place makes backward fail, even "
+      "where the gradient that reaches it is zero", source=TORCH_BEHAVIOUR)
+def prod_saves_its_result(E):
+    x = _f64(E, 0.5, requires_grad=True) * 1
+    p = x.prod()
+    p.pow_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        E.sgn(p).backward()
+
+
+@case("transpose of a dimension out of range is torch's IndexError, naming the range",
+      source=TORCH_BEHAVIOUR)
+def transpose_dimension_out_of_range(E):
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range "
+                                         r"of \[-1, 0\], but got 1\)"):
+        E.ones(3).transpose(0, 1)
+    assert E.ones(()).transpose(0, -1).shape == ()
+    assert E.ones(2, 3).transpose(-1, 0).shape == (3, 2)
+
+
+@case("error texts name dtypes as torch does: a cast refused by an in-place op by scalar "
+      "type (ComplexDouble, Double), a complex tensor in the saved-tensor version error by "
+      "its backend type ([CPUComplexDoubleType [2]]); that error names the saved input's "
+      "grad_fn as it is after the in-place op", source=TORCH_BEHAVIOUR)
+def dtype_names_in_messages(E):
+    with pytest.raises(RuntimeError, match="result type ComplexDouble can't be cast to the "
+                                           "desired output type Double"):
+        _f64(E, [1.0]).div_(E.tensor([1j], dtype=E.complex128))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        E.ones(2, dtype=E.int64).add_(E.ones(2, dtype=E.float32))
+    a = E.ones(2, dtype=E.complex128, requires_grad=True) * 1
+    b = a * a
+    a.add_(1)
+    with pytest.raises(RuntimeError, match=r"\[CPUComplexDoubleType \[2\]\], which is output "
+                                           r"0 of Add,"):
+        b.abs().sum().backward()
+    c = _f64(E, [1.0, 2.0], requires_grad=True) * 1
+    d = c * c
+    c[:1].mul_(3)
+    with pytest.raises(RuntimeError, match=r"\[refengine\.DoubleTensor \[2\]\], which is "
+                                           r"output 0 of (torch::autograd::)?CopySlices,"
+                                           .replace("refengine", E.__name__.split(".")[-1])):
+        d.sum().backward()
+
+
+@case("pow's derivative in the exponent at a zero base is 0 only for a real exponent >= 0; "
+      "for an exponent with an imaginary part it is 0 * log(0), NaN", source=TORCH_BEHAVIOUR)
+def pow_exponent_derivative_at_zero_base(E):
+    c = E.tensor([0.5 + 1j, 2 + 0j], dtype=E.complex128, requires_grad=True)
+    (g,) = E.autograd.grad(E.pow(_f64(E, [0.0, 0.0]), c), c, E.ones(2, dtype=E.complex128))
+    first, second = g.tolist()
+    assert math.isnan(first.real) and math.isnan(first.imag) and second == 0
