@@ -9,7 +9,9 @@ the resolution it had (``docs/kernels.md``).
 
 Owns: the order of such a check (``judge``), running on the inputs' device
 (``device``), the allowance from the rounding of the same computation
-(``rounding``) and the results and their words (``verdicts``).
+(``rounding``), the second order (``second``), complex kernels as the real
+function of their real and imaginary parts (``complexes``) and the results
+and their words (``verdicts``).
 
 May import: every room below it and the plan (``gradcheck.api``); nothing
 imports it but the front ends (the CLI, the pytest plugin).

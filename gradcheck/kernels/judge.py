@@ -19,6 +19,10 @@ Jacobians beyond ``memory_budget`` are refused before any costly work):
    entry by entry within the rounding allowance of
    ``gradcheck.kernels.rounding``, each comparison with its resolution.
 
+``order=2`` judges the kernel's vjp against the reference's the same way
+(``gradcheck.kernels.second``); complex kernels are judged as the real
+function of their real and imaginary parts (``gradcheck.kernels.complexes``).
+
 A kernel that returns another dtype than its inputs' (float32 from bfloat16)
 is judged in the dtype it returns, its gradients in their inputs' dtype; the
 report's notes say so (``Report.coverage["kernel"]``).
@@ -35,7 +39,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian, Layout
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.kernels import device, rounding, second, verdicts
+from adcheck.gradcheck.kernels import complexes, device, rounding, second, verdicts
 from adcheck.gradcheck.verdict.report import Report
 
 #: runs of the kernel compared for nondeterminism
@@ -70,6 +74,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     if order not in (1, 2) or isinstance(order, bool):
         raise ValueError(f"check: order must be 1 or 2, not {order!r}")
     names = (name or function_name(kernel), function_name(against))
+    kernel, against, inputs, notes = complexes.prepared(kernel, against, inputs)
     home = device.device_of(inputs)
     kp = _kernel_problem(kernel, inputs, names[0])
     _within_budget(kp, names[0], repeats, memory_budget)   # before any costly work
@@ -79,10 +84,13 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     report = Report(names[0], "torch", settings={
         "against": names[1], "repeats": repeats, "fused": fused, "order": order,
         "device": str(home), "memory_budget": memory_budget})
+    report.coverage["kernel"] = notes
     how = (repeats, check_forward_ad, fused, memory_budget)
     _compare(report, (kernel, against), inputs, kp, names, how)
     if order == 2:
         _second_order(report, (kernel, against), inputs, kp, names, how)
+    if notes:   # complex inputs
+        complexes.annotate(report)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -145,12 +153,8 @@ def _validated(kernel, inputs, against, repeats) -> tuple:
     if not any(isinstance(x, torch.Tensor) for x in inputs):
         raise ValueError("check(against=...): kernels are judged on torch tensors; pass the "
                          "kernel's inputs as torch tensors on its device")
-    if any(isinstance(x, torch.Tensor) and x.is_complex() for x in inputs):
-        raise ValueError("check(against=...): complex kernels are not judged yet (a kernel "
-                         "is judged on real tensors); pass the real and imaginary parts as "
-                         "real inputs (torch.view_as_real) to a kernel and reference that "
-                         "take them so")
-    if not any(device.floating(x) and x.requires_grad for x in inputs):
+    if not any((device.floating(x) or complexes.has_complex((x,))) and x.requires_grad
+               for x in inputs):
         raise ValueError("check(against=...): no floating input requires grad, so there is "
                          "nothing to judge; call .requires_grad_() on the inputs to check")
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
