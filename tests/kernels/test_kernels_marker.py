@@ -94,8 +94,12 @@ def test_a_failing_comparison_shows_the_kernels_summary(kernels_project):
 
 
 def test_second_order_items_and_a_missing_jvp_skipped_with_its_reason(kernels_project):
+    # the inputs made by a callable of the dtype this time
     kernels_project.makepyfile(test_k=_module(
-        f"@pytest.mark.adcheck_kernel(NoJvp.apply, against=rms_reference, inputs={SPEC}, "
+        "def make(dtype):\n"
+        "    return (torch.randn(4, 16).to(dtype).requires_grad_(),\n"
+        "            (torch.rand(16) + 0.5).to(dtype).requires_grad_())\n\n"
+        "@pytest.mark.adcheck_kernel(NoJvp.apply, against=rms_reference, inputs=make, "
         "dtypes='float32', order=2)"))
     result = kernels_project.runpytest("-v", "-rs")
     result.assert_outcomes(passed=3, skipped=2)
