@@ -22,6 +22,7 @@ from kernels import DTYPES, bug_sizes, verdict  # noqa: E402
 from kernels_zoo import ZOO  # noqa: E402
 
 from adcheck.gradcheck import kernels  # noqa: E402
+from adcheck.gradcheck.kernels import verdicts  # noqa: E402
 
 
 def _available(name: str) -> bool:
@@ -43,10 +44,11 @@ def main(name: str) -> None:
             inputs = tuple(x.detach().to(name).requires_grad_() for x in
                            case.inputs(dtype, torch.Generator().manual_seed(0)))
             start = time.perf_counter()
-            report = kernels.check(case.kernel, inputs, against=case.reference)
+            report = kernels.check(case.kernel, inputs, against=case.reference,
+                                   order=case.order)
             seconds = time.perf_counter() - start
             sizes = bug_sizes(case, tuple(x.cpu() for x in inputs), report)
-            best = max(((sizes.get((r.check, r.out_idx, r.in_idx), 0.0) /
+            best = max(((sizes.get((verdicts.name_of(r), r.out_idx, r.in_idx), 0.0) /
                          r.precision.resolution, r.precision.resolution)
                         for r in report.results if r.precision and r.precision.resolution))
             row = {"passed": report.passed, "above": best[0] > 1}
