@@ -177,7 +177,7 @@ def _discontinuous(ev: Evaluator, directions_beside: list, arrays: dict, shift: 
 TINY_STEP = float(np.finfo(np.float64).tiny)
 
 
-def _step(peak: float, eps: float) -> float:
+def fd_step(peak: float, eps: float) -> float:
     """A power of two near ``eps ** (1/3)`` times ``min(peak, 1)`` (an absolute
     step beyond 1, where a function may oscillate), and at least 1024 units in
     the last place of ``peak``: ``x + h`` and ``x + h / 2`` are then exact."""
@@ -267,7 +267,7 @@ class _Judge:
         """A failing ``Bracket`` along ``direction``, or None (and the state updated)."""
         arrays, ev = self.arrays, self.ev
         peak = max(float(np.max(np.abs(arrays[i].reshape(-1)[ks]))) for i, ks in direction.items())
-        h = _step(peak, self.eps)
+        h = fd_step(peak, self.eps)
         pairs = [_quotients(ev, arrays, direction, sign, h) for sign in (-1.0, 1.0)]
         if pairs[0] is None or pairs[1] is None:
             self.formed = False
@@ -376,7 +376,7 @@ def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float,
     """The points beside this one (``nearby``, and ``claimed`` by the formula)
     and the outputs that jump here."""
     peak = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
-    shift = 256 * _step(peak, eps)
+    shift = 256 * fd_step(peak, eps)
     beside = nearby(arrays, real_inputs)
     claimed = _claimed(jacobians or {}, arrays, real_inputs)
     return ([_moved(arrays, d, shift) for d in beside + claimed],

@@ -97,6 +97,28 @@ def quick(given: dict, explored: list) -> list:
     return out
 
 
+def cheapest(given: dict, explored: list) -> list:
+    """The quick pass's few points: every input zero at once; in each input an
+    exact zero among its entries and its two largest entries tied (one point:
+    the full check and the shrinking tell them apart if it fails); each pair of
+    inputs equal; all inputs at each of the two quick magnitudes at once."""
+    out = [Candidate({i: np.zeros_like(given[i]) for i in explored}, "zero", True)]
+    for i in explored:
+        a = given[i]
+        if a.size > 1:
+            flat = a.reshape(-1)
+            top = [int(k) for k in np.argsort(-np.abs(flat))[:2]]
+            point = _set(a, top[1], flat[top[0]])
+            rest = [k for k in range(a.size) if k not in top]
+            out.append(Candidate({i: _set(point, rest[0], 0) if rest else point}, "zero", True))
+        for j in explored:
+            if j > i and given[j].shape == a.shape and given[j].dtype == a.dtype:
+                out.append(Candidate({j: a.copy()}, "tie", True))
+    out += [Candidate({i: _scaled(given[i], p) for i in explored}, "magnitude", True)
+            for p in QUICK_SCALES]
+    return out
+
+
 def full(given: dict, explored: list) -> list:
     """The rest of the catalogue, input by input."""
     out = []
@@ -174,7 +196,8 @@ def sweep(given: dict, explored: list, rng) -> Candidate:
 
 def candidates(given: dict, explored: list, rng, include_full: bool = True):
     """Every candidate once, structure kept: the quick tier, then (with
-    ``include_full``) the full catalogue and random sweeps without end."""
+    ``include_full``) the full catalogue and random sweeps without end;
+    without it, only the quick pass's ``cheapest`` points."""
     seen = set()
 
     def fresh(candidate):
@@ -186,7 +209,9 @@ def candidates(given: dict, explored: list, rng, include_full: bool = True):
         seen.add(key)
         return Candidate(arrays, candidate.kind, candidate.quick)
 
-    for candidate in quick(given, explored) + (full(given, explored) if include_full else []):
+    first = quick(given, explored) + full(given, explored) if include_full else cheapest(
+        given, explored)
+    for candidate in first:
         made = fresh(candidate)
         if made is not None:
             yield made

@@ -22,13 +22,14 @@ import numpy as np
 
 from adcheck.gradcheck.core import modules
 from adcheck.gradcheck.core.analytical import ad_blocks
+from adcheck.gradcheck.core.coords import rounding_unit
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.explore import brackets, catalogue, point, shrink
+from adcheck.gradcheck.explore import brackets, catalogue, point, quick, shrink
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
 from adcheck.gradcheck.verdict.compare import Result
 
@@ -85,6 +86,11 @@ class Explorer:
             check_scaling=False, check_undefined_grad=False)
         self.report, self.quick_only, self.progress = report, quick_only, progress
         self.budget = options.explore_budget
+        self.modes = ({"reverse"} if options.check_backward_ad else set()) | (
+            {"forward"} if options.check_forward_ad else set())
+        self.rng = np.random.default_rng(report.seed)
+        self.eps = max((rounding_unit(self.given[i].dtype) for i in self.explored),
+                       default=rounding_unit(np.float64))
         self.tally = Tally(budget=self.budget)
         self.start = time.perf_counter()
 
@@ -100,7 +106,7 @@ class Explorer:
                 break
             if candidate.kind in found_kinds:
                 continue
-            outcome = self.try_point(candidate.arrays)
+            outcome = self.try_point(candidate.arrays, screen=self.quick_only)
             if outcome[0] == "stopped":
                 break
             self.tally.tried += 1
@@ -143,14 +149,18 @@ class Explorer:
             ins[i] = E.from_numpy_like(a, self.inputs[i], requires_grad=E.requires_grad(ins[i]))
         return ins
 
-    def try_point(self, arrays: dict) -> tuple:
+    def try_point(self, arrays: dict, screen: bool = False) -> tuple:
         """``(kind, results, bracket)``: kind one of pass, domain, nondiff,
-        kink, timeout, stopped (the budget ended), fail; a failure's results
-        from the check at the point."""
+        kink, unresolved, timeout, stopped (the budget ended), fail; a
+        failure's results from the check at the point. With ``screen``, a
+        point the quick screen clears passes without the full check."""
         remaining = self.remaining()
         limit = min(remaining, max(2.0, self.budget / 4))
         try:
             with deadline(limit):
+                screened = self._screened(arrays) if screen else "judge"
+                if screened != "judge":
+                    return (screened, [], None)
                 return self._judged(arrays)
         except Timeout:
             if limit >= remaining:    # the budget ended, not the point's time
@@ -160,6 +170,20 @@ class Explorer:
                             detail=f"timed out after {limit:.1f} s at {description}")
             self.report.results.append(result)
             return ("timeout", [], None)
+
+    def _screened(self, arrays: dict) -> str:
+        """The quick screen's word on a point (``quick.screen``): pass, domain,
+        or judge (the full check)."""
+        func, ins = self.func, self.rebuilt(arrays)
+        try:
+            if self.options.order == 2:
+                func, ins = first_derivative(func, ins, self.options.grad_outputs,
+                                             np.random.default_rng(self.report.seed or 0),
+                                             self.options.name)
+            return quick.screen(self.engine, func, ins, self.explored, self.modes, self.rng,
+                                self.eps)
+        except Exception:    # raised: the full check says why
+            return "judge"
 
     def _judged(self, arrays: dict) -> tuple:
         ins = self.rebuilt(arrays)
