@@ -84,13 +84,14 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     report = Report(names[0], "torch", settings={
         "against": names[1], "repeats": repeats, "fused": fused, "order": order,
         "device": str(home), "memory_budget": memory_budget})
-    report.coverage["kernel"] = notes
+    report.coverage["kernel"] = list(notes)
     how = (repeats, check_forward_ad, fused, memory_budget)
     _compare(report, (kernel, against), inputs, kp, names, how)
     if order == 2:
         _second_order(report, (kernel, against), inputs, kp, names, how)
     if notes:   # complex inputs
         complexes.annotate(report)
+        report.settings["complex"] = True
     report.seconds = time.perf_counter() - start
     return report
 

@@ -146,7 +146,9 @@ def summary(report, checks=None) -> str:
     head = f"{report.name}: " + ("passed" if not failures else
                                  f"{len(failures)} failing comparison(s)")
     dtype = next((r.precision.formula for r in report.results if r.precision), None)
-    if dtype:
+    if dtype and report.settings.get("complex"):
+        head += f" (a complex kernel's {dtype} real and imaginary parts against {AGAINST})"
+    elif dtype:
         head += f" ({dtype} kernel against {AGAINST})"
     lines = [head]
     lines += [f"  note: {note}" for note in report.coverage.get("kernel", [])]

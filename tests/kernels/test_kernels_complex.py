@@ -56,6 +56,8 @@ def test_a_correct_complex64_kernel_passes_and_says_how_it_was_judged():
     report = kernels.check(Product.apply, _inputs(), against=product_reference)
     assert report.passed, kernels.summary(report)
     assert any("conjugate Wirtinger" in note for note in report.coverage["kernel"])
+    assert "(a complex kernel's float32 real and imaginary parts against" in \
+        kernels.summary(report)
     assert all(r.precision.resolution < 1e-4 for r in report.results)   # float32 parts
 
 
