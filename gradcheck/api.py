@@ -133,7 +133,7 @@ def _run(func, inputs, options: Options) -> Report:
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = int(np.random.SeedSequence().entropy % 2**53)
     rng = np.random.default_rng(seed)
-    original = func
+    original, primals = func, len(inputs)
     if options.order == 2:
         from adcheck.gradcheck.core.secondorder import first_derivative
         name = name or function_name(func)
@@ -154,17 +154,51 @@ def _run(func, inputs, options: Options) -> Report:
             result.detail = f"after that: {exc}"
     else:
         report.results += faults.mutation_results(problem)
+    report.results += faults.grad_output_results(problem)
     if options.order == 2 and not report.passed:
         # a failure where the first derivative is rounding noise is no evidence
         noise = checks.noise_only(ev, report.failures)
         if noise is not None:
             raise UncheckableError(noise)
+        _name_missing_double_backward(func, report, primals)
     for result in report.results:
         result.order = options.order
     modules.name_results(report, names, len(problem.inputs))
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report
+
+
+#: the diagnosis of a second-order failure when the backward builds no graph
+NO_DOUBLE_BACKWARD = (
+    "the backward builds no graph of the inputs (it computes outside autograd, on detached "
+    "tensors, or is marked @once_differentiable), so autograd takes its derivative as zero: "
+    "the function has no double backward. Write the backward in differentiable operations "
+    "of the engine if second derivatives are meant to work; else this is expected")
+
+
+def _name_missing_double_backward(first, report: Report, primals: int) -> None:
+    """Say so in the failures of a second-order check, and in
+    ``report.double_backward``, when the first derivative has no graph back
+    to the inputs (``secondorder.first_derivative``'s ``builds_graph``): the
+    failures are then that, not a wrong second-derivative formula."""
+    builds = getattr(first, "builds_graph", lambda: None)()
+    report.double_backward = builds
+    if builds is not False:
+        return
+    for result in report.failures:
+        # an input's derivative is then missing (zero); a grad_output's too where
+        # the backward's result has no graph at all (@once_differentiable)
+        missing = result.actual is not None and not np.any(result.actual)
+        if result.in_idx is not None and (result.in_idx < primals or missing):
+            result.diagnosis = NO_DOUBLE_BACKWARD
+
+
+def lacks_double_backward(report: Report) -> bool:
+    """Whether a failed second-order ``report`` failed only because the function
+    has no double backward (its backward builds no graph of the inputs)."""
+    return report.double_backward is False and all(
+        f.diagnosis == NO_DOUBLE_BACKWARD for f in report.failures)
 
 
 def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:

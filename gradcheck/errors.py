@@ -19,3 +19,10 @@ class UncheckableError(ValueError):
     no output depends on one, NumPy arrays, integer or sparse tensors, a dtype or
     a mode the engine cannot run. A ``ValueError``; a sweep reports such a check
     as skipped with this message, where any other exception is an error."""
+
+
+class NoDoubleBackward(RuntimeError):
+    """The backward of the function raised when asked to build a graph
+    (``create_graph=True``), as a backward computed in NumPy does: the function
+    has no double backward. Raised by a second-order check's first derivative
+    (``gradcheck.core.secondorder``), with the backward's exception as its cause."""

@@ -19,9 +19,15 @@ def assert_gradients(func, inputs, **options):
     ``func`` and ``inputs`` are what ``gradcheck.check`` takes: a
     ``Function.apply`` (refengine or torch) or a plain function of tensors,
     and a tensor or a tuple of tensors, those to check requiring grad.
-    ``options`` are ``check``'s keywords, with the same meaning and defaults
-    (``check_forward_ad=True``, ``precise=True``, ``atol``, ``rtol``,
-    ``fast_mode=True``, ``order=2``, ``seed``, ``name`` ...).
+    ``options`` are ``check``'s keywords, with their meaning
+    (``check_forward_ad=True``, ``atol``, ``rtol``, ``fast_mode=True``,
+    ``seed``, ``name`` ...). Two defaults are the command line's, not
+    ``check``'s: ``precise=True`` (tolerances from an error estimate, which
+    catch small formula errors that torch's fixed ones let through), and,
+    unless ``order`` is given, the second derivatives are checked too
+    (``order=2``) where the function has a double backward: a backward that
+    builds no graph, or cannot (NumPy inside), is not checked at second
+    order (``order=1`` checks the first derivatives only).
 
     With ``against=ref`` (a function of ordinary torch ops, run in float64),
     ``func`` is a low-precision kernel judged by ``gradcheck.kernels.check``
@@ -51,7 +57,29 @@ def assert_gradients(func, inputs, **options):
             raise AssertionError(kernels.summary(report))
         return report
     from adcheck import gradcheck
+    options = {"precise": True, **options}
     report = gradcheck.check(func, inputs, **options)
     if not report.passed:
         raise AssertionError(failure_text(report))
+    if "order" not in options:
+        second = _second_order(gradcheck, func, inputs, options)
+        if second is not None and not second.passed:
+            raise AssertionError(failure_text(second))
     return report
+
+
+def _second_order(gradcheck, func, inputs, options):
+    """The ``order=2`` report of ``func``, or ``None`` where the function has no
+    double backward (its backward builds no graph of the inputs, or raises when
+    asked to) or no input whose gradient depends on one."""
+    from adcheck.gradcheck.api import lacks_double_backward
+    from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward
+    try:
+        report = gradcheck.check(func, inputs, **options, order=2)
+    except GradcheckError as exc:
+        if isinstance(exc.__cause__, NoDoubleBackward):
+            return None
+        raise
+    except ValueError:   # UncheckableError: nothing to check at second order
+        return None
+    return None if lacks_double_backward(report) else report

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
 from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 from adcheck.gradcheck.core.reuse import shared
+from adcheck.gradcheck.errors import NoDoubleBackward
 from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
 from adcheck.runner.results import DECLARED, JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
 
@@ -99,6 +100,10 @@ class Subject:
 
     def known_failure(self, check: str):
         """The ``KnownFailure`` declared for this check, or ``None``."""
+        return None
+
+    def failure_skip(self, check: str, report) -> str | None:
+        """Why a failed check does not apply to this subject (a skip), or ``None``."""
         return None
 
 
@@ -248,12 +253,26 @@ class TargetSubject(Subject):
     def fault_skip(self, check: str, exc: BaseException) -> str | None:
         """Why a check that raised does not apply: forward mode through a module
         whose code has no jvp (a custom Function without one), as a Function
-        without a jvp is skipped; else ``None``."""
+        without a jvp is skipped; a second-order check of a backward that cannot
+        build a graph (NumPy inside); else ``None``."""
         cause = exc.__cause__
         if self.target.kind.endswith("Module") and CHECKS[check].ad == "forward" \
                 and isinstance(cause, NotImplementedError):
             return f"forward mode does not run through the module ({fault_text(cause)})"
+        if CHECKS[check].order == 2 and isinstance(cause, NoDoubleBackward):
+            return (f"second order not checked: {self.name} has no double backward (its "
+                    f"backward raised {fault_text(cause.__cause__)} when asked to build a "
+                    "graph)")
         return None
+
+    def failure_skip(self, check: str, report) -> str | None:
+        """A second-order check of an object whose backward builds no graph of
+        its inputs: the object has no double backward, which is a choice (a
+        registry op that declares second order fails instead)."""
+        from adcheck.gradcheck.api import lacks_double_backward
+        if CHECKS[check].order != 2 or not lacks_double_backward(report):
+            return None
+        return f"second order not checked: {self.name} has no double backward"
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
         named = {} if call.names is None else {"input_names": call.names}
@@ -302,7 +321,8 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if no_kernel is not None:   # the forward shows it (a derivative's error stays an error)
         result.status, result.message = "skipped", no_kernel
     if result.status == "failed" and report is not None:
-        reason = cannot_judge(report, subject.dtype_name) or _overflowed(
+        reason = subject.failure_skip(check, report) or cannot_judge(
+            report, subject.dtype_name) or _overflowed(
             subject, check, call, kwargs, subject.seed(policy.seed, check), report)
         if reason is not None:
             result.status, result.message = "skipped", reason

@@ -90,7 +90,7 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
                    "...; default cpu).")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
               help="With --plugin: dtypes to check (default float64, complex128).")
-@check_options("reverse,forward", engines=ENGINES + ("jax",))
+@check_options("reverse,forward,gradgrad", engines=ENGINES + ("jax",))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the results are the same for any number.")
 @report_options

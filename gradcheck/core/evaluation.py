@@ -87,6 +87,7 @@ class Evaluator:
         gos = [p.like_output(o, np.asarray(grad_outputs[o], dtype=p.out_arrays[o].dtype))
                for o in keys]
         p.counts["vjp"] += 1
+        before = [E.to_numpy(g) for g in gos]
         try:
             grads = E.grad([p.outputs[o] for o in keys], [p.inputs[i] for i in p.diff_in], gos)
         except Exception as exc:
@@ -97,6 +98,7 @@ class Evaluator:
                 f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
                 f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
         p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", what)
+        p.check_grad_outputs(keys, gos, before, what)
         return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,
                                                         f"input {i}", "vjp")
                 for i, g in zip(p.diff_in, grads)}
@@ -418,9 +420,11 @@ class Evaluator:
 
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine
-        grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in],
-                               [p.like_output(out_idx, grad_outputs)])
+        gos = [p.like_output(out_idx, grad_outputs)]
+        before = [E.to_numpy(gos[0])]
+        grads = E.batched_grad([p.outputs[out_idx]], [p.inputs[i] for i in p.diff_in], gos)
         p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", "computing batched vjps")
+        p.check_grad_outputs([out_idx], gos, before, "computing batched vjps", batched=True)
         return {i: None if g is None else E.to_numpy(g) for i, g in zip(p.diff_in, grads)}
 
     def _batched_jvps(self, in_idx: int, tangents: np.ndarray) -> dict:

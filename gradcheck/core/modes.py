@@ -57,6 +57,7 @@ FAILURES = {
     "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
     "detached": "an output that does not require grad depends on an input",
     "input-mutation": "an input that requires grad was modified in place",
+    "grad-output-mutation": "the backward modified its grad_output in place",
     "deterministic": "the function is nondeterministic (two evaluations at the same "
                      "inputs differ)",
     "nonfinite-output": "the function's output is NaN or inf at the given inputs",

@@ -63,6 +63,9 @@ class Problem:
         #: the first in-place change of each input that requires grad, by index:
         #: (who made it, while doing what, the largest change, where)
         self.mutations: dict = {}
+        #: grad_outputs a backward changed in place, by ``out_idx``: ``(what,
+        #: largest change, where)`` (see ``check_grad_outputs``)
+        self.grad_output_changes: dict = {}
         self._validate_inputs(warn_precision)
         self.arrays = {i: self.engine.to_numpy(x) for i, x in enumerate(self.inputs)
                        if self.engine.is_tensor(x)}
@@ -167,14 +170,20 @@ class Problem:
             now, before = self.engine.to_numpy(args[i], copy=False), np.asarray(sources[i])
             if now.shape == before.shape and np.array_equal(now, before, equal_nan=True):
                 continue
-            if now.shape != before.shape:
-                self.mutations[i] = (who, what, np.inf, ())
+            self.mutations[i] = (who, what, *_largest_change(now, before))
+
+    def check_grad_outputs(self, keys, tensors, before, what: str, batched: bool = False):
+        """Record in ``grad_output_changes`` a grad_output (``tensors[k]``, of
+        output ``keys[k]``; ``batched``: a batch of them, the batch first) that
+        no longer holds ``before[k]``: the backward wrote into the gradient it
+        was handed, which autograd may share with other Functions of the graph."""
+        for o, tensor, old in zip(keys, tensors, before):
+            if o in self.grad_output_changes:
                 continue
-            with np.errstate(invalid="ignore"):
-                change = np.abs(now - before).astype(np.float64)
-            change[np.isnan(change)] = np.inf
-            where = np.unravel_index(int(np.argmax(change)), change.shape)
-            self.mutations[i] = (who, what, float(change[where]), tuple(int(k) for k in where))
+            now = self.engine.to_numpy(tensor, copy=False)
+            if now.shape != old.shape or not np.array_equal(now, old, equal_nan=True):
+                change, where = _largest_change(now, old)
+                self.grad_output_changes[o] = (what, change, where[1:] if batched else where)
 
     def fresh_inputs(self, overrides: dict) -> list:
         """New leaf tensors for the tensor inputs (``overrides`` by index)."""
@@ -215,3 +224,15 @@ class Problem:
                 f"{who}, which has shape {tuple(shape)}; the {mode} must return one value "
                 f"per element of {who}")
         return array
+
+
+def _largest_change(now: np.ndarray, before: np.ndarray) -> tuple:
+    """``(largest absolute change, where)`` from ``before`` to ``now`` (a NaN
+    that appeared counts as infinite; a new shape: ``(inf, ())``)."""
+    if now.shape != before.shape:
+        return np.inf, ()
+    with np.errstate(invalid="ignore"):
+        change = np.abs(now - before).astype(np.float64)
+    change[np.isnan(change)] = np.inf
+    where = np.unravel_index(int(np.argmax(change)), change.shape)
+    return float(change[where]), tuple(int(k) for k in where)

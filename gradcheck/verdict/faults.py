@@ -7,6 +7,8 @@ says that instead of "the formula is wrong" or "not reentrant":
 - ``mutation_results``: the function (or its backward, or its jvp) changed
   an input that requires grad in place. ``Problem`` compares those inputs
   before and after every call it makes and records the first change;
+- ``grad_output_results``: a backward wrote into the grad_output it was
+  handed (``Problem.check_grad_outputs``);
 - ``determinism_results``: the function evaluated twice at the same inputs,
   the same way, gives different outputs (a nondeterministic forward makes
   finite differences noise);
@@ -55,6 +57,23 @@ def mutation_results(problem: Problem) -> list:
                        "were, or the derivatives checked are those of another function; "
                        "clone the input before modifying it (x = x.clone()), or use "
                        "an out-of-place operation")))
+    return results
+
+
+def grad_output_results(problem: Problem) -> list:
+    """One failing result per output whose grad_output a backward changed in place."""
+    results = []
+    for out_idx, (what, change, where) in sorted(problem.grad_output_changes.items()):
+        position = "[" + ", ".join(str(k) for k in where) + "]"
+        results.append(Result(
+            "grad-output-mutation", "reverse", "grad_output", out_idx, None, False, change,
+            None, diagnosis=(
+                f"the backward{problem.of} changed the gradient of output {out_idx} it was "
+                f"handed (grad_output) in place while {what} (by {change:.1e} at {position}): "
+                "autograd may hand one gradient tensor to several Functions (y = f(x) + g(x) "
+                "gives both the same one), which then see the change, or an expanded one "
+                "that cannot be written (torch raises on y.sum().backward()); compute a new "
+                "tensor (grad = grad * s) instead of writing into it (grad.mul_(s))")))
     return results
 
 

@@ -9,7 +9,8 @@ from adcheck.gradcheck.core.modes import failure_text
 
 #: checks whose failure explains the others come first
 PRIORITY = {"input-mutation": 0, "deterministic": 1, "nonfinite-output": 2, "nonfinite": 3,
-            "discontinuous": 4, "reentrant": 5, "scaling": 6, "undefined-grad": 7}
+            "discontinuous": 4, "grad-output-mutation": 5, "reentrant": 6, "scaling": 7,
+            "undefined-grad": 8}
 
 
 def _fmt(value) -> str:
@@ -120,6 +121,10 @@ class Report:
     #: the name of each input (``in_idx`` order) when they have names: a module's
     #: inputs then its parameters (``"layer.0.weight"``), a pytree's leaves by path
     input_names: list | None = None
+    #: a failed second-order check: whether the first derivative's backward
+    #: built a graph back to the inputs (``False``: the function has no double
+    #: backward; ``None``: not asked, or the engine cannot tell)
+    double_backward: bool | None = None
 
     @property
     def passed(self) -> bool:
@@ -183,7 +188,7 @@ class Report:
             "counts": dict(self.counts), "seconds": self.seconds, "seed": self.seed,
             "batching": dict(self.batching), "plan": self.plan,
             "coverage": dict(self.coverage), "escape": dict(self.escape),
-            "input_names": self.input_names,
+            "input_names": self.input_names, "double_backward": self.double_backward,
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }
