@@ -16,10 +16,14 @@ import numpy as np
 
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.compare import compare_jacobians, compare_pair
+from adcheck.gradcheck.verdict.compare import (
+    compare_jacobians,
+    compare_pair,
+    shared_magnitude,
+    torch_tolerance,
+)
 from adcheck.gradcheck.errors import UncheckableError
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.verdict.faults import repeat_rounding
 from adcheck.gradcheck.core.fast import draw_probes, fast_numerical, fast_projections
 from adcheck.gradcheck.lowprec.lowprecision import formula_dtype, formula_epsilon, is_narrow
 from adcheck.gradcheck.large.lowprobed import stated_relative
@@ -64,8 +68,7 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
     else:
         norms = {(o, i): largest_finite(s) * float(np.sqrt(layout.out_size(o) * layout.in_size(i)))
                  for (o, i), s in scale.items()}
-    largest = max(norms.values(), default=0.0)
-    return dict.fromkeys(norms, largest)
+    return shared_magnitude(norms)
 
 
 def _finite_norm(block: np.ndarray) -> float:
@@ -98,8 +101,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             with ev.riding(again=True):   # batched as the first run was
                 again = produce(ev)
-            report.results += checks.reentrant(jac, again, options.nondet_tol,
-                                               repeat_rounding(ev.problem))
+            report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     if plan.seeds:
         _cover(report, plan, numerical, compared, options, _epsilon(ev))
         _explain_cells(ev, report, options, numerical)
@@ -124,7 +126,8 @@ def _cover(report: Report, plan, numerical, compared: dict, options, epsilon) ->
         tols = compared.get("forward", (None, None))[1]
         if tols is None:
             tols = precise_tolerances(numerical, epsilon) if options.precise else \
-                {k: options.atol + options.rtol * np.abs(b) for k, b in numerical.blocks.items()}
+                {k: torch_tolerance(b, options.atol, options.rtol)
+                 for k, b in numerical.blocks.items()}
         reverse = compared.get("reverse", (None, None))[1]
         if numerical.allowance is not None:   # the whole tolerance is the rounding allowance
             report.escape = escape_odds(numerical, tols, reverse, plan.probes, options,
@@ -175,8 +178,7 @@ def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             with ev.riding(again=True):
                 again, _ = fast_projections(ev, side, probes)
-            report.results += checks.reentrant(jac, again, options.nondet_tol,
-                                               repeat_rounding(ev.problem))
+            report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
         built[side.mode] = report.jacobians[jac.mode] = jac
     if len(built) == 2 and options.check_adjoint:
         report.results += adjoint_results(probes, built["reverse"], products["reverse"],

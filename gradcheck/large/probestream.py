@@ -38,9 +38,8 @@ from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.large.cells import numerical_cells
 from adcheck.gradcheck.verdict.compare import compare_jacobians
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.verdict.faults import repeat_rounding, unresolved_result
+from adcheck.gradcheck.verdict.faults import unresolved_result
 from adcheck.gradcheck.core.jacobian import Jacobian
-from adcheck.gradcheck.numerics.precise import AD_ULPS
 from adcheck.gradcheck.large.probed import (
     cell_relative,
     cell_tolerance,
@@ -68,10 +67,10 @@ PIECE_ROWS = 2 ** 15
 class _Probes(ChunkState):
     """``streamed``'s state with the probe plan's directions for seeds."""
 
-    def __init__(self, ev, options, sides, epsilon, floor, plan):
+    def __init__(self, ev, options, sides, epsilon, plan):
         # (a ``comp`` with seeds: cells, not input coordinates, are counted and
         # explained)
-        super().__init__(ev, options, sides, epsilon, floor, SimpleNamespace(seeds=plan.seeds))
+        super().__init__(ev, options, sides, epsilon, SimpleNamespace(seeds=plan.seeds))
         self.plan = plan
         #: per pair: reverse mode's projected expectation ``W^T J U`` and its
         #: tolerance, filled a chunk of columns at a time
@@ -89,12 +88,11 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
     (see the module docstring)."""
     p = ev.problem
     probes = plan.probes
-    floor = AD_ULPS * epsilon if options.precise else 0.0
-    state = _Probes(ev, options, sides, epsilon, floor, probes)
+    state = _Probes(ev, options, sides, epsilon, probes)
     reverse = probed_reverse(ev, probes) if REVERSE in sides else None
     if reverse is not None:   # reentrancy is a property of the backward (PyTorch's check)
-        report.results += checks.reentrant(reverse, probed_reverse(ev, probes),
-                                           options.nondet_tol, repeat_rounding(p))
+        report.results += checks.reentrant(p, reverse, probed_reverse(ev, probes),
+                                           options.nondet_tol)
     rows = sum(p.layout.out_size(o) for o in p.float_out)
     # (narrow chunks cost no evaluation: every direction is differenced once anyway)
     width = budgets.chunk_columns(ev.budget, rows, budgets.CELL_COPIES)

@@ -14,7 +14,9 @@ the number of chunks. The report states which. Each chunk is compared at
 once and dropped; a ``compare.Tally`` keeps what the result needs. A
 failing pair is then shown as the dense window around its worst entry
 (``window.dense_window``), diagnosed there, with the counts of the whole
-block. Reentrancy (the vjp run twice) is checked on its first rows.
+block. Reentrancy is checked on every row, once: each batch of vjps of the
+first chunk (or of the held rows) is made twice and compared whole by
+``checks.reentrant``, the dense check's rule (``verdict.repeats``).
 
 A compressed plan whose cells do not fit in the budget (``Plan.streamed``)
 goes the same way with the seeds of ``J S`` in place of unit vectors: a
@@ -38,16 +40,17 @@ from adcheck.gradcheck.core import heap
 from adcheck.gradcheck.verdict.adjoint import adjoint_results
 from adcheck.gradcheck.core.analytical import ad_parts
 from adcheck.gradcheck.large.cells import forward_cells, numerical_cells, reverse_row_cells
-from adcheck.gradcheck.verdict.compare import Tally, compare, pieces
+from adcheck.gradcheck.verdict.compare import Tally, pieces, shared_magnitude, torch_tolerance
 from adcheck.gradcheck.large.compressed import _note
 from adcheck.gradcheck.large.decompress import ROW_GAIN, reconstruct
 from adcheck.gradcheck.verdict.diagnosis import diagnose, zero_analytical, zero_numerical
 from adcheck.gradcheck.verdict.faults import unresolved_result
+from adcheck.gradcheck.verdict.repeats import Repeats
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.fast import draw_probes, fast_projections
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
-from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY
+from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance
 from adcheck.gradcheck.large.seeds import Identity
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE
 from adcheck.gradcheck.large.window import dense_window, explain
@@ -94,20 +97,19 @@ def _held_width(ev: Evaluator, in_idx: int):
 
 
 def _base(expected, errors, options, epsilon, consume: bool = False) -> np.ndarray:
-    """The tolerance of each entry but the floor that depends on the whole block;
+    """The tolerance of each entry but the floor that depends on the whole block
+    (the ``Tally``'s): a dense check's rule (``compare.torch_tolerance``, or
+    ``precise.entry_tolerance`` with no floor), a piece at a time;
     ``consume``: ``errors`` is the caller's to give, and becomes the result (a
     chunk is a share of the budget: a fresh array of its size costs time)."""
     if not options.precise:
-        return options.atol + options.rtol * np.abs(expected)
-    relative = np.sqrt(epsilon) / 2
+        return torch_tolerance(expected, options.atol, options.rtol)
     if errors is None:
-        base = np.abs(expected)
-        base *= relative
-        return base
-    base = errors if consume else errors.copy()
-    for part, e in zip(pieces(base), pieces(expected)):   # (the temporary stays in cache)
-        part *= SAFETY
-        part += relative * np.abs(e)
+        base = np.empty(expected.shape)
+    else:
+        base = errors if consume else errors.copy()
+    for part, e in zip(pieces(base), pieces(expected, base)):   # (temporaries stay in cache)
+        part[...] = entry_tolerance(e, None if errors is None else part, epsilon, scale=0.0)
     return base
 
 
@@ -126,9 +128,8 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
     not fit in the budget (``plan.compression``; see the module docstring)."""
     p = ev.problem
     start = time.perf_counter()
-    floor = AD_ULPS * epsilon if options.precise else 0.0
     comp = None if plan is None else plan.compression
-    state = ChunkState(ev, options, sides, epsilon, floor, comp)
+    state = ChunkState(ev, options, sides, epsilon, comp)
     for in_idx in p.diff_in:
         report.results += _input(state, in_idx)
     _finish(ev, report, rng, options, sides, epsilon, state.tallies, comp)
@@ -139,7 +140,7 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
                 "recomputed all rows for each chunk")
         what = (f"dense blocks beyond the memory budget ({ev.budget} bytes): {state.chunks} "
                 f"chunks of columns, each built, compared and dropped; reverse mode {rows}; "
-                "reentrancy checked on its first rows")
+                "reentrancy checked on every row")
     else:
         what = (f"{_note(comp, 'J S')}; its cells beyond the memory budget ({ev.budget} "
                 f"bytes): {state.chunks} chunks of cell columns, each built, compared and "
@@ -155,9 +156,12 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
 class ChunkState:
     """What a streamed check carries from chunk to chunk."""
 
-    def __init__(self, ev, options, sides, epsilon, floor, comp):
+    def __init__(self, ev, options, sides, epsilon, comp):
         self.ev, self.options, self.sides = ev, options, sides
-        self.epsilon, self.floor, self.comp = epsilon, floor, comp
+        self.epsilon, self.comp = epsilon, comp
+        #: the tallies' floor per unit of a block's largest entry: precise, the
+        #: part of ``precise.entry_tolerance`` that ``_base`` leaves out
+        self.floor = AD_ULPS * epsilon if options.precise else 0.0
         self.tallies, self.chunks = {}, 0
         #: whether reverse mode's rows were made once and held (``_held_width``)
         self.held_rows = False
@@ -171,6 +175,8 @@ class ChunkState:
         self.unresolved = {}
         #: out_idx -> the largest |expected| of each column of the chunk in hand
         self.scales = {}
+        #: reentrancy: each batch of reverse mode's rows made twice, one result a pair
+        self.repeats = Repeats(ev.problem, options.nondet_tol)
 
     def seeds(self, in_idx: int):
         if self.comp is None:
@@ -180,7 +186,7 @@ class ChunkState:
 
 def _input(state: ChunkState, in_idx: int) -> list:
     """Every chunk of input ``in_idx``'s (cell) columns, built and compared."""
-    ev, options = state.ev, state.options
+    ev = state.ev
     p = ev.problem
     seeds = state.seeds(in_idx)
     cplx = p.layout.in_complex[in_idx] and state.comp is None
@@ -191,7 +197,7 @@ def _input(state: ChunkState, in_idx: int) -> list:
     held = None
     if state.comp is None and REVERSE in state.sides and _held_width(ev, in_idx):
         width = _held_width(ev, in_idx)
-        held, results = _held_rows(ev, in_idx, options.nondet_tol)
+        held = _held_rows(state, in_idx)
         state.held_rows = True
     for a, b in budgets.chunks(seeds.count, width):
         state.chunks += 1
@@ -200,7 +206,6 @@ def _input(state: ChunkState, in_idx: int) -> list:
             forward_span(state, expected, in_idx, (a, b), cplx, held)
         if REVERSE not in state.sides:
             continue
-        nondet = options.nondet_tol if a == 0 else None
         if held is not None and FORWARD in state.sides:
             continue   # (compared beside forward mode's columns)
         if held is not None:
@@ -209,11 +214,11 @@ def _input(state: ChunkState, in_idx: int) -> list:
                     e, _complex(held[o][:, a:b], cplx), base, 0, a // (1 + cplx),
                     float(state.scales[o].max(initial=0.0)))
         elif state.comp is None:
-            results += _reverse(ev, state.tallies, expected, in_idx, (a, b), state.floor, nondet)
+            _reverse(state, expected, in_idx, (a, b), again=a == 0)
         else:
-            results += _reverse_cells(state, expected, in_idx, (a, b), nondet)
+            _reverse_cells(state, expected, in_idx, (a, b), again=a == 0)
     state.whole.clear()
-    return results
+    return results + state.repeats.results(in_idx)
 
 
 def forward_span(state: ChunkState, expected: dict, in_idx: int, span: tuple,
@@ -288,24 +293,21 @@ def _count_unresolved(state: ChunkState, key: tuple, mask: np.ndarray, col0: int
 
 
 def _reverse_cells(state: ChunkState, expected: dict, in_idx: int, span: tuple,
-                   nondet_tol) -> list:
+                   again: bool) -> None:
     """Cell columns ``span`` of every compressed reverse block: reconstructed
     from row groups where the pattern holds (checked on the first chunk), else
-    from every row; ``nondet_tol`` (first chunk only): built again, for
-    reentrancy."""
+    from every row; ``again`` (the first chunk): built again, for reentrancy."""
     p = state.ev.problem
-    results = []
     for o in p.diff_out:
         e, base = expected[o]
         cells = _reverse_span(state, (o, in_idx), span)
         _tally_of(state.tallies, ("reverse", o, in_idx), state.floor).add(e, cells, base, 0,
                                                                           span[0])
-        if nondet_tol is not None:
-            again = _reverse_span(state, (o, in_idx), span, again=True)
+        if again:
             # (a copy: the results keep their arrays, which must not keep the
             # pair's whole cells alive)
-            results += _reentrant(p, {o: np.array(cells)}, {o: again}, in_idx, nondet_tol)
-    return results
+            state.repeats.add(o, in_idx, np.array(cells),
+                              _reverse_span(state, (o, in_idx), span, again=True), (0, span[0]))
 
 
 def _reverse_span(state: ChunkState, key: tuple, span: tuple, again: bool = False) -> np.ndarray:
@@ -342,12 +344,13 @@ def _reverse_made(state: ChunkState, key: tuple, span: tuple) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, span[1] - span[0]))
 
 
-def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
+def _held_rows(state: ChunkState, in_idx: int) -> dict:
     """Reverse mode's rows of every output restricted to input ``in_idx``'s
-    columns, made a batch of vjps at a time, and the reentrancy of the first
-    batch: ``({out_idx: rows}, results)``."""
+    columns, made a batch of vjps at a time, by output; each batch made
+    twice, for reentrancy (``state.repeats``)."""
+    ev = state.ev
     p = ev.problem
-    held, results = {}, []
+    held = {}
     for o in p.diff_out:
         # (a column after another, as the numerical columns are: the chunks'
         # comparisons then read both in pieces of one stretch of memory each)
@@ -355,30 +358,29 @@ def _held_rows(ev, in_idx: int, nondet_tol) -> tuple:
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
             rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
             held[o][r0:r1] = rows
-            if r0 == 0:   # (the batch as made, not the held rows: one layout, no copy)
-                again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
-                results += _reentrant(p, {o: rows}, {o: again}, in_idx, nondet_tol)
-    return held, results
+            # (the batch as made, not the held rows: one layout, no copy)
+            state.repeats.add(o, in_idx, rows, ad_parts(ev, REVERSE, o, r0, r1)[in_idx], (r0, 0))
+    return held
 
 
-def _reverse(ev, tallies, expected, in_idx, span, floor, nondet_tol) -> list:
+def _reverse(state: ChunkState, expected: dict, in_idx: int, span: tuple, again: bool) -> None:
     """Columns ``span`` of every reverse block, a batch of rows at a time, each
-    compared as it comes; ``nondet_tol`` (first chunk only): the first batch
-    again, for reentrancy."""
+    compared as it comes; ``again`` (the first chunk): each batch's whole rows
+    made twice, for reentrancy (a vjp makes every column of its row: the
+    whole block is checked once, as a dense check's second run checks it)."""
+    ev = state.ev
     p = ev.problem
     a, b = span
     cplx = p.layout.in_complex[in_idx]
-    results = []
     for o in p.diff_out:
         e, base = expected[o]
         for r0, r1 in budgets.chunks(p.layout.out_size(o), ev.batch_size("vjp")):
-            rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
-            _tally_of(tallies, ("reverse", o, in_idx), floor).add(
-                e[r0:r1], _complex(rows, cplx), base[r0:r1], r0, a // (2 if cplx else 1))
-            if nondet_tol is not None and r0 == 0:
-                again = ad_parts(ev, REVERSE, o, r0, r1)[in_idx][:, a:b]
-                results += _reentrant(p, {o: rows}, {o: again}, in_idx, nondet_tol)
-    return results
+            rows = ad_parts(ev, REVERSE, o, r0, r1)[in_idx]
+            _tally_of(state.tallies, ("reverse", o, in_idx), state.floor).add(
+                e[r0:r1], _complex(rows[:, a:b], cplx), base[r0:r1], r0, a // (2 if cplx else 1))
+            if again:
+                state.repeats.add(o, in_idx, rows, ad_parts(ev, REVERSE, o, r0, r1)[in_idx],
+                                  (r0, 0))
 
 
 def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> None:
@@ -392,9 +394,8 @@ def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> Non
 def set_magnitudes(report, tallies: dict) -> None:
     """``report.magnitudes``: every pair gets the largest Frobenius norm of the
     numerical blocks the tallies observed."""
-    norms = [float(np.sqrt(t.sums[0])) for key, t in tallies.items() if key[0] == "numerical"]
-    report.magnitudes = dict.fromkeys([key[1:] for key in tallies if key[0] == "numerical"],
-                                      max(norms, default=0.0))
+    report.magnitudes = shared_magnitude({key[1:]: float(np.sqrt(t.sums[0]))
+                                          for key, t in tallies.items() if key[0] == "numerical"})
 
 
 def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
@@ -411,12 +412,6 @@ def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
 def _tally_of(tallies: dict, key: tuple, floor: float) -> Tally:
     """The tally of ``key`` (made with ``floor`` the first time)."""
     return tallies.setdefault(key, Tally(floor))
-
-
-def _reentrant(p, first: dict, second: dict, in_idx: int, nondet_tol: float) -> list:
-    one = Jacobian("reverse", p.layout, {(o, in_idx): b for o, b in first.items()})
-    two = Jacobian("reverse", p.layout, {(o, in_idx): b for o, b in second.items()})
-    return checks.reentrant(one, two, nondet_tol)
 
 
 def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
@@ -436,13 +431,8 @@ def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
         if o in p.diff_out:
             continue
         for i in p.diff_in:   # an output that does not require grad: numerical must be zero
-            largest = tallies[("numerical", o, i)].scale
-            result = compare("detached", "numerical", "zero", o, i, np.zeros(1),
-                             np.array([largest]), options.atol)
-            if not result.passed:
-                result.diagnosis = (f"output {o} does not require grad, yet it depends on input "
-                                    f"{i}: the function detaches it from the graph")
-            report.results.append(result)
+            largest = np.array([tallies[("numerical", o, i)].scale])
+            report.results.append(checks.detached_result(o, i, largest, options.atol))
 
 
 def _window(ev, result, tally, options, epsilon) -> None:

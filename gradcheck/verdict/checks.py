@@ -35,13 +35,14 @@ BATCHED = {
 }
 
 
-def reentrant(first: Jacobian, second: Jacobian, nondet_tol: float,
-              rounding: float = 0.0) -> list:
-    """Two runs of the same AD computation must agree within ``nondet_tol``, and
-    ``rounding`` relative to each entry (a low-precision formula's, see
-    ``faults.repeat_rounding``)."""
-    results = compare_jacobians("reentrant", first, second, nondet_tol, rounding,
-                                explain=False, same_nonfinite=True)
+def reentrant(problem, first: Jacobian, second: Jacobian, nondet_tol: float) -> list:
+    """Two runs of the same AD computation of ``problem`` must agree within
+    ``nondet_tol``, and the rounding a low-precision formula's repeats may
+    differ by relative to each entry (``faults.repeat_rounding``). The one rule
+    of reentrancy, whatever the plan: whole Jacobians, projections, or a
+    block's rows made in batches (``gradcheck.large.streamed``)."""
+    results = compare_jacobians("reentrant", first, second, nondet_tol,
+                                repeat_rounding(problem), explain=False, same_nonfinite=True)
     verb = SIDES[first.mode.removeprefix("fast-")].product
     for r in results:
         if r.passed:
@@ -476,15 +477,21 @@ def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
         if out_idx in p.diff_out:
             continue
         for in_idx in p.diff_in:
-            block = numerical[out_idx, in_idx]
-            result = compare("detached", "numerical", "zero", out_idx, in_idx,
-                             np.zeros_like(block), block, atol)
-            if not result.passed:
-                result.diagnosis = (
-                    f"output {out_idx} does not require grad, yet it depends on input "
-                    f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
-                    "no_grad, or a Function that marks it non-differentiable); if it is "
-                    "declared non-differentiable on purpose, pass check_detached=False")
-            results.append(result)
+            results.append(detached_result(out_idx, in_idx, numerical[out_idx, in_idx], atol))
     return results
+
+
+def detached_result(out_idx: int, in_idx: int, block: np.ndarray, atol: float) -> Result:
+    """Output ``out_idx``, which does not require grad, against zero: ``block``
+    holds its numerical derivatives by input ``in_idx`` (or, of a block seen in
+    chunks, its largest entry)."""
+    result = compare("detached", "numerical", "zero", out_idx, in_idx,
+                     np.zeros_like(block), block, atol)
+    if not result.passed:
+        result.diagnosis = (
+            f"output {out_idx} does not require grad, yet it depends on input "
+            f"{in_idx}: the function detaches it from the graph (.detach(), .numpy(), "
+            "no_grad, or a Function that marks it non-differentiable); if it is "
+            "declared non-differentiable on purpose, pass check_detached=False")
+    return result
 

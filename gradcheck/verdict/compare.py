@@ -139,8 +139,7 @@ def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int,
     e = expected.complex_form(out_idx, in_idx)
     a = actual.complex_form(out_idx, in_idx)
     if tol is None:
-        with np.errstate(invalid="ignore"):  # 0 * inf: NaN, which never passes
-            tol = atol + rtol * np.abs(e)
+        tol = torch_tolerance(e, atol, rtol)
     result = compare(check, actual.mode, expected.mode, out_idx, in_idx, e, a, tol,
                      same_nonfinite)
     if not result.passed and explain:
@@ -149,6 +148,21 @@ def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int,
             expected[out_idx, in_idx], actual[out_idx, in_idx], tol, actual.mode,
             layout.out_complex[out_idx], layout.in_complex[in_idx])
     return result
+
+
+def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """PyTorch's tolerance of each entry, ``atol + rtol * |expected|`` (complex
+    form): the rule of every comparison that is not precise, whatever the plan."""
+    with np.errstate(invalid="ignore"):  # 0 * inf: NaN, which never passes
+        return atol + rtol * np.abs(expected)
+
+
+def shared_magnitude(norms: dict) -> dict:
+    """The floor of rounding tolerances of every pair: the largest of the
+    numerical blocks' norms ``norms`` (rounding in one block's AD result scales
+    with the terms it shares with the others, even where that block is zero)."""
+    largest = max(norms.values(), default=0.0)
+    return dict.fromkeys(norms, largest)
 
 
 def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: float,
