@@ -5,6 +5,7 @@
     python bench/probed_tolerance.py dense 4 10 0    # the same check, dense
     python bench/probed_tolerance.py rounding        # what torch's AD error is made of
     python bench/probed_tolerance.py premise         # the probed formulas under the dense premise
+    python bench/probed_tolerance.py floor 0 1 ...   # a measured AD rounding floor, by seed
 
 The function is op_db's first svd_lowrank sample in complex128 (``--registry
 torch``): ``f(a, b) = (U V^H, S)`` of ``svd_lowrank(a @ b.mT, q=2)`` with
@@ -178,36 +179,82 @@ def _cells(seed, dense, report, captured, exact) -> list:
     return rows
 
 
-def run_seeds(mode: str, seeds: list) -> None:
-    """The registry's gradgrad check of the sample by seed (``dense``: with a
-    dense Jacobian), each compared cell set against the exact values."""
+def _spied_check(call, keywords: dict) -> tuple:
+    """``check`` with the probed reverse tolerances it computes captured."""
     from adcheck import gradcheck
     from adcheck.gradcheck import producers
-    registry, entry, call = sample_call()
-    import torch
-    keywords = registry.check_keywords(entry, "gradgrad", torch.complex128, True)
-    data, captured, projected = load(), [], producers.projected
+    captured, projected = [], producers.projected
 
-    def spy(numerical, plan, options, epsilon):   # the tolerances the check computed
+    def spy(numerical, plan, options, epsilon):
         found = projected(numerical, plan, options, epsilon)
         captured.append((numerical, plan, found))
         return found
     producers.projected = spy
+    try:
+        return gradcheck.check(call.func, call.inputs, **keywords), captured
+    finally:
+        producers.projected = projected
+
+
+def run_seeds(mode: str, seeds: list) -> None:
+    """The registry's gradgrad check of the sample by seed (``dense``: with a
+    dense Jacobian), each compared cell set against the exact values."""
+    import torch
+    registry, entry, call = sample_call()
+    keywords = registry.check_keywords(entry, "gradgrad", torch.complex128, True)
+    data = load()
     print("| seed | check | largest AD error/tol | numerical error/tol there | "
           "largest numerical error/tol |\n|---|---|---|---|---|")
     for seed in seeds:
-        captured.clear()
         options = {**keywords, "seed": seed}
         if mode == "dense":
             options = {**options, "jacobian": "dense"}
             options.pop("probes", None)
-        report = gradcheck.check(call.func, call.inputs, **options)
+        report, captured = _spied_check(call, options)
         rows = _cells(seed, mode == "dense", report, captured,
                       exact_blocks(data, grad_outputs(call, seed)[2]))
         worst = max(rows, key=lambda r: r[1] / r[3])
         print(f"| {seed} | {'passed' if report.passed else 'FAILED'} | "
               f"{worst[1] / worst[3]:.3f} | {worst[2] / worst[3]:.3f} | "
               f"{max(r[2] / r[3] for r in rows):.3f} |", flush=True)
+
+
+def measured_floor(seeds: list, moves: int = 4) -> None:
+    """The follow-up's evidence: reverse mode's cells ``W^T A U`` again at
+    inputs moved by up to 4 ulps of the largest (``moves`` pairs, the second
+    difference's largest kept, as ``noisefloor`` does for the function), and
+    whether ``SAFETY`` times that, added to the tolerance, covers the AD error."""
+    import torch
+
+    from adcheck.gradcheck.core.evaluation import Evaluator
+    from adcheck.gradcheck.core.problem import Problem
+    from adcheck.gradcheck.large.probed import probed_reverse
+    from adcheck.gradcheck.numerics.precise import SAFETY
+    registry, entry, call = sample_call()
+    keywords = registry.check_keywords(entry, "gradgrad", torch.complex128, True)
+    data = load()
+    torch.manual_seed(0)   # the moves' draws
+    print("| seed | AD error / tol | AD error / (tol + 8 floor) | floor / tol |\n|---|---|---|---|")
+    for seed in seeds:
+        report, captured = _spied_check(call, {**keywords, "seed": seed})
+        _, plan, (_, tols) = captured[0]
+        g, ins, v = grad_outputs(call, seed)
+        base = report.jacobians["reverse"].blocks
+        floor = {key: np.zeros_like(t) for key, t in tols.items()}
+        for _ in range(moves):
+            step = [4 * 2.0 ** -52 * max(float(t.detach().abs().max()) for t in ins[:2]) *
+                    (2 * torch.rand(t.shape, dtype=t.dtype) - (1 + 1j)) for t in ins[:2]]
+            at = [probed_reverse(Evaluator(Problem(g, tuple(
+                (t.detach() + s * m).requires_grad_() for t, m in zip(ins[:2], step)) +
+                tuple(ins[2:]), order=2)), plan).blocks for s in (1, -1)]
+            for key in floor:
+                np.fmax(floor[key], np.abs(at[0][key] + at[1][key] - 2 * base[key]), out=floor[key])
+        exact = exact_blocks(data, v)
+        ratios = [(np.abs(base[k] - plan.rows[k[0]] @ exact[k] @ plan.seeds[k[1]].vectors.T),
+                   tols[k], floor[k]) for k in tols]
+        print(f"| {seed} | {max(np.max(e / t) for e, t, f in ratios):.3f} | "
+              f"{max(np.max(e / (t + SAFETY * f)) for e, t, f in ratios):.3f} | "
+              f"{max(np.max(f / t) for e, t, f in ratios):.3f} |", flush=True)
 
 
 def ad_hessian(x0: np.ndarray, v_real: np.ndarray, draw_seed: int, dtype=None) -> np.ndarray:
@@ -289,6 +336,8 @@ def main(argv: list) -> None:
         print(f"{DATA} in {time.perf_counter() - start:.1f} s")
     elif mode in ("probed", "dense"):
         run_seeds(mode, seeds or list(range(24)))
+    elif mode == "floor":
+        measured_floor(seeds or list(range(24)))
     elif mode == "rounding":
         rounding()
     else:
