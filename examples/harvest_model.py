@@ -33,13 +33,16 @@ class RMSNormFn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, eps):
-        inv = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-        ctx.save_for_backward(x, weight, inv)
-        return x * inv * weight
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, inv = ctx.saved_tensors
+        x, weight = ctx.saved_tensors
+        # recomputed from x, not saved by forward (which runs without a graph):
+        # so that the second derivative sees how inv depends on x
+        inv = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + ctx.eps)
         n = x.shape[-1]
         xhat = x * inv
         gx_hat = grad * weight

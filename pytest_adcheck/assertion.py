@@ -21,13 +21,14 @@ def assert_gradients(func, inputs, **options):
     and a tensor or a tuple of tensors, those to check requiring grad.
     ``options`` are ``check``'s keywords, with their meaning
     (``check_forward_ad=True``, ``atol``, ``rtol``, ``fast_mode=True``,
-    ``seed``, ``name`` ...). Two defaults are the command line's, not
+    ``seed``, ``name`` ...). Three defaults are the command line's, not
     ``check``'s: ``precise=True`` (tolerances from an error estimate, which
-    catch small formula errors that torch's fixed ones let through), and,
-    unless ``order`` is given, the second derivatives are checked too
-    (``order=2``) where the function has a double backward: a backward that
-    builds no graph, or cannot (NumPy inside), is not checked at second
-    order (``order=1`` checks the first derivatives only).
+    catch small formula errors that torch's fixed ones let through); forward
+    mode too where the function has a forward rule (``check_forward_ad``
+    given decides); and, unless ``order`` is given, the second derivatives
+    are checked too (``order=2``) where the function has a double backward: a
+    backward that builds no graph, or cannot (NumPy inside), is not checked
+    at second order (``order=1`` checks the first derivatives only).
 
     With ``against=ref`` (a function of ordinary torch ops, run in float64),
     ``func`` is a low-precision kernel judged by ``gradcheck.kernels.check``
@@ -58,7 +59,7 @@ def assert_gradients(func, inputs, **options):
         return report
     from adcheck import gradcheck
     options = {"precise": True, **options}
-    report = gradcheck.check(func, inputs, **options)
+    report = _first_order(gradcheck, func, inputs, options)
     if not report.passed:
         raise AssertionError(failure_text(report))
     if "order" not in options:
@@ -66,6 +67,21 @@ def assert_gradients(func, inputs, **options):
         if second is not None and not second.passed:
             raise AssertionError(failure_text(second))
     return report
+
+
+def _first_order(gradcheck, func, inputs, options):
+    """``check``'s report, with forward mode unless ``options`` say otherwise
+    or the function has no forward rule (a Function without ``jvp``)."""
+    if "check_forward_ad" in options:
+        return gradcheck.check(func, inputs, **options)
+    from adcheck.gradcheck.errors import GradcheckError
+    from adcheck.runner.target import no_forward_rule
+    try:
+        return gradcheck.check(func, inputs, **options, check_forward_ad=True)
+    except GradcheckError as exc:
+        if no_forward_rule(exc) is None:
+            raise
+    return gradcheck.check(func, inputs, **options)
 
 
 def _second_order(gradcheck, func, inputs, options):

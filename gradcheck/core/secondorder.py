@@ -24,6 +24,29 @@ def _random_like(problem, out_idx, rng):
                                      dtype=problem.out_dtypes[out_idx])
 
 
+def builds_graph(E, call) -> bool | None:
+    """Whether a first derivative's gradients (``call``: the first call's
+    inputs and gradients) depend, through the graph their backward built, on
+    at least one input (not only on the grad_outputs). ``False``: the backward
+    computes outside autograd, on detached tensors, or is
+    ``@once_differentiable``; its second derivative is then zero to autograd
+    whatever the function's is (torch raises "appears to not have been used in
+    the graph" where it is asked for). ``None``: no call yet, or the engine
+    cannot tell."""
+    if call is None:
+        return None
+    primals, grads = call
+    taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
+    if not taped:
+        return False
+    try:
+        seconds = E.grad(taped, primals, [E.from_numpy(np.ones_like(E.to_numpy(g)),
+                                                       dtype=g.dtype) for g in taped])
+    except Exception:   # an engine without a tape (JAX), or a graph that refuses it
+        return None
+    return any(s is not None for s in seconds)
+
+
 def first_derivative(func, inputs, grad_outputs, rng, name=None):
     """``(func', inputs + grad_outputs)`` where ``func'`` returns the vjp.
 
@@ -43,7 +66,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     diff_in = problem.diff_in
 
     used: list = []   # which gradients the first call returned (None: an unused input)
-    graph: list = []  # the first call's inputs and gradients, for ``builds_graph``
+    graph: list = []  # the first call's inputs and gradients (``builds_graph``)
 
     def first(*args):
         ins, gos = args[:n], args[n:]
@@ -59,27 +82,6 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
             graph.append(([ins[i] for i in diff_in], grads))
         return tuple(g for g in grads if g is not None)
 
-    def builds_graph():
-        """Whether the first call's gradients depend, through the graph their
-        backward built, on at least one input (not only on the grad_outputs).
-        ``False``: the backward computes outside autograd, on detached
-        tensors, or is ``@once_differentiable``; its second derivative is then
-        zero to autograd whatever the function's is (torch raises "appears to
-        not have been used in the graph" where it is asked for). ``None``:
-        ``first`` has not run, or the engine cannot tell."""
-        if not graph:
-            return None
-        primals, grads = graph[0]
-        taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
-        if not taped:
-            return False
-        try:
-            seconds = E.grad(taped, primals, [E.from_numpy(np.ones_like(E.to_numpy(g)),
-                                                           dtype=g.dtype) for g in taped])
-        except Exception:   # an engine without a tape (JAX), or a graph that refuses it
-            return None
-        return any(s is not None for s in seconds)
-
     def functional():
         """``first`` as the engine's vmap maps it, or ``None`` (see
         ``Engine.functional_vjp``); asked for after ``first`` has run once."""
@@ -88,7 +90,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
 
     first.functional = functional
-    first.builds_graph = builds_graph
+    first.builds_graph = lambda: builds_graph(E, graph[0] if graph else None)
     # whether the function under the derivative draws random numbers (vmap cannot
     # tell through autograd.grad): see ``gradcheck.lowprec.widening``
     first.draws_random = lambda: E.draws_random(func, problem.inputs)

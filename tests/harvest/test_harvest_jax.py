@@ -64,5 +64,6 @@ def test_the_command_line_with_example_inputs(x64):
     results = json.loads(result.stdout)["results"]
     failing = {r["op"] for r in results if r["status"] == "failed"}
     assert failing == {"model:softclip", "model"}
-    forward = [r["status"] for r in results if r["op"] == "model:square"]
-    assert forward == ["passed", "passed"]        # reverse, and forward through its jvp
+    square = [(r["check"], r["status"]) for r in results if r["op"] == "model:square"]
+    # reverse, forward through its jvp, and second order (the default checks)
+    assert square == [("reverse", "passed"), ("forward", "passed"), ("gradgrad", "passed")]

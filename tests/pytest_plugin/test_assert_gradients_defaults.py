@@ -52,3 +52,37 @@ def test_second_order_checked_by_default():
 def test_no_double_backward_is_not_a_failure():
     report = assert_gradients(NumpySin.apply, _x())
     assert report.passed and report.order == 1
+
+
+class WrongJvpSin(torch.autograd.Function):
+    """Right backward, jvp off by a factor 2: only forward mode shows it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos()
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        (x,) = ctx.saved_tensors
+        return 2 * tangent * x.cos()
+
+
+def test_forward_mode_where_the_function_has_a_rule():
+    x = _x()
+    y = WrongJvpSin.apply(x)
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(x.detach(), torch.ones(4, dtype=x.dtype))
+        tangent = torch.autograd.forward_ad.unpack_dual(WrongJvpSin.apply(dual)).tangent
+    assert torch.allclose(tangent, 2 * x.detach().cos())      # the planted factor, by torch
+    assert torch.allclose(torch.autograd.grad(y.sum(), x)[0], x.detach().cos())
+    with pytest.raises(AssertionError, match="forward-mode"):
+        assert_gradients(WrongJvpSin.apply, _x(), order=1)
+    assert_gradients(WrongJvpSin.apply, _x(), order=1, check_forward_ad=False)
+    assert_gradients(SiLU.apply, _x(), order=1)    # no jvp: forward mode left out
