@@ -8,6 +8,9 @@ graph with a piece detached (a SiLU that saves ``sigmoid(x)`` without its graph)
 has a second derivative, and a wrong one: finite differences of its own
 first derivative show it.
 """
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -16,6 +19,11 @@ from torch.autograd.function import once_differentiable
 from adcheck.gradcheck import check
 from adcheck.gradcheck.api import NO_DOUBLE_BACKWARD, lacks_double_backward
 from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "cli" / "fixtures"))
+# NumpyGradSin's backward calls grad.numpy(): it raises when asked for a graph
+from second_order import DetachedSiLU, SiLU  # noqa: E402
+from second_order import NumpySin as NumpyGradSin  # noqa: E402
 
 
 class NumpySin(torch.autograd.Function):
@@ -41,46 +49,6 @@ class OnceSin(torch.autograd.Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         return grad * x.cos()
-
-
-class NumpyGradSin(torch.autograd.Function):
-    """Its backward calls ``grad.numpy()``: it raises when asked for a graph."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return torch.from_numpy(grad.numpy() * np.cos(x.detach().numpy()))
-
-
-class DetachedSiLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        s = torch.sigmoid(x)
-        ctx.save_for_backward(x, s.detach())
-        return x * s
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, s = ctx.saved_tensors
-        return grad * s * (1 + x * (1 - s))
-
-
-class SiLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * torch.sigmoid(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        s = torch.sigmoid(x)
-        return grad * s * (1 + x * (1 - s))
 
 
 def _x():
