@@ -4,6 +4,7 @@
     python scripts/readme_examples.py --list           # what it found, where
     python scripts/readme_examples.py -k 'adcheck ops' README.md
     python scripts/readme_examples.py --diff           # also print each difference in full
+    python scripts/readme_examples.py --write docs/check.md   # put the new outputs in the file
 
 An example is a line ``$ adcheck ...`` inside a fenced block, followed by the
 output the documentation shows, up to the next ``$`` line or the end of the
@@ -69,6 +70,10 @@ class Example:
     status: int = 0
     #: run for what it leaves behind (files, a directory), its output not compared
     setup: bool = False
+    #: the file's last line of the example (its command's when it shows no output),
+    #: and whether it shows its exit status
+    end: int = 0
+    shows_status: bool = False
 
 
 def examples_in(path: Path) -> list:
@@ -81,7 +86,7 @@ def examples_in(path: Path) -> list:
         if not fenced:
             continue
         if line.startswith(PROMPT + "adcheck"):
-            current = Example(path, number, line[len(PROMPT):].strip())
+            current = Example(path, number, line[len(PROMPT):].strip(), end=number)
             found.append(current)
         elif line.startswith(PROMPT):
             command = line[len(PROMPT):].strip()
@@ -91,9 +96,10 @@ def examples_in(path: Path) -> list:
         elif current is not None:
             status = EXIT_LINE.match(line)
             if status:
-                current.status = int(status.group(1))
+                current.status, current.shows_status = int(status.group(1)), True
             else:
                 current.shown.append(line)
+            current.end = number
     return found
 
 
@@ -148,6 +154,11 @@ def run(example: Example, cwd: Path, timeout: float) -> tuple:
     return done.returncode, done.stdout.splitlines(), time.perf_counter() - start
 
 
+def _shown(path: Path) -> str:
+    """``path`` as printed: from the checkout's root where it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def _files(args) -> list:
     if args.files:
         return [Path(f).resolve() for f in args.files]
@@ -169,6 +180,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--list", action="store_true", help="list the examples and exit")
     parser.add_argument("--diff", action="store_true",
                         help="print the whole output of each example that differs")
+    parser.add_argument("--write", action="store_true",
+                        help="replace, in the files, the output of each example that differs "
+                             "with the new one (not those that elide lines with '...': "
+                             "those are listed to edit by hand)")
     return parser
 
 
@@ -186,10 +201,12 @@ def main(argv=None) -> int:
         parser.error(f"no such folder: {args.cwd}")
     if missing:
         parser.error(f"no such file: {missing[0]}")
-    examples = [e for f in files for e in examples_in(f) if e.setup or _selected(e, args.select)]
+    for f in files:
+        _READ[f] = examples_in(f)
+    examples = [e for f in files for e in _READ[f] if e.setup or _selected(e, args.select)]
     if args.list:
         for e in examples:
-            print(f"{e.path.relative_to(ROOT)}:{e.line}: {e.command}  " + (
+            print(f"{_shown(e.path)}:{e.line}: {e.command}  " + (
                 "(setup)" if e.setup else f"({len(e.shown)} lines, exit status {e.status})"))
         print(f"{sum(not e.setup for e in examples)} examples")
         return 0
@@ -205,7 +222,7 @@ def _compare(examples: list, args) -> int:
     for e in examples:
         if e.path != path:
             cwd, path = Path(args.cwd), e.path
-        where = f"{e.path.relative_to(ROOT)}:{e.line}"
+        where = f"{_shown(e.path)}:{e.line}"
         if e.setup:
             if e.command.startswith("cd "):
                 # (relative to where the last command ran, or else to the checkout)
@@ -227,10 +244,45 @@ def _compare(examples: list, args) -> int:
             print(f"          {p}")
         if problems and args.diff:
             print("\n".join(f"          | {line}" for line in output))
+        if problems and args.write:
+            written = _rewrite(e, status, output)
+            print(f"          {'written' if written else 'not written: it elides lines (...)'}")
         differ += bool(problems)
     print(f"\n{len(examples_run) - differ} of {len(examples_run)} examples as the documentation "
           f"shows them; {differ} differ")
     return 1 if differ else 0
+
+
+def _rewrite(example: Example, status, output: list) -> bool:
+    """Put ``output`` (and ``status``) in place of what ``example`` shows in its
+    file; ``False``, and nothing written, when it elides lines with ``...``
+    (which lines to keep is the writer's choice). Examples are rewritten in
+    the order they run, so the lines of those below move by the difference:
+    ``_shift`` keeps their positions true."""
+    if any(line.strip() == "..." for line in example.shown) or status is None:
+        return False
+    lines = example.path.read_text(encoding="utf-8").splitlines()
+    new = [line.rstrip() for line in output]
+    if example.shows_status or status != 0:
+        new.append(f"[exit status {status}]")
+    start = example.line   # the output starts below the command (0-based: index line)
+    lines[start:example.end] = new
+    example.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _shift(example, len(new) - (example.end - start))
+    return True
+
+
+#: every example read, by file, for ``_shift``
+_READ: dict = {}
+
+
+def _shift(example: Example, by: int) -> None:
+    """Move the line numbers of the examples below ``example`` in its file by ``by``."""
+    for other in _READ.get(example.path, ()):
+        if other.line > example.line:
+            other.line += by
+            other.end += by
+    example.end += by
 
 
 if __name__ == "__main__":
