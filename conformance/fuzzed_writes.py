@@ -195,3 +195,43 @@ def pow_exponent_derivative_at_zero_base(E):
     (g,) = E.autograd.grad(E.pow(_f64(E, [0.0, 0.0]), c), c, E.ones(2, dtype=E.complex128))
     first, second = g.tolist()
     assert math.isnan(first.real) and math.isnan(first.imag) and second == 0
+
+
+@case("x ** p saves its result even when only x needs a gradient: writing the power in "
+      "place makes backward fail", source=TORCH_BEHAVIOUR)
+def pow_saves_its_result_for_either_input(E):
+    x = _f64(E, 0.976, requires_grad=True)
+    y = E.pow(x, _f64(E, 0.5))
+    y.sqrt_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+@case("cumsum and cumprod give a contiguous result whatever the input's strides, so "
+      "view(-1) of the scan of a transposed tensor works", source=TORCH_BEHAVIOUR)
+def scans_are_contiguous(E):
+    t = _f64(E, [[1.0, 2.0], [3.0, 4.0]]).t()
+    assert t.cumsum(0).view(-1).tolist() == [1.0, 3.0, 3.0, 7.0]
+    assert t.cumprod(1).view(-1).tolist() == [1.0, 3.0, 2.0, 8.0]
+
+
+@case("an in-place op on a one-element piece of an expanded dual tensor writes the value "
+      "and the tangent through to the base", source=TORCH_BEHAVIOUR)
+def inplace_on_one_element_of_an_expand(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, 0.5), _f64(E, -1.5))
+        piece = x.unsqueeze(0).expand(2).split(1)[0]
+        piece.mul_(2)
+        assert x.item() == 1.0 and fw.unpack_dual(x).tangent.item() == -3.0
+        assert fw.unpack_dual(piece).tangent.tolist() == [-3.0]
+
+
+@case("the 2-norm's tangent is 0 where the norm is 0, even for a NaN tangent",
+      source=TORCH_BEHAVIOUR)
+def norm_tangent_at_zero(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [[0.0, 0.0], [3.0, 4.0]]), _f64(E, [[NAN, 1.0], [1.0, 1.0]]))
+        # at [3, 4]: (3 * 1 + 4 * 1) / 5
+        assert fw.unpack_dual(x.norm(dim=1)).tangent.tolist() == [0.0, 1.4]

@@ -65,14 +65,20 @@ def _mul(self, other):
 
 defelementwise("mul", _mul,
                {"self": lambda other: other, "other": lambda self: self}, **B)
+def _div_jvp(self_t, other_t, other, result):
+    # torch's (self_t - other_t * result) / other: at other = 0 that is +-inf
+    # where the sum of the two quotients would be inf - inf = NaN
+    num = self_t if absent(other_t) else (
+        -(other_t * result) if absent(self_t) else self_t - other_t * result)
+    return num / other.to(result.dtype)
+
+
 defelementwise("div", lambda self, other: np.true_divide(self, other),
                # the gradient's dtype is the result's (an int other: no float32);
                # backward saves other only, as PyTorch does (not the result)
                {"self": lambda grad, other: other.to(grad.dtype).reciprocal(),
                 "other": lambda self, other: -self / (other * other)},
-               tangent_derivatives={"self": lambda other, result: other.to(result.dtype).reciprocal(),
-                                    "other": lambda other, result: -result / other},
-               to_float=True, **B)
+               jvp=_div_jvp, to_float=True, **B)
 
 
 def _atan2_recip(self, other):

@@ -333,7 +333,8 @@ def _write_inplace(out: Tensor, result: np.ndarray, one_value: bool = False) -> 
         raise RuntimeError(f"result type {dtypes.SCALAR_NAMES[src]} can't be cast to the "
                            f"desired output type {dtypes.SCALAR_NAMES[dst]}")
     target = out._data
-    if one_value and _repeats(target):
+    if (one_value or not _repeats(target)) and (_repeats(target) or not target.flags.writeable):
+        # an expand's memory (read-only in NumPy), written once per place
         target, result = _distinct_places(target), result[_distinct_index(target)]
     if not target.flags.writeable or _repeats(target):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "

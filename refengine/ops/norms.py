@@ -55,12 +55,19 @@ def _norm_direction(self, result, ord, dim, keepdim):
     return scaled / r.masked_fill(r == 0, 1).pow(ord - 1) * (r != 0).to(a.dtype)
 
 
+def _norm_jvp(self_t, self, result, ord, dim, keepdim):
+    t = (self_t * _norm_direction(self, result, ord, dim, keepdim).conj()).real.sum(
+        dim=dim, keepdim=keepdim)
+    # torch sets the 2-norm's tangent to 0 where the norm is 0, a NaN tangent included
+    return t.masked_fill(result == 0, 0) if ord == 2 else t
+
+
 defop("linalg_vector_norm", _vector_norm, promote=("self",), to_float=True,
       result_dtype=dtypes.to_real,
       vjp={"self": lambda grad, self, result, ord, dim, keepdim: None if ord == 0 else
            expand_reduced(grad, self, dim, keepdim) * _norm_direction(self, result, ord, dim, keepdim)},
-      jvp=lambda self_t, self, result, ord, dim, keepdim:
-      (self_t * _norm_direction(self, result, ord, dim, keepdim).conj()).real.sum(dim=dim, keepdim=keepdim),
+      jvp=lambda self_t, self, result, ord, dim, keepdim: _norm_jvp(self_t, self, result, ord, dim,
+                                                                   keepdim),
       batch=reduction(), **L)
 
 

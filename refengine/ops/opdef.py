@@ -89,8 +89,10 @@ def defelementwise(name: str, forward: Callable, derivatives: dict | Callable, *
             total = term if total is None else total + term
         return total
     options.setdefault("batch", elementwise)
+    # ``jvp`` replaces the sum of terms: torch's formula evaluated otherwise (div's)
+    rule = options.pop("jvp", None) or Rule(jvp, params)
     return defop(name, forward, vjp={k: vjp_rule(d) for k, d in derivatives.items()},
-                 jvp=Rule(jvp, params), inputs=tuple(derivatives), **options)
+                 jvp=rule, inputs=tuple(derivatives), **options)
 
 
 def deflinear(name: str, forward: Callable, *, vjp: dict, **options) -> OpDef:

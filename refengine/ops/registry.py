@@ -104,9 +104,14 @@ class OpDef:
         if names is None:
             names = []
             for inp, rule in self.vjp.items():
-                if needs.get(inp) and rule is not None:
-                    names.extend(p for p in rule.params
-                                 if p not in ("grad", "grads") and p not in names)
+                if rule is None:
+                    continue
+                # torch saves an output that the formula of any tensor input reads,
+                # whichever inputs need a gradient (an in-place write of x ** p then
+                # fails backward even when p needs none); an input only for the
+                # formulas it serves. A number input (not in needs) has no formula.
+                names.extend(p for p in rule.params if p not in ("grad", "grads") and p not in names
+                             and (needs.get(inp) or (inp in needs and p in self.outputs)))
             names = self._saved_names[key] = tuple(names)
         return names
 

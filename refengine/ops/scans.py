@@ -23,7 +23,8 @@ def _scan(fn):
         x = self.astype(dtype.np) if dtype is not None else self
         if x.dtype.kind in "bui":
             x = x.astype(np.int64)
-        return fn(x, axis=int(dim) % max(x.ndim, 1)) if x.ndim else x.copy()
+        # torch's scans write a contiguous result whatever the input's strides
+        return np.ascontiguousarray(fn(x, axis=int(dim) % max(x.ndim, 1))) if x.ndim else x.copy()
     return forward
 
 
@@ -52,7 +53,9 @@ def _cumprod_partials(self, dim):
     n = x.shape[-1]
     eye = creation.tensor(np.eye(n, dtype=bool))
     P = x.unsqueeze(-2).expand(tuple(x.shape[:-1]) + (n, n)).masked_fill(eye, 1).cumprod(-1)
-    return P * creation.tensor(np.triu(np.ones((n, n)))).to(P.dtype)
+    # zero below the diagonal by a mask, not a product: a NaN or inf later in the
+    # slice must not reach the partials of earlier outputs
+    return P.masked_fill(creation.tensor(np.tril(np.ones((n, n), dtype=bool), -1)), 0)
 
 
 def _cumprod_vjp(grad, self, dim, result):
