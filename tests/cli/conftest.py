@@ -29,26 +29,10 @@ def run_json(run):
     return invoke
 
 
-
 @pytest.fixture(autouse=True)
-def _plugins_do_not_outlive_their_test():
+def _plugins_do_not_outlive_their_test(restored_registry):
     """Each ``adcheck`` command is a process of its own, so a plugin file's ops are
     seen by the run that loads it only; CliRunner runs commands in this process,
     where they would stay registered (a later ``cli_*`` would select another test's
-    hanging op). Put the registry back as it was after each test."""
-    import sys
-
-    from adcheck.opinfo import registry
-    from adcheck.runner import registry as runner_registry
-    ops, by_name = list(registry.op_db), dict(registry._by_name)
-    loaded = dict(runner_registry._PLUGIN_OPS)
-    modules = set(sys.modules)
+    hanging op). ``restored_registry`` (tests/conftest.py) puts it back."""
     yield
-    for name in set(sys.modules) - modules:    # a plugin module imported again registers again
-        if name.startswith("adcheck_plugin_"):
-            del sys.modules[name]
-    registry.op_db[:] = ops
-    registry._by_name.clear()
-    registry._by_name.update(by_name)
-    runner_registry._PLUGIN_OPS.clear()
-    runner_registry._PLUGIN_OPS.update(loaded)

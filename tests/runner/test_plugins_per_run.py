@@ -1,12 +1,8 @@
 """Plugin files load once per process, but a run sees only the plugin ops it
 asked for (issue 29, item 9): a library user who runs twice with different
 plugin files does not get the union in the second run."""
-import sys
-
 import pytest
 
-from adcheck.opinfo import registry as opinfo_registry
-from adcheck.runner import registry as runner_registry
 from adcheck.runner.registry import OpinfoRegistry, named
 
 PLUGIN = '''
@@ -27,22 +23,6 @@ def _plugin(tmp_path, name):
 
 def _per_run(registry) -> set:
     return {info.name for info in registry.ops() if info.family == "per_run"}
-
-
-@pytest.fixture
-def restored_registry():
-    """The registry, the loaded plugin files and their modules as they were before."""
-    ops, by_name = list(opinfo_registry.op_db), dict(opinfo_registry._by_name)
-    loaded, modules = dict(runner_registry._PLUGIN_OPS), set(sys.modules)
-    yield
-    for name in set(sys.modules) - modules:
-        if name.startswith("adcheck_plugin_"):
-            del sys.modules[name]
-    opinfo_registry.op_db[:] = ops
-    opinfo_registry._by_name.clear()
-    opinfo_registry._by_name.update(by_name)
-    runner_registry._PLUGIN_OPS.clear()
-    runner_registry._PLUGIN_OPS.update(loaded)
 
 
 def test_two_runs_with_different_plugins_each_see_their_own(tmp_path, restored_registry):
