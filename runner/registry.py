@@ -155,10 +155,11 @@ class OpinfoRegistry(RegistryDefaults):
         return SampleCall(info, sample, engine, cast)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, OpinfoRegistry)
+        # two runs with other plugin files see other ops: not the same registry
+        return isinstance(other, OpinfoRegistry) and self.plugins == other.plugins
 
     def __hash__(self) -> int:
-        return hash(self.name)
+        return hash(self.name)   # (the plugins may still be loaded after hashing)
 
     def __repr__(self) -> str:
         return "OpinfoRegistry()"

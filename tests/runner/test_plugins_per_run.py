@@ -40,3 +40,12 @@ def test_two_runs_with_different_plugins_each_see_their_own(tmp_path, restored_r
     again = named("opinfo")                          # the file is not imported twice,
     assert again.load_plugins([first]) == ["per_run_a"]   # yet the run sees its ops
     assert _per_run(again) == {"per_run_a"}
+
+
+def test_registries_with_other_plugin_files_are_not_equal(tmp_path, restored_registry):
+    with_plugin = named("opinfo")
+    with_plugin.load_plugins([_plugin(tmp_path, "per_run_eq")])
+    assert with_plugin != OpinfoRegistry()
+    again = named("opinfo")
+    again.load_plugins([_plugin(tmp_path, "per_run_eq")])
+    assert again == with_plugin and OpinfoRegistry() == OpinfoRegistry()
