@@ -113,9 +113,8 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     finally:
         if threads is not None:
             sys.modules["torch"].set_num_threads(threads)
-    record = {"engine": target.engine, "precise": policy.precise,
-              "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
-              "timeout": settings.timeout, "fail_fast": fail_fast, "patterns": [],
-              "family": None, "target": target_text, "harvest": True}
+    from adcheck.runner.record import RunRecord
+    record = RunRecord.of(settings, engine=target.engine, fail_fast=fail_fast,
+                          target=target_text, harvest=True)
     return RunReport("check", record, [r for r, _ in pairs],
                      seconds=time.perf_counter() - start)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import click
 
 from adcheck.cli.errors import InputError
-from adcheck.runner.results import ALLOW_EMPTY, RunReport
+from adcheck.runner.results import RunReport
 
 
 def load_baseline(path: str | None, registry: str = "opinfo") -> set | None:
@@ -80,7 +80,8 @@ def finish(report: RunReport, fmt: str, junit_xml: str | None, accepted: set | N
     from adcheck.cli.output import publish, render
     from adcheck.runner import baseline
     if allow_empty is not None:
-        report.settings[ALLOW_EMPTY] = allow_empty
+        from dataclasses import replace
+        report.settings = replace(report.settings, allow_empty=allow_empty)
     if accepted is not None:
         report.baseline = baseline.compare(report.results, accepted, baseline_path)
     announce(report)

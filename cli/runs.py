@@ -2,8 +2,9 @@
 tasks with a progress bar, and hold the outcome as a ``RunReport``.
 
 The runner does the work (``runner``); this module turns the command line's
-words into its calls, prints its warnings on stderr, and records the
-settings the reports show.
+words into its calls (``build``: the run's ``Settings``, validated before any
+worker starts), prints its warnings on stderr, and hands each report its
+``RunRecord`` (``runner.record``).
 """
 from __future__ import annotations
 
@@ -83,16 +84,32 @@ def select(registry, patterns: tuple, families: tuple, engine: str) -> list:
     return chosen.infos
 
 
-def recorded(settings, **extra) -> dict:
-    """The settings a report records (the ``settings`` object of the JSON), the
-    registry's name among them."""
-    from adcheck.runner.registry import record
-    policy = settings.policy
-    return {"engine": policy.engine, "precise": policy.precise,
-            "checks": list(settings.checks), "seed": policy.seed,
-            "plugins": list(settings.plugins), "timeout": settings.timeout,
-            "jacobian": settings.jacobian,
-            **record(settings.registry), **extra}
+def build(checks: tuple, engine: str, precise: bool, seed: int, timeout: float | None,
+          memory_budget: int, plugins: tuple = (), registry=None, keep_reports: bool = False,
+          explore: bool | None = False, explore_budget: float | None = None,
+          jacobian: str = "auto"):
+    """The run's ``Settings`` from the options of ``ops``, ``op`` and ``check``
+    (``--memory-budget`` in MiB, ``--explore`` and ``--explore-budget``; ``explore``
+    ``None``, neither flag given: the quick pass), built
+    and validated by ``runner.tasks.build_settings``; a bad value is a usage
+    error (exit 2, one line) here, before any worker starts."""
+    from adcheck.runner.errors import RunnerError
+    from adcheck.runner.tasks import build_settings
+    try:
+        return build_settings(checks, engine=engine, precise=precise, seed=seed,
+                              timeout=timeout, memory_budget=memory_budget * 2**20,
+                              jacobian=jacobian,
+                              explore="quick" if explore is None else (
+                                  (explore_budget or 0.0) if explore else None),
+                              plugins=plugins, registry=registry, keep_reports=keep_reports)
+    except RunnerError as exc:
+        raise InputError(str(exc)) from None
+
+
+def recorded(settings, **about):
+    """The ``RunRecord`` a report keeps of a run made with ``settings``."""
+    from adcheck.runner.record import RunRecord
+    return RunRecord.of(settings, **about)
 
 
 def prestart(registry=None) -> None:
@@ -111,9 +128,10 @@ def prestart(registry=None) -> None:
 
 
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
-        settings_record: dict, planned: list | None = None):
+        settings_record, planned: list | None = None):
     """Run the tasks in worker processes, with a progress bar on stderr;
-    returns the ``RunReport`` (partial when a stop signal came). ``planned``:
+    returns the ``RunReport`` (partial when a stop signal came) holding
+    ``settings_record`` (a ``RunRecord``). ``planned``:
     the whole plan ``tasks`` are a shard of (which may then be empty)."""
     from adcheck.cli import signals
     from adcheck.cli.reporting import progress_bar, warn

@@ -21,6 +21,7 @@ from adcheck.gradcheck.verdict import checks, faults
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.explore import explore
@@ -109,20 +110,21 @@ def recording_faults():
 
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
-    heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
-    try:
-        report = _run(func, inputs, options)
-    except (Exception, SystemExit) as exc:
-        seen = _FAULTS.get()
-        if seen is not None:
-            seen.append(exc)
-        raise
-    finally:
-        heap.release()
-    if options.explore:
-        # a room above this one: it is handed ``run`` instead of importing it
-        explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
-                progress=sys.stderr.isatty())
+    with batched(options.batching and batching_enabled()):
+        heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
+        try:
+            report = _run(func, inputs, options)
+        except (Exception, SystemExit) as exc:
+            seen = _FAULTS.get()
+            if seen is not None:
+                seen.append(exc)
+            raise
+        finally:
+            heap.release()
+        if options.explore:
+            # a room above this one: it is handed ``run`` instead of importing it
+            explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
+                    progress=sys.stderr.isatty())
     return report
 
 

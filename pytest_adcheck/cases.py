@@ -50,15 +50,19 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
     and ``registry`` (default: adcheck's own); ``plugins``: the plugin files
     loaded (the reproducers load them); ``explore``: the policy's (seconds, 0
     for the default budget, or ``None``)."""
-    from adcheck.runner.checks import CHECK_NAMES, DEFAULT_CHECKS, Policy
+    from adcheck.runner.checks import CHECK_NAMES, DEFAULT_CHECKS
+    from adcheck.runner.errors import RunnerError
     from adcheck.runner.registry import OPINFO
-    from adcheck.runner.tasks import Settings
+    from adcheck.runner.tasks import build_settings
     registry = OPINFO if registry is None else registry
     defaults = registry.default_checks or DEFAULT_CHECKS
     chosen = _checked(checks, CHECK_NAMES, "check") if checks else tuple(defaults)
     engine = engine or registry.engine or "refengine"
-    return Settings(chosen, Policy(precise=True, engine=engine, seed=seed, explore=explore),
-                    plugins=tuple(plugins), registry=registry, keep_reports=True)
+    try:
+        return build_settings(chosen, engine=engine, seed=seed, explore=explore,
+                              plugins=plugins, registry=registry, keep_reports=True)
+    except RunnerError as exc:
+        raise SelectionError(str(exc)) from None
 
 
 def _torch_only(dtype_names: tuple, engine: str | None) -> None:
@@ -281,10 +285,8 @@ def _failure(result, report, settings) -> str:
     from pytest_adcheck.assertion import failure_text
     from adcheck.runner.reproduction import reproducer
     head = f"{result.op} {result.dtype}[{result.sample}] {result.check}: {result.status}"
-    policy = settings.policy
-    code = reproducer(result, {"engine": policy.engine, "seed": policy.seed,
-                               "precise": policy.precise, "plugins": list(settings.plugins),
-                               "registry": settings.registry.name})
+    from adcheck.runner.record import RunRecord
+    code = reproducer(result, RunRecord.of(settings))
     rerun = "" if code is None else "  reproduce:\n" + "".join(
         f"    {line}\n" for line in code.splitlines())
     if result.status == "error":   # the user's frames, then the Python that reruns it

@@ -8,8 +8,14 @@ returns; the pytest plugin (``pytest_adcheck``) calls it too.
   (``OPINFO``, adcheck's own ``opinfo`` registry, is the default).
 - ``runner.selection``: ``select`` ops by name patterns, families and
   engine; ``plan`` them as tasks (one per op and dtype).
-- ``runner.tasks``: ``Settings`` and the tasks (``OpTask``, ``TargetTask``
-  for a user's object); ``execute`` runs one, sample by sample.
+- ``runner.tasks``: ``Settings``, made by ``build_settings`` (the one builder of
+  a run: ``adcheck ops``, ``op``, ``check`` and the pytest marker), and the tasks
+  (``OpTask``, ``TargetTask`` for a user's object); ``execute`` runs one,
+  sample by sample.
+- ``runner.policy``: ``Policy``, how every check of a run is run, validated
+  when made; ``check_options``, the ``Options`` of one check.
+- ``runner.record``: ``RunRecord``, what a report records of its run (its
+  ``settings``), which the reproducers read.
 - ``runner.checks``: ``run_checks``, the one function that runs the checks of
   one sample and turns each into a ``CheckResult``.
 - ``runner.run``: ``run_tasks``, the one task runner: in worker processes
@@ -31,9 +37,9 @@ Example::
     from adcheck.runner.registry import OPINFO
     from adcheck.runner.run import run_tasks
     from adcheck.runner.selection import plan, select
-    from adcheck.runner.tasks import Settings
+    from adcheck.runner.tasks import build_settings
 
-    tasks = plan(select(OPINFO, ("sin",)).infos, None, Settings(checks=("reverse",)))
+    tasks = plan(select(OPINFO, ("sin",)).infos, None, build_settings(("reverse",)))
     outcome = run_tasks(tasks, jobs=2)
     print(outcome.status, [r.status for r in outcome.results])
 

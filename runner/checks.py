@@ -15,31 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
 from types import SimpleNamespace
 
-from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
 from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
+from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.reuse import shared
+from adcheck.runner.policy import Policy, check_options, options  # noqa: F401
 from adcheck.gradcheck.errors import NoDoubleBackward
 from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
 from adcheck.runner.results import DECLARED, JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How checks are run: ``precise`` or the OpInfo's torch-style
-    tolerances, the engine, the base seed of the random probes, the
-    memory budget of each check in bytes (``None``: gradcheck's default),
-    and whether to explore other inputs."""
-
-    precise: bool = True
-    engine: str = "refengine"
-    seed: int = 0
-    memory_budget: int | None = None
-    #: ``--explore``: the explore mode's budget in seconds (0: its default),
-    #: or ``None``: off; it explores the first sample or input set only
-    explore: float | None = None
 
 
 #: what the code under check may raise that is its fault, not the run's: any
@@ -59,17 +43,6 @@ def derive_seed(base: int, *parts) -> int:
     """A seed for one check, stable across runs, platforms and ``--jobs``."""
     text = ":".join(str(p) for p in (base, *parts))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
-
-
-def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
-            reference=None) -> dict:
-    """The ``gradcheck.check`` keywords of a check name."""
-    tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
-    keywords = check_named(check).keywords(precise=policy.precise, has_forward=forward,
-                                           reference=reference, **tol)
-    if policy.memory_budget is not None and policy.memory_budget != DEFAULT_BUDGET:
-        keywords["memory_budget"] = policy.memory_budget
-    return keywords
 
 
 class Subject:
@@ -312,9 +285,8 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     reason = subject.skip_reason(check, call)
     if reason is not None:
         return _skipped(subject, check, reason), None
-    kwargs = {**subject.keywords(check, policy, call), **_explore_keywords(subject, policy)}
-    result, report = run_check(call.func, call.inputs, subject.name, check, kwargs,
-                               subject.seed(policy.seed, check), base,
+    chosen = check_options(subject, check, policy, call)
+    result, report = run_check(call.func, call.inputs, check, chosen, base,
                                subject.known_failure(check),
                                lambda exc: subject.fault_skip(check, exc))
     no_kernel = unsupported(result.message) if result.status == "error" else None
@@ -323,7 +295,7 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     if result.status == "failed" and report is not None:
         reason = subject.failure_skip(check, report) or cannot_judge(
             report, subject.dtype_name) or _overflowed(
-            subject, check, call, kwargs, subject.seed(policy.seed, check), report)
+            subject, call, chosen, report)
         if reason is not None:
             result.status, result.message = "skipped", reason
     missing = subject.missing_derivative(result.message) if result.status == "error" else None
@@ -340,15 +312,7 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     return result, report if keep_reports else None
 
 
-def _explore_keywords(subject, policy: Policy) -> dict:
-    """``explore`` and its budget for the first sample (or input set) of a
-    subject when the policy explores, else nothing."""
-    if policy.explore is None or subject.index != 0:
-        return {}
-    return {"explore": True, **({"explore_budget": policy.explore} if policy.explore else {})}
-
-
-def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> str | None:
+def _overflowed(subject, call, chosen: Options, report) -> str | None:
     """Why a low-precision check that failed only on AD's NaN or inf where the
     true derivative is finite is no evidence: the same check passes on the same
     values in double precision, so the formula is right and overflows the
@@ -359,7 +323,7 @@ def _overflowed(subject, check: str, call, kwargs: dict, seed: int, report) -> s
     E = engine_for(call.inputs)
     wide = tuple(E.widened(x) if E.is_tensor(x) and E.is_differentiable_dtype(x) else x
                  for x in call.inputs)
-    status = _verdict(call.func, wide, subject.name, seed, kwargs)[0]
+    status = _verdict(call.func, wide, chosen)[0]
     return overflow_reason(report, subject.dtype_name) if status == "passed" else None
 
 
@@ -416,13 +380,14 @@ def _first_line(report) -> str:
     return line if at < 0 else f"{line} {first.detail[at:]}"
 
 
-def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):
-    """``(status, message, diagnosis, failures, report)`` of one ``gradcheck.check``;
-    ``fault_skip(exc)``: why a check that raised ``exc`` does not apply, or None."""
-    from adcheck import gradcheck
+def _verdict(func, inputs, chosen: Options, fault_skip=None):
+    """``(status, message, diagnosis, failures, report)`` of one check run with the
+    options ``chosen``; ``fault_skip(exc)``: why a check that raised ``exc`` does
+    not apply, or None."""
+    from adcheck.gradcheck.api import run
     from adcheck.gradcheck.errors import UncheckableError
     try:
-        report = gradcheck.check(func, inputs, seed=seed, name=name, **kwargs)
+        report = run(func, inputs, chosen)
     except UncheckableError as exc:  # nothing here can be checked (see check())
         return "skipped", " ".join(str(exc).split()), None, [], None
     except FAULTS as exc:  # anything the code under check raised
@@ -435,13 +400,13 @@ def _verdict(func, inputs, name: str, seed: int, kwargs: dict, fault_skip=None):
     return "failed", _first_line(report), report.diagnosis, _failure_dicts(report), report
 
 
-def run_check(func, inputs, name: str, check: str, kwargs: dict, seed: int,
-              base: CheckResult, known=None, fault_skip=None):
-    """Run one check; return ``(CheckResult, Report or None)`` (see ``_verdict``
-    for ``fault_skip``)."""
+def run_check(func, inputs, check: str, chosen: Options, base: CheckResult, known=None,
+              fault_skip=None):
+    """Run one check with the options ``chosen``; return ``(CheckResult, Report or
+    None)`` (see ``_verdict`` for ``fault_skip``)."""
     start = time.perf_counter()
-    status, message, diagnosis, failures, report = _verdict(func, inputs, name, seed, kwargs,
-                                                            fault_skip)
+    seed = chosen.seed
+    status, message, diagnosis, failures, report = _verdict(func, inputs, chosen, fault_skip)
     if known is not None:
         if status == "passed":
             message = f"{STALE} ({known.reason})"

@@ -104,9 +104,10 @@ def model_result(target, inputs, failing: list, recording, policy) -> CheckResul
     base = _setup(target.name, "error", "", target.kind)
     state = ModelState(target.func if target.kind.endswith("Module") else None)
     try:
-        result, report = run_check(func, args, target.name, "reverse",
-                                   {**model_keywords(double), "input_names": names},
-                                   derive_seed(policy.seed, "harvest", target.spec), base)
+        chosen = policy.options().derive(**model_keywords(double), input_names=names,
+                                         seed=derive_seed(policy.seed, "harvest", target.spec),
+                                         name=target.name)
+        result, report = run_check(func, args, "reverse", chosen, base)
     finally:
         state.restore()
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"

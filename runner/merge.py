@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from adcheck.runner.errors import RunnerError
+from adcheck.runner.record import RunRecord
 from adcheck.runner.results import BaselineDiff, CheckResult, RunReport
 from adcheck.runner.shard import task_id
 
@@ -123,7 +124,8 @@ def merge(named: list) -> RunReport:
     results = _ordered_results(named)
     stopped = [d for _, d in named if d.get("interrupted")]
     broken = [(d["shard"]["index"], d["error"]) for _, d in named if d.get("error")]
-    report = RunReport(named[0][1]["command"], dict(named[0][1]["settings"]), results,
+    report = RunReport(named[0][1]["command"], RunRecord.from_dict(named[0][1]["settings"]),
+                       results,
                        interrupted=bool(stopped),
                        stopped_early=any(d.get("stopped_early") for _, d in named),
                        signal=stopped[0].get("signal") if stopped else None,

@@ -14,7 +14,10 @@ object (``adcheck check MODULE:OBJECT``); both return a ``Rebuilt``, whose
     print(report.message())
 
 ``seed`` is the run's base seed (``--seed``, 0 by default): each check
-derives its own from it as the run did. ``reproducer(result, settings)`` is
+derives its own from it as the run did; the run's other options
+(``memory_budget``, ``jacobian``, ``timeout``, ``explore``, ``batching``) are
+keywords of both, and the check's ``Options`` are made as the run made them
+(``runner.checks.check_options``). ``reproducer(result, record)`` is
 the snippet every reproducer adcheck prints is made of (the terminal's
 ``adcheck op`` panel, the HTML report, the pytest plugin's failure text).
 A check that does not apply to the sample, an unknown op, dtype, sample,
@@ -26,6 +29,7 @@ import functools
 from typing import NamedTuple
 
 from adcheck.runner.errors import RunnerError
+from adcheck.runner.record import DEFAULT_TIMEOUT, RunRecord
 
 
 class Rebuilt(NamedTuple):
@@ -40,6 +44,12 @@ class Rebuilt(NamedTuple):
         from adcheck import gradcheck
         return gradcheck.check(self.func, self.inputs, **self.keywords)
 
+    @property
+    def options(self):
+        """The check's ``gradcheck`` ``Options``."""
+        from adcheck.gradcheck.core.options import Options
+        return Options.from_keywords(**self.keywords)
+
 
 def _registry(registry):
     from adcheck.runner.registry import named
@@ -50,30 +60,39 @@ def _registry(registry):
     return registry
 
 
-def _rebuilt(subject, check: str, engine: str, seed: int, precise: bool) -> Rebuilt:
-    from adcheck.runner.checks import Policy, check_named
+def _rebuilt(subject, check: str, engine: str, seed: int, precise: bool, run: dict) -> Rebuilt:
+    """The check as the run made it; ``run``: the run's other options (``rebuild``'s)."""
+    from adcheck.runner.checks import Policy, check_named, check_options
+    timeout = run.pop("timeout")
     try:
         check_named(check)
+        policy = Policy(precise, engine, seed, **run)
     except ValueError as exc:
-        raise RunnerError(str(exc)) from None
+        raise RunnerError(str(exc).removeprefix("check: ")) from None
     call, problem = subject.call()
     reason = problem or subject.skip_reason(check, call)
     if reason is not None:
         raise RunnerError(f"{subject.name} {subject.dtype_name}[{subject.index}] {check} does "
                           f"not run a check: {reason}")
-    keywords = subject.keywords(check, Policy(precise, engine, seed), call)
-    keywords.update(seed=subject.seed(seed, check), name=subject.name)
-    return Rebuilt(call.func, tuple(call.inputs), keywords)
+    chosen = check_options(subject, check, policy, call)
+    if timeout:     # the run's checks plan for the time its timeout leaves them
+        chosen = chosen.derive(time_limit=float(timeout))
+    return Rebuilt(call.func, tuple(call.inputs), chosen.keywords())
 
 
 def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
             engine: str = "refengine", seed: int = 0, precise: bool = True,
-            plugins=(), registry=None) -> Rebuilt:
+            plugins=(), registry=None, memory_budget: int | None = None,
+            jacobian: str = "auto", timeout: float | None = DEFAULT_TIMEOUT,
+            explore: float | None = None, batching: bool = True) -> Rebuilt:
     """Check ``check`` of sample ``sample`` of registry op ``op`` in ``dtype``
     ("float64"), as ``adcheck ops --engine ENGINE --seed SEED`` ran it
     (``precise=False``: ``--torch-tolerances``); ``plugins``: the plugin files
     the op comes from (loaded first); ``registry``: the registry (default
-    adcheck's own, ``"opinfo"``)."""
+    adcheck's own, ``"opinfo"``); ``memory_budget`` (bytes), ``jacobian``,
+    ``timeout`` (seconds, or ``None``), ``explore`` (seconds, 0 for the default
+    budget, or ``None``) and ``batching``: the run's ``--memory-budget``,
+    ``--jacobian``, ``--timeout``, ``--explore``/``--explore-budget``, batching."""
     from adcheck.runner.checks import OpSubject
     from adcheck.runner.registry import dtype_name
     from adcheck.runner.selection import _check_index, get_op
@@ -86,7 +105,9 @@ def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
     _check_index(source, info, dtype, sample)
     dt = source.dtype(dtype)
     (made,) = list(source.samples(info, dt, sample))
-    return _rebuilt(OpSubject(source, info, made, dt, engine), check, engine, seed, precise)
+    return _rebuilt(OpSubject(source, info, made, dt, engine), check, engine, seed, precise,
+                    dict(memory_budget=memory_budget, jacobian=jacobian, timeout=timeout,
+                         explore=explore, batching=batching))
 
 
 def target_subject(target: str, inputs: str, engine: str, seed: int, index: int):
@@ -153,16 +174,26 @@ def _subject_class():
 
 
 def rebuild_target(target: str, inputs: str, check: str = "reverse", *, index: int = 0,
-                   engine: str = "refengine", seed: int = 0, precise: bool = True) -> Rebuilt:
+                   engine: str = "refengine", seed: int = 0, precise: bool = True,
+                   memory_budget: int | None = None, jacobian: str = "auto",
+                   timeout: float | None = DEFAULT_TIMEOUT, explore: float | None = None,
+                   batching: bool = True) -> Rebuilt:
     """Check ``check`` of ``adcheck check TARGET --inputs INPUTS`` (``index``: the
-    position of that ``--inputs`` among those given; ``engine``: ``--engine``)."""
+    position of that ``--inputs`` among those given; ``engine``: ``--engine``; the
+    other keywords as ``rebuild``'s)."""
     subject = target_subject(target, inputs, engine, seed, index)
-    return _rebuilt(subject, check, subject.target.engine, seed, precise)
+    return _rebuilt(subject, check, subject.target.engine, seed, precise,
+                    dict(memory_budget=memory_budget, jacobian=jacobian, timeout=timeout,
+                         explore=explore, batching=batching))
 
 
 #: the keyword values a reproducer leaves out (rebuild's defaults)
 _DEFAULTS = {"engine": "refengine", "seed": 0, "precise": True, "plugins": [], "index": 0,
-             "registry": "opinfo"}
+             "registry": "opinfo", "memory_budget": None, "jacobian": "auto",
+             "timeout": DEFAULT_TIMEOUT, "explore": None, "batching": True}
+#: the fields of a ``RunRecord`` that are keywords of ``rebuild`` and ``rebuild_target``
+RUN_KEYWORDS = ("engine", "seed", "precise", "memory_budget", "jacobian", "timeout", "explore",
+                "batching")
 
 
 def _call(function: str, values: list, options: dict) -> str:
@@ -176,25 +207,24 @@ def _call(function: str, values: list, options: dict) -> str:
     return f"runner.{function}(\n" + "".join(f"    {part},\n" for part in shown) + ")"
 
 
-def reproducer(result, settings: dict) -> str | None:
+def reproducer(result, record) -> str | None:
     """Python that reruns the check of ``result`` (a failed ``CheckResult``) as the
-    run whose settings (the report's ``settings``) are given; ``None`` for a
-    task-level error, which no check reproduces."""
+    run of ``record`` did (a ``RunRecord``, or the ``settings`` of a JSON report);
+    ``None`` for a task-level error, which no check reproduces."""
     if result.sample is None or result.check == "setup":
         return None
-    common = {"engine": settings.get("engine", "refengine"), "seed": settings.get("seed", 0),
-              "precise": settings.get("precise", True)}
-    if settings.get("registry") == "torch":   # PyTorch's op_db: its adapter's own snippet
+    record = RunRecord.from_dict(record)
+    common = {name: getattr(record, name) for name in RUN_KEYWORDS}
+    if record.registry == "torch":   # PyTorch's op_db: its adapter's own snippet
         from adcheck.opinfo import torchdb
         return torchdb.get(result.op).reproducer(
-            result.sample, result.dtype, result.check,
-            precise=bool(settings.get("precise", True)), seed=result.seed)
-    if settings.get("kind"):      # a user's object: adcheck check MODULE:OBJECT
-        specs, index = settings.get("inputs") or [], result.sample
-        call = _call("rebuild_target", [settings["target"], specs[index], result.check],
+            result.sample, result.dtype, result.check, precise=bool(record.precise),
+            seed=result.seed)
+    if record.kind:      # a user's object: adcheck check MODULE:OBJECT
+        specs, index = record.inputs or (), result.sample
+        call = _call("rebuild_target", [record.target, specs[index], result.check],
                      {"index": index, **common})
     else:
         call = _call("rebuild", [result.op, result.dtype, result.sample, result.check],
-                     {**common, "plugins": list(settings.get("plugins") or []),
-                      "registry": settings.get("registry") or "opinfo"})
+                     {**common, "plugins": list(record.plugins), "registry": record.registry})
     return f"from adcheck import runner\n\nreport = {call}.check()\nprint(report.message())\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 
@@ -143,7 +144,8 @@ class RunReport:
     """
 
     command: str
-    settings: dict
+    #: how the run was asked for (``runner.record.RunRecord``)
+    settings: Mapping
     results: list = field(default_factory=list)
     interrupted: bool = False
     stopped_early: bool = False

@@ -13,20 +13,12 @@ stop: fail-fast), "interrupted" (Ctrl-C or a stop signal), or "broken"
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import deque
 from multiprocessing import connection
 
 from adcheck.runner import deaths
 from adcheck.runner.pool import POLL, START_LIMIT, Worker, held_signals
-
-
-def _batching() -> bool | None:
-    """The parent's ``gradcheck.set_batching`` switch, when gradcheck is loaded here
-    (the workers follow it, so that turning batching off reaches them)."""
-    enabled = getattr(sys.modules.get("adcheck.gradcheck"), "batching_enabled", None)
-    return enabled() if enabled is not None else None
 
 
 class RunLoop:
@@ -37,7 +29,7 @@ class RunLoop:
         self.pending = deque(tasks)
         self.size = max(1, min(jobs, len(tasks)))
         self.status, self.cause = "done", None
-        self.context = {"cwd": os.getcwd(), "batching": _batching()}
+        self.context = {"cwd": os.getcwd()}
 
     # the loop ---------------------------------------------------------------
 

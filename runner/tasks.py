@@ -38,9 +38,26 @@ class Settings:
     plugins: tuple = ()
     registry: object = OPINFO
     keep_reports: bool = False
-    #: how the Jacobians are built (``gradcheck.check``'s ``jacobian=``: auto, dense,
-    #: compressed, probed); ``auto`` plans for the time ``timeout`` leaves each check
-    jacobian: str = "auto"
+
+
+def build_settings(checks: tuple = DEFAULT_CHECKS, *, engine: str = "refengine",
+                   precise: bool = True, seed: int = 0, timeout: float | None = None,
+                   memory_budget: int | None = None, jacobian: str = "auto",
+                   explore: float | None = None, batching: bool = True, plugins: tuple = (),
+                   registry=None, keep_reports: bool = False) -> Settings:
+    """The ``Settings`` of a run, its options validated here, in the process that
+    plans it: ``RunnerError`` names a bad value before any worker starts.
+    ``memory_budget`` in bytes (``None``: gradcheck's default); ``explore``: its
+    budget in seconds (0: the default), ``None``: off; ``registry``: default
+    adcheck's own. How ``adcheck ops``, ``op``, ``check`` and the pytest marker
+    make their runs (``RunRecord.of`` records them)."""
+    from adcheck.runner.errors import RunnerError
+    try:
+        policy = Policy(precise, engine, seed, memory_budget, explore, jacobian, batching)
+    except ValueError as exc:
+        raise RunnerError(str(exc).removeprefix("check: ")) from None
+    return Settings(tuple(checks), policy, timeout, tuple(str(p) for p in plugins),
+                    OPINFO if registry is None else registry, keep_reports)
 
 
 @dataclass(frozen=True)
@@ -150,7 +167,7 @@ def execute(task, emit) -> list:
         warnings.simplefilter("default")
         message = trace = None
         try:
-            with deadline(task.settings.timeout), _plan_defaults(task.settings):
+            with deadline(task.settings.timeout), _time_limits(task.settings):
                 (_op_samples if is_op else _target_samples)(task, emit, progress)
         except TaskTimeout as exc:
             from adcheck.runner.stages import timeout_text
@@ -179,12 +196,12 @@ def _add_tracebacks(results: list, faults: list) -> None:
             result.traceback = user_traceback(raised)
 
 
-def _plan_defaults(settings: Settings):
-    """Every check of the task takes ``settings.jacobian`` as its plan and, for
-    ``auto``, the time left before the task's timeout as its ``time_limit``."""
+def _time_limits(settings: Settings):
+    """Every check of the task takes the time left before the task's timeout as
+    its ``time_limit`` (what ``jacobian="auto"`` plans for)."""
     from adcheck.gradcheck.core.options import caller_defaults
     deadline_at = None if not settings.timeout else time.monotonic() + settings.timeout
-    return caller_defaults(jacobian=settings.jacobian, deadline=deadline_at)
+    return caller_defaults(deadline=deadline_at)
 
 
 def run_task(task) -> TaskOutcome:

@@ -60,14 +60,6 @@ def _send_sample(conn, outcome) -> None:
         _send(conn, ("sample", outcome))
 
 
-def _set_batching(enabled: bool) -> None:
-    """Follow the parent's ``gradcheck.set_batching`` switch (where gradcheck has one)."""
-    from adcheck import gradcheck
-    switch = getattr(gradcheck, "set_batching", None)
-    if switch is not None:
-        switch(enabled)
-
-
 def _one_thread() -> None:
     """Make torch compute on one thread in this worker, unless the user chose a
     count (``OMP_NUM_THREADS``).
@@ -89,7 +81,7 @@ def _one_thread() -> None:
 
 
 def _prepare(task, context: dict) -> str | None:
-    """Take the parent's working folder and batching switch, load the plugins;
+    """Take the parent's working folder, load the plugins;
     why the task cannot run here, or ``None``."""
     from adcheck.runner.errors import PluginError
     _one_thread()
@@ -97,8 +89,6 @@ def _prepare(task, context: dict) -> str | None:
         os.chdir(context["cwd"])
     except OSError as exc:
         return f"a worker process cannot enter the folder {context['cwd']!r}: {exc.strerror}"
-    if context.get("batching") is not None:
-        _set_batching(context["batching"])
     try:
         task.settings.registry.load_plugins(task.settings.plugins)
     except PluginError as exc:

@@ -31,7 +31,7 @@ def _engine_given() -> bool:
 def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, level):
     from adcheck.cli.commands.inputs import input_sets
     from adcheck.cli.reporting import warn
-    from adcheck.cli.runs import run
+    from adcheck.cli.runs import recorded, run
     from adcheck.runner.target import engine_hint, resolve
     from adcheck.runner.tasks import TargetTask
     target = resolve(target_text, engine)
@@ -45,12 +45,8 @@ def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, 
         warn(note)
     tasks = [TargetTask(i, target_text, text, engine, settings, target.name)
              for i, text in enumerate(chosen)]
-    record = {"engine": target.engine, "precise": policy.precise,
-              "checks": list(settings.checks), "dtypes": None, "seed": policy.seed,
-              "timeout": settings.timeout, "jacobian": settings.jacobian,
-              "fail_fast": fail_fast, "patterns": [],
-              "family": None, "target": target_text, "kind": target.kind,
-              "inputs": [t.inputs for t in tasks], "layouts": layouts}
+    record = recorded(settings, engine=target.engine, fail_fast=fail_fast, target=target_text,
+                      kind=target.kind, inputs=[t.inputs for t in tasks], layouts=layouts)
     return run("check", tasks, jobs, fail_fast, level, record)
 
 
@@ -116,9 +112,7 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     """
     from adcheck.cli.options import parse_dtypes
     from adcheck.cli.reporting import check_writable, finish, load_baseline
-    from adcheck.cli.runs import prestart
-    from adcheck.runner.checks import Policy
-    from adcheck.runner.tasks import Settings
+    from adcheck.cli.runs import build, prestart
     level = verbosity(verbose, quiet)
     if against is not None or device_name is not None:
         from adcheck.cli.kernelcheck import kernel_check
@@ -136,10 +130,9 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     require_engine(engine)
     accepted = load_baseline(baseline)
     prestart()
-    policy = Policy(precise, engine, seed, memory_budget * 2**20,
-                    explore=(explore_budget or 0.0) if explore else None)
-    settings = Settings(chosen_checks, policy, timeout,
-                        (str(plugin),) if plugin else (), jacobian=jacobian)
+    settings = build(chosen_checks, engine, precise, seed, timeout, memory_budget,
+                     (plugin,) if plugin else (), explore=explore,
+                     explore_budget=explore_budget, jacobian=jacobian)
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     elif harvesting():

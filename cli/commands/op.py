@@ -58,11 +58,17 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
     failure both Jacobians side by side, the diagnosis and a reproducer."""
     from adcheck.cli.output import publish, render
     from adcheck.cli.reporting import announce, check_writable
-    from adcheck.cli.runs import load_registry, open_registry, prestart, recorded, registry_defaults, run
-    from adcheck.runner.checks import Policy
+    from adcheck.cli.runs import (
+        build,
+        load_registry,
+        open_registry,
+        prestart,
+        recorded,
+        registry_defaults,
+        run,
+    )
     from adcheck.runner.registry import describe
     from adcheck.runner.selection import get_op, plan
-    from adcheck.runner.tasks import Settings
     level = verbosity(verbose, False)
     check_writable(html)
     # --sample K may name any sample of the op, not only those a sweep takes
@@ -79,10 +85,8 @@ def op(name, index, dtypes, registry_name, checks, engine, precise, seed, timeou
         raise InputError(f"{name} names no torch op (torch_name), so --engine torch cannot "
                          "check it; leave out --engine torch")
     wanted = _dtypes(registry, info, chosen_dtypes, engine)
-    policy = Policy(precise, engine, seed, memory_budget * 2**20)
-    settings = Settings(chosen_checks, policy, timeout,
-                        tuple(str(p) for p in plugins), registry, keep_reports=True,
-                        jacobian=jacobian)
+    settings = build(chosen_checks, engine, precise, seed, timeout, memory_budget, plugins,
+                     registry, keep_reports=True, jacobian=jacobian)
     tasks = plan([info], wanted, settings, sample=index)
     report = run("op", tasks, 1, False, -1, recorded(settings, op=info.name, dtypes=wanted,
                                                     allow_empty=allow_empty))

@@ -62,6 +62,7 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     """
     from adcheck.cli.reporting import check_writable, finish, load_baseline
     from adcheck.cli.runs import (
+        build,
         load_registry,
         open_registry,
         prestart,
@@ -69,9 +70,7 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
         select,
         sweep,
     )
-    from adcheck.runner.checks import Policy
     from adcheck.runner.shard import parse_shard
-    from adcheck.runner.tasks import Settings
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     registry = open_registry(registry_name, plugins)
@@ -91,10 +90,9 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     if engine == "torch" and not infos:
         raise InputError("no selected op names a torch op (torch_name), so --engine torch "
                          "has nothing to check")
-    policy = Policy(precise, engine, seed, memory_budget * 2**20,
-                    explore=(explore_budget or 0.0) if explore else None)
-    settings = Settings(chosen_checks, policy, timeout,
-                        tuple(str(p) for p in plugins), registry, jacobian=jacobian)
+    settings = build(chosen_checks, engine, precise, seed, timeout, memory_budget, plugins,
+                     registry, explore=explore, explore_budget=explore_budget,
+                     jacobian=jacobian)
     report = sweep(infos, chosen_dtypes, settings, jobs, fail_fast, level, shard=part,
                    patterns=list(patterns), family=list(families) or None, target=None)
     finish(report, fmt, junit_xml, accepted, baseline, write_baseline, level, html,

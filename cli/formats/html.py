@@ -141,6 +141,21 @@ def _version() -> str:
     return version()
 
 
+def _how(s) -> list:
+    """How every check ran, beyond tolerances and seed: the options of the run's
+    record (``runner.record.RunRecord``) that rebuild it."""
+    budget = s.get("memory_budget")
+    explore = s.get("explore")
+    timeout = s.get("timeout")
+    return [f"timeout {'none' if not timeout else f'{timeout:g} s'}",
+            f"jacobian {s.get('jacobian', 'auto')}",
+            *([f"memory budget {budget / 2**20:g} MiB"] if budget else []),
+            *([] if explore is None else [f"explore {explore}" if isinstance(explore, str)
+                                          else f"explore {explore:g} s" if explore
+                                          else "explore"]),
+            *([] if s.get("batching", True) else ["batching off"])]
+
+
 def _header(report: RunReport) -> str:
     s = report.settings
     registry = s.get("registry", "opinfo")
@@ -153,7 +168,7 @@ def _header(report: RunReport) -> str:
     meta = [where, f"engine {s.get('engine', '?')}",
             "precise tolerances" if s.get("precise") else "torch tolerances",
             f"seed {s.get('seed')}", f"checks {', '.join(s.get('checks') or [])}",
-            f"dtypes {', '.join(dtypes)}",
+            f"dtypes {', '.join(dtypes)}", *_how(s),
             f"{report.seconds:.1f} s", f"exit status {int(report.exit_code())}"]
     counts = report.counts()
     badges = "".join(f'<span class="badge {status if counts[status] else "none"}">'

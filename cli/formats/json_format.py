@@ -13,7 +13,14 @@ schema version; a removal or a change of meaning bumps ``schema_version``.
     "engine": "refengine" | "torch" | "jax", "precise": bool, "checks": [str],
     "dtypes": [str] | null, "patterns": [str], "family": [str] | null,
     "seed": int, "timeout": float | null, "fail_fast": bool,
-    "plugins": [str],                    the --plugin files (not for 'check')
+    "jacobian": "auto" | "dense" | "compressed" | "probed",  --jacobian
+    "memory_budget": int | null,         bytes each check may hold (--memory-budget)
+    "explore": float | null,             --explore: its budget in seconds (0: the
+                                         default budget); null: not exploring
+    "batching": bool,                    Jacobians built in batches (vmap)
+    "allow_empty": bool, "op": str | null,   --allow-empty; the op of 'adcheck op'
+    "harvest": bool,                     'check --harvest'
+    "plugins": [str],                    the --plugin files
     "registry": "opinfo" | "torch",      where the ops came from (--registry); a
                                          baseline or a merge keeps to one registry
     "samples_per_dtype": int | null,     --registry torch: the samples checked per op
@@ -140,7 +147,7 @@ def document(report: RunReport) -> dict:
         baseline = {"path": b.path, "new": b.new, "accepted": b.accepted, "fixed": b.fixed}
     return _finite({
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "adcheck_version": _version(),
-        "command": report.command, "settings": report.settings,
+        "command": report.command, "settings": dict(report.settings),
         "interrupted": report.interrupted,
         "signal": (report.signal or "SIGINT") if report.interrupted else None,
         "error": report.error, "stopped_early": report.stopped_early,

@@ -73,6 +73,9 @@ class Options:
     time_limit: float | None = None
     explore: bool | str = False
     explore_budget: float = DEFAULT_EXPLORE_BUDGET
+    #: build Jacobians in batches (one vmapped evaluation for many vectors); False:
+    #: one vector at a time. Never changes what a check finds, only its speed
+    batching: bool = True
 
     def __post_init__(self):
         if self.order not in (1, 2):
@@ -118,6 +121,8 @@ class Options:
                                             or not self.time_limit >= 0):
             raise ValueError(f"check: time_limit must be a number of seconds >= 0 or None, "
                              f"not {self.time_limit!r}")
+        if not isinstance(self.batching, bool):
+            raise ValueError(f"check: batching must be True or False, not {self.batching!r}")
         if self.jacobian not in JACOBIAN_KINDS:
             raise ValueError(f"check: jacobian must be one of {', '.join(JACOBIAN_KINDS)}, "
                              f"not {self.jacobian!r}")
@@ -143,11 +148,24 @@ class Options:
             raise TypeError(f"check: unknown keyword{'s' if len(unknown) > 1 else ''} "
                             f"{', '.join(unknown)}; the known keywords are {', '.join(known)}")
         for name, value in _CALLER_DEFAULTS.get().items():
-            # an mpmath reference gives whole Jacobians: it keeps its own plan
-            if name not in keywords and not (name == "jacobian"
-                                             and keywords.get("reference") is not None):
+            if name not in keywords and not _own_plan(name, keywords):
                 keywords[name] = value() if callable(value) else value
         return cls(**keywords)
+
+    def derive(self, **keywords) -> Options:
+        """These options as the defaults of another check: ``keywords`` over them,
+        validated as ``from_keywords`` validates (the caller's defaults of
+        ``caller_defaults`` apply where neither gives a value). How a run's
+        options (``runner.checks.Policy``) become each check's."""
+        base = self.keywords()
+        base = {k: v for k, v in base.items() if not _own_plan(k, keywords)}
+        return Options.from_keywords(**{**base, **keywords})
+
+    def keywords(self) -> dict:
+        """The keywords that differ from the defaults: ``check(func, inputs,
+        **options.keywords())`` runs these options."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not _same(getattr(self, f.name), f.default)}
 
     @property
     def fast(self) -> bool:
@@ -181,6 +199,22 @@ def caller_defaults(jacobian: str | None = None, deadline: float | None = None):
         yield
     finally:
         _CALLER_DEFAULTS.reset(token)
+
+
+def _same(value, default) -> bool:
+    # a Jacobian's grad_outputs or a reference compare by identity (an array's == is
+    # elementwise); plain values by value, a bool never equal to an int
+    if value is default:
+        return True
+    plain = (bool, int, float, str, tuple, type(None))
+    return isinstance(value, plain) and type(value) is type(default) and value == default
+
+
+def _own_plan(name: str, keywords: dict) -> bool:
+    """Whether a default for ``name`` gives way: an mpmath reference gives whole
+    Jacobians, so a check with one keeps its own plan unless its keywords name one."""
+    return name == "jacobian" and "jacobian" not in keywords \
+        and keywords.get("reference") is not None
 
 
 def _number(value) -> bool:

@@ -1,26 +1,26 @@
 """The sweep finds the same with batching on and off: every check of a set of
-ops across the families, compared result by result."""
+ops across the families, compared result by result. Batching is an option of
+the run (``build_settings(batching=...)``), carried to its worker processes."""
 from __future__ import annotations
 
-from adcheck.gradcheck.core.batching import batching_enabled, set_batching
+from adcheck.runner.registry import OPINFO
+from adcheck.runner.run import run_tasks
+from adcheck.runner.selection import plan, select
+from adcheck.runner.tasks import build_settings
 
 OPS = ("sin", "mul", "softmax", "linalg.det", "index_select", "masked_select",
        "abs", "exp_")
-CHECKS = "reverse,forward,gradgrad,fwgrad_bwgrad,fast"
+CHECKS = ("reverse", "forward", "gradgrad", "fwgrad_bwgrad", "fast")
 
 
-def _results(run_json, batched: bool) -> dict:
-    before = batching_enabled()
-    set_batching(batched)
-    try:
-        _, doc = run_json("ops", *OPS, "--check", CHECKS, "--jobs", "1")
-    finally:
-        set_batching(before)
-    return {r["key"]: r for r in doc["results"]}
+def _results(batched: bool) -> dict:
+    settings = build_settings(CHECKS, batching=batched, timeout=300.0)
+    outcome = run_tasks(plan(select(OPINFO, OPS).infos, None, settings), jobs=1)
+    return {r.key: r.to_dict() for r in outcome.results}
 
 
-def test_batching_changes_no_result_of_the_sweep(run_json):
-    batched, looped = _results(run_json, True), _results(run_json, False)
+def test_batching_changes_no_result_of_the_sweep():
+    batched, looped = _results(True), _results(False)
     assert batched.keys() == looped.keys()
     for key, result in batched.items():
         other = looped[key]

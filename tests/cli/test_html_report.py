@@ -26,6 +26,7 @@ import adcheck.runner.runloop
 import adcheck.runner.selection
 from adcheck import runner
 from adcheck.cli.formats.html import page, write_report
+from adcheck.gradcheck.core.options import Options
 from adcheck.refengine.autograd import Function
 from adcheck.runner.checks import run_check
 from adcheck.runner.results import CheckResult, RunReport
@@ -99,8 +100,8 @@ def _one_wrong_entry_report() -> RunReport:
     """A real check of WrongAt21, kept as the sweep keeps it."""
     x = E.randn(4, dtype=E.float64, requires_grad=True)
     base = CheckResult("one_wrong", "float64", 0, "setup", "error", family="test")
-    result, report = run_check(WrongAt21.apply, (x,), "one_wrong", "reverse",
-                               {"precise": True}, 7, base)
+    result, report = run_check(WrongAt21.apply, (x,), "reverse",
+                               Options(precise=True, seed=7, name="one_wrong"), base)
     runner.checks.keep_evidence(result, report)
     return RunReport("ops", SETTINGS, [result])
 

@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the overflow needs a torch half-precision dtype")
 
 from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.core.options import Options  # noqa: E402
 from adcheck.runner.checks import _overflowed  # noqa: E402
 from adcheck.runner.judgement import overflow_only  # noqa: E402
 
@@ -39,7 +40,7 @@ def test_an_overflow_is_judged_by_the_same_check_in_double_precision(factor, jud
     assert not report.passed and overflow_only(report, "float16")
     subject = SimpleNamespace(dtype_name="float16", name="softplus")
     call = SimpleNamespace(func=_softplus(factor), inputs=(x,))
-    reason = _overflowed(subject, "reverse", call, kwargs, 0, report)
+    reason = _overflowed(subject, call, Options(precise=True, name="softplus", seed=0), report)
     if judged:
         assert reason.startswith("cannot judge") and "passes in double precision" in reason
     else:

@@ -1,0 +1,77 @@
+"""How every check of a run is run (``Policy``), and the ``Options`` of one check.
+
+A run's options are validated once, in the process that plans it, when its
+``Policy`` is made (``runner.tasks.build_settings``); each check's
+``Options`` are the policy's, with what the check means for its subject over
+them (``check_options``): the one way the runner and ``runner.rebuild`` make
+them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adcheck.gradcheck.core.modes import check_named
+from adcheck.gradcheck.core.options import Options
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How every check of a run is run: ``precise`` or the OpInfo's torch-style
+    tolerances, the engine, the base seed of the random probes, the
+    memory budget of each check in bytes (``None``: gradcheck's default),
+    whether to explore other inputs, how Jacobians are built and whether in
+    batches. Validated when made (``ValueError``), so that a bad value stops
+    the run in the process that plans it, before any worker starts."""
+
+    precise: bool = True
+    engine: str = "refengine"
+    seed: int = 0
+    memory_budget: int | None = None
+    #: ``--explore``: the explore mode's budget in seconds (0: its default),
+    #: ``"quick"``: the quick pass (the default of ``check`` and ``ops``), or
+    #: ``None``: off; it explores the first sample or input set only
+    explore: float | str | None = None
+    #: ``--jacobian``: gradcheck's ``jacobian=`` for every check (auto, dense, ...)
+    jacobian: str = "auto"
+    #: gradcheck's ``batching=`` for every check: Jacobians built in batches
+    batching: bool = True
+
+    def __post_init__(self):
+        self.options()
+
+    def options(self) -> Options:
+        """The ``Options`` every check of the run starts from: each check's own
+        keywords, seed and name go over them (``check_options``)."""
+        given = {"jacobian": self.jacobian, "batching": self.batching}
+        if self.memory_budget is not None:
+            given["memory_budget"] = self.memory_budget
+        if self.explore and self.explore != "quick":
+            given["explore_budget"] = self.explore
+        return Options(**given)
+
+
+def options(check: str, policy: Policy, tolerance=None, forward: bool = True,
+            reference=None) -> dict:
+    """The ``gradcheck.check`` keywords that say what a check name means (the
+    run's own options are ``policy.options()``)."""
+    tol = {} if tolerance is None else {"atol": tolerance.atol, "rtol": tolerance.rtol}
+    return check_named(check).keywords(precise=policy.precise, has_forward=forward,
+                                       reference=reference, **tol)
+
+
+def check_options(subject, check: str, policy: Policy, call) -> Options:
+    """The ``Options`` of one check of ``subject``, as the run gives it to
+    gradcheck and ``runner.rebuild`` again: the run's (``policy.options()``),
+    the check's own keywords over them (``subject.keywords``), exploring for the
+    first sample when the policy explores, the check's seed and the subject's name."""
+    return policy.options().derive(**subject.keywords(check, policy, call),
+                                   **_explore_keywords(subject, policy),
+                                   seed=subject.seed(policy.seed, check), name=subject.name)
+
+
+def _explore_keywords(subject, policy: Policy) -> dict:
+    """``explore`` for the first sample (or input set) of a subject when the
+    policy explores (its budget is among the run's options), else nothing."""
+    if policy.explore is None or subject.index != 0:
+        return {}
+    return {"explore": "quick" if policy.explore == "quick" else True}
