@@ -64,8 +64,8 @@ def test_every_option_of_ops_op_and_check_is_carried_or_said_not_to_change_a_che
 
 @pytest.fixture
 def planned(run, monkeypatch):
-    """``planned(*argv)``: ``(tasks, record)`` of ``adcheck ops ARGV``, planned and
-    recorded by the command, not run."""
+    """``planned(*argv)``: ``(tasks, record)`` of ``adcheck ARGV`` (``ops``'s options
+    after ``ops sin``), planned and recorded by the command, not run."""
     seen = {}
 
     def capture(command, tasks, jobs, fail_fast, level, record, planned=None):
@@ -75,7 +75,9 @@ def planned(run, monkeypatch):
     monkeypatch.setattr(adcheck.cli.runs, "prestart", lambda registry=None: None)
 
     def plan(*argv):
-        run("ops", "sin", "--dtype", "float64", "--check", "reverse", *argv)
+        command = argv if argv[:1] == ("check",) else ("ops", "sin", "--dtype", "float64",
+                                                        "--check", "reverse", *argv)
+        run(*command)
         return seen["tasks"], seen["record"]
     return plan
 
@@ -118,21 +120,14 @@ def test_a_memory_budget_of_64_mib_reaches_the_report_and_the_rebuilt_check(plan
     assert "memory_budget=67108864" in reproducer(sample.results[0], record)
 
 
-def test_the_reproducer_of_a_users_function_rebuilds_the_options_of_its_check(run, monkeypatch):
-    seen = {}
-
-    def capture(command, tasks, jobs, fail_fast, level, record, planned=None):
-        seen.update(tasks=tasks, record=record)
-        return RunReport(command, record, [])
-    monkeypatch.setattr(adcheck.cli.runs, "run", capture)
-    monkeypatch.setattr(adcheck.cli.runs, "prestart", lambda registry=None: None)
-    run("check", f"{USER_FUNCTIONS}:GoodExp", "--inputs", "randn(3)", "--check", "reverse",
-        "--memory-budget", "32", "--jacobian", "compressed", "--seed", "3")
-    (task,) = seen["tasks"]
+def test_the_reproducer_of_a_users_function_rebuilds_the_options_of_its_check(planned):
+    (task,), record = planned("check", f"{USER_FUNCTIONS}:GoodExp", "--inputs", "randn(3)",
+                              "--check", "reverse", "--memory-budget", "32",
+                              "--jacobian", "compressed", "--seed", "3")
     sample = run_task(replace(task, settings=replace(task.settings, keep_reports=True))).samples[0]
     (result,), (report,) = sample.results, sample.reports
-    rebuilt = _rebuilt(result, json.loads(json.dumps(dict(seen["record"]))))
-    assert "rebuild_target" in reproducer(result, seen["record"])
+    rebuilt = _rebuilt(result, json.loads(json.dumps(dict(record))))
+    assert "rebuild_target" in reproducer(result, record)
     ran = {k: v for k, v in report.settings.items() if k != "time_limit"}
     assert {k: v for k, v in rebuilt.options.settings().items() if k != "time_limit"} == ran
     assert (ran["memory_budget"], ran["jacobian"]) == (32 * 2**20, "compressed")
