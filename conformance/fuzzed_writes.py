@@ -235,3 +235,31 @@ def norm_tangent_at_zero(E):
         x = fw.make_dual(_f64(E, [[0.0, 0.0], [3.0, 4.0]]), _f64(E, [[NAN, 1.0], [1.0, 1.0]]))
         # at [3, 4]: (3 * 1 + 4 * 1) / 5
         assert fw.unpack_dual(x.norm(dim=1)).tangent.tolist() == [0.0, 1.4]
+
+
+@case("max(), min(), amax() and amin() of an empty tensor ask for a dim, in torch's words",
+      source=TORCH_BEHAVIOUR)
+def full_reductions_of_an_empty_tensor(E):
+    empty = E.ones(3, dtype=E.float64)[3:]
+    for name in ("max", "min", "amax", "amin"):
+        with pytest.raises(RuntimeError, match=rf"^{name}\(\): Expected reduction dim to be "
+                                               r"specified for input\.numel\(\) == 0\. Specify "
+                                               r"the reduction dim with the 'dim' argument\.$"):
+            getattr(empty, name)()
+
+
+@case("forward mode: a tangent has its primal's layout, so view(-1) of a scan's result "
+      "(contiguous) works on a dual tensor; an in-place op on a 0-d piece of an expand "
+      "writes through", source=TORCH_BEHAVIOUR)
+def tangents_follow_their_primal(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [[1.0, 2.0], [3.0, 4.0]]), _f64(E, [[1.0, 0.0], [0.0, 1.0]]))
+        flat = E.cumprod(x, 0).view(-1)
+        # d(cumprod) row 2 = (t0 * x1 + x0 * t1): [1*3 + 1*0, 0*4 + 2*1]
+        assert fw.unpack_dual(flat).tangent.tolist() == [1.0, 0.0, 3.0, 2.0]
+        y = fw.make_dual(_f64(E, 0.5), _f64(E, -2.0))
+        piece = y.unsqueeze(0).expand(2)[0]
+        piece.sin_()
+        assert y.item() == math.sin(0.5)
+        assert fw.unpack_dual(y).tangent.item() == -2.0 * math.cos(0.5)

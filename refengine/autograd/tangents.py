@@ -14,6 +14,7 @@ import threading
 import weakref
 
 from .. import creation
+from ..tensor import Tensor
 from ..grad_mode import is_inference_mode_enabled
 from .node import input_meta
 
@@ -158,6 +159,10 @@ def fit_tangent(tan, out):
         tan = tan.real
     if tan.dtype is not out.dtype:
         tan = tan.to(out.dtype)
+    if type(tan) is type(out) is Tensor and out._data.flags.c_contiguous \
+            and not tan._data.flags.c_contiguous:     # (a vmap's batched tensors: as they come)
+        # torch gives a tangent its primal's layout, so a view of one is a view of both
+        tan = tan.contiguous()
     return tan
 
 

@@ -335,7 +335,8 @@ def _write_inplace(out: Tensor, result: np.ndarray, one_value: bool = False) -> 
     target = out._data
     if (one_value or not _repeats(target)) and (_repeats(target) or not target.flags.writeable):
         # an expand's memory (read-only in NumPy), written once per place
-        target, result = _distinct_places(target), result[_distinct_index(target)]
+        target, result = (_distinct_places(target),
+                          result[_distinct_index(target) + (Ellipsis,)])
     if not target.flags.writeable or _repeats(target):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
@@ -362,7 +363,7 @@ def _distinct_places(a: np.ndarray) -> np.ndarray:
         root = root.base
     if not root.flags.writeable:
         return a
-    part = a[_distinct_index(a)]
+    part = a[_distinct_index(a) + (Ellipsis,)]      # a view, a 0-d one too
     offset = part.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return np.ndarray(part.shape, part.dtype, buffer=root, offset=offset, strides=part.strides)
 

@@ -117,17 +117,30 @@ def _evenly_jvp(self_t, self, result, dim, keepdim):
     return (self_t * mask).sum(dim=dim, keepdim=keepdim) / mask.sum(dim=dim, keepdim=keepdim)
 
 
-def _amax(fn):
+def _no_empty(name: str, self) -> None:
+    if self.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+
+
+def _amax(fn, name):
     def forward(self, dim=(), keepdim=False):
-        if self.size == 0 and (dim == () or dim is None):
-            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
+        if dim == () or dim is None:
+            _no_empty(name, self)
         return fn(self, axis=_np_axis(dim, self.ndim) if dim != () else None, keepdims=keepdim)
+    return forward
+
+
+def _all(fn, name):
+    def forward(self):
+        _no_empty(name, self)
+        return fn(self)
     return forward
 
 
 # Max-like reductions order their input: complex numbers are refused, as in PyTorch.
 for _name, _fn in (("amax", np.max), ("amin", np.min)):
-    defop(_name, _amax(_fn), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name),
+    defop(_name, _amax(_fn, _name), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name),
           batch=reduction())
 
 
@@ -145,7 +158,7 @@ def _all_dims_batch(amax: str):
 
 
 for _name, _fn in (("max", np.max), ("min", np.min)):
-    defop(f"{_name}_all", lambda self, _fn=_fn: _fn(self),
+    defop(f"{_name}_all", _all(_fn, _name),
           vjp={"self": lambda grad, self, result: _evenly(grad, self, result, None, False)},
           jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
           node=f"{_name.capitalize()}Backward1", method=None, function=False,

@@ -116,9 +116,10 @@ KNOWN = (
     Entry("value", r"E\.angle", _angle_sign_of_pi,
           "docs/differences.md: angle of a negative real with a -0 imaginary part is -pi "
           "(atan2's), torch's vectorised kernel gives +pi at some positions"),
-    Entry("hooks", ".*", lambda found, source: "E.cumprod" in source and "create_graph" in source,
-          "docs/differences.md: cumprod's backward formula does not read its result, so a "
-          "hook on the result does not fire in double backward (torch's formula reads it)"),
+    Entry("hooks", ".*", lambda found, source: ("E.cumprod" in source or ".prod(" in source)
+          and "create_graph" in source,
+          "docs/differences.md: the backward formulas of prod and cumprod do not read their "
+          "result, so a hook on the result does not fire in double backward (torch's read it)"),
     Entry("flags", ".*", _torch_is_leaf_assert,
           "docs/differences.md: torch fails an internal assert reading is_leaf of a "
           "view_as_real view whose base was detached in place and then written"),
