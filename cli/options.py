@@ -155,11 +155,13 @@ def explore_options(func):
         help=f"Seconds --explore may spend per check (default {DEFAULT_EXPLORE_BUDGET:g}; "
              "with ops: per op, dtype and check, on the first sample).")(func)
     return click.option(
-        "--explore/--no-explore", default=False, show_default=True,
+        "--explore/--no-explore", default=None,
         help="Also search for inputs where a derivative is wrong: exact zeros, ties, tiny "
              "and huge magnitudes, integers, repeated eigenvalues, complex axes; kinks and "
              "ties judged by one-sided derivatives; a failing point shown with a "
-             "reproducer (docs/explore.md).")(func)
+             "reproducer (docs/explore.md). Neither: a quick pass (exact zeros, ties, two "
+             "magnitudes, on the first sample) runs by default; --no-explore turns it "
+             "off.")(func)
 
 
 #: --jacobian's choices: gradcheck.check's jacobian= (gradcheck.core.options.JACOBIAN_KINDS;

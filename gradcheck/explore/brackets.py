@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adcheck.gradcheck.core.coords import to_real
+from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
 
 #: relative agreement asked of the two steps of one side, and of the bracket
@@ -212,6 +212,21 @@ def _formula(jacobian, direction: dict, out_idx: int) -> np.ndarray | None:
     return total
 
 
+class RealView:
+    """An evaluator seen in the real coordinates of some inputs (a complex entry
+    is two: its real and its imaginary part, as the Jacobians' columns are), so
+    that every direction, step and bracket below is real for complex inputs too."""
+
+    def __init__(self, ev: Evaluator, inputs: list):
+        self.ev, self.problem = ev, ev.problem
+        self.native = {i: (ev.problem.arrays[i].shape, ev.problem.arrays[i].dtype)
+                       for i in inputs}
+
+    def evaluate(self, arrays: dict, what: str) -> dict:
+        return self.ev.evaluate({i: from_real(a, *self.native[i]) if i in self.native else a
+                                 for i, a in arrays.items()}, what)
+
+
 def judge(ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict | None = None) -> Bracket:
     """The one-sided verdict at ``ev``'s point for the AD ``jacobians`` (by
     mode), over the real inputs ``real_inputs`` (see the module docstring).
@@ -225,8 +240,9 @@ class _Judge:
 
     def __init__(self, ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict):
         p = ev.problem
+        ev = RealView(ev, real_inputs)
         self.ev, self.jacobians, self.wobble = ev, jacobians, wobble
-        self.arrays = {i: p.arrays[i].astype(np.float64) for i in real_inputs}
+        self.arrays = {i: to_real(p.arrays[i]) for i in real_inputs}
         self.eps = max([p.epsilon(out_idx=o) for o in p.float_out]
                        + [p.epsilon(in_idx=i) for i in real_inputs])
         self.values = {o: float(np.max(np.abs(to_real(p.out_arrays[o])), initial=0.0))
@@ -386,7 +402,8 @@ def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float,
 def jumps(ev: Evaluator, real_inputs: list) -> set:
     """The outputs at ``ev``'s point that jump there (``_discontinuous``)."""
     p = ev.problem
-    arrays = {i: p.arrays[i].astype(np.float64) for i in real_inputs}
+    arrays = {i: to_real(p.arrays[i]) for i in real_inputs}
+    ev = RealView(ev, real_inputs)
     eps = max([p.epsilon(out_idx=o) for o in p.float_out]
               + [p.epsilon(in_idx=i) for i in real_inputs])
     return _surroundings(ev, arrays, real_inputs, eps)[1]

@@ -60,7 +60,10 @@ class Tally:
         return out
 
     def text(self) -> str:
-        return (f"explored {self.tried} points in {self.seconds:.1f} s: "
+        # the seconds only where a budget cut the search: the quick pass's text is the
+        # same in every run (a verdict's message is compared across runs and --jobs)
+        spent = f" in {self.seconds:.1f} s" if self.seconds >= self.budget > 0 else ""
+        return (f"explored {self.tried} points{spent}: "
                 f"{len(self.findings)} failing, {self.outside_domain} outside the domain, "
                 f"{self.not_differentiable} not differentiable, {self.kinks} judged one-sided "
                 f"(kinks, ties: the formula lies between the one-sided derivatives), "
@@ -220,9 +223,8 @@ class Explorer:
         return Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
 
     def _jumps(self, ins) -> bool:
-        real = [i for i in self.explored if not np.iscomplexobj(self.given[i])]
-        try:
-            return bool(real) and bool(brackets.jumps(self._evaluator(ins, 0), real))
+        try:   # (complex inputs in their real coordinates: ``brackets.RealView``)
+            return bool(brackets.jumps(self._evaluator(ins, 0), self.explored))
         except Exception:    # the function itself fails beside the point: no evidence
             return False
 
@@ -246,13 +248,10 @@ class Explorer:
         if any(f.check not in EXPLAINABLE for f in failures):
             return ("fail", failures, None)
         ev = self._evaluator(ins, checked.seed)
-        real = [i for i in self.explored if not np.iscomplexobj(self.given[i])]
-        if not real:
-            return ("fail", failures, None)
         jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
                      if m in checked.jacobians}
         wobble = self._wobbled(ins, checked.seed, jacobians)
-        verdict = brackets.judge(ev, jacobians, real, wobble)
+        verdict = brackets.judge(ev, jacobians, self.explored, wobble)
         if verdict.verdict == "fail":
             return ("fail", failures, verdict)
         if verdict.verdict == "agree":
@@ -265,7 +264,10 @@ def explore(run, func, inputs, options, report, quick_only: bool = False,
     """Explore ``func`` around ``inputs`` (see the module docstring) and add
     what is found to ``report``: failing results carrying their point, one
     ``explore`` result with the tallies, and ``report.counts["explore"]``.
-    ``run(func, inputs, options)`` is the check of one point."""
+    ``run(func, inputs, options)`` is the check of one point. The quick pass
+    (``quick_only``) runs only after the given inputs passed."""
+    if quick_only and not report.passed:
+        return Tally()    # the given inputs already fail: the quick pass adds nothing to fix
     explorer = Explorer(run, func, inputs, options, report, quick_only, progress)
     with warnings.catch_warnings():
         # overflow and precision warnings at 1e300 or 1e-300 are what exploring is for

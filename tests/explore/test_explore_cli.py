@@ -42,7 +42,7 @@ def _run(*args):
 
 def test_check_explore_finds_the_zero_and_prints_the_point(sinc_file):
     plain = _run("check", sinc_file, "--engine", "torch", "--check", "reverse",
-                 "--inputs", "randn(4)")
+                 "--inputs", "randn(4)", "--no-explore")
     assert plain.exit_code == 0
     result = _run("check", sinc_file, "--engine", "torch", "--check", "reverse",
                   "--inputs", "randn(4)", "--explore", "--explore-budget", "5")
@@ -105,3 +105,22 @@ def test_assert_gradients_explores_too():
     assert_gradients(namespace["Sinc"].apply, (x,))
     with pytest.raises(AssertionError, match="at the explored point exact zero"):
         assert_gradients(namespace["Sinc"].apply, (x,), explore=True, explore_budget=3)
+
+
+def test_check_and_ops_run_the_quick_pass_by_default(sinc_file):
+    result = _run("check", sinc_file, "--engine", "torch", "--check", "reverse",
+                  "--inputs", "randn(4)", "--format", "json")
+    assert result.exit_code == 1
+    (reverse,) = json.loads(result.stdout)["results"]
+    assert any("at the explored point exact zero in input 0" in (f["detail"] or "")
+               for f in reverse["failures"])
+    ops = _run("ops", "relu", "--dtype", "float64", "--check", "reverse", "--format", "json",
+               "--jobs", "1")
+    assert ops.exit_code == 0, ops.output
+    first = [r for r in json.loads(ops.stdout)["results"] if r["sample"] == 0]
+    assert first and all(r["message"].startswith("explored ") for r in first)
+    # the quick pass: a few points, none of the full catalogue's magnitudes
+    assert all(int(r["message"].split()[1]) <= 8 for r in first)
+    off = _run("ops", "relu", "--dtype", "float64", "--check", "reverse", "--format", "json",
+               "--jobs", "1", "--no-explore")
+    assert not any(r["message"] for r in json.loads(off.stdout)["results"])
