@@ -164,3 +164,32 @@ def test_slogdet_at_entries_of_1e_minus_300():
     exact = np.array((mpmath.matrix(A.tolist()) ** -1).T.tolist(), dtype=float)
     assert np.allclose(g, exact, rtol=1e-12)
     assert verdict_at(E.linalg.slogdet, (_t(A),)) == "pass"
+
+
+# ----- real formula errors of torch's (and refengine's) kept as found -----------
+def test_torch_polar_at_zero_modulus_drops_the_derivative_in_the_modulus():
+    # polar(r, t) = r e^{it} is linear in r: d Re polar / dr = cos t at every r, 0 too
+    r, t = [0.0, 1.0], [0.0959, 0.3]
+    exact = [math.cos(v) for v in t]
+    (gr, _) = _grad(lambda a, b: E.polar(a, b).real.sum(), _t(r), _t(t))
+    assert np.allclose(gr, exact, rtol=1e-15)                # refengine: right
+    a, b = _t(r, torch), _t(t, torch)
+    (gt, _) = torch.autograd.grad(torch.polar(a, b).real.sum(), (a, b))
+    assert gt[0].item() == 0.0 and abs(gt[0].item() - exact[0]) > 0.99   # torch 2.13: 0
+    assert verdict_at(torch.polar, (_t(r, torch), _t(t, torch))) == "fail"
+    assert verdict_at(E.polar, (_t(r), _t(t))) == "pass"
+
+
+def test_angle_at_a_modulus_of_1e_minus_300_overflows_in_both_engines():
+    z = complex(8.943441785229437e-301, -4.473795819459368e-301)
+    mpmath.mp.dps = 30
+    x, y = mpmath.mpf(z.real), mpmath.mpf(z.imag)
+    # the conjugate Wirtinger gradient d/dx + i d/dy of atan2(y, x): finite, ~1e299
+    exact = complex(float(-y / (x * x + y * y)), float(x / (x * x + y * y)))
+    assert np.isfinite(exact) and abs(exact) > 1e299
+    for engine in (E, torch):
+        w = engine.tensor(z, dtype=engine.complex128, requires_grad=True)
+        (g,) = engine.autograd.grad(engine.angle(w), w)
+        assert not np.isfinite(complex(g.item()))   # |z|^2 underflows: inf (ours), NaN (torch)
+        w = engine.tensor([z], dtype=engine.complex128, requires_grad=True)
+        assert verdict_at(engine.angle, (w,)) == "fail"
