@@ -263,3 +263,50 @@ def tangents_follow_their_primal(E):
         piece.sin_()
         assert y.item() == math.sin(0.5)
         assert fw.unpack_dual(y).tangent.item() == -2.0 * math.cos(0.5)
+
+
+@case("a view made in no_grad mode, saved by a one-input op (sin, cumprod), makes backward "
+      "fail once its base is written in place; an op that does not save it (exp, v * 2) "
+      "is not affected", source=TORCH_BEHAVIOUR)
+def saved_no_grad_view_of_a_written_base(E):
+    def backward_after_write(f):
+        x = _f64(E, [-0.2, 0.5], requires_grad=True)
+        base = x * 1
+        with E.no_grad():
+            view = base.view(-1)
+        out = f(view)
+        base.neg_()
+        out.sum().backward()
+    for f in (E.sin, lambda v: E.cumprod(v, 0)):
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its "
+                                               "base or another view of its base has been "
+                                               "modified inplace with grad mode enabled"):
+            backward_after_write(f)
+    for f in (E.exp, lambda v: v * 2):
+        backward_after_write(f)
+
+
+@case("an in-place op whose operand is a view that refuses its grad_fn (one of several "
+      "views, its base written) raises before it writes anything", source=TORCH_BEHAVIOUR)
+def inplace_with_a_refused_operand_writes_nothing(E):
+    target = E.tensor([1.5 + 0j, -0.5 + 0j], dtype=E.complex128)
+    x = _f64(E, [[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    row = x.unbind(0)[1]
+    with E.no_grad():
+        row.add_(1.0)
+    with pytest.raises(RuntimeError, match="output of a function that returns multiple views"):
+        target.mul_(row)
+    assert target.tolist() == [1.5 + 0j, -0.5 + 0j]
+
+
+@case("narrow() of a 0-dim tensor is refused in torch's words; an in-place op on an "
+      "inference tensor whose operand overlaps it in part reports the overlap first",
+      source=TORCH_BEHAVIOUR)
+def narrow_of_0_dim_and_overlap_before_inference(E):
+    with pytest.raises(RuntimeError, match=r"narrow\(\) cannot be applied to a 0-dim tensor"):
+        _f64(E, 1.0).narrow(-1, 0, 1)
+    with E.inference_mode():
+        t = _f64(E, [[1.0, 2.0], [3.0, 4.0]]) * 1
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the "
+                                           "written-to tensor refer to a single memory location"):
+        t.div_(t[:1])

@@ -131,6 +131,10 @@ class SavedTensor:
     def unpack(self):
         """The saved tensor, connected to the graph for double backward."""
         with self._lock:
+            if not self._released and self._tensor is not None:
+                # torch reads a saved input's grad_fn at each unpack: a view of a base
+                # written since regenerates it, or raises for a no_grad or inference view
+                self._tensor.grad_fn
             if not self._released and self._tensor is not None and self._edge[0] is not None \
                     and self._tensor._grad_fn is None:
                 # saved with a history that detach_() has since cut (torch checks this first)

@@ -102,6 +102,7 @@ def call_inplace(op: OpDef, self: Tensor, *args, **kwargs) -> Tensor:
     """Apply ``op`` writing its result into ``self`` (the ``NAME_`` variant)."""
     env = op.bind((self,) + args, kwargs)
     if self._is_inference and not is_inference_mode_enabled():
+        _check_partial_overlap(op, env, self)     # torch's kernel refuses that first
         # PyTorch writes the values, unrecorded and with no tangent, and then
         # refuses the update
         with no_grad(), contextlib.ExitStack() as off:
@@ -381,8 +382,11 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
     levels = tangents.levels_with_tangents(tensors, op) if _DUAL_LEVELS else ()
     if out is not None and record:
         check_view_inplace(out)
-        if out._base is not None:
-            out.grad_fn                 # regenerated now if an earlier write calls for it
+        # regenerated now if an earlier write calls for it; an operand view that
+        # refuses its grad_fn raises before anything is written, as in torch
+        for t in tensors.values():
+            if isinstance(t, Tensor) and t._base is not None:
+                t.grad_fn
     if out is not None and (record or levels) and op.reads_self:
         tensors["self"] = env["self"] = _original(out)
     if out is not None:

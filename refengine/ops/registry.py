@@ -110,8 +110,11 @@ class OpDef:
                 # whichever inputs need a gradient (an in-place write of x ** p then
                 # fails backward even when p needs none); an input only for the
                 # formulas it serves. A number input (not in needs) has no formula.
+                # With one tensor input its formula's tensors are saved even when the
+                # input has no edge (a no_grad view that requires grad), as torch does.
                 names.extend(p for p in rule.params if p not in ("grad", "grads") and p not in names
-                             and (needs.get(inp) or (inp in needs and p in self.outputs)))
+                             and (needs.get(inp) or (inp in needs and (p in self.outputs
+                                                                       or len(needs) == 1))))
             names = self._saved_names[key] = tuple(names)
         return names
 

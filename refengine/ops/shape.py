@@ -258,6 +258,8 @@ deflinear("slice", _slice,
 @public()
 def narrow(input, dim: int, start: int, length: int):
     """The slice ``start:start+length`` of ``dim`` (a view)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     size = input.shape[_norm_dim(dim, input.ndim)]
     if start < 0:
         start += size
