@@ -201,12 +201,16 @@ def _extrapolated(pair, o, noise_of) -> tuple | None:
     return 2 * fine - coarse, noise + spread
 
 
-def _formula(jacobian, direction: dict, out_idx: int) -> np.ndarray | None:
+def _formula(jacobian, direction: dict, out_idx: int, arrays: dict) -> np.ndarray | None:
+    """``J u`` for output ``out_idx`` along ``direction``; None where the formula
+    has no dense block for it (a compressed or probed Jacobian holds ``J S``)."""
     total = None
     for i, ks in direction.items():
         block = jacobian.blocks.get((out_idx, i))
         if block is None:
             continue
+        if np.ndim(block) != 2 or block.shape[1] != arrays[i].size:
+            return None
         column = block[:, ks].sum(axis=1)
         total = column if total is None else total + column
     return total
@@ -310,7 +314,7 @@ class _Judge:
         low = np.min([left, right] + [b[o] for b in beside], axis=0)
         high = np.max([left, right] + [b[o] for b in beside], axis=0)
         for mode, jac in self.jacobians.items():
-            formula = _formula(jac, direction, o)
+            formula = _formula(jac, direction, o, self.arrays)
             if formula is None:
                 continue
             noise = np.maximum(noise_l, noise_r) + self.floor + self._wobble(mode, direction, o,
@@ -335,7 +339,7 @@ class _Judge:
 
     def _wobble(self, mode: str, direction: dict, o: int, formula) -> np.ndarray | float:
         moved = self.wobble.get(mode)
-        other = _formula(moved, direction, o) if moved is not None else None
+        other = _formula(moved, direction, o, self.arrays) if moved is not None else None
         if other is None:
             return 0.0
         with np.errstate(all="ignore"):
@@ -420,7 +424,8 @@ def _claimed(jacobians: dict, arrays: dict, real_inputs: list) -> list:
     for jac in jacobians.values():
         rows = {}
         for (o, i), block in jac.blocks.items():
-            if i in real_inputs:
+            # (dense blocks only: a compressed or probed Jacobian holds J S, not J)
+            if i in real_inputs and np.ndim(block) == 2 and block.shape[1] == arrays[i].size:
                 rows.setdefault(o, {})[i] = block
         for blocks in rows.values():
             n = next(iter(blocks.values())).shape[0]

@@ -35,6 +35,9 @@ from adcheck.gradcheck.verdict.compare import Result
 
 #: failures a one-sided verdict may explain (the Jacobians, and what follows from them)
 EXPLAINABLE = {"reverse", "forward", "nonfinite", "adjoint", "discontinuous"}
+#: failures that follow the ones above when they come with them (a batched product that
+#: repeats the one-at-a-time NaN); alone, they are the point's own failures
+RIDERS = {"batched-grad", "batched-forward-grad"}
 #: findings kept before the search stops (the first, shrunk, says what to fix)
 MAX_FINDINGS = 1
 
@@ -245,7 +248,8 @@ class Explorer:
 
     def _bracketed(self, ins, checked) -> tuple:
         failures = checked.failures
-        if any(f.check not in EXPLAINABLE for f in failures):
+        judged = [f for f in failures if f.check not in RIDERS]
+        if not judged or any(f.check not in EXPLAINABLE for f in judged):
             return ("fail", failures, None)
         ev = self._evaluator(ins, checked.seed)
         jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
