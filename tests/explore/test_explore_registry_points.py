@@ -193,3 +193,14 @@ def test_angle_at_a_modulus_of_1e_minus_300_overflows_in_both_engines():
         assert not np.isfinite(complex(g.item()))   # |z|^2 underflows: inf (ours), NaN (torch)
         w = engine.tensor([z], dtype=engine.complex128, requires_grad=True)
         assert verdict_at(engine.angle, (w,)) == "fail"
+
+
+def test_complex_inverse_trig_at_1e300_is_nan_in_both_engines_where_mpmath_is_finite():
+    z = complex(7.566378275441422e+299, 6.5383422817200444e+299)
+    mpmath.mp.dps = 30
+    exact = complex(1 / mpmath.sqrt(1 - mpmath.mpc(z) ** 2))     # d asin / dz, ~1e-300
+    assert 0 < abs(exact) < 1e-299
+    for engine in (E, torch):
+        w = engine.tensor(z, dtype=engine.complex128, requires_grad=True)
+        (g,) = engine.autograd.grad(engine.asin(w).real, w)
+        assert np.isnan(complex(g.item()))     # 1 - z^2 overflows: the formula's NaN
