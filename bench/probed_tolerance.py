@@ -6,6 +6,7 @@
     python bench/probed_tolerance.py rounding        # what torch's AD error is made of
     python bench/probed_tolerance.py premise         # the probed formulas under the dense premise
     python bench/probed_tolerance.py floor 0 1 ...   # a measured AD rounding floor, by seed
+    python bench/probed_tolerance.py calibrate 0 1   # the factor adrounding's floor needs
 
 The function is op_db's first svd_lowrank sample in complex128 (``--registry
 torch``): ``f(a, b) = (U V^H, S)`` of ``svd_lowrank(a @ b.mT, q=2)`` with
@@ -257,6 +258,72 @@ def measured_floor(seeds: list, moves: int = 4) -> None:
               f"{max(np.max(f / t) for e, t, f in ratios):.3f} |", flush=True)
 
 
+def _cells_again(call, keywords: dict, seed: int, dense: bool) -> tuple:
+    """The check of ``seed`` (``dense`` or probed) and, for its reverse
+    Jacobian: the tolerances it was judged by, and its largest second
+    difference at moved inputs (``adrounding.second_differences``, by block)."""
+    from functools import partial
+
+    from adcheck.gradcheck.core.evaluation import Evaluator
+    from adcheck.gradcheck.core.problem import Problem
+    from adcheck.gradcheck.large.probed import probed_reverse
+    from adcheck.gradcheck.numerics.adrounding import second_differences
+    from adcheck.gradcheck.numerics.precise import precise_tolerances
+    from adcheck.gradcheck.core.analytical import ad_blocks
+    from adcheck.gradcheck.core.sides import REVERSE
+    from adcheck.gradcheck.verdict.checks import moved_evaluators
+    options = {**keywords, "seed": seed}
+    if dense:
+        options = {**options, "jacobian": "dense"}
+        options.pop("probes", None)
+    report, captured = _spied_check(call, options)
+    if dense:
+        tols = precise_tolerances(report.jacobians["numerical"], 2.0 ** -52)
+        produce = partial(ad_blocks, side=REVERSE)
+        plan = None
+    else:
+        _, plan, (_, tols) = captured[0]
+        produce = partial(probed_reverse, plan=plan)
+    g, ins, v = grad_outputs(call, seed)
+    ev = Evaluator(Problem(g, ins, order=2))
+    jac = produce(ev)
+    moved = [(produce(a), produce(b)) for a, b in moved_evaluators(ev)]
+    return report, plan, tols, jac, second_differences(jac, moved, list(tols)), v
+
+
+def calibrate(seeds: list) -> None:
+    """The factor the measured AD floor needs: per entry (cell) of the reverse
+    Jacobian, ``(|AD - exact| - tol) / second difference``, the largest over
+    the block; and how much ``FACTOR`` times the floor widens the tolerance."""
+    import torch
+
+    from adcheck.gradcheck.core import coords
+    from adcheck.gradcheck.numerics.adrounding import FACTOR
+    registry, entry, call = sample_call()
+    keywords = registry.check_keywords(entry, "gradgrad", torch.complex128, True)
+    data = load()
+    print("| plan | seed | check | AD error/tol | factor needed | FACTOR floor / tol (median, max) |"
+          "\n|---|---|---|---|---|---|")
+    for dense in (True, False):
+        for seed in seeds:
+            report, plan, tols, jac, second, v = _cells_again(call, keywords, seed, dense)
+            exact = exact_blocks(data, v)
+            need, ratio, widen = 0.0, 0.0, []
+            for key, tol in tols.items():
+                if dense:
+                    true = coords.complex_columns(exact[key], jac.layout.in_complex[key[1]])
+                else:
+                    true = plan.rows[key[0]] @ exact[key] @ plan.seeds[key[1]].vectors.T
+                err = np.abs(jac.complex_form(*key) - true)
+                ratio = max(ratio, float(np.max(err / tol)))
+                if second[key] > 0:
+                    need = max(need, float(np.max((err - tol) / second[key])))
+                widen += list((FACTOR * second[key] / tol).ravel())
+            print(f"| {'dense' if dense else 'probed'} | {seed} | "
+                  f"{'passed' if report.passed else 'FAILED'} | {ratio:.3f} | {need:.3f} | "
+                  f"{np.median(widen):.2f}, {np.max(widen):.2f} |", flush=True)
+
+
 def ad_hessian(x0: np.ndarray, v_real: np.ndarray, draw_seed: int, dtype=None) -> np.ndarray:
     """torch's double backward of ``f``: ``d grad_(a,b) / d(a,b)`` (24 x 24, real
     layout) with the generator seeded at ``draw_seed`` (42: op_db's draw)."""
@@ -338,6 +405,8 @@ def main(argv: list) -> None:
         run_seeds(mode, seeds or list(range(24)))
     elif mode == "floor":
         measured_floor(seeds or list(range(24)))
+    elif mode == "calibrate":
+        calibrate(seeds or list(range(24)))
     elif mode == "rounding":
         rounding()
     else:

@@ -195,3 +195,34 @@ def test_errors_planted_at_the_stated_tolerance_pass_below_and_are_caught_above(
                       if not r.passed]
             assert [(r.out_idx, r.in_idx) for r in failed] == [key]
             assert tuple(failed[0].where) == cell
+
+
+def _ad_cells(ev, plan) -> Jacobian:
+    from adcheck.gradcheck.large.probed import probed_reverse
+    return probed_reverse(ev, plan)
+
+
+def test_torchs_cells_are_within_the_tolerance_with_the_measured_ad_floor(data, probed_cells):
+    """The follow-up's rule (``numerics.adrounding``, ``verdict.adfloor``): the
+    check's tolerance plus the measured AD floor covers torch's cells against
+    the exact ones on every seed, with a margin (``FACTOR`` is calibrated at
+    more than 10 times the largest factor any cell needed)."""
+    from adcheck.gradcheck.numerics.adrounding import floors, second_differences, widened
+    from adcheck.gradcheck.verdict.checks import moved_evaluators
+    precise, _, found = probed_cells
+    if not precise:
+        pytest.skip("the measured AD floor is the precise mode's (adfloor.rejudge)")
+    g, ins, _ = _vjp_function(data["x0"], np.random.default_rng(0))
+    ev = Evaluator(Problem(g, ins, order=2))
+    moved_evs = moved_evaluators(ev)
+    over, within = [], []
+    for plan, _, proj, tolerances, exact in found:
+        ad = _ad_cells(ev, plan)
+        moved = [(_ad_cells(a, plan), _ad_cells(b, plan)) for a, b in moved_evs]
+        wider = widened(tolerances, floors(second_differences(ad, moved, list(exact)), proj,
+                                           EPS))
+        for key in exact:
+            error = np.abs(ad.blocks[key] - exact[key])
+            over.append(np.max(error / tolerances[key]))
+            within.append(np.max(error / wider[key]))
+    assert max(within) < 0.5, (max(over), max(within))

@@ -1,0 +1,50 @@
+"""A failed precise comparison judged again with the AD side's measured rounding.
+
+Only on failure (a check that passes costs nothing more): the AD side's
+Jacobian, or its cells, is made again at the inputs moved by a few ulps
+(``checks.moved_evaluators``), and each failed block is compared again
+within its tolerance plus ``numerics.adrounding``'s floor. A block that then
+passes says so in its detail.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.lowprec.lowprecision import is_narrow
+from adcheck.gradcheck.numerics import adrounding
+from adcheck.gradcheck.verdict.checks import moved_evaluators
+from adcheck.gradcheck.verdict.compare import compare_pair
+
+
+def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: list,
+            options, epsilon: float) -> list:
+    """``results`` (of ``actual`` against ``expected`` within ``tolerances``),
+    each failed finite block compared again with the measured AD rounding;
+    ``produce(ev)`` makes ``actual`` for an ``Evaluator``."""
+    failed = [r for r in results if not r.passed and r.max_error is not None
+              and np.isfinite(r.max_error) and (r.out_idx, r.in_idx) in (tolerances or {})]
+    # a narrower formula's allowance is its dtype's rounding already (lowprec)
+    if not options.precise or not failed or is_narrow(ev.problem):
+        return results
+    keys = [(r.out_idx, r.in_idx) for r in failed]
+    try:
+        moved = [(produce(plus), produce(minus)) for plus, minus in moved_evaluators(ev)]
+    except GradcheckError:
+        return results
+    if not moved:
+        return results
+    second = adrounding.second_differences(actual, moved, keys)
+    floor = adrounding.floors(second, expected, epsilon)
+    wider = adrounding.widened({k: tolerances[k] for k in keys}, floor)
+    again = {}
+    for key in keys:
+        if floor[key] > 0:
+            found = compare_pair(actual.mode, expected, actual, *key, options.atol,
+                                 options.rtol, wider[key])
+            if found.passed:
+                found.detail = (f"within the AD values' measured rounding: they move by up to "
+                                f"{second[key]:.1e} when the inputs move by a few ulps, and "
+                                f"{adrounding.FACTOR:g} times that is added to the tolerance")
+                again[key] = found
+    return [again.get((r.out_idx, r.in_idx), r) for r in results]
