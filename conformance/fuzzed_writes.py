@@ -310,3 +310,22 @@ def narrow_of_0_dim_and_overlap_before_inference(E):
     with pytest.raises(RuntimeError, match="some elements of the input tensor and the "
                                            "written-to tensor refer to a single memory location"):
         t.div_(t[:1])
+
+
+@case("logsumexp over an empty dim is -inf; requires_grad_() on a view whose grad_fn can no "
+      "longer be rebuilt is a no-op (False is refused); an in-place op that would save an "
+      "inference tensor raises before it writes", source=TORCH_BEHAVIOUR)
+def empty_logsumexp_requires_grad_and_inference_save(E):
+    assert E.logsumexp(E.ones(2, 0, dtype=E.float64), 1).tolist() == [-INF, -INF]
+    x = E.ones(3, dtype=E.float64, requires_grad=True) * 1
+    piece = x.split(1)[0]
+    x.add_(1)
+    assert piece.requires_grad_() is piece
+    with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+        piece.requires_grad_(False)
+    with E.inference_mode():
+        frozen = _f64(E, [2.0, 3.0]) * 1
+    y = E.log(_f64(E, [1.0, 2.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        y.mul_(frozen)
+    assert y.tolist() == [0.0, math.log(2.0)] and y._version == 0

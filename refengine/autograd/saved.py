@@ -61,6 +61,13 @@ DETACHED = ("Trying to use a saved tensor that has been detached in-place, i.e. 
             "This is not supported, please use out-of-place `.detach()` instead")
 
 
+INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `refengine.no_grad()` instead "
+    "of `refengine.inference_mode()`.")
+
+
 class SavedTensor:
     """One tensor saved by a node (``grad_fn._raw_saved_<name>``)."""
 
@@ -72,11 +79,7 @@ class SavedTensor:
 
     def __init__(self, tensor, node, is_output: bool, version: int | None = None):
         if tensor._is_inference and not is_inference_mode_enabled():
-            raise RuntimeError(
-                "Inference tensors cannot be saved for backward. Please do not use Tensors "
-                "created in inference mode in computation tracked by autograd. To work around "
-                "this, you can make a clone to get a normal tensor and use it in autograd, or use "
-                "`refengine.no_grad()` instead of `refengine.inference_mode()`.")
+            raise RuntimeError(INFERENCE_SAVED)
         self._lock = threading.Lock()
         storage = self._storage = tensor._storage
         # an input saved by an in-place op that writes into it was saved

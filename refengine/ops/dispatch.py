@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import tangents
 from ..autograd.node import OpNode
+from ..autograd.saved import INFERENCE_SAVED
 from ..autograd.view_nodes import (check_view_inplace, creation_kind, inherit_kind,
                                     rebase_after_inplace)
 from ..grad_mode import is_inference_mode_enabled, is_recording, no_grad
@@ -319,6 +320,21 @@ def _wrap_outputs(op: OpDef, results: list, tensors: dict) -> list:
     return outs
 
 
+def _refuse_saved_inference(op: OpDef, tensors: dict) -> None:
+    """An in-place op that will save an inference tensor raises before it
+    writes, as torch saves before it computes."""
+    if is_inference_mode_enabled() or not any(
+            isinstance(t, Tensor) and t._is_inference for t in tensors.values()):
+        return
+    needs = {n: t.requires_grad for n, t in tensors.items()
+             if isinstance(t, Tensor) and n in op._diff_inputs
+             and not (n in op.scalar_inputs and t._wrapped_number is not None)}
+    for name in op.saved_names(needs):
+        t = tensors.get(name)
+        if isinstance(t, Tensor) and t._is_inference:
+            raise RuntimeError(INFERENCE_SAVED)
+
+
 def _writes_one_value(op: OpDef, env: dict, out: Tensor) -> bool:
     """torch lets fill_ and zero_ write a tensor whose elements share memory
     (every one gets the same value), and copy_ of a tensor onto itself does nothing."""
@@ -387,6 +403,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         for t in tensors.values():
             if isinstance(t, Tensor) and t._base is not None:
                 t.grad_fn
+        _refuse_saved_inference(op, tensors)
     if out is not None and (record or levels) and op.reads_self:
         tensors["self"] = env["self"] = _original(out)
     if out is not None:

@@ -224,7 +224,9 @@ public("min")(_extremum("min"))
 
 def _logsumexp(self, dim, keepdim=False):
     axis = _np_axis(dim, self.ndim)
-    m = np.max(self.real if np.iscomplexobj(self) else self, axis=axis, keepdims=True)
+    # an empty slice sums to 0, whose log is -inf, as in torch (its max has no identity)
+    m = np.max(self.real if np.iscomplexobj(self) else self, axis=axis, keepdims=True,
+               initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(self - m), axis=axis, keepdims=True)) + m
     return out if keepdim else np.squeeze(out, axis=axis)
