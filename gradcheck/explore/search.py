@@ -202,6 +202,8 @@ class Explorer:
         if any(E.is_tensor(o) and E.is_differentiable_dtype(o)
                and not np.all(np.isfinite(E.to_numpy(o))) for o in outs):
             return ("domain", [], None)
+        if self.options.order == 2 and not self._first_finite(ins):
+            return ("nondiff", [], None)   # the first-order check judges that NaN there
         try:
             checked = self.run(self.func, self.rebuilt(arrays), self.options)
         except UncheckableError:
@@ -224,6 +226,15 @@ class Explorer:
             func, inputs = first_derivative(func, ins, self.options.grad_outputs,
                                             np.random.default_rng(seed), self.options.name)
         return Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
+
+    def _first_finite(self, ins) -> bool:
+        """Whether the first derivative (what a second-order check differentiates)
+        is finite at ``ins``; a raise there is left to the check itself."""
+        try:
+            p = self._evaluator(ins, self.report.seed or 0).problem
+        except Exception:
+            return True
+        return all(np.all(np.isfinite(p.out_arrays[o])) for o in p.float_out)
 
     def _jumps(self, ins) -> bool:
         try:   # (complex inputs in their real coordinates: ``brackets.RealView``)
