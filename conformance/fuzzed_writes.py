@@ -329,3 +329,16 @@ def empty_logsumexp_requires_grad_and_inference_save(E):
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         y.mul_(frozen)
     assert y.tolist() == [0.0, math.log(2.0)] and y._version == 0
+
+
+@case("a leaf that detach_() and an in-place op have given a history makes the backward of "
+      "a graph recorded before fail: the leaf was moved into the graph interior",
+      source=TORCH_BEHAVIOUR)
+def leaf_moved_into_the_graph_interior(E):
+    x = _f64(E, [1.0, 4.0], requires_grad=True)
+    r = E.rsqrt(x)
+    x.detach_()
+    x.copy_(r)
+    with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph "
+                                           "interior"):
+        E.minimum(r, x).sum().backward()

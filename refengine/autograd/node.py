@@ -300,6 +300,9 @@ class AccumulateGrad(Node):
             return
         if not var.requires_grad:
             return   # as in PyTorch: a leaf set to requires_grad=False since gets nothing
+        if var._grad_fn is not None:
+            # detach_() and an in-place op since gave the leaf a history
+            raise RuntimeError("leaf variable has been moved into the graph interior")
         with self._lock:
             if var._grad is None:
                 if create_graph:

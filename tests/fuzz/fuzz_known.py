@@ -156,6 +156,9 @@ KNOWN = (
             "docs/differences.md: acosh's derivative for complex z is 1/(sqrt(z-1) sqrt(z+1)) "
             "in refengine; torch's (z^2-1)^(-1/2) has the wrong sign where Re z < 0")
       for kind in ("tangent", "grad", "hooks")),
+    Entry("raises", r"norm", lambda found, source: "_is_zerotensor() INTERNAL ASSERT" in found.torch,
+          "docs/differences.md: torch fails an internal assert in norm's tangent when the "
+          "tangent is sgn's ZeroTensor; refengine's zero tangent gives 0"),
     Entry("flags", ".*", _torch_is_leaf_assert,
           "docs/differences.md: torch fails an internal assert reading is_leaf of a "
           "view_as_real view whose base was detached in place and then written"),
