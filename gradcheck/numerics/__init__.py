@@ -2,9 +2,10 @@
 tolerances derived from it.
 
 Owns Richardson extrapolation (``richardson``, ``quotients``, ``sentinel``),
-the measured rounding noise of the function (``noisefloor``), the mpmath
-reference Jacobian (``reference``), what a comparison can resolve
-(``precision``) and the precise mode's tolerance (``precise``).
+the measured rounding noise of the function (``noisefloor``) and of the
+AD side (``adrounding``), the mpmath reference Jacobian (``reference``), what
+a comparison can resolve (``precision``) and the precise mode's tolerance
+(``precise``).
 
 May import: ``gradcheck.core``.
 """

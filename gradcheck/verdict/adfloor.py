@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.lowprec.lowprecision import is_narrow
 from adcheck.gradcheck.numerics import adrounding
 from adcheck.gradcheck.verdict.checks import moved_evaluators
@@ -30,7 +29,7 @@ def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: lis
     keys = [(r.out_idx, r.in_idx) for r in failed]
     try:
         moved = [(produce(plus), produce(minus)) for plus, minus in moved_evaluators(ev)]
-    except GradcheckError:
+    except Exception:  # noqa: BLE001 - no AD values at the moved inputs: nothing measured
         return results
     if not moved:
         return results
