@@ -15,14 +15,15 @@ is expected). Each is run as written, in a shell, from a copy of
 the checkout; ``--cwd`` to copy another folder; a ``$ cd DIR``
 line moves the rest of its file's examples there), and another ``$`` line
 that runs adcheck (a loop making the shards a later ``adcheck merge`` reads)
-is run first, as setup, its output not compared; with a plain
+is run first, as setup, its output not compared (paths inside the copy are
+shown relative to it); with a plain
 80-column terminal and no colour, and compared line by line with what the
 documentation shows, after the same normalisation on both sides:
 
 - timings are not compared: a number with a unit of time (``0.19 s``,
   ``41.5s``, ``12 ms``, ``3 min``) becomes ``<time>``, and a list of timed
-  items (``slowest: exp 0.3s, log 0.2s``) is compared as a set, since the
-  order is the timings';
+  items (``slowest: exp 0.3s, log 0.2s``) is not compared, since which items
+  are slowest, and in which order, is the timings';
 - trailing spaces, and the box-drawing characters of rich's tables and
   panels, are dropped (a table's widths follow the terminal, its cells do not);
 - a line ``...`` in the documentation stands for any number of lines.
@@ -74,20 +75,29 @@ class Example:
     #: and whether it shows its exit status
     end: int = 0
     shows_status: bool = False
+    #: the file's line after which the output starts (the command's last line)
+    first_output: int = 0
 
 
 def examples_in(path: Path) -> list:
     """The examples of one Markdown file, in order."""
-    found, current, fenced = [], None, False
+    found, current, fenced, continued = [], None, False, False
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.lstrip().startswith("```"):
-            fenced, current = not fenced, None
+            fenced, current, continued = not fenced, None, False
             continue
         if not fenced:
             continue
+        if continued and current is not None:   # the command goes on (a trailing backslash)
+            current.command = current.command[:-1].rstrip() + " " + line.strip()
+            current.end, continued = number, line.rstrip().endswith("\\")
+            current.first_output = number
+            continue
         if line.startswith(PROMPT + "adcheck"):
-            current = Example(path, number, line[len(PROMPT):].strip(), end=number)
+            current = Example(path, number, line[len(PROMPT):].strip(), end=number,
+                              first_output=number)
             found.append(current)
+            continued = line.rstrip().endswith("\\")
         elif line.startswith(PROMPT):
             command = line[len(PROMPT):].strip()
             current = None          # another program's example: not ours to compare
@@ -111,7 +121,7 @@ def normalise(lines: list) -> list:
         line = re.sub(r"\s+", " ", line).strip()
         head, colon, items = line.partition(": ")
         if colon and items.count("<time>") > 1:
-            line = f"{head}: " + ", ".join(sorted(i.strip() for i in items.split(",")))
+            line = f"{head}: <timed items>"   # which items are slowest is the timings' too
         if line:
             out.append(line)
     return out
@@ -151,7 +161,9 @@ def run(example: Example, cwd: Path, timeout: float) -> tuple:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, [f"(timed out after {timeout:g} s)"], time.perf_counter() - start
-    return done.returncode, done.stdout.splitlines(), time.perf_counter() - start
+    # paths inside the temporary copy are shown relative to it, as run in examples/
+    text = done.stdout.replace(str(cwd) + os.sep, "")
+    return done.returncode, text.splitlines(), time.perf_counter() - start
 
 
 def _shown(path: Path) -> str:
@@ -246,7 +258,8 @@ def _compare(examples: list, args) -> int:
             print("\n".join(f"          | {line}" for line in output))
         if problems and args.write:
             written = _rewrite(e, status, output)
-            print(f"          {'written' if written else 'not written: it elides lines (...)'}")
+            print(f"          {'written' if written else 'not written: it elides lines (...), '}"
+                  f"{'' if written else 'or is a usage error the file does not show'}")
         differ += bool(problems)
     print(f"\n{len(examples_run) - differ} of {len(examples_run)} examples as the documentation "
           f"shows them; {differ} differ")
@@ -261,11 +274,13 @@ def _rewrite(example: Example, status, output: list) -> bool:
     ``_shift`` keeps their positions true."""
     if any(line.strip() == "..." for line in example.shown) or status is None:
         return False
+    if status == 2 and example.status != 2:   # a usage error: the example itself is broken
+        return False
     lines = example.path.read_text(encoding="utf-8").splitlines()
     new = [line.rstrip() for line in output]
     if example.shows_status or status != 0:
         new.append(f"[exit status {status}]")
-    start = example.line   # the output starts below the command (0-based: index line)
+    start = example.first_output   # the output starts below the command (0-based index)
     lines[start:example.end] = new
     example.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _shift(example, len(new) - (example.end - start))
@@ -282,6 +297,7 @@ def _shift(example: Example, by: int) -> None:
         if other.line > example.line:
             other.line += by
             other.end += by
+            other.first_output += by
     example.end += by
 
 

@@ -30,6 +30,17 @@ a
 $ adcheck three
 stale
 ```
+
+```
+$ adcheck four \\
+    --long
+old four
+```
+
+```
+$ adcheck missing
+kept
+```
 """
 
 
@@ -42,7 +53,9 @@ def script(tmp_path, monkeypatch):
     fake.write_text('#!/bin/sh\ncase "$1" in\n'
                     '  one) printf "new line\\nsecond line\\n"; exit 1;;\n'
                     '  two) printf "a\\nb\\nc\\n"; exit 2;;\n'
-                    '  three) printf "fresh\\n";;\nesac\n')
+                    '  three) printf "fresh\\n";;\n'
+                    '  four) printf "four with $2\\n";;\n'
+                    '  missing) echo "Error: no such file"; exit 2;;\nesac\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     spec = importlib.util.spec_from_file_location("readme_examples", SCRIPT)
@@ -64,6 +77,10 @@ def test_write_replaces_each_differing_output_at_its_own_lines(script, tmp_path,
     assert "$ adcheck two\na\n...\n```" in text       # elided: left for a person
     assert "$ adcheck three\nfresh\n```" in text
     assert "old line" not in text and "stale" not in text
+    # a command continued on the next line runs whole; its output goes below it
+    assert "$ adcheck four \\\n    --long\nfour with --long\n```" in text
+    # a usage error the file does not show means the example is broken: not written
+    assert "$ adcheck missing\nkept\n```" in text
     # and now the rewritten ones match
     assert script.main([str(doc), "--cwd", str(tmp_path / "cwd"), "-k", "one",
                         "-k", "three"]) == 0
