@@ -47,6 +47,19 @@ def builds_graph(E, call) -> bool | None:
     return any(s is not None for s in seconds)
 
 
+def _raise_for_graph(E, outs, primals, gos, exc: Exception):
+    """Raise what a backward that raised ``exc`` with ``create_graph=True``
+    means: ``NoDoubleBackward`` when it runs without a graph (NumPy inside: it
+    has no double backward), else ``exc`` itself (a backward that is broken)."""
+    try:
+        E.grad(outs, primals, [E.from_numpy(E.to_numpy(g), dtype=g.dtype) for g in gos])
+    except Exception:
+        raise exc from None
+    raise NoDoubleBackward(
+        f"the backward raised {type(exc).__name__} ({exc}) when asked to build a graph "
+        "(create_graph=True), and runs without one: it has no double backward") from exc
+
+
 def first_derivative(func, inputs, grad_outputs, rng, name=None):
     """``(func', inputs + grad_outputs)`` where ``func'`` returns the vjp.
 
@@ -74,9 +87,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         try:
             grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
         except Exception as exc:
-            raise NoDoubleBackward(
-                f"the backward raised {type(exc).__name__} ({exc}) when asked to build a "
-                "graph (create_graph=True): it has no double backward") from exc
+            _raise_for_graph(E, outs, [ins[i] for i in diff_in], gos, exc)
         if not used:
             used.append(tuple(k for k, g in enumerate(grads) if g is not None))
             graph.append(([ins[i] for i in diff_in], grads))

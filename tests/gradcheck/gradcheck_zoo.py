@@ -180,7 +180,9 @@ def second_order_entry(op: str, kind: str | None, complex_: bool) -> Entry:
                       lambda E, x, t: t * dfn.apply(x))
         return fn.apply
     suffix = "complex" if complex_ else "real"
-    diagnosis = {"dd_sign": "minus", "dd_detached": "analytical is zero", None: None}[kind]
+    # a backward on detached inputs builds no graph: named as having no double backward
+    diagnosis = {"dd_sign": "minus", "dd_detached": "builds no graph of the inputs",
+                 None: None}[kind]
     return Entry(f"{op}-{kind or 'correct'}-2nd-{suffix}", build,
                  _inputs(COMPLEX_X if complex_ else REAL_X), "gradgrad" if kind else None,
                  diagnosis)

@@ -38,10 +38,13 @@ def test_the_plan_is_dense_until_the_blocks_are_large():
     assert check(E.sin, (small,), seed=0, jacobian="compressed").plan == "compressed"
 
 
-def test_the_runner_passes_a_budget_only_when_it_is_not_the_default():
-    from adcheck.runner.checks import Policy, options
-    assert "memory_budget" not in options("reverse", Policy())
-    assert options("reverse", Policy(memory_budget=2**26))["memory_budget"] == 2**26
+def test_the_runner_carries_the_budget_in_the_runs_options():
+    # a check's own keywords say what the check is; the budget is the run's
+    from adcheck.gradcheck.core.budget import DEFAULT_BUDGET
+    from adcheck.runner.policy import Policy, options
+    assert "memory_budget" not in options("reverse", Policy(memory_budget=2**26))
+    assert Policy(memory_budget=2**26).options().memory_budget == 2**26
+    assert Policy().options().memory_budget == DEFAULT_BUDGET
 
 
 def test_torch_functions_are_evaluated_in_vmapped_batches():
