@@ -2,7 +2,7 @@
 size where the correct one passes.
 
 Runs ``adcheck check`` (default plan, default --timeout 300) on the row-wise
-layer norm of tests/cli/fixtures/layernorm.py, right and with a wrong
+layer norm of examples/layernorm.py, right and with a wrong
 reduction, at 100x100, 300x100 and 1000x100, and prints per run the exit
 status (0 right, 1 wrong is what must hold), the plan each check took and the
 wall time. Usage: ``python bench/layernorm_plans.py [ROWS ...]``.
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "cli" / "fixtures" / "layernorm.py"
+FIXTURE = Path(__file__).resolve().parent.parent / "examples" / "layernorm.py"
 EXPECTED = {"RowLayerNorm": 0, "RowLayerNormBuggy": 1}
 
 

@@ -16,6 +16,8 @@ def _forward(x):
 
 
 class RowLayerNorm(torch.autograd.Function):
+    """y = (x - mean) / sqrt(var + 1e-5) per row; its backward, right."""
+
     @staticmethod
     def forward(ctx, x):
         y, rstd = _forward(x)
@@ -31,7 +33,8 @@ class RowLayerNorm(torch.autograd.Function):
 
 
 class RowLayerNormBuggy(torch.autograd.Function):
-    """The mean of g*y taken over the rows (dim 0) instead of each row."""
+    """The same forward; the backward's mean of g * y over dim 0 (wrong)."""
+
     @staticmethod
     def forward(ctx, x):
         y, rstd = _forward(x)
@@ -42,5 +45,5 @@ class RowLayerNormBuggy(torch.autograd.Function):
     def backward(ctx, g):
         y, rstd = ctx.saved_tensors
         gm = g.mean(dim=-1, keepdim=True)
-        gy = (g * y).mean(dim=0, keepdim=True)
+        gy = (g * y).mean(dim=0, keepdim=True)   # the bug: dim=-1 is right
         return rstd * (g - gm - y * gy)

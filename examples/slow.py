@@ -1,6 +1,6 @@
-"""A slow function whose Jacobian cannot be batched (it branches on its data):
-`adcheck check slow.py:slow --timeout 2 --jacobian dense` runs out of time and
-says where and what to try (docs/cli.md)."""
+"""A function that takes 50 ms per call, one input at a time (it branches on its
+data, so its Jacobian cannot be batched): `adcheck check slow.py:slow --timeout 2
+--jacobian dense` runs out of time and says where and what to try (docs/cli.md)."""
 import time
 
 

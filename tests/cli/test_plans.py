@@ -12,9 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the layer norms are torch Functions")
 
-FIXTURES = Path(__file__).parent / "fixtures"
-LAYERNORM = str(FIXTURES / "layernorm.py")
-SLOW = str(FIXTURES / "slow_function.py")
+# the files docs/cli.md runs
+EXAMPLES = Path(__file__).parents[2] / "examples"
+LAYERNORM = str(EXAMPLES / "layernorm.py")
+SLOW = str(EXAMPLES / "slow.py")
 
 
 def _layernorms():
