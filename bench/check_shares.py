@@ -144,7 +144,9 @@ def install(timers: Timers) -> list:
     """Wrap every step; returns what ``uninstall`` puts back."""
     saved = []
     for owner, attr, step in STEPS:
-        original = getattr(owner, attr)
+        original = getattr(owner, attr, None)
+        if original is None:   # a step renamed or gone since: the others still count
+            continue
         saved.append((owner, attr, original))
         setattr(owner, attr, timers.timed(step, original))
     for owner, attr, wrap in ((flow, "ad_producer", timers.producer),

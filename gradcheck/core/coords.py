@@ -23,6 +23,18 @@ def largest_finite(values, axis=None):
     return float(top) if axis is None else top
 
 
+def norm(values) -> float:
+    """The Euclidean norm of all of ``values`` (of the moduli of complex ones).
+
+    A sum, not ``np.linalg.norm``: that is a BLAS dot, which from about 10,000
+    entries wakes BLAS's threads, and they spin on the cores for a while after
+    it, slowing what the check does next (a convolution's check: 15 ms more)."""
+    values = np.asarray(values)
+    if np.iscomplexobj(values):
+        values = np.abs(values)
+    return float(np.sqrt(np.sum(np.square(values))))
+
+
 def is_complex(array: np.ndarray) -> bool:
     return np.iscomplexobj(array)
 

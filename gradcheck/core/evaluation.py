@@ -39,6 +39,7 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
 from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.core.points import mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.stacked import join, stack
@@ -155,6 +156,24 @@ class Evaluator:
         rows = [self._tolerant_evaluate(in_idx, a, each.format(k=k) if each else what, tolerant)
                 for k, a in enumerate(arrays)]
         return {o: np.stack([row[o] for row in rows]) for o in p.float_out}
+
+    def outputs_at_each(self, points: dict, each: dict, tolerant: bool = False) -> dict:
+        """``outputs_at`` of each input's ``points[in_idx]`` (``each[in_idx]``
+        names its evaluations), by input: one vmapped call for them all where
+        the function differentiates inside and they fit in one batch
+        (``gradcheck.core.points``), else one call per input."""
+        p = self.problem
+        total = sum(len(arrays) for arrays in points.values())
+        if len(points) > 1 and p.differentiates_inside and \
+                all(len(arrays) for arrays in points.values()) and \
+                total <= self.batch_size("function"):
+            what = f"evaluating it at the points of inputs {', '.join(map(str, points))}"
+            found = self._batched("function", what, total, lambda: mapped_points(p, points))
+            if found is not None:
+                p.counts["function"] += total
+                return found
+        return {i: self.outputs_at(i, arrays, each[i], each[i], tolerant)
+                for i, arrays in points.items()}
 
     def vjps(self, out_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
         """Gradients for each grad_output ``vectors[k]`` on output ``out_idx``: by

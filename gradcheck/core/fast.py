@@ -103,7 +103,7 @@ def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
             for o in p.float_out:
                 ju = (plus[o] - minus[o]) / (2 * eps)
                 jac.blocks[o, in_idx][k, 0] = probes.v[o][k] @ ju
-                scale[o, in_idx][k, 0] = np.linalg.norm(probes.v[o][k] * ju)
+                scale[o, in_idx][k, 0] = coords.norm(probes.v[o][k] * ju)
     jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac, scale

@@ -26,7 +26,15 @@ def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
     ``columns[j]``. ``tolerant``: a point where the function raises gives NaN
     outputs. ``extra`` (moves, one real vector per row): the input moved by each
     too, in the same evaluation; then ``(outputs, their outputs by output)``."""
-    p = ev.problem
+    arrays, shape = _points(ev.problem, in_idx, steps, columns, directions, extra)
+    outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
+                         tolerant)
+    return _by_step(ev.problem, outs, shape, extra is not None)
+
+
+def _points(p, in_idx: int, steps: np.ndarray, columns, directions, extra) -> tuple:
+    """``perturbed_outputs``'s points of input ``in_idx``, stacked, and
+    ``(len(steps), width)`` (extra rows after those)."""
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     n = vector.size
@@ -37,20 +45,21 @@ def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
     if directions is not None:
         np.multiply(steps[:, :, None], np.asarray(directions)[None, :, :], out=moved)
         moved += vector
-        columns = np.arange(len(directions))
     else:
         columns = np.arange(n) if columns is None else np.asarray(columns, dtype=np.intp)
         moved[...] = vector
         moved[:, np.arange(len(columns)), columns] += steps
     if extra is not None:
         np.add(vector, extra, out=points[count:])
-    arrays = coords.from_real_rows(points, base.shape, base.dtype)
-    outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
-                         tolerant)
+    return coords.from_real_rows(points, base.shape, base.dtype), (len(steps), width)
+
+
+def _by_step(p, outs: dict, shape: tuple, extra: bool):
+    """``perturbed_outputs``'s result from the outputs at ``_points``."""
+    count = shape[0] * shape[1]
     real = {o: coords.to_real_rows(v) for o, v in outs.items()}
-    found = {o: v[:count].reshape(len(steps), len(columns), p.layout.out_size(o))
-             for o, v in real.items()}
-    return found if extra is None else (found, {o: v[count:] for o, v in real.items()})
+    found = {o: v[:count].reshape(*shape, p.layout.out_size(o)) for o, v in real.items()}
+    return (found, {o: v[count:] for o, v in real.items()}) if extra else found
 
 
 def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,
@@ -62,8 +71,27 @@ def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,
     steps = np.array([[eps] * count, [-eps] * count])
     both = perturbed_outputs(ev, in_idx, steps, f"computing finite differences for input "
                              f"{in_idx}", columns, directions=directions)
+    return _central(ev.problem, both, eps)
+
+
+def _central(p, both: dict, eps: float) -> dict:
     with np.errstate(invalid="ignore"):  # inf - inf: a NaN the report names
-        return {o: ((both[o][0] - both[o][1]) / (2 * eps)).T for o in ev.problem.float_out}
+        return {o: ((both[o][0] - both[o][1]) / (2 * eps)).T for o in p.float_out}
+
+
+def central_every_input(ev: Evaluator, eps: float) -> dict:
+    """``central_columns`` of every coordinate of every input, by input: the
+    points of all inputs evaluated together where the evaluator can
+    (``Evaluator.outputs_at_each``)."""
+    p = ev.problem
+    points, shapes = {}, {}
+    for i in p.diff_in:
+        n = p.layout.in_size(i)
+        steps = np.array([[eps] * n, [-eps] * n])
+        points[i], shapes[i] = _points(p, i, steps, np.arange(n), None, None)
+    outs = ev.outputs_at_each(points, {i: f"computing finite differences for input {i}"
+                                       for i in points})
+    return {i: _central(p, _by_step(p, outs[i], shapes[i], False), eps) for i in points}
 
 
 def column_chunk(ev: Evaluator, copies: int = budgets.COMPARISON_COPIES) -> int:
@@ -80,13 +108,25 @@ def central_blocks(ev: Evaluator, eps: float) -> Jacobian:
     p = ev.problem
     start, before = time.perf_counter(), p.counts["function"]
     jac = Jacobian("numerical", p.layout)
+    chunk = column_chunk(ev)
+    if all(p.layout.in_size(i) <= chunk for i in p.diff_in):   # each input in one chunk
+        for in_idx, blocks in central_every_input(ev, eps).items():
+            for o, block in blocks.items():
+                jac.blocks[o, in_idx] = block
+    else:
+        _chunked(ev, eps, jac, chunk)
+    jac.counts = {"function": p.counts["function"] - before}
+    jac.seconds = time.perf_counter() - start
+    return jac
+
+
+def _chunked(ev: Evaluator, eps: float, jac: Jacobian, chunk: int) -> None:
+    """``central_blocks`` of inputs beyond one chunk: ``chunk`` columns at a time."""
+    p = ev.problem
     for in_idx in p.diff_in:
         n_in = p.layout.in_size(in_idx)
         for o in p.float_out:
             jac.blocks[o, in_idx] = np.empty((n_in, p.layout.out_size(o))).T  # as a batch is made
-        for a, b in budgets.chunks(n_in, column_chunk(ev)):
+        for a, b in budgets.chunks(n_in, chunk):
             for o, block in central_columns(ev, in_idx, eps, np.arange(a, b)).items():
                 jac.blocks[o, in_idx][:, a:b] = block
-    jac.counts = {"function": p.counts["function"] - before}
-    jac.seconds = time.perf_counter() - start
-    return jac

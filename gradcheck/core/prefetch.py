@@ -25,6 +25,8 @@ class Prefetch:
         #: their results, a list (equal vectors may be asked for more than once)
         #: by (kind, index, vector key)
         self._kept: dict = {}
+        #: per (kind, index), per vector key kept: its ``_mark``
+        self._marks: dict = {}
         #: inside ``riding``: "first" or "again"; and per (kind, index) the
         #: request size and the riders its first batch carried
         self._riding = None
@@ -40,7 +42,11 @@ class Prefetch:
 
     def keep(self, kind: str, idx: int, vector: np.ndarray, row: dict) -> None:
         """Keep ``row``, the products of ``vector``, for a later request."""
-        self._kept.setdefault((kind, idx, _key(vector)), []).append(row)
+        key = _key(vector)
+        rows = self._kept.setdefault((kind, idx, key), [])
+        if not rows:   # a new vector: where a request's vectors could be it
+            self._marks.setdefault((kind, idx), {})[key] = _mark(vector)
+        rows.append(row)
 
     @contextmanager
     def riding(self, again: bool = False):
@@ -64,38 +70,55 @@ class Prefetch:
         return None
 
     def kept_rows(self, kind: str, idx: int, vectors: np.ndarray) -> list:
-        """A kept result (or ``None``) for each of ``vectors``, the key of a long
-        vector made only where one of the kept vectors could be it (at its
-        largest entry, or an all-zero row for a zero one)."""
+        """A kept result (or ``None``) for each of ``vectors``: a few are looked up
+        by their own keys; of many, a key is made only where one of the kept
+        vectors could be it (at its largest entry, or an all-zero row for a
+        zero one: ``_mark``)."""
         found = [None] * len(vectors)
-        keys = [key[2] for key in self._kept if key[:2] == (kind, idx)]
-        if not keys:
+        marks = self._marks.get((kind, idx))
+        if not marks:
             return found
+        if len(vectors) <= DIRECT:
+            return [self._take(kind, idx, vector) for vector in vectors]
         flat = vectors.reshape(len(vectors), vectors[0].size if len(vectors) else 0)
         maybe = np.zeros(len(vectors), bool)
-        for dtype, _, data in keys:
-            c = np.frombuffer(data, dtype=dtype)
-            j = int(np.argmax(np.abs(c))) if c.size else 0
-            if c.size == 0 or not np.isfinite(c[j]):
+        for j, value in marks.values():
+            if j is None:
                 maybe[:] = True
-            elif c[j] == 0:
+            elif value == 0:
                 maybe |= ~flat.any(axis=1)
             else:
-                maybe |= flat[:, j] == c[j]
+                maybe |= flat[:, j] == value
         for k in np.flatnonzero(maybe):
             found[k] = self._take(kind, idx, vectors[k])
         return found
 
     def _take(self, kind, idx, vector) -> dict | None:
         """A kept result for ``vector`` (each serves one request), or ``None``."""
-        key = (kind, idx, _key(vector))
-        rows = self._kept.get(key)
+        key = _key(vector)
+        rows = self._kept.get((kind, idx, key))
         if not rows:
             return None
         row = rows.pop(0)
         if not rows:
-            del self._kept[key]
+            del self._kept[kind, idx, key]
+            del self._marks[kind, idx][key]
         return row
+
+
+#: requests of up to this many vectors are looked up by each vector's key
+DIRECT = 8
+
+
+def _mark(vector: np.ndarray) -> tuple:
+    """``(j, value)``: where a vector equal to ``vector`` must hold ``value``
+    (its largest entry; ``(None, None)``: anywhere, as for an empty or
+    non-finite one)."""
+    flat = vector.reshape(-1)
+    if not flat.size:
+        return None, None
+    j = int(np.argmax(np.abs(flat)))
+    return (j, flat[j]) if np.isfinite(flat[j]) else (None, None)
 
 
 def _key(vector: np.ndarray) -> tuple:

@@ -37,12 +37,15 @@ class Problem:
     """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
 
     def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
-                 order: int = 1, warn_precision: bool = True):
+                 order: int = 1, warn_precision: bool = True, measure: bool = True):
         """``order=2``: ``func`` is the first derivative of the function ``name``
         names (see ``gradcheck.core.secondorder``); messages say so.
         ``warn_precision``: warn that inputs narrower than double precision will
         likely fail finite differences at a fixed step (``precise=True`` judges
-        them in their own precision instead, see ``gradcheck.lowprec.lowprecision``)."""
+        them in their own precision instead, see ``gradcheck.lowprec.lowprecision``).
+        ``measure``: measure what the first evaluation holds (``evaluation_bytes``,
+        which the budget counts); ``False`` for a problem no batch is sized by
+        (the function under a first derivative, whose own problem measures it)."""
         self.inputs = as_tuple(inputs)
         self.name = name or function_name(func)
         self.order = order
@@ -71,12 +74,15 @@ class Problem:
                        if self.engine.is_tensor(x)}
         #: the engine's dtype of each tensor input (NumPy may hold it in a wider one)
         self.in_dtypes = {i: self.inputs[i].dtype for i in self.arrays}
+        def first():
+            return self.call(self.inputs, "evaluating it at the given inputs", self.arrays)
         with self.engine.enable_grad():
-            self.outputs, measured = heap.transient_bytes(
-                lambda: self.call(self.inputs, "evaluating it at the given inputs", self.arrays))
+            self.outputs, measured = heap.transient_bytes(first) if measure else (first(), 0)
         #: bytes this first evaluation held at its peak, its outputs and graph
         #: included (0: not measurable here); the budget counts it per evaluation
         self.evaluation_bytes = measured or 0
+        #: machine epsilon by ("in", index) or ("out", index), looked up once
+        self._epsilons: dict = {}
         self._classify_outputs()
         self.layout = Layout(
             {i: self.arrays[i].shape for i in self.diff_in},
@@ -168,7 +174,7 @@ class Problem:
             if i in self.mutations or i not in sources:
                 continue
             now, before = self.engine.to_numpy(args[i], copy=False), np.asarray(sources[i])
-            if now.shape == before.shape and np.array_equal(now, before, equal_nan=True):
+            if unchanged(now, before):
                 continue
             self.mutations[i] = (who, what, *_largest_change(now, before))
 
@@ -181,7 +187,7 @@ class Problem:
             if o in self.grad_output_changes:
                 continue
             now = self.engine.to_numpy(tensor, copy=False)
-            if now.shape != old.shape or not np.array_equal(now, old, equal_nan=True):
+            if not unchanged(now, old):
                 change, where = _largest_change(now, old)
                 self.grad_output_changes[o] = (what, change, where[1:] if batched else where)
 
@@ -212,8 +218,12 @@ class Problem:
 
     def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
         """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""
-        tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
-        return self.engine.epsilon(tensor)
+        key = ("in", in_idx) if out_idx is None else ("out", out_idx)
+        found = self._epsilons.get(key)
+        if found is None:
+            tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
+            found = self._epsilons[key] = self.engine.epsilon(tensor)
+        return found
 
     def check_shape(self, array, shape, who: str, mode: str):
         """``array`` if it has ``shape``; else a ``GradcheckError`` saying the
@@ -224,6 +234,28 @@ class Problem:
                 f"{who}, which has shape {tuple(shape)}; the {mode} must return one value "
                 f"per element of {who}")
         return array
+
+
+#: arrays up to this many bytes are compared as bytes (a microsecond); larger
+#: ones through a byte view of each, without copies
+SMALL_BYTES = 1 << 16
+
+
+def unchanged(now: np.ndarray, before: np.ndarray) -> bool:
+    """Whether ``now`` holds ``before``'s values (``array_equal`` with NaN equal
+    to NaN). Asked after every evaluation, so equal bits answer first, a
+    microsecond; only arrays whose bits differ (a NaN's payload, -0.0 for 0.0)
+    are compared by value."""
+    if now.shape != before.shape:
+        return False
+    if now.dtype == before.dtype:
+        if now.nbytes <= SMALL_BYTES:
+            if now.tobytes() == before.tobytes():
+                return True
+        elif now.flags.c_contiguous and before.flags.c_contiguous and \
+                np.array_equal(now.view(np.uint8), before.view(np.uint8)):
+            return True
+    return bool(np.array_equal(now, before, equal_nan=True))
 
 
 def _largest_change(now: np.ndarray, before: np.ndarray) -> tuple:

@@ -69,8 +69,9 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     uniform random values in [-1, 1) (real and imaginary parts), requiring
     grad.
     """
-    # the check's own Problem (of the first derivative) warns about the dtypes, if anyone
-    problem = Problem(func, inputs, name, warn_precision=False)
+    # the check's own Problem (of the first derivative) warns about the dtypes, if
+    # anyone, and measures what an evaluation holds
+    problem = Problem(func, inputs, name, warn_precision=False, measure=False)
     E = problem.engine
     if grad_outputs is None:
         grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)

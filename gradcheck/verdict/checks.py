@@ -108,7 +108,7 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     results = []
     for (mode, idx), vector in probes.items():
         side = SIDES[mode]
-        norm = (1 + abs(SCALE)) * np.linalg.norm(coords.to_real(vector))
+        norm = (1 + abs(SCALE)) * coords.norm(coords.to_real(vector))
         pair = side.products(ev, idx, np.stack([vector, SCALE * vector]), "checking scaling")
         for r in side.receivers(p):
             key = side.key(idx, r)
