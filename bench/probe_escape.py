@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from adcheck import gradcheck  # noqa: E402
 import adcheck.refengine as E  # noqa: E402
-from adcheck.gradcheck.numerics.precise import precise_tolerances  # noqa: E402
+from adcheck.gradcheck.numerics.scheme import scheme  # noqa: E402
 from adcheck.gradcheck.large.probed import ProbePlan, escape_odds, projected  # noqa: E402
 from adcheck.gradcheck.numerics.richardson import step_scale  # noqa: E402
 
@@ -62,13 +62,14 @@ def planted_cumsum(n: int, i: int, j: int, delta: float):
 def stated(report, options: dict, r: float) -> dict:
     """The odds the check states for an entry wrong by ``r`` (its own Jacobians)."""
     numerical = report.jacobians["numerical"]
-    opts = gradcheck.Options.from_keywords(**options)
+    how = scheme(gradcheck.Options.from_keywords(**options))
     epsilon = float(np.finfo(np.float64).eps)
-    tols = precise_tolerances(numerical, epsilon) if opts.precise else \
-        {k: opts.atol + opts.rtol * np.abs(b) for k, b in numerical.blocks.items()}
+    tols = how.tolerances(numerical, epsilon)
+    tols = tols if tols is not None else \
+        {k: how.entry_tolerance(b, None, epsilon) for k, b in numerical.blocks.items()}
     plan = ProbePlan(numerical.seeds, report.jacobians["reverse"].row_seeds)
-    _, reverse_tols = projected(numerical, plan, opts, epsilon)
-    return escape_odds(numerical, tols, reverse_tols, plan, opts, epsilon, r)
+    _, reverse_tols = projected(numerical, plan, how, epsilon)
+    return escape_odds(numerical, tols, reverse_tols, plan, how, epsilon, r)
 
 
 def trial(n: int, r: float, k: int, precise: bool, seed: int) -> tuple:

@@ -186,8 +186,8 @@ def _spied_check(call, keywords: dict) -> tuple:
     from adcheck.gradcheck import producers
     captured, projected = [], producers.projected
 
-    def spy(numerical, plan, options, epsilon):
-        found = projected(numerical, plan, options, epsilon)
+    def spy(numerical, plan, how, epsilon):
+        found = projected(numerical, plan, how, epsilon)
         captured.append((numerical, plan, found))
         return found
     producers.projected = spy

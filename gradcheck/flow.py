@@ -21,7 +21,6 @@ from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
     compare_pair,
     shared_magnitude,
-    torch_tolerance,
 )
 from adcheck.gradcheck.errors import UncheckableError
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -31,7 +30,7 @@ from adcheck.gradcheck.large.lowprobed import stated_relative
 from adcheck.gradcheck.core.numerical import central_blocks
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.jacobian import cell_layout
-from adcheck.gradcheck.numerics.precise import annotate, precise_tolerances
+from adcheck.gradcheck.numerics.precise import annotate
 from adcheck.gradcheck.large.probed import escape_odds
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
 from adcheck.gradcheck.core.reuse import expected_jacobian
@@ -89,25 +88,26 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)
-    tols = precise_tolerances(numerical, _epsilon(ev)) if options.precise else None
+    tols = plan.scheme.tolerances(numerical, _epsilon(ev))
     built, compared = {}, {}
     for side in sides(options):
         produce = ad_producer(side, options, plan)
         with ev.riding():   # the other checks' vectors ride in its batches
             jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
-        expected, side_tols = compared[side.mode] = plan.against(side, numerical, options, tols)
+        expected, side_tols = compared[side.mode] = plan.against(side, numerical, tols)
         found = compare_jacobians(side.mode, expected, jac, options.atol, options.rtol,
                                   side_tols)
         # a failure may be the AD side's own rounding: measured only then (adfloor)
-        found = rejudge(ev, produce, expected, jac, side_tols, found, options, _epsilon(ev))
+        found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
+                        _epsilon(ev))
         report.results += annotate(found, expected, side_tols or {})
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             with ev.riding(again=True):   # batched as the first run was
                 again = produce(ev)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     if plan.seeds:
-        _cover(report, plan, numerical, compared, options, _epsilon(ev))
-        _explain_cells(ev, report, options, numerical)
+        _cover(report, plan, numerical, compared, _epsilon(ev))
+        _explain_cells(ev, report, plan.scheme, numerical)
     if len(built) == 2 and options.check_adjoint and plan.kind != "probed":
         layout = cell_layout(ev.problem.layout, plan.seeds)
         probes = draw_probes(ev.problem, rng, options.probes, layout)
@@ -121,30 +121,32 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         _who_is_wrong(ev, report, options)
 
 
-def _cover(report: Report, plan, numerical, compared: dict, options, epsilon) -> None:
+def _cover(report: Report, plan, numerical, compared: dict, epsilon) -> None:
     """What the compressed or probed Jacobians could have missed, by mode."""
     for mode, jac in report.jacobians.items():
         report.coverage[mode] = jac.note
     if plan.kind == "probed":
         tols = compared.get("forward", (None, None))[1]
         if tols is None:
-            tols = precise_tolerances(numerical, epsilon) if options.precise else \
-                {k: torch_tolerance(b, options.atol, options.rtol)
-                 for k, b in numerical.blocks.items()}
+            tols = plan.scheme.tolerances(numerical, epsilon)
+        if tols is None:   # the comparator's own atol and rtol, as matrices
+            tols = {k: plan.scheme.entry_tolerance(b, None, epsilon)
+                    for k, b in numerical.blocks.items()}
         reverse = compared.get("reverse", (None, None))[1]
         if numerical.allowance is not None:   # the whole tolerance is the rounding allowance
-            report.escape = escape_odds(numerical, tols, reverse, plan.probes, options,
+            report.escape = escape_odds(numerical, tols, reverse, plan.probes, plan.scheme,
                                         epsilon, r=stated_relative(epsilon), relative=0.0)
         else:
-            report.escape = escape_odds(numerical, tols, reverse, plan.probes, options, epsilon)
+            report.escape = escape_odds(numerical, tols, reverse, plan.probes, plan.scheme,
+                                        epsilon)
 
 
-def _explain_cells(ev: Evaluator, report: Report, options: Options, numerical) -> None:
+def _explain_cells(ev: Evaluator, report: Report, scheme, numerical) -> None:
     """A compressed check failed in a cell: name the entry, show its window."""
     for result in report.failures:
         jac = report.jacobians.get(result.mode)
         if result.check in SIDES and jac is not None and jac.seeds and result.where:
-            explain(ev, result, jac, options, _epsilon(ev), numerical)
+            explain(ev, result, jac, scheme, _epsilon(ev), numerical)
 
 
 def _who_is_wrong(ev: Evaluator, report: Report, options: Options) -> None:

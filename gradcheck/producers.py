@@ -79,6 +79,7 @@ from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics.reference import reference_blocks
 from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.numerics.scheme import Central, Extrapolated, scheme
 from adcheck.gradcheck.lowprec.widening import attach_reference_allowance, wide_blocks, widened
 from adcheck.gradcheck.lowprec.indtype import in_dtype_blocks
 from adcheck.gradcheck.lowprec.lowprecision import is_narrow
@@ -103,6 +104,9 @@ class Plan:
     #: of two its directions were normalised by (``gradcheck.large.lowprobed``)
     wide: Problem | None = None
     scales: dict | None = None
+    #: how the numerical side differences and how it is judged
+    #: (``numerics.scheme``: central at ``eps``, or extrapolated when precise)
+    scheme: Central | Extrapolated | None = None
 
     @property
     def seeds(self) -> dict | None:
@@ -111,12 +115,11 @@ class Plan:
             return self.probes.seeds
         return None if self.compression is None else self.compression.seeds
 
-    def against(self, side: Side, numerical: Jacobian, options: Options,
-                tolerances: dict | None) -> tuple:
+    def against(self, side: Side, numerical: Jacobian, tolerances: dict | None) -> tuple:
         """What ``side``'s Jacobian is compared with, and the tolerances:
         ``numerical`` itself, or its rows projected (reverse mode, probed)."""
         if self.kind == "probed" and side is REVERSE:
-            return projected(numerical, self.probes, options, self.epsilon)
+            return projected(numerical, self.probes, self.scheme, self.epsilon)
         return numerical, tolerances
 
 
@@ -129,7 +132,14 @@ def entries(ev: Evaluator) -> int:
 
 def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     """The ``Plan`` of a slow check (see the module docstring)."""
+    plan = _choose(ev, rng, options, epsilon)
+    plan.scheme = scheme(options)
+    return plan
+
+
+def _choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
     kind = options.jacobian
+    how = scheme(options)
     if options.reference is not None:
         kind = "dense"
         if not budgets.fits(ev.budget, entries(ev)):
@@ -138,26 +148,26 @@ def choose(ev: Evaluator, rng, options: Options, epsilon: float) -> Plan:
         return _low_precision_plan(ev, rng, options, epsilon)
     if kind == "probed":
         child = np.random.default_rng(rng.integers(2**63))
-        probes = probe_plan(ev, child, options.probes, options.precise)
+        probes = probe_plan(ev, child, options.probes, how)
         return Plan(kind, None, epsilon, probes, streamed=not budgets.fits(
             ev.budget, probe_cells(ev, probes.k), budgets.CELL_COPIES))
     comp = None
     if kind == "compressed" or (kind == "auto" and large(ev)):
         child = np.random.default_rng(rng.integers(2**63))
-        comp = compression(ev, child, options.precise, pattern_side(options))
+        comp = compression(ev, child, how, pattern_side(options))
         kind = "compressed" if kind == "compressed" or worth_it(ev, comp) else "auto"
     if options.jacobian == "auto" and options.reference is None and \
             wide(ev, comp if kind == "compressed" else None):
         child = np.random.default_rng(rng.integers(2**63))
         return Plan("probed", None, epsilon, probe_plan(ev, child, max(options.probes, WIDE_PROBES),
-                                                         options.precise, exact_rows=True))
+                                                         how, exact_rows=True))
     if kind in ("auto", "dense"):   # every entry: whole blocks, or chunks of them
         kind = "dense" if budgets.fits(ev.budget, entries(ev)) else "chunked"
     if options.jacobian == "auto" and options.reference is None and \
             too_slow(ev, comp if kind == "compressed" else None, options):
         child = np.random.default_rng(rng.integers(2**63))
         k = max(options.probes, WIDE_PROBES)
-        return Plan("probed", None, epsilon, probe_plan(ev, child, k, options.precise),
+        return Plan("probed", None, epsilon, probe_plan(ev, child, k, how),
                     streamed=not budgets.fits(ev.budget, probe_cells(ev, k),
                                               budgets.CELL_COPIES))
     if kind != "compressed":
@@ -178,9 +188,6 @@ WIDE_PROBES = 8
 #: ``auto`` probes when building every entry is estimated to take more than this
 #: share of the check's ``time_limit`` (the rest: the AD sides, a failure's diagnosis)
 FIT = 0.5
-#: evaluations per differenced column, precise (Richardson: 10 for most smooth
-#: columns, 4 to 28 in all) and not (a central difference)
-PRECISE_CALLS, PLAIN_CALLS = 10, 2
 #: seconds of extrapolation and error estimation per output entry and evaluation
 #: (measured on the layer norms of issue 28: 0.5 to 3e-7 s on a busy 2-core VM)
 PER_ENTRY = 2e-7
@@ -196,7 +203,7 @@ def too_slow(ev: Evaluator, comp: Compression | None, options: Options) -> bool:
     p = ev.problem
     columns = comp.groups if comp is not None else sum(p.layout.in_size(i) for i in p.diff_in)
     rows = sum(p.layout.out_size(o) for o in p.float_out)
-    calls = columns * (PRECISE_CALLS if options.precise else PLAIN_CALLS)
+    calls = columns * scheme(options).calls
     estimate = calls * (_evaluation_seconds(ev) + rows * PER_ENTRY)
     return estimate > FIT * options.time_limit
 
@@ -301,11 +308,9 @@ def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
         return partial(probed_low_numerical, plan=plan.probes, scales=plan.scales,
                        wide=plan.wide, sides=checked)
     if plan is not None and plan.kind == "probed":
-        return partial(probed_numerical, plan=plan.probes, precise=options.precise,
-                       eps=options.eps)
+        return partial(probed_numerical, plan=plan.probes, scheme=plan.scheme)
     if plan is not None and plan.kind == "compressed":
-        return partial(compressed_numerical, comp=plan.compression, precise=options.precise,
-                       eps=options.eps)
+        return partial(compressed_numerical, comp=plan.compression, scheme=plan.scheme)
     if options.reference is not None:
         reference = partial(reference_blocks, ref=options.reference)
         return partial(low_precision_reference, reference=reference) if options.precise \

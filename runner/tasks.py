@@ -146,7 +146,7 @@ def _op_samples(task: OpTask, emit, progress: dict) -> None:
 
 
 def _target_samples(task: TargetTask, emit, progress: dict) -> None:
-    from adcheck.runner.reproduction import target_subject
+    from adcheck.runner.subjects import target_subject
     policy = task.settings.policy
     subject = target_subject(task.op, task.inputs, task.engine, policy.seed, task.index)
     progress["family"] = subject.target.kind

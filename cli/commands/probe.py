@@ -33,7 +33,7 @@ def _call(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
     from adcheck.runner.checks import fault_text
     from adcheck.runner.layouts import layout_of
     from adcheck.runner.pool import TaskTimeout, deadline
-    from adcheck.runner.reproduction import subject_of
+    from adcheck.runner.subjects import subject_of
     try:
         with deadline(seconds):
             call, _ = subject_of(target, spec, seed, index).call()

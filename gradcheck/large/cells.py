@@ -3,15 +3,16 @@
 Every compressed, probed or chunked producer builds its blocks from these,
 ``start:stop`` cell columns at a time (``gradcheck.large.seeds`` for ``S``):
 
-- ``numerical_cells``: finite differences along each column of ``S``
-  (central at ``eps``, or Richardson-extrapolated with an error estimate;
-  for ``Identity`` seeds exactly the dense producers' columns);
+- ``numerical_cells``: finite differences along each column of ``S``, by the
+  check's scheme (``gradcheck.numerics.scheme``: central at ``eps``, or
+  Richardson-extrapolated with an error estimate; for ``Identity`` seeds
+  exactly the dense producers' columns);
 - ``forward_cells``: one jvp per column of ``S``;
 - ``reverse_row_cells``: vjps of unit grad_outputs (rows of the block),
   multiplied by ``S``.
 
 Seeds meant for extrapolation carry the first step of each coordinate in
-their weights (``direction_scale``), so a step ``2**-k`` along a column moves
+their weights (the scheme's ``direction_scale``), so a step ``2**-k`` along a column moves
 each coordinate by its own ``h_0`` times its weight, as the dense
 extrapolation does.
 """
@@ -22,50 +23,40 @@ import time
 import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
-from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.analytical import ad_parts
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
-from adcheck.gradcheck.core.numerical import central_columns, column_chunk
-from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, extrapolated_columns, step_scale
+from adcheck.gradcheck.core.numerical import column_chunk
 from adcheck.gradcheck.large.seeds import Seeds
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE
 
 
-def direction_scale(ev: Evaluator, in_idx: int, precise: bool) -> np.ndarray:
-    """What to multiply seed weights by so that finite differences along them
-    step as the dense ones do: ``h_0`` per coordinate when extrapolating, 1
-    otherwise."""
-    if not precise:
-        return np.ones(ev.problem.layout.in_size(in_idx))
-    return step_scale(coords.to_real(ev.problem.arrays[in_idx]))
-
-
 def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int,
-                    precise: bool, eps: float) -> dict:
+                    scheme) -> dict:
     """``(cells, errors, unresolved)`` by output, each ``(output real size,
-    stop - start)``; ``errors`` is ``None`` unless ``precise``, ``unresolved``
+    stop - start)``, differenced by ``scheme`` (``numerics.scheme``);
+    ``errors`` is ``None`` unless the scheme estimates them, ``unresolved``
     (the cells no step resolved, NaN in ``cells``) ``None`` unless some cell
     is. Columns go in sub-chunks the budget allows (extrapolation holds a few
     dozen values per entry), each written into the arrays of the whole span
     as it comes."""
-    width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES if precise
-                         else budgets.COMPARISON_COPIES)
+    width = column_chunk(ev, scheme.copies)
+    extrapolated = scheme.estimates_error   # (values and errors written in place)
     if width >= stop - start > 0:   # one sub-chunk: its arrays as they are (no copy)
         return {o: (cells.T, None if errors is None else errors.T,
                     unresolved.T if unresolved is not None and unresolved.any() else None)
                 for o, (cells, errors, unresolved) in _numerical_cells(
-                    ev, in_idx, seeds, start, stop, precise, eps).items()}
+                    ev, in_idx, seeds, start, stop, scheme).items()}
     # stored a column after another, as they are made (a transposed write is
     # several times slower); extrapolation writes its values and errors there
     p = ev.problem
     found = {o: [np.empty((stop - start, p.layout.out_size(o))).T for _ in range(2)] + [None]
-             for o in p.float_out} if precise else {}
+             for o in p.float_out} if extrapolated else {}
     for a in range(start, stop, width):
         b = min(stop, a + width)
         out = {o: tuple(q.T[a - start:b - start] for q in spans[:2])
-               for o, spans in found.items()} if precise else None
-        part = _numerical_cells(ev, in_idx, seeds, a, b, precise, eps, out)
+               for o, spans in found.items()} if extrapolated else None
+        part = _numerical_cells(ev, in_idx, seeds, a, b, scheme, out)
         for o, (cells, errors, unresolved) in part.items():
             if o not in found:
                 found[o] = [_span(cells, stop - start), None, None]
@@ -74,13 +65,13 @@ def numerical_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: 
                 # (a mask of the span only when needed: each array of its size is
                 # memory touched afresh, which costs as much as filling it)
                 spans[2] = np.zeros((stop - start, unresolved.shape[1]), bool).T
-            for whole, q in zip(spans, (None if precise else cells, None, unresolved)):
+            for whole, q in zip(spans, (None if extrapolated else cells, None, unresolved)):
                 if whole is not None and q is not None:
                     whole.T[a - start:b - start] = q
     if not found:   # no column at all
         return {o: (q.T.copy(),) + tuple(None if k is None else k.T.copy() for k in rest)
-                for o, (q, *rest) in _numerical_cells(ev, in_idx, seeds, start, stop, precise,
-                                                      eps).items()}
+                for o, (q, *rest) in _numerical_cells(ev, in_idx, seeds, start, stop,
+                                                      scheme).items()}
     return {o: tuple(spans) for o, spans in found.items()}
 
 
@@ -90,25 +81,11 @@ def _span(piece, count: int):
     return None if piece is None else np.empty((count, piece.shape[1]), piece.dtype).T
 
 
-def _numerical_cells(ev, in_idx, seeds, start, stop, precise, eps, out=None) -> dict:
+def _numerical_cells(ev, in_idx, seeds, start, stop, scheme, out=None) -> dict:
     """``(cells, errors, unresolved)`` by output, each ``(stop - start, output
-    real size)`` (a row per column, as they are made; precise, into ``out``
-    when given: see ``extrapolated_columns``)."""
-    directions = seeds.directions(start, stop)
-    columns = np.arange(start, stop)
-    if not precise:
-        found = central_columns(ev, in_idx, eps, columns, directions)
-        return {o: (block.T, None, None) for o, block in found.items()}
-    if directions is None:
-        steps = _steps(coords.to_real(ev.problem.arrays[in_idx])[start:stop])
-        found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns, out=out)
-    else:
-        steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None], (DEEPEST, stop - start))
-        found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions,
-                                                 out=out)
-    # (a cell no step resolves, its steps straddling a jump, comes back NaN with
-    # an infinite error: no evidence either way, as in the dense precise check)
-    return {o: (best, err, unresolved[o]) for o, (best, err) in found.items()}
+    real size)`` (a row per column, as they are made; extrapolated, into
+    ``out`` when given: see ``extrapolated_columns``)."""
+    return scheme.cells(ev, in_idx, seeds.directions(start, stop), np.arange(start, stop), out)
 
 
 def forward_cells(ev: Evaluator, in_idx: int, seeds: Seeds, start: int, stop: int) -> dict:
@@ -172,18 +149,17 @@ def _columns(parts: list) -> np.ndarray:
     return out
 
 
-def seeded_numerical(ev: Evaluator, seeds: dict, precise: bool, eps: float, producer: str,
-                     note: str) -> Jacobian:
+def seeded_numerical(ev: Evaluator, seeds: dict, scheme, producer: str, note: str) -> Jacobian:
     """``J S`` for every input's seeds, by finite differences along each seed
     column, a budget's chunk of columns at a time."""
     p = ev.problem
     start, before = time.perf_counter(), p.counts["function"]
-    jac = Jacobian("numerical", p.layout, errors={} if precise else None, seeds=seeds,
-                   producer=producer, note=note)
-    copies = budgets.EXTRAPOLATION_COPIES if precise else budgets.COMPARISON_COPIES
+    jac = Jacobian("numerical", p.layout, errors={} if scheme.estimates_error else None,
+                   seeds=seeds, producer=producer, note=note)
     for in_idx in p.diff_in:
-        parts = [numerical_cells(ev, in_idx, seeds[in_idx], a, b, precise, eps)
-                 for a, b in budgets.chunks(seeds[in_idx].count, column_chunk(ev, copies))]
+        parts = [numerical_cells(ev, in_idx, seeds[in_idx], a, b, scheme)
+                 for a, b in budgets.chunks(seeds[in_idx].count,
+                                            column_chunk(ev, scheme.copies))]
         assemble(jac, ev, in_idx, parts)
     jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from adcheck.gradcheck.large import listed
-from adcheck.gradcheck.large.cells import direction_scale, seeded_forward, seeded_numerical
+from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.large.listed import sparse_rows
 from adcheck.gradcheck.core.jacobian import Jacobian
@@ -145,7 +145,7 @@ def detect(ev: Evaluator, side: Side, rng) -> dict:
     return found
 
 
-def compression(ev: Evaluator, rng, precise: bool, side: Side) -> Compression:
+def compression(ev: Evaluator, rng, scheme, side: Side) -> Compression:
     """Seeds for every input from the patterns ``side`` shows."""
     p = ev.problem
     patterns = detect(ev, side, rng)
@@ -156,7 +156,7 @@ def compression(ev: Evaluator, rng, precise: bool, side: Side) -> Compression:
         size = p.layout.in_size(in_idx)
         groups, count = combined(list(colours.values())) if colours else \
             (np.zeros(size, dtype=np.int64), min(size, 1))
-        weights = signed_weights(rng, size) * direction_scale(ev, in_idx, precise)
+        weights = signed_weights(rng, size) * scheme.direction_scale(ev, in_idx)
         seeds[in_idx] = Groups(groups, weights, count, mine, colours)
     comp = Compression(seeds, patterns, side.mode)
     for (out_idx, in_idx), pattern in patterns.items():
@@ -191,10 +191,9 @@ def _note(comp: Compression, what: str) -> str:
             "probability at most tolerance / |largest of them|")
 
 
-def compressed_numerical(ev: Evaluator, comp: Compression, precise: bool,
-                         eps: float) -> Jacobian:
+def compressed_numerical(ev: Evaluator, comp: Compression, scheme) -> Jacobian:
     """``J S`` by finite differences along each group's direction."""
-    return seeded_numerical(ev, comp.seeds, precise, eps, "compressed",
+    return seeded_numerical(ev, comp.seeds, scheme, "compressed",
                             _note(comp, "finite differences of J S"))
 
 

@@ -61,6 +61,7 @@ from adcheck.gradcheck.lowprec.lowprecision import (
     sum_units,
 )
 from adcheck.gradcheck.numerics.precision import Precision
+from adcheck.gradcheck.numerics.scheme import Extrapolated
 from adcheck.gradcheck.large.probed import ProbePlan, probe_plan, probed_reverse
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.large.seeds import Probes
@@ -85,8 +86,8 @@ def stated_relative(epsilon: float) -> float:
 def rounded_plan(ev: Evaluator, rng, k: int) -> tuple:
     """``(plan, scales)``: a probe plan whose directions are exact in each input's
     dtype, each direction normalised by a power of two; ``scales[i]`` (``k``
-    powers of two) restores the step sizes of ``direction_scale``."""
-    plan = probe_plan(ev, rng, k, precise=True)
+    powers of two) restores the step sizes of extrapolation's ``direction_scale``."""
+    plan = probe_plan(ev, rng, k, Extrapolated())
     p = ev.problem
     scales = {}
     for i, seeds in plan.seeds.items():
@@ -110,7 +111,7 @@ def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Pro
     start = time.perf_counter()
     stepped = {i: Probes(s.vectors * scales[i][:, None]) for i, s in plan.seeds.items()}
     wide_ev = Evaluator(wide)
-    jac = seeded_numerical(wide_ev, stepped, True, 0.0, "probed",
+    jac = seeded_numerical(wide_ev, stepped, Extrapolated(), "probed",
                            f"finite differences (float64 run) of J U for {plan.k} Gaussian "
                            "directions")
     for key in list(jac.blocks):

@@ -45,7 +45,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
-from adcheck.gradcheck.large.cells import direction_scale, seeded_forward, seeded_numerical
+from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.numerics.precise import SAFETY
@@ -74,7 +74,7 @@ class ProbePlan:
         return next(iter(self.seeds.values())).count
 
 
-def probe_plan(ev: Evaluator, rng, k: int, precise: bool, exact_rows: bool = False) -> ProbePlan:
+def probe_plan(ev: Evaluator, rng, k: int, scheme, exact_rows: bool = False) -> ProbePlan:
     """Gaussian directions for every input (scaled as the steps are) and unit
     Gaussian rows for every output that requires grad; with ``exact_rows``,
     the identity's rows instead (one vjp per output coordinate: every row of
@@ -83,7 +83,7 @@ def probe_plan(ev: Evaluator, rng, k: int, precise: bool, exact_rows: bool = Fal
     seeds = {}
     for i in p.diff_in:
         draws = rng.standard_normal((k, p.layout.in_size(i)))
-        draws *= direction_scale(ev, i, precise)   # (in place: k copies of the input)
+        draws *= scheme.direction_scale(ev, i)   # (in place: k copies of the input)
         seeds[i] = Probes(draws)
     rows = {}
     for o in p.diff_out:
@@ -96,8 +96,8 @@ def probe_plan(ev: Evaluator, rng, k: int, precise: bool, exact_rows: bool = Fal
     return ProbePlan(seeds, rows, exact_rows)
 
 
-def probed_numerical(ev: Evaluator, plan: ProbePlan, precise: bool, eps: float) -> Jacobian:
-    return seeded_numerical(ev, plan.seeds, precise, eps, "probed",
+def probed_numerical(ev: Evaluator, plan: ProbePlan, scheme) -> Jacobian:
+    return seeded_numerical(ev, plan.seeds, scheme, "probed",
                             f"finite differences of J U for {plan.k} Gaussian directions")
 
 
@@ -126,14 +126,14 @@ def probed_reverse(ev: Evaluator, plan: ProbePlan) -> Jacobian:
     return jac
 
 
-def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> tuple:
+def projected(numerical: Jacobian, plan: ProbePlan, scheme, epsilon: float) -> tuple:
     """``W^T (J U)`` and its tolerances, for reverse mode to be compared with:
     the projection's error estimate plus the relative allowance of every cell
     it sums (``c |w|^T |J u|``), plus rounding of the sum."""
     jac = Jacobian("numerical", numerical.layout, seeds=numerical.seeds, producer="probed",
                    note=numerical.note, row_seeds=plan.rows)
     tolerances = {}
-    relative = cell_relative(options, epsilon)
+    relative = scheme.relative(epsilon)
     for (o, i), cells in numerical.blocks.items():
         if o not in plan.rows:
             continue
@@ -143,12 +143,12 @@ def projected(numerical: Jacobian, plan: ProbePlan, options, epsilon: float) -> 
             tol = np.abs(w) @ numerical.allowance[o, i]
             tol = tol + (numerical.projected_allowance or {}).get((o, i), 0.0)
             tol = tol + (SAFETY * (np.abs(w) @ numerical.errors[o, i])
-                         if numerical.errors is not None else options.atol)
+                         if numerical.errors is not None else scheme.absolute)
         else:
             errors = None if numerical.errors is None else numerical.errors[o, i]
             tol = projection_tolerance(w, cells, cell_tolerance(cells, errors, relative),
                                        epsilon)
-            tol = tol + (0.0 if errors is not None else options.atol)
+            tol = tol + (0.0 if errors is not None else scheme.absolute)
         tolerances[o, i] = tol + 1e-300
     return jac, tolerances
 
@@ -192,13 +192,13 @@ def reverse_escape(t: float, k_rows: int, k_cols: int) -> float:
 
 
 def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict | None,
-                plan: ProbePlan, options, epsilon: float, r: float = STATED_RELATIVE,
+                plan: ProbePlan, scheme, epsilon: float, r: float = STATED_RELATIVE,
                 relative: float | None = None) -> dict:
     """By mode, the probability that one entry wrong by ``r`` times its row's
     norm escapes every comparison, for the median row of each block (the
     largest over blocks). ``relative``: the part of the tolerance proportional
-    to a cell (``c``; by default the options'); the rest counts as ``f``."""
-    c = cell_relative(options, epsilon, relative)
+    to a cell (``c``; by default the scheme's); the rest counts as ``f``."""
+    c = scheme.relative(epsilon) if relative is None else relative
     summaries = {}
     for key, cells in numerical.blocks.items():
         if not cells.size:
@@ -208,13 +208,6 @@ def escape_odds(numerical: Jacobian, tolerances: dict, reverse_tolerances: dict 
             rest = np.maximum(reverse_tolerances[key] - c * np.abs(cells), 0.0).mean(axis=1)
         summaries[key] = row_summary(*row_statistics(cells, tolerances[key], c), rest)
     return odds_of_rows(summaries, reverse_tolerances, plan.k, c, r)
-
-
-def cell_relative(options, epsilon: float, relative: float | None = None) -> float:
-    """``c``, the part of a cell's tolerance proportional to the cell."""
-    if relative is not None:
-        return relative
-    return math.sqrt(epsilon) / 2 if options.precise else options.rtol
 
 
 def row_statistics(cells: np.ndarray, tolerances: np.ndarray, c: float) -> tuple:

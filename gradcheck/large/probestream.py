@@ -41,8 +41,6 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.faults import unresolved_result
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.large.probed import (
-    cell_relative,
-    cell_tolerance,
     odds_of_rows,
     probed_reverse,
     projection_tolerance,
@@ -67,10 +65,11 @@ PIECE_ROWS = 2 ** 15
 class _Probes(ChunkState):
     """``streamed``'s state with the probe plan's directions for seeds."""
 
-    def __init__(self, ev, options, sides, epsilon, plan):
+    def __init__(self, ev, options, sides, epsilon, plan, scheme):
         # (a ``comp`` with seeds: cells, not input coordinates, are counted and
         # explained)
-        super().__init__(ev, options, sides, epsilon, SimpleNamespace(seeds=plan.seeds))
+        super().__init__(ev, options, sides, epsilon, SimpleNamespace(seeds=plan.seeds),
+                         scheme)
         self.plan = plan
         #: per pair: reverse mode's projected expectation ``W^T J U`` and its
         #: tolerance, filled a chunk of columns at a time
@@ -88,7 +87,7 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
     (see the module docstring)."""
     p = ev.problem
     probes = plan.probes
-    state = _Probes(ev, options, sides, epsilon, probes)
+    state = _Probes(ev, options, sides, epsilon, probes, plan.scheme)
     reverse = probed_reverse(ev, probes) if REVERSE in sides else None
     if reverse is not None:   # reentrancy is a property of the backward (PyTorch's check)
         report.results += checks.reentrant(p, reverse, probed_reverse(ev, probes),
@@ -108,15 +107,15 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
             if key[1] == in_idx:
                 state.rows[key] = row_summary(*held)
     for tol in state.tolerances.values():   # the absolute part, once per cell
-        tol += (0.0 if options.precise else options.atol) + 1e-300
+        tol += plan.scheme.absolute + 1e-300
     set_magnitudes(report, state.tallies)
-    tally_results(ev, report, state.tallies, options, epsilon, state.comp)
+    tally_results(ev, report, state.tallies, options, plan.scheme, epsilon, state.comp)
     report.results += [unresolved_result(key, *found, True)
                        for key, found in sorted(state.unresolved.items())]
     if reverse is not None:
         report.results += _reverse_results(state, reverse)
         report.jacobians["reverse"] = reverse
-    c = cell_relative(options, epsilon)
+    c = plan.scheme.relative(epsilon)
     report.escape = odds_of_rows(state.rows, state.tolerances or None, probes.k, c)
     what = (f"cells beyond the memory budget ({ev.budget} bytes): {state.chunks} chunks of "
             "probe columns, each built, compared and dropped")
@@ -131,8 +130,8 @@ def streamed_probed(ev: Evaluator, report, options, sides: list, epsilon: float,
 def _reduce(state: _Probes, expected: dict, in_idx: int, span: tuple) -> None:
     """What reverse mode and the escape odds need of the chunk's cells, a piece
     of rows at a time (``|W|`` and the other temporaries then stay small)."""
-    options, probes = state.options, state.plan
-    c = cell_relative(options, state.epsilon)
+    probes = state.plan
+    c = state.scheme.relative(state.epsilon)
     a, b = span
     for o, (e, base) in expected.items():
         key = (o, in_idx)
@@ -161,11 +160,9 @@ def _project(state: _Probes, w: np.ndarray, cells: np.ndarray, base: np.ndarray,
              projected: np.ndarray, tol: np.ndarray) -> None:
     """Add rows ``w`` (a piece of ``W``'s columns) times the cells into the
     projection, and their part of its tolerance (``probed.projected``'s)."""
-    options = state.options
     projected += w @ cells
-    # precise, ``base`` is the cells' tolerance but its absolute part (``streamed._base``);
-    # otherwise it holds ``atol``, which the projection adds once, at the end
-    cell_tol = base if options.precise else cell_tolerance(cells, None, options.rtol)
+    # the projection adds the cells' absolute part once, at the end
+    cell_tol = base - state.scheme.absolute if state.scheme.absolute else base
     tol += projection_tolerance(w, cells, cell_tol, state.epsilon)
 
 
@@ -183,10 +180,9 @@ def _reverse_results(state: _Probes, reverse: Jacobian) -> list:
             continue
         o, i = result.out_idx, result.in_idx
         g = result.where[1]
-        column = numerical_cells(ev, i, probes.seeds[i], g, g + 1, options.precise,
-                                 options.eps)[o][0]
+        column = numerical_cells(ev, i, probes.seeds[i], g, g + 1, state.scheme)[o][0]
         cells = np.zeros((layout.out_size(o), probes.seeds[i].count))
         cells[:, g] = column[:, 0]
-        explain(ev, result, reverse, options, state.epsilon,
+        explain(ev, result, reverse, state.scheme, state.epsilon,
                 Jacobian("numerical", layout, {(o, i): cells}))
     return results

@@ -40,17 +40,18 @@ from adcheck.gradcheck.core import heap
 from adcheck.gradcheck.verdict.adjoint import adjoint_results
 from adcheck.gradcheck.core.analytical import ad_parts
 from adcheck.gradcheck.large.cells import forward_cells, numerical_cells, reverse_row_cells
-from adcheck.gradcheck.verdict.compare import Tally, pieces, shared_magnitude, torch_tolerance
+from adcheck.gradcheck.verdict.compare import Tally, pieces, shared_magnitude
 from adcheck.gradcheck.large.compressed import _note
 from adcheck.gradcheck.large.decompress import ROW_GAIN, reconstruct
-from adcheck.gradcheck.verdict.diagnosis import diagnose, zero_analytical, zero_numerical
-from adcheck.gradcheck.verdict.faults import unresolved_result
+from adcheck.gradcheck.verdict.diagnosis import diagnose, subset, whole_block
+from adcheck.gradcheck.numerics.precise import as_zero, no_evidence
+from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.verdict.faults import nonfinite_result, unresolved_result
 from adcheck.gradcheck.verdict.repeats import Repeats
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.fast import draw_probes, fast_projections
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
-from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance
 from adcheck.gradcheck.large.seeds import Identity
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE
 from adcheck.gradcheck.large.window import dense_window, explain
@@ -96,20 +97,21 @@ def _held_width(ev: Evaluator, in_idx: int):
     return width + (width % 2 if p.layout.in_complex[in_idx] else 0)
 
 
-def _base(expected, errors, options, epsilon, consume: bool = False) -> np.ndarray:
+def _base(expected, errors, scheme, epsilon, consume: bool = False) -> np.ndarray:
     """The tolerance of each entry but the floor that depends on the whole block
-    (the ``Tally``'s): a dense check's rule (``compare.torch_tolerance``, or
-    ``precise.entry_tolerance`` with no floor), a piece at a time;
+    (the ``Tally``'s): a dense check's rule (the scheme's ``entry_tolerance``,
+    with no floor), a piece at a time;
     ``consume``: ``errors`` is the caller's to give, and becomes the result (a
     chunk is a share of the budget: a fresh array of its size costs time)."""
-    if not options.precise:
-        return torch_tolerance(expected, options.atol, options.rtol)
+    if not scheme.estimates_error:
+        return scheme.entry_tolerance(expected, None, epsilon)
     if errors is None:
         base = np.empty(expected.shape)
     else:
         base = errors if consume else errors.copy()
     for part, e in zip(pieces(base), pieces(expected, base)):   # (temporaries stay in cache)
-        part[...] = entry_tolerance(e, None if errors is None else part, epsilon, scale=0.0)
+        part[...] = scheme.entry_tolerance(e, None if errors is None else part, epsilon,
+                                           scale=0.0)
     return base
 
 
@@ -123,16 +125,16 @@ def _complex(block, in_complex):
 
 
 def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
-             plan=None) -> None:
+             plan) -> None:
     """The slow check of a chunked plan, or of a compressed one whose cells do
     not fit in the budget (``plan.compression``; see the module docstring)."""
     p = ev.problem
     start = time.perf_counter()
-    comp = None if plan is None else plan.compression
-    state = ChunkState(ev, options, sides, epsilon, comp)
+    comp = plan.compression
+    state = ChunkState(ev, options, sides, epsilon, comp, plan.scheme)
     for in_idx in p.diff_in:
         report.results += _input(state, in_idx)
-    _finish(ev, report, rng, options, sides, epsilon, state.tallies, comp)
+    _finish(ev, report, rng, options, sides, epsilon, state.tallies, comp, plan.scheme)
     report.results += [unresolved_result(key, *found, comp is not None)
                        for key, found in sorted(state.unresolved.items())]
     if comp is None:
@@ -156,12 +158,12 @@ def streamed(ev: Evaluator, report, rng, options, sides: list, epsilon: float,
 class ChunkState:
     """What a streamed check carries from chunk to chunk."""
 
-    def __init__(self, ev, options, sides, epsilon, comp):
+    def __init__(self, ev, options, sides, epsilon, comp, scheme):
         self.ev, self.options, self.sides = ev, options, sides
-        self.epsilon, self.comp = epsilon, comp
-        #: the tallies' floor per unit of a block's largest entry: precise, the
-        #: part of ``precise.entry_tolerance`` that ``_base`` leaves out
-        self.floor = AD_ULPS * epsilon if options.precise else 0.0
+        self.epsilon, self.comp, self.scheme = epsilon, comp, scheme
+        #: the tallies' floor per unit of a block's largest entry: the part of the
+        #: scheme's tolerance that ``_base`` leaves out
+        self.floor = scheme.floor(epsilon)
         self.tallies, self.chunks = {}, 0
         #: whether reverse mode's rows were made once and held (``_held_width``)
         self.held_rows = False
@@ -257,14 +259,13 @@ def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool
     ev, options = state.ev, state.options
     a, b = span
     expected = {}
-    found = numerical_cells(ev, in_idx, seeds, a, b, options.precise, options.eps)
+    found = numerical_cells(ev, in_idx, seeds, a, b, state.scheme)
     for o, (values, errors, unresolved) in found.items():
         if unresolved is not None and unresolved.any():
-            values = np.where(unresolved, 0.0, values)
-            errors = np.where(unresolved, np.inf, errors)
+            values, errors = as_zero(values, unresolved), no_evidence(errors, unresolved)
             _count_unresolved(state, (o, in_idx), unresolved, a)
         e = _complex(values, cplx)
-        base = _base(e, None if errors is None else _magnitude(errors, cplx), options,
+        base = _base(e, None if errors is None else _magnitude(errors, cplx), state.scheme,
                      state.epsilon, consume=True)
         expected[o] = (e, base)
         # (once per chunk: each tally of it would scan it again for its scale)
@@ -275,10 +276,12 @@ def expected_span(state: ChunkState, in_idx: int, seeds, span: tuple, cplx: bool
 
 
 def _column_scales(e: np.ndarray) -> np.ndarray:
-    """The largest ``|e|`` of each column of a chunk."""
+    """The largest finite ``|e|`` of each column of a chunk."""
     if np.iscomplexobj(e):
-        return np.max(np.abs(e), axis=0, initial=0.0)
-    return np.maximum(np.max(e, axis=0, initial=0.0), -np.min(e, axis=0, initial=0.0))
+        found = np.max(np.abs(e), axis=0, initial=0.0)
+    else:
+        found = np.maximum(np.max(e, axis=0, initial=0.0), -np.min(e, axis=0, initial=0.0))
+    return found if np.isfinite(found).all() else largest_finite(e, axis=0)
 
 
 def _count_unresolved(state: ChunkState, key: tuple, mask: np.ndarray, col0: int) -> None:
@@ -383,18 +386,18 @@ def _reverse(state: ChunkState, expected: dict, in_idx: int, span: tuple, again:
                                   (r0, 0))
 
 
-def _finish(ev, report, rng, options, sides, epsilon, tallies, comp=None) -> None:
+def _finish(ev, report, rng, options, sides, epsilon, tallies, comp, scheme) -> None:
     """Magnitudes, the results of every tally, and the adjoint identity."""
     set_magnitudes(report, tallies)
-    tally_results(ev, report, tallies, options, epsilon, comp)
+    tally_results(ev, report, tallies, options, scheme, epsilon, comp)
     if len(sides) == 2 and options.check_adjoint:
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
 
 
 def set_magnitudes(report, tallies: dict) -> None:
-    """``report.magnitudes``: every pair gets the largest Frobenius norm of the
-    numerical blocks the tallies observed."""
-    report.magnitudes = shared_magnitude({key[1:]: float(np.sqrt(t.sums[0]))
+    """``report.magnitudes``: every pair gets the largest Frobenius norm (of
+    the finite entries) of the numerical blocks the tallies observed."""
+    report.magnitudes = shared_magnitude({key[1:]: float(np.sqrt(t.finite_square))
                                           for key, t in tallies.items() if key[0] == "numerical"})
 
 
@@ -414,7 +417,7 @@ def _tally_of(tallies: dict, key: tuple, floor: float) -> Tally:
     return tallies.setdefault(key, Tally(floor))
 
 
-def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
+def tally_results(ev, report, tallies, options, scheme, epsilon, comp=None) -> None:
     """One ``Result`` per (side, pair); a failure shown by its window (for a
     failing cell, around the entry ``window.explain`` locates in it)."""
     p = ev.problem
@@ -423,9 +426,9 @@ def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
             continue
         result = tally.result(mode, mode, "numerical", o, i)
         if not result.passed and comp is not None:
-            explain(ev, result, Jacobian(mode, p.layout, seeds=comp.seeds), options, epsilon)
+            explain(ev, result, Jacobian(mode, p.layout, seeds=comp.seeds), scheme, epsilon)
         elif not result.passed:
-            _window(ev, result, tally, options, epsilon)
+            _window(ev, result, tally, scheme, epsilon)
         report.results.append(result)
     for o in p.float_out:
         if o in p.diff_out:
@@ -433,35 +436,48 @@ def tally_results(ev, report, tallies, options, epsilon, comp=None) -> None:
         for i in p.diff_in:   # an output that does not require grad: numerical must be zero
             largest = np.array([tallies[("numerical", o, i)].scale])
             report.results.append(checks.detached_result(o, i, largest, options.atol))
+    report.results += _nonfinite(tallies)
 
 
-def _window(ev, result, tally, options, epsilon) -> None:
+def _nonfinite(tallies: dict) -> list:
+    """NaN or inf in blocks compared a chunk at a time: the dense check's
+    failures (``faults.nonfinite_results``) from the tallies' counts, the
+    numerical side's once per pair."""
+    found, seen = [], set()
+    for (mode, o, i), tally in sorted(tallies.items()):
+        for side, (count, where, value, expected) in sorted(tally.nonfinite.items()):
+            who = "numerical" if side == "expected" else mode
+            if (who, o, i) not in seen:
+                seen.add((who, o, i))
+                found.append(nonfinite_result(who, (o, i), count, tally.counts["entries"],
+                                              where, value, expected))
+    return found
+
+
+def _window(ev, result, tally, scheme, epsilon) -> None:
     """The dense window around a failing pair's worst entry, and its diagnosis."""
     p = ev.problem
     cplx = p.layout.in_complex[result.in_idx]
     unit = 2 if cplx else 1
     row, col = result.where
-    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col * unit,
-                       options.precise, options.eps)
+    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col * unit, scheme)
     e, a = _complex(win["expected"], cplx), _complex(win["actual"], cplx)
     err = None if win["errors"] is None else _magnitude(win["errors"], cplx)
-    tol = _base(e, err, options, epsilon) + tally.floor()
+    tol = _base(e, err, scheme, epsilon) + tally.floor()
     result.expected, result.actual, result.origin = e, a, (win["row"], win["column"])
     found = diagnose(win["expected"], win["actual"], np.real(tol), result.mode,
                      p.layout.out_complex[result.out_idx], cplx, origin=result.origin,
                      whole=False)
+    # what the window cannot say alone, the whole block's counts say (the rules of
+    # a dense diagnosis, on the Tally's counts)
     counts = tally.counts
-    if counts["nonzero"] == 0 and counts["expected"]:
-        found = zero_analytical(result.mode)
-    elif counts["expected"] == 0 and counts["actual"]:
-        found = zero_numerical(result.mode)
+    whole = whole_block(result.mode, counts["nonzero"], counts["expected"], counts["actual"])
+    if whole:
+        found = whole
     elif found and found.startswith("only "):
-        where = ("all on the diagonal" if counts["off"] == 0 else
-                 "all off the diagonal: the cross terms are wrong or missing"
-                 if counts["diagonal"] == 0 else f"first at [{tally.first[0]}, {tally.first[1]}]")
-        found = (f"only {counts['wrong']} of {counts['active']} nonzero entries differ, {where};"
-                 " the formula is wrong for some elements only (a branch, a mask, an index or "
-                 "a broadcast)")
+        rows, cols = p.layout.out_size(result.out_idx), p.layout.in_size(result.in_idx) // unit
+        found = subset(counts["wrong"], counts["active"], counts["diagonal"], tally.first,
+                       rows == cols > 1)
     if found and "times numerical" in found and not _factor_holds(tally):
         found = None    # the window's factor is not the whole block's
     result.diagnosis = found

@@ -24,7 +24,6 @@ from adcheck.gradcheck.large.cells import forward_cells, numerical_cells
 from adcheck.gradcheck.verdict.compare import compare
 from adcheck.gradcheck.verdict.diagnosis import diagnose
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.numerics.precise import entry_tolerance
 from adcheck.gradcheck.large.seeds import Identity, Probes
 from adcheck.gradcheck.core.sides import REVERSE
 
@@ -32,11 +31,11 @@ from adcheck.gradcheck.core.sides import REVERSE
 WINDOW = 32
 
 
-def _partial(ev, mode, out_idx, in_idx, row, direction, precise, eps, analytic_row):
+def _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row):
     """Numerical minus analytical derivative of output coordinate ``row``
     along ``direction`` (real, on input ``in_idx``)."""
     seeds = Probes(direction[None])
-    numerical = numerical_cells(ev, in_idx, seeds, 0, 1, precise, eps)[out_idx][0][row, 0]
+    numerical = numerical_cells(ev, in_idx, seeds, 0, 1, scheme)[out_idx][0][row, 0]
     if analytic_row is not None:
         analytical = float(analytic_row @ direction)
     else:
@@ -45,7 +44,7 @@ def _partial(ev, mode, out_idx, in_idx, row, direction, precise, eps, analytic_r
 
 
 def find_column(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, seeds, g: int,
-                precise: bool, eps: float, hint: int = -1) -> int:
+                scheme, hint: int = -1) -> int:
     """The input coordinate of cell ``(row, g)`` whose error dominates it;
     ``hint``, the cell's pattern entry, is tried first (one directional
     difference instead of a bisection when it holds most of the error)."""
@@ -60,7 +59,7 @@ def find_column(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, s
     def residual(members, w):
         direction = np.zeros(seeds.size)
         direction[members] = w
-        return _partial(ev, mode, out_idx, in_idx, row, direction, precise, eps, analytic_row)
+        return _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row)
 
     total = residual(candidates, weights)
     if hint >= 0 and abs(residual(np.array([hint]), seeds.weight([hint], g))) >= abs(total) / 2:
@@ -122,7 +121,7 @@ def _spans(row: int, col: int, rows: int, cols: int, unit: int) -> tuple:
 
 
 def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, col: int,
-                 precise: bool, eps: float) -> dict:
+                 scheme) -> dict:
     """Rows and real columns around ``(row, col)`` of the numerical and the
     ``mode`` Jacobian block, built densely: ``expected``, ``errors`` (or
     ``None``) and ``actual`` (real), and their first ``row``/``column``."""
@@ -131,7 +130,7 @@ def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, 
     (r0, r1), (c0, c1) = _spans(row, col, p.layout.out_size(out_idx),
                                 p.layout.in_size(in_idx), unit)
     identity = Identity(p.layout.in_size(in_idx))
-    expected, errors, _ = numerical_cells(ev, in_idx, identity, c0, c1, precise, eps)[out_idx]
+    expected, errors, _ = numerical_cells(ev, in_idx, identity, c0, c1, scheme)[out_idx]
     if mode == "reverse":
         actual = ad_parts(ev, REVERSE, out_idx, r0, r1)[in_idx][:, c0:c1]
     else:
@@ -140,11 +139,12 @@ def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, 
             "actual": actual, "row": r0, "column": c0 // unit, "unit": unit}
 
 
-def explain(ev: Evaluator, result, jac, options, epsilon: float, numerical=None) -> None:
+def explain(ev: Evaluator, result, jac, scheme, epsilon: float, numerical=None) -> None:
     """Rewrite a failing cell ``Result`` of ``jac`` (compressed or probed) to
     name its entry and hold the window around it (see the module docstring).
-    ``numerical``: the expected Jacobian, whose cells locate the row of a
-    cell with projected rows (``jac.row_seeds``)."""
+    ``scheme``: the check's (``numerics.scheme``); ``numerical``: the expected
+    Jacobian, whose cells locate the row of a cell with projected rows
+    (``jac.row_seeds``)."""
     p = ev.problem
     seeds = jac.seeds[result.in_idx]
     row, g = result.where
@@ -154,17 +154,15 @@ def explain(ev: Evaluator, result, jac, options, epsilon: float, numerical=None)
         row = find_row(ev, result.out_idx, result.in_idx, w, cells, seeds.directions(g, g + 1)[0])
     hint = int(seeds.locate(result.out_idx, np.array([row]), g)[0])
     col = find_column(ev, result.mode, result.out_idx, result.in_idx, row, seeds, g,
-                      options.precise, options.eps, hint)
-    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col,
-                       options.precise, options.eps)
+                      scheme, hint)
+    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col, scheme)
     in_complex = p.layout.in_complex[result.in_idx]
     e = coords.complex_columns(win["expected"], in_complex)
     a = coords.complex_columns(win["actual"], in_complex)
     err = win["errors"]
     if err is not None and in_complex:
         err = np.hypot(err[:, 0::2], err[:, 1::2])
-    tol = entry_tolerance(e, err, epsilon) if options.precise else \
-        options.atol + options.rtol * np.abs(e)
+    tol = scheme.entry_tolerance(e, err, epsilon)
     found = compare(result.check, result.mode, result.against, result.out_idx, result.in_idx,
                     e, a, tol)
     space = "W^T J S" if jac.row_seeds else "J S"

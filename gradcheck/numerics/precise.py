@@ -35,12 +35,26 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
                                           numerical.error_form(*key), epsilon,
                                           rounding=numerical.allowance_form(*key))
         if numerical.unresolved and key in numerical.unresolved:
-            # no step was free of a jump: no evidence either way (faults says so)
             complex_ = numerical.layout.in_complex[key[1]] and not numerical.compressed(key[1])
             unresolved = coords.complex_columns(numerical.unresolved[key].astype(float),
                                                 complex_)
-            tolerances[key] = np.where(np.abs(unresolved) > 0, np.inf, tolerances[key])
+            tolerances[key] = no_evidence(tolerances[key], np.abs(unresolved) > 0)
     return tolerances
+
+
+# An entry no step resolved (every step straddled a jump) is evidence neither for
+# nor against the formula: it is compared as 0 within an infinite tolerance, and
+# reported once as unresolved (``verdict.faults``). Dense, chunked and streamed
+# comparisons all apply these two.
+
+def no_evidence(tolerance: np.ndarray, unresolved: np.ndarray | None) -> np.ndarray:
+    """``tolerance`` (or an error estimate) made infinite where ``unresolved``."""
+    return tolerance if unresolved is None else np.where(unresolved, np.inf, tolerance)
+
+
+def as_zero(values: np.ndarray, unresolved: np.ndarray | None) -> np.ndarray:
+    """``values`` (NaN where unresolved) with 0 in the unresolved entries."""
+    return values if unresolved is None else np.where(unresolved, 0.0, values)
 
 
 def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float,

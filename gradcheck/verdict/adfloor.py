@@ -17,14 +17,15 @@ from adcheck.gradcheck.verdict.compare import compare_pair
 
 
 def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: list,
-            options, epsilon: float) -> list:
+            scheme, epsilon: float) -> list:
     """``results`` (of ``actual`` against ``expected`` within ``tolerances``),
-    each failed finite block compared again with the measured AD rounding;
-    ``produce(ev)`` makes ``actual`` for an ``Evaluator``."""
+    each failed finite block compared again with the measured AD rounding when
+    the check's ``scheme`` (``numerics.scheme``) estimates its errors (a precise
+    check); ``produce(ev)`` makes ``actual`` for an ``Evaluator``."""
     failed = [r for r in results if not r.passed and r.max_error is not None
               and np.isfinite(r.max_error) and (r.out_idx, r.in_idx) in (tolerances or {})]
     # a narrower formula's allowance is its dtype's rounding already (lowprec)
-    if not options.precise or not failed or is_narrow(ev.problem):
+    if not scheme.estimates_error or not failed or is_narrow(ev.problem):
         return results
     keys = [(r.out_idx, r.in_idx) for r in failed]
     try:
@@ -39,8 +40,7 @@ def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: lis
     again = {}
     for key in keys:
         if floor[key] > 0:
-            found = compare_pair(actual.mode, expected, actual, *key, options.atol,
-                                 options.rtol, wider[key])
+            found = compare_pair(actual.mode, expected, actual, *key, 0.0, 0.0, wider[key])
             if found.passed:
                 found.detail = (f"within the AD values' measured rounding: they move by up to "
                                 f"{second[key]:.1e} when the inputs move by a few ulps, and "

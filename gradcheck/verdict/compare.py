@@ -16,6 +16,8 @@ import numpy as np
 from adcheck.gradcheck.verdict.diagnosis import diagnose
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.serialize import json_array, json_float
+from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.numerics.scheme import torch_tolerance
 
 
 @dataclass
@@ -150,13 +152,6 @@ def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int,
     return result
 
 
-def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
-    """PyTorch's tolerance of each entry, ``atol + rtol * |expected|`` (complex
-    form): the rule of every comparison that is not precise, whatever the plan."""
-    with np.errstate(invalid="ignore"):  # 0 * inf: NaN, which never passes
-        return atol + rtol * np.abs(expected)
-
-
 def shared_magnitude(norms: dict) -> dict:
     """The floor of rounding tolerances of every pair: the largest of the
     numerical blocks' norms ``norms`` (rounding in one block's AD result scales
@@ -208,9 +203,13 @@ class Tally:
         self.best = (-1.0, None, 0.0)           # (error, where, tolerance) overall
         self.candidates: list = []              # (error, where, base tolerance)
         self.sums = np.zeros(3)                 # e.e, e.a, a.a
+        self.finite_square = 0.0                # e.e over the finite entries of e only
         self.counts = {"wrong": 0, "active": 0, "diagonal": 0, "off": 0,
-                       "expected": 0, "actual": 0, "nonzero": 0}
+                       "expected": 0, "actual": 0, "nonzero": 0, "entries": 0}
         self.first: tuple | None = None
+        #: NaN or inf entries by side ("expected", "actual"): [count, first
+        #: (row-major), its value, the expected value there (actual's)]
+        self.nonfinite: dict = {}
 
     def floor(self) -> float:
         return self.floor_unit * self.scale + 1e-300 if self.floor_unit else 0.0
@@ -244,7 +243,13 @@ class Tally:
         the reference block itself, compared with nothing (``scale`` as in ``add``)."""
         self._grow(expected, scale)
         if expected.size:
-            self.sums[0] += _dot(expected, expected)
+            square = _dot(expected, expected)
+            self.sums[0] += square
+            # (a NaN or inf entry is no scale: the block's norm as a dense check takes it)
+            if not np.isfinite(square):
+                finite = np.where(np.isfinite(expected), expected, 0.0)
+                square = _dot(finite, finite)
+            self.finite_square += square
 
     def _grow(self, expected: np.ndarray, scale: float | None) -> None:
         if scale is None and expected.size:
@@ -252,8 +257,13 @@ class Tally:
         if scale is not None:
             self.scale = max(self.scale, scale)
 
-    def _take(self, best, sums, counts, first, candidates) -> None:
+    def _take(self, best, sums, counts, first, candidates, nonfinite) -> None:
         """Count in what ``_compared`` found in a piece."""
+        for side, (count, where, *values) in nonfinite.items():
+            held = self.nonfinite.setdefault(side, [0, where, *values])
+            held[0] += count
+            if where < held[1]:
+                held[1:] = [where, *values]
         if best[0] > self.best[0]:
             self.best = best
         self.sums += sums
@@ -268,7 +278,7 @@ class Tally:
     def result(self, check, mode, against, out_idx, in_idx) -> Result:
         """The ``Result`` of the whole block (without arrays or diagnosis)."""
         floor = self.floor()
-        failing = [c for c in self.candidates if c[0] > c[2] + floor]
+        failing = [c for c in self.candidates if not c[0] <= c[2] + floor]
         if failing:
             error, where, base = failing[0]
             return Result(check, mode, against, out_idx, in_idx, False, error, where,
@@ -285,9 +295,14 @@ def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
     tol = base + floor if floor else base
     r, c = np.unravel_index(flat, err.shape)
     best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0), float(tol.flat[flat]))
-    bad = err > tol
+    bad = ~(err <= tol)   # (a NaN tolerance never passes, as in ``compare``)
     wrong = bool(bad.any())
     sums = np.array((_dot(expected, expected), _dot(expected, actual), _dot(actual, actual)))
+    nonfinite = {}
+    if not np.isfinite(best[0]):   # NaN or inf on a side: the largest error says so for free
+        nonfinite = {side: found for side, values, other in (("expected", expected, None),
+                                                             ("actual", actual, expected))
+                     if (found := _first_nonfinite(values, row0, col0, other)) is not None}
     big_e, big_a = np.abs(expected) > tol, np.abs(actual) > tol
     counts = {"expected": int(np.count_nonzero(big_e)), "actual": int(np.count_nonzero(big_a))}
     active = np.logical_or(big_e, big_a, out=big_e)
@@ -295,8 +310,9 @@ def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
         active |= bad
     counts["active"] = int(np.count_nonzero(active))
     counts["nonzero"] = int(np.count_nonzero(actual))
+    counts["entries"] = expected.size
     if not wrong:
-        return best, sums, counts, None, []
+        return best, sums, counts, None, [], nonfinite
     rows, cols = np.nonzero(bad)
     on = int(np.sum(rows + row0 == cols + col0))
     counts.update(wrong=len(rows), diagonal=on, off=len(rows) - on)
@@ -309,17 +325,33 @@ def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
     order = np.argsort(worst_first, kind="stable")
     candidates = [(float(err[i, j]), (int(i) + row0, int(j) + col0), float(base[i, j]))
                   for i, j in zip(rows[order], cols[order])]
-    return best, sums, counts, first, candidates
+    return best, sums, counts, first, candidates, nonfinite
+
+
+def _first_nonfinite(values: np.ndarray, row0: int, col0: int,
+                     other: np.ndarray | None = None) -> tuple | None:
+    """``(count, (row, column), value, other's value there)`` of the NaN or inf
+    entries of a piece (the first in row-major order), or ``None``."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return None
+    rows, cols = np.nonzero(bad)
+    r, c = int(rows[0]), int(cols[0])
+    return int(bad.sum()), (r + row0, c + col0), values[r, c], \
+        None if other is None else other[r, c]
 
 
 def largest(array: np.ndarray) -> float:
-    """``max |array|`` (of a real array in two passes, without an array of
-    absolute values; of a complex one, of the moduli)."""
+    """``max |array|`` over the finite entries (of a real array in two passes,
+    without an array of absolute values; of a complex one, of the moduli): a
+    NaN or inf entry is no scale, as in a dense check (``coords.largest_finite``)."""
     if not array.size:
         return 0.0
     if np.iscomplexobj(array):
-        return float(np.max(np.abs(array)))
-    return max(float(np.max(array)), -float(np.min(array)))
+        found = float(np.max(np.abs(array)))
+    else:
+        found = max(float(np.max(array)), -float(np.min(array)))
+    return found if np.isfinite(found) else largest_finite(array)
 
 
 def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple:

@@ -48,6 +48,37 @@ def zero_numerical(mode: str) -> str:
             f"input, yet the {_verb(mode)} returns a gradient for it")
 
 
+def whole_block(mode: str, nonzero: int, expected: int, actual: int) -> str | None:
+    """What the counts of a whole block say: analytical all zero (``nonzero``
+    analytical entries) where numerical is not (``expected`` entries above
+    the tolerance), or the reverse (``actual`` analytical entries above it).
+    Counted by ``diagnose`` on a dense block, by a ``Tally`` on a streamed one."""
+    if nonzero == 0 and expected:
+        return zero_analytical(mode)
+    if expected == 0 and actual:
+        return zero_numerical(mode)
+    return None
+
+
+def subset(wrong: int, active: int, on_diagonal: int, first: tuple, square: bool) -> str | None:
+    """The sentence for a block in which only some of the ``active`` entries
+    (above the tolerance on either side, or wrong) are ``wrong``: all on the
+    diagonal, all off it (``square`` blocks only), or the first wrong entry
+    when at most half are; ``None`` when that says nothing."""
+    if wrong == 0 or wrong == active:
+        return None
+    if square and on_diagonal == wrong:
+        where = "all on the diagonal"
+    elif square and on_diagonal == 0:
+        where = "all off the diagonal: the cross terms are wrong or missing"
+    elif wrong * 2 <= active:
+        where = f"first at [{first[0]}, {first[1]}]"
+    else:
+        return None
+    return (f"only {wrong} of {active} nonzero entries differ, {where}; the formula is "
+            "wrong for some elements only (a branch, a mask, an index or a broadcast)")
+
+
 def _factor(e, a, tol, mode) -> str | None:
     denom = float(np.vdot(e, e).real)
     if denom == 0.0:
@@ -170,22 +201,11 @@ def _parts(e, a, tol, out_complex, in_complex) -> str | None:
 def _subset(e, a, tol, origin=(0, 0)) -> str | None:
     wrong = np.abs(a - e) > tol
     active = (np.abs(e) > tol) | (np.abs(a) > tol) | wrong
-    n_wrong, n_active = int(wrong.sum()), int(active.sum())
-    if n_wrong == 0 or n_wrong == n_active:
-        return None
     rows, cols = np.nonzero(wrong)
     # (a window off the block's diagonal has no diagonal to speak of)
     square = e.shape[0] == e.shape[1] and e.shape[0] > 1 and origin[0] == origin[1]
-    if square and np.all(rows == cols):
-        where = "all on the diagonal"
-    elif square and np.all(rows != cols):
-        where = "all off the diagonal: the cross terms are wrong or missing"
-    elif n_wrong * 2 <= n_active:
-        where = f"first at [{rows[0] + origin[0]}, {cols[0] + origin[1]}]"
-    else:
-        return None
-    return (f"only {n_wrong} of {n_active} nonzero entries differ, {where}; the formula is "
-            "wrong for some elements only (a branch, a mask, an index or a broadcast)")
+    first = (rows[0] + origin[0], cols[0] + origin[1]) if len(rows) else None
+    return subset(len(rows), int(active.sum()), int(np.sum(rows == cols)), first, square)
 
 
 def whole_numbers(values: np.ndarray) -> bool:
@@ -235,10 +255,10 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
     if nonfinite:
         return nonfinite
     tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
-    if whole and not np.any(a) and np.any(np.abs(e) > tol_r):
-        return zero_analytical(mode)
-    if whole and not np.any(np.abs(e) > tol_r) and np.any(np.abs(a) > tol_r):
-        return zero_numerical(mode)
+    zero = whole and whole_block(mode, np.count_nonzero(a), np.count_nonzero(np.abs(e) > tol_r),
+                                 np.count_nonzero(np.abs(a) > tol_r))
+    if zero:
+        return zero
     if whole_numbers(a) and not _fits(np.round(e), e, tol_r):
         return (f"analytical holds only whole numbers where numerical does not: "
                 f"{integer_cause(_verb(mode))}")

@@ -30,6 +30,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.numerics.precise import as_zero
 
 #: what each Jacobian's non-finite entries say about the function, by mode
 _SIDE = {"numerical": "finite differences", "reference": "the mpmath reference",
@@ -143,7 +144,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             block = jac.blocks[key]
             if jac.unresolved and key in jac.unresolved:
                 results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
-                block = np.where(jac.unresolved[key], 0.0, block)
+                block = as_zero(block, jac.unresolved[key])
             if not np.all(np.isfinite(block)):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
@@ -172,28 +173,42 @@ def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = Fa
 
 
 def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs) -> Result:
-    out_idx, in_idx = key
     bad = ~np.isfinite(block)
     where = _where(bad)
-    side = _SIDE.get(jac.mode, jac.mode)
-    count = f"{int(bad.sum())} of {block.size} entries, first at [{where[0]}, {where[1]}]"
-    if jac.mode in ("numerical", "reference"):
-        why = bad_outputs.get(out_idx) or (
+    there = None
+    if expected is not None and expected.shape == block.shape:
+        there = expected[where]
+    return nonfinite_result(jac.mode, key, int(bad.sum()), block.size, where, block[where],
+                            there, bad_outputs.get(key[0]))
+
+
+def nonfinite_result(mode: str, key, count: int, size: int, where: tuple, value,
+                     expected=None, bad_output: str | None = None) -> Result:
+    """The failure that ``count`` of ``size`` entries of ``mode``'s block
+    ``key`` are NaN or inf, the first at ``where`` (``value``); ``expected``:
+    finite differences there, when known; ``bad_output``: what is wrong with
+    the output at the given inputs, when something is. Of a dense block
+    (``nonfinite_results``) or of one compared a chunk at a time (a ``Tally``'s
+    counts)."""
+    out_idx, in_idx = key
+    side = _SIDE.get(mode, mode)
+    count = f"{count} of {size} entries, first at [{where[0]}, {where[1]}]"
+    if mode in ("numerical", "reference"):
+        why = bad_output or (
             "the function is NaN or inf within a step of the given inputs (a step leaves its "
             "domain, or a pole or an overflow is near)")
-        text = (f"{side} give {_kind(block[where])} at {count}: {why}; the derivative cannot "
+        text = (f"{side} give {_kind(value)} at {count}: {why}; the derivative cannot "
                 "be checked there by differences: check it at points where the function is "
                 "finite nearby")
     else:
         there = ""
-        if expected is not None and expected.shape == block.shape:
-            value = expected[where]
-            there = (f", where finite differences are {_kind(value)} too: the function is "
-                     "not differentiable there" if not np.isfinite(value) else
-                     f", where finite differences give {value:.6g}: the formula produces "
+        if expected is not None:
+            there = (f", where finite differences are {_kind(expected)} too: the function is "
+                     "not differentiable there" if not np.isfinite(expected) else
+                     f", where finite differences give {expected:.6g}: the formula produces "
                      "it (a 0/0, inf * 0, log(0), an input outside its domain, or a NaN "
                      "constant)")
-        text = f"{side} returns {_kind(block[where])} at {count}{there}"
+        text = f"{side} returns {_kind(value)} at {count}{there}"
     # where it is, is in the text: "max error inf" would say nothing
-    return Result("nonfinite", jac.mode, "finite", out_idx, in_idx, False, np.inf, None,
+    return Result("nonfinite", mode, "finite", out_idx, in_idx, False, np.inf, None,
                   diagnosis=text)

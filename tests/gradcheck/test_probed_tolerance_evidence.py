@@ -33,6 +33,7 @@ from adcheck.gradcheck.core.options import Options  # noqa: E402
 from adcheck.gradcheck.core.problem import Problem  # noqa: E402
 from adcheck.gradcheck.core.secondorder import first_derivative  # noqa: E402
 from adcheck.gradcheck.large.probed import probe_plan, probed_numerical, projected  # noqa: E402
+from adcheck.gradcheck.numerics.scheme import scheme  # noqa: E402
 from adcheck.gradcheck.verdict.compare import compare_jacobians  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "svd_lowrank_c128.npz"
@@ -144,9 +145,10 @@ def probed_cells(data, request):
     ev = Evaluator(Problem(g, ins, order=2))
     found = []
     for seed in SEEDS:
-        plan = probe_plan(ev, np.random.default_rng(seed), PROBES, precise)
-        numerical = probed_numerical(ev, plan, precise, options.eps)
-        proj, tolerances = projected(numerical, plan, options, EPS)
+        how = scheme(options)
+        plan = probe_plan(ev, np.random.default_rng(seed), PROBES, how)
+        numerical = probed_numerical(ev, plan, how)
+        proj, tolerances = projected(numerical, plan, how, EPS)
         exact = {key: plan.rows[key[0]] @ block @ plan.seeds[key[1]].vectors.T
                  for key, block in _exact(data, v).items()}
         found.append((plan, numerical, proj, tolerances, exact))

@@ -74,3 +74,48 @@ def test_a_detached_output_is_diagnosed_alike(monkeypatch):
               if r.check == "detached"] for report in (dense, chunks)]
     assert found[0] == found[1] and found[0][0][:3] == (1, 0, False)
     assert "check_detached=False" in found[0][0][3]
+
+
+X0 = 0.25
+
+
+def _pole_after(t):
+    """``2 t``, but ``inf`` for the first entry as soon as it moves above ``X0``
+    (where it is): finite at the given inputs, not within a step of them."""
+    inf = E.tensor(np.inf, dtype=E.float64)
+    return 2 * t + E.where(t > X0, inf, E.tensor(0.0, dtype=E.float64))
+
+
+def _nan_backward():
+    """``sin``, whose vjp is NaN in its first entry."""
+    first = np.zeros(6)
+    first[0] = np.nan
+
+    def backward(E, x, g):
+        return g * E.cos(x) + E.from_numpy(first)
+    return zoo.function(E, "nan_backward", lambda E, x: E.sin(x), backward).apply
+
+
+@pytest.mark.parametrize("precise", [True, False], ids=["precise", "atol-rtol"])
+@pytest.mark.parametrize("which", ["numerical", "reverse"])
+def test_nan_or_inf_in_a_block_fails_alike(monkeypatch, precise, which):
+    # a chunk's NaN (extrapolated over a pole) or inf (a central difference over
+    # it) used to pass a chunked check: a NaN tolerance compared as no failure,
+    # an infinite scale made every tolerance infinite, and no chunk counted them
+    x = E.tensor(np.array([X0, -0.1, -0.2, -0.3, -0.4, -0.5]), dtype=E.float64,
+                 requires_grad=True)
+    f = _pole_after if which == "numerical" else _nan_backward()
+
+    def run():
+        return check(f, (x,), jacobian="dense", seed=0, precise=precise)
+    with np.errstate(invalid="ignore"):
+        dense = run()
+        chunks = _chunked(monkeypatch, True, run)
+    assert chunks.plan == "chunked"
+    found = [sorted((r.check, r.mode, r.passed, r.diagnosis) for r in report.results
+                    if not r.passed) for report in (dense, chunks)]
+    assert found[0] == found[1]
+    assert ("nonfinite", which, False) in [f[:3] for f in found[0]]
+    assert "first at [0, 0]" in dict((f[:2], f[3]) for f in found[0])["nonfinite", which]
+    assert dense.magnitudes == pytest.approx(chunks.magnitudes)
+    assert np.isfinite(list(chunks.magnitudes.values())).all()
