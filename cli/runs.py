@@ -8,8 +8,10 @@ worker starts), prints its warnings on stderr, and hands each report its
 """
 from __future__ import annotations
 
+import re
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -122,8 +124,60 @@ def prestart(registry=None) -> None:
         if preload:
             shared_pool().warm(preload)
         else:
-            shared_pool().prestart(1)
+            shared_pool().prestart(1, wait=False)
     except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
+        pass
+
+
+#: a line of Python source that imports torch
+_IMPORTS_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.MULTILINE)
+
+
+def _source_file(module: str) -> Path | None:
+    """The file of ``MODULE`` in ``MODULE:OBJECT``, found the way ``runner.target``
+    imports it (a path, or a module under the current folder), without importing it."""
+    if module.endswith(".py") or "/" in module:
+        return Path(module)
+    base = Path(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def uses_torch(argv: list) -> bool:
+    """Whether ``adcheck check ... MODULE:OBJECT ...`` checks code of a file that
+    imports torch, or a plain function on ``--engine torch``: read from the
+    arguments and the file's text before anything is parsed or imported. A guess,
+    never a decision: a wrong one costs time, not a result."""
+    if len(argv) < 2 or argv[1] != "check" or {"-h", "--help", "--against"} & set(argv):
+        return False
+    if "torch" in [value for option, value in zip(argv, argv[1:]) if option == "--engine"] + \
+            [a.removeprefix("--engine=") for a in argv if a.startswith("--engine=")]:
+        return True
+    for text in argv[2:]:
+        module, _, name = text.rpartition(":")
+        if module and name.isidentifier() and not text.startswith("-"):
+            path = _source_file(module)
+            try:
+                return path is not None and bool(_IMPORTS_TORCH.search(path.read_text()))
+            except (OSError, UnicodeDecodeError):
+                return False
+    return False
+
+
+def early_start(argv: list) -> None:
+    """For a check of torch code (``uses_torch``), start the workers' fork server
+    now with torch among its imports (``runner.pool.TORCH_PRELOAD``): it imports
+    them while this process parses the options and imports the user's file (which
+    imports torch here too), and the worker forked from it inherits them instead
+    of importing torch after this process is done (bench/cli_startup.md)."""
+    if not uses_torch(argv):
+        return
+    from adcheck.runner.pool import TORCH_PRELOAD, shared_pool
+    try:
+        shared_pool().warm(TORCH_PRELOAD)
+    except Exception:  # noqa: BLE001 - the run starts the workers again and says why it cannot
         pass
 
 

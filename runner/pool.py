@@ -136,7 +136,16 @@ class Worker:
 #: what the fork server imports once, so that a new worker starts warm: the
 #: libraries, not ``opinfo`` (its entry points may import anything, torch included,
 #: whose thread pools must not be forked)
-PRELOAD = ["numpy", "adcheck.refengine", "adcheck.gradcheck", "adcheck.runner.tasks", "adcheck.runner.worker"]
+PRELOAD = ["numpy", "numpy.ma", "adcheck.refengine", "adcheck.gradcheck", "adcheck.runner.tasks",
+           "adcheck.runner.worker", "adcheck.runner.reproduction"]
+
+#: what the fork server imports too when the code under check uses torch
+#: (``cli.runs.early_start``): torch, the module torch's first ``autograd.grad``
+#: imports (symbolic shapes, with sympy: 0.3 s) and gradcheck's torch adapter.
+#: Importing them runs no parallel torch computation, so forking afterwards is
+#: safe (see ``runner.torchwarm``); a fork server without torch skips them.
+TORCH_PRELOAD = ["torch", "torch.fx.experimental.symbolic_shapes",
+                 "adcheck.gradcheck.engines.torch"]
 
 
 def _context(preload: list):
@@ -168,6 +177,7 @@ class WorkerPool:
         self.context = _context(self.preload)
         self.workers: list = []
         self._available = deaths.available_memory()
+        self._starting = None
 
     def warm(self, modules) -> None:
         """Make the workers start with ``modules`` imported too (a registry's
@@ -187,10 +197,32 @@ class WorkerPool:
         from multiprocessing import forkserver
         forkserver.ensure_running()
 
-    def prestart(self, count: int) -> None:
-        """Start workers until ``count`` are alive (they import in the background)."""
-        while len(self.workers) < count:
-            self.workers.append(Worker(self.context))
+    def prestart(self, count: int, wait: bool = True) -> None:
+        """Start workers until ``count`` are alive (they import in the background).
+        A start waits until the fork server has imported its preload; with
+        ``wait=False`` that wait happens in a thread, so that this process goes
+        on meanwhile (a failure there is left for the run to meet and report)."""
+        self.join()
+        if wait:
+            self._start(count)
+            return
+        self._starting = threading.Thread(target=self._start, args=(count, True), daemon=True,
+                                          name="adcheck-prestart")
+        self._starting.start()
+
+    def _start(self, count: int, quiet: bool = False) -> None:
+        try:
+            while len(self.workers) < count:
+                self.workers.append(Worker(self.context))
+        except Exception:  # noqa: BLE001 - see prestart
+            if not quiet:
+                raise
+
+    def join(self) -> None:
+        """Wait for the workers ``prestart(wait=False)`` is starting."""
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.join()
 
     def run(self, tasks: list, jobs: int, collector) -> tuple:
         """Run the tasks on at most ``jobs`` workers; ``(status, cause)``. The
@@ -206,6 +238,7 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop every worker (they hold nothing worth waiting for)."""
+        self.join()
         with held_signals():
             for worker in self.workers:
                 worker.kill()

@@ -86,6 +86,22 @@ def _serial(tasks: list, collector: _Collector) -> str:
     return "done"
 
 
+def dispatch_order(tasks: list, jobs: int) -> list:
+    """The order to hand ``tasks`` to ``jobs`` workers: longest first by the
+    measured costs of ``runner.shard`` (adcheck's registry: the one its table
+    measured), so that the run does not end with one worker on a long task while
+    the others wait (the results keep the plan's order); as planned on one
+    worker, or where the table does not speak for the registry."""
+    from adcheck.runner.shard import cost_table, task_cost
+    from adcheck.runner.tasks import OpTask
+    table = cost_table()
+    if jobs < 2 or not all(isinstance(t, OpTask) and t.settings.registry.name ==
+                           table.get("registry", "opinfo") for t in tasks):
+        return tasks
+    costs = {t.index: task_cost(t, table) for t in tasks}
+    return sorted(tasks, key=lambda t: (-costs[t.index], t.index))
+
+
 def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=None,
               warn=None, on_sample=None, in_process: bool = False) -> RunOutcome:
     """Run the tasks on up to ``jobs`` worker processes (``in_process``: here)
@@ -99,7 +115,7 @@ def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=N
     elif in_process:
         status = _serial(tasks, collector)
     else:
-        status, cause = shared_pool().run(tasks, jobs, collector)
+        status, cause = shared_pool().run(dispatch_order(tasks, jobs), jobs, collector)
     outcome = collector.outcome(status)
     outcome.cause = cause
     return outcome

@@ -1,0 +1,98 @@
+"""Where the time of ``adcheck ops`` over the built-in registry goes, by sampling.
+
+    python bench/ops_sweep_profile.py              # every task, in this process
+    python bench/ops_sweep_profile.py --every 3    # one task in three
+
+Runs the sweep's tasks (the default checks, the quick explore pass, the
+registry's every op and dtype) one after the other in this process, as a
+worker runs them, while a thread looks at the main thread's stack every few
+milliseconds (a statistical profile: unlike cProfile it does not slow the
+Python-heavy parts more than the rest, so the shares are the run's own).
+Each look is counted once per part of the work found on the stack
+(``PARTS``, innermost match first), then per check. bench/cli_startup.md
+quotes a run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections import Counter
+
+#: a part of the work: the name of a function on the stack, and its file
+PARTS = (
+    ("explore pass", "explore", "gradcheck/explore/search.py"),
+    ("noise floor of the differences", "noise_floor", "gradcheck/numerics/noisefloor.py"),
+    ("mpmath reference", "reference_blocks", "gradcheck/numerics/reference.py"),
+    ("numerical Jacobian (Richardson)", "expected_jacobian", "gradcheck/core/reuse.py"),
+    ("analytical Jacobian (vjps, jvps)", "ad_blocks", "gradcheck/core/analytical.py"),
+    ("making the samples", "samples", "runner/registry.py"),
+)
+#: the function that runs one check, and its first argument's name
+CHECK = ("run_check", "runner/checks.py")
+
+
+def _part(frame) -> tuple:
+    """``(part, check)`` of one look at the stack."""
+    part = check = None
+    while frame is not None:
+        code = frame.f_code
+        if part is None:
+            part = next((name for name, func, path in PARTS
+                         if code.co_name == func and code.co_filename.endswith(path)), None)
+        if check is None and code.co_name == CHECK[0] and code.co_filename.endswith(CHECK[1]):
+            check = frame.f_locals.get("check") or frame.f_locals.get("name")
+        frame = frame.f_back
+    return part or "the rest of the checks", str(check)
+
+
+def sample(target, interval: float) -> tuple:
+    """Run ``target()`` while sampling the main thread; ``(parts, checks, looks)``."""
+    main = threading.main_thread().ident
+    parts, checks, done = Counter(), Counter(), threading.Event()
+
+    def look():
+        while not done.wait(interval):
+            frame = sys._current_frames().get(main)
+            if frame is not None:
+                part, check = _part(frame)
+                parts[part] += 1
+                checks[check] += 1
+    watcher = threading.Thread(target=look, daemon=True)
+    watcher.start()
+    try:
+        target()
+    finally:
+        done.set()
+        watcher.join()
+    return parts, checks, sum(parts.values())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--every", type=int, default=1, help="run one task in N (default 1)")
+    parser.add_argument("--interval", type=float, default=0.005, help="seconds between looks")
+    args = parser.parse_args(argv)
+    from adcheck.runner.registry import OpinfoRegistry
+    from adcheck.runner.selection import plan, select
+    from adcheck.runner.tasks import build_settings, run_task
+    registry = OpinfoRegistry()
+    settings = build_settings(("reverse", "forward", "gradgrad", "reference"), explore="quick")
+    tasks = plan(select(registry, (), (), "refengine").infos, None, settings)[::args.every]
+    results = []
+    start, cpu = time.perf_counter(), time.process_time()
+    parts, checks, looks = sample(lambda: results.extend(
+        r for t in tasks for r in run_task(t).results), args.interval)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"{len(tasks)} tasks, {len(results)} results, {wall:.1f} s wall, {cpu:.1f} s CPU, "
+          f"{looks} looks")
+    for title, counts in (("part of the work", parts), ("check", checks)):
+        print(f"\n{title:34} {'share':>6}")
+        for name, count in counts.most_common():
+            print(f"{name:34} {100 * count / looks:5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
