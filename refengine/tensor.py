@@ -196,9 +196,10 @@ class Tensor:
             return True
         # a view needs a gradient when its base does, even one made in no_grad or
         # inference mode or before the base required grad (as in PyTorch): ops on
-        # it are recorded, and the gradient stops at it
+        # it are recorded, and the gradient stops at it. A view of an inference
+        # tensor is not one autograd knows of (torch gives it no view metadata)
         base = self._base
-        return base is not None and base.requires_grad
+        return base is not None and not self._is_inference and base.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -247,7 +248,8 @@ class Tensor:
     def grad_fn(self):
         base = self._base
         if (base is not None and self._view_version != self._storage.version
-                and (self._grad_fn is not None or base.requires_grad)):
+                and (self._grad_fn is not None or base.requires_grad)
+                and not self._is_inference):
             if self._view_version + 1 == base._replay_barrier == self._storage.version:
                 # the one write since was an in-place as_strided_ of the base, which
                 # has no inverse to replay: this view's history is still right

@@ -133,7 +133,13 @@ def format_tensor(t) -> str:
     # an empty tensor shows any dtype but the default float one
     if not _implicit_dtype(t.dtype) or (arr.size == 0 and t.dtype is not dtypes.get_default_dtype()):
         suffixes.append(f"dtype={t.dtype!r}")
-    fn = t.grad_fn
+    try:
+        fn = t.grad_fn
+    except RuntimeError:
+        # a view whose grad_fn is refused after a write to its base still
+        # prints, as in torch
+        suffixes.append("grad_fn=<Invalid>")
+        return prefix + ", ".join([body] + suffixes) + ")"
     if fn is not None:
         suffixes.append(f"grad_fn=<{fn.name()}>")
     elif t.requires_grad:

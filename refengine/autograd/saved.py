@@ -75,7 +75,7 @@ class SavedTensor:
     # every tensor a recorded op saves)
     _released = False
     _tensor = _data = _packed = None
-    _node = _edge = _fw_grads = None
+    _node = _edge = _fw_grads = _view_fn = None
 
     def __init__(self, tensor, node, is_output: bool, version: int | None = None):
         if tensor._is_inference and not is_inference_mode_enabled():
@@ -150,6 +150,13 @@ class SavedTensor:
                 return self._rewrap(None)
             return self._tensor
 
+    def follow_view(self, view) -> None:
+        """The output of an in-place op on ``view``, saved by the op: its history
+        is the view's grad_fn after the write (through the base's CopySlices),
+        not the op's node, as torch's saved output of an in-place op on a view.
+        Held weakly, as torch does: once the view is gone, the op's node."""
+        self._view_fn = (weakref.ref(view._grad_fn), view._output_nr)
+
     def _rewrap(self, value):
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
@@ -157,8 +164,9 @@ class SavedTensor:
         data = self._data if value is None else value._data
         out = Tensor(_array=data, _storage=self._storage if value is None else value._storage)
         if self._is_output:
-            out._grad_fn = self._node()
-            out._output_nr = self._output_nr
+            view_fn = self._view_fn[0]() if self._view_fn is not None else None
+            out._grad_fn, out._output_nr = ((view_fn, self._view_fn[1]) if view_fn is not None
+                                            else (self._node(), self._output_nr))
             out._fw_grads = self._fw_grads
         else:
             fn, nr, acc = self._edge

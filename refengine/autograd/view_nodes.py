@@ -167,6 +167,9 @@ def rebase_after_inplace(t, node: Node, old: Node | None) -> None:
     base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node)
     base._output_nr = 0
     regenerate_view_grad_fn(t, direct=True)
+    for saved in node.__dict__.get("_saved", {}).values():
+        if getattr(saved, "_is_output", False) and t._grad_fn is not None:
+            saved.follow_view(t)
 
 
 # ----- views that may not be written in place (PyTorch's "creation meta") -----

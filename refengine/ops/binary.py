@@ -176,7 +176,26 @@ def _check_pow(tensors: dict) -> None:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
-defop("pow", lambda self, exponent: np.power(self, exponent),
+# torch's kernels for a Scalar exponent of a floating or complex tensor: exact
+# products and roots where NumPy's pow rounds otherwise or takes another sign
+# of zero ((-0.0) ** -0.5 is 1 / sqrt(-0.0) = -inf in torch, +inf in C's pow)
+_SCALAR_POWERS = {
+    1.0: np.copy, 0.5: np.sqrt, -0.5: lambda x: 1 / np.sqrt(x), -1.0: lambda x: 1 / x,
+    2.0: lambda x: x * x, 3.0: lambda x: x * x * x, -2.0: lambda x: 1 / (x * x),
+}
+
+
+def _pow_forward(self, exponent):
+    # a real number promoted to a complex tensor's dtype is still that number
+    if (isinstance(exponent, np.number) and isinstance(self, np.ndarray)
+            and self.dtype.kind in "fc" and exponent.imag == 0):
+        special = _SCALAR_POWERS.get(float(exponent.real))
+        if special is not None:
+            return special(self).astype(self.dtype, copy=False)
+    return np.power(self, exponent)
+
+
+defop("pow", _pow_forward,
       vjp={"self": _pow_self, "exponent": _pow_exponent}, jvp=_pow_jvp,
       inputs=("self", "exponent"), promote=("self", "exponent"), variant=_pow_variant,
       scalar_inputs=("self", "exponent"),

@@ -30,10 +30,12 @@ deflinear("conj_op", lambda self: np.conj(self), vjp={"self": lambda grad: grad.
           node="ConjBackward0", method=None, function=False, batch=elementwise)
 deflinear("conj_physical", lambda self: np.conj(self), vjp={"self": lambda grad: grad.conj()},
           inplace=True, batch=elementwise)
+# torch takes .real and .imag as select(-1, k) of view_as_real: their nodes (and the
+# view errors that name them) say SelectBackward0
 deflinear("real_op", lambda self: self.real, vjp={"self": lambda grad: grad},
-          view=True, node="RealBackward0", method=None, function=False, batch=elementwise)
+          view=True, node="SelectBackward0", method=None, function=False, batch=elementwise)
 deflinear("imag_op", lambda self: self.imag, vjp={"self": lambda grad: grad * 1j},
-          view=True, node="ImagBackward0", method=None, function=False, batch=elementwise)
+          view=True, node="SelectBackward0", method=None, function=False, batch=elementwise)
 # the pair of parts is a new (or a removed) trailing dim: leading dims pass through
 deflinear("view_as_real", lambda self: _as_real(self), vjp={"self": lambda grad: grad.view_as_complex()},
           view=True, node="ViewAsRealBackward0", batch=trailing)

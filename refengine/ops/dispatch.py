@@ -203,7 +203,7 @@ def _inputs(op: OpDef, env: dict, grad_on: bool) -> tuple[dict, bool, bool]:
             numbers_only = False
         if grad_on and not record and name not in nondiff:
             record = value.requires_grad
-    return tensors, numbers_only, record
+    return tensors, numbers_only, record and op.reaches_autograd(tensors)
 
 
 def _promoted_dtype(op: OpDef, tensors: dict, numbers_only: bool):
@@ -242,6 +242,7 @@ def _forward(op: OpDef, env: dict, tensors: dict, numbers_only: bool) -> tuple[l
     dt = _promoted_dtype(op, tensors, numbers_only) if promote is not None else None
     want_np = dt.np if dt is not None else None
     args = dict(env)
+    scalars = op.scalar_inputs
     for n, t in tensors.items():
         if isinstance(t, list):
             a = [x._data for x in t]
@@ -251,6 +252,10 @@ def _forward(op: OpDef, env: dict, tensors: dict, numbers_only: bool) -> tuple[l
             a = t._data
             if want_np is not None and a.dtype is not want_np and n in promote:
                 a = a.astype(want_np, copy=False)
+            if scalars and t._wrapped_number and n in scalars:
+                # a Scalar reaches the forward as a NumPy scalar, not a 0-dim array:
+                # torch special-cases some Scalars (pow's exponent 0.5 is sqrt)
+                a = a[()]
         args[n] = a
     token = _quiet_fp()   # IEEE results (inf, nan) are the semantics, not warnings
     try:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from ..batching.rules import elementwise
+from ..autograd.tangents import absent
 from .dispatch import call
 from .opdef import OPS, defelementwise, deflinear, defop, no_bool, public
 
@@ -69,9 +70,22 @@ defelementwise("erfc", _real_only(_np_erfc),
                lambda self: (-self * self).exp() * (-2 / math.sqrt(math.pi)), **F)
 # relu is convex: at 0 the minimum-norm subgradient is 0 (seed: rule 2).
 # relu's gradient is PyTorch's threshold_backward: the gradient where the result
-# is positive, 0 elsewhere (also for an inf or NaN gradient there)
+# is positive, 0 elsewhere (also for an inf or NaN gradient there). It is an op
+# of its own, as in torch, so that a double backward records its edge to the
+# result (a zero gradient: a hook behind relu is called with zeros, and the
+# gradient of a gradient through relu requires grad)
+defop("threshold_backward",
+      lambda grad_output, self, threshold: np.where(self <= threshold, 0, grad_output).astype(
+          grad_output.dtype, copy=False),
+      vjp={"grad_output": lambda grad, self, threshold:
+           call(OPS["threshold_backward"], grad, self, threshold),
+           "self": lambda grad: _no_derivative(grad)},
+      jvp=lambda grad_output_t, self, threshold: None if absent(grad_output_t) else
+      call(OPS["threshold_backward"], grad_output_t, self, threshold),
+      inputs=("grad_output", "self"), promote=("grad_output", "self"),
+      node="ThresholdBackwardBackward0", method=None, function=False, batch=elementwise)
 defop("relu", _real_only(lambda self: np.maximum(self, 0)),
-      vjp={"self": lambda grad, result: grad.masked_fill(result <= 0, 0)},
+      vjp={"self": lambda grad, result: call(OPS["threshold_backward"], grad, result, 0)},
       jvp=lambda self_t, result: self_t.masked_fill(result <= 0, 0),
       promote=("self",), inplace=True, batch=elementwise)
 deflinear("neg", lambda self: -self, vjp={"self": lambda grad: -grad},

@@ -123,10 +123,22 @@ def _no_empty(name: str, self) -> None:
                            "== 0. Specify the reduction dim with the 'dim' argument.")
 
 
+def _no_empty_dim(name: str, self, dims, normalise: bool) -> None:
+    # torch names the first empty dim in the order given: as given by amax,
+    # made non-negative by max(dim)
+    for d in (dims if isinstance(dims, (tuple, list)) else (dims,)):
+        d = int(d)
+        if -self.ndim <= d < max(self.ndim, 1) and self.ndim and self.shape[d] == 0:
+            shown = d % self.ndim if normalise else d
+            raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")
+
+
 def _amax(fn, name):
     def forward(self, dim=(), keepdim=False):
         if dim == () or dim is None:
             _no_empty(name, self)
+        elif self.size == 0:
+            _no_empty_dim(name, self, dim, normalise=False)
         return fn(self, axis=_np_axis(dim, self.ndim) if dim != () else None, keepdims=keepdim)
     return forward
 
@@ -157,9 +169,17 @@ def _all_dims_batch(amax: str):
     return rule
 
 
+def _evenly_all(grad, self, result):
+    """The gradient of max() or min() of a whole tensor, torch's rule: shared
+    evenly among the elements equal to the result, or among the NaN elements
+    when the result is NaN; exactly 0 elsewhere (also for an inf gradient)."""
+    mask = self.isnan() if bool(result.isnan()) else self == result
+    return call(OPS["where"], mask, grad / mask.sum(), 0)
+
+
 for _name, _fn in (("max", np.max), ("min", np.min)):
     defop(f"{_name}_all", _all(_fn, _name),
-          vjp={"self": lambda grad, self, result: _evenly(grad, self, result, None, False)},
+          vjp={"self": _evenly_all},
           jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
           node=f"{_name.capitalize()}Backward1", method=None, function=False,
           refuse=no_complex(_name), batch=_all_dims_batch(f"a{_name}"))
@@ -173,8 +193,10 @@ def _select_by_index(grad, self, indices, dim, keepdim):
     return creation.zeros_like(self).scatter(dim, idx, g)
 
 
-def _max_dim_fn(arg):
+def _max_dim_fn(arg, name):
     def forward(self, dim, keepdim=False):
+        if self.size == 0:
+            _no_empty_dim(name, self, dim, normalise=True)
         idx = arg(self, axis=int(dim), keepdims=True)
         values = np.take_along_axis(self, idx, axis=int(dim))
         if not keepdim:
@@ -184,7 +206,7 @@ def _max_dim_fn(arg):
 
 
 for _name, _arg in (("max_dim", np.argmax), ("min_dim", np.argmin)):
-    defop(_name, _max_dim_fn(_arg),
+    defop(_name, _max_dim_fn(_arg, _name[:3]),
           vjp={"self": lambda grad, self, indices, dim, keepdim:
                _select_by_index(grad, self, indices, dim, keepdim)},
           jvp=lambda self_t, indices, dim, keepdim: self_t.gather(

@@ -111,12 +111,41 @@ class OpDef:
                 # fails backward even when p needs none); an input only for the
                 # formulas it serves. A number input (not in needs) has no formula.
                 # With one tensor input its formula's tensors are saved even when the
-                # input has no edge (a no_grad view that requires grad), as torch does.
+                # input has no edge (a no_grad view that requires grad), as torch does;
+                # so is a tensor that the formulas of several inputs read (torch
+                # guards a save on its input's edge only when one formula reads it).
                 names.extend(p for p in rule.params if p not in ("grad", "grads") and p not in names
-                             and (needs.get(inp) or (inp in needs and (p in self.outputs
-                                                                       or len(needs) == 1))))
+                             and (needs.get(inp) or (inp in needs and (
+                                 p in self.outputs or len(needs) == 1
+                                 or p in self._shared_params()))))
             names = self._saved_names[key] = tuple(names)
         return names
+
+
+    def reaches_autograd(self, tensors: dict) -> bool:
+        """Whether torch would run this op's autograd kernel on ``tensors``: an
+        inference tensor carries no autograd dispatch key, so a call whose
+        tensors are all inference tensors (a number passed as a Scalar is no
+        tensor; one wrapped as a tensor, ``x * 2``, is a normal one) is computed
+        unrecorded, even when one of them requires grad. ``clone`` is
+        ``empty_like`` and ``copy_`` in torch: its copy has a normal destination."""
+        for name, t in tensors.items():
+            if isinstance(t, list):
+                if any(not x._is_inference for x in t):
+                    return True
+            elif not t._is_inference and not (t._wrapped_number and name in self.scalar_inputs):
+                return True
+        return self.name == "clone"
+
+    def _shared_params(self) -> set:
+        """The names the rules of more than one input read."""
+        seen, shared = set(), set()
+        for rule in self.vjp.values():
+            if rule is not None:
+                mine = set(rule.params)
+                shared |= seen & mine
+                seen |= mine
+        return shared
 
 
 def _binder(signature: inspect.Signature) -> Callable:

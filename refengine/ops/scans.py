@@ -46,6 +46,12 @@ deflinear("reversed_cumsum", _reversed_cumsum, vjp={"self": lambda grad, dim: gr
           batch=along_dim(), function=False, method=None)
 
 
+def _below_diagonal(n: int):
+    """The mask of k < i in an (n_i, n_k) matrix: outputs before input i."""
+    from .. import creation
+    return creation.tensor(np.tril(np.ones((n, n), dtype=bool), -1))
+
+
 def _cumprod_partials(self, dim):
     """P with the slice along ``dim`` moved last: shape (..., n_i, n_k)."""
     from .. import creation
@@ -55,7 +61,7 @@ def _cumprod_partials(self, dim):
     P = x.unsqueeze(-2).expand(tuple(x.shape[:-1]) + (n, n)).masked_fill(eye, 1).cumprod(-1)
     # zero below the diagonal by a mask, not a product: a NaN or inf later in the
     # slice must not reach the partials of earlier outputs
-    return P.masked_fill(creation.tensor(np.tril(np.ones((n, n), dtype=bool), -1)), 0)
+    return P.masked_fill(_below_diagonal(n), 0)
 
 
 def _cumprod_vjp(grad, self, dim, result):
@@ -65,14 +71,19 @@ def _cumprod_vjp(grad, self, dim, result):
     if self.ndim == 0:
         return grad
     P = _cumprod_partials(self, dim)
-    return (P.conj() * grad.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+    # input i reaches outputs k >= i only: a NaN or inf gradient of an earlier
+    # output is masked out of its sum, not multiplied by P's zero
+    terms = P.conj() * grad.movedim(dim, -1).unsqueeze(-2)
+    return terms.masked_fill(_below_diagonal(P.shape[-1]), 0).sum(-1).movedim(-1, dim)
 
 
 def _cumprod_jvp(self_t, self, dim):
     if self.ndim == 0:
         return self_t
     P = _cumprod_partials(self, dim)
-    return (P * self_t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+    # output k reads inputs i <= k only: a NaN tangent of a later input is masked
+    terms = P * self_t.movedim(dim, -1).unsqueeze(-1)
+    return terms.masked_fill(_below_diagonal(P.shape[-1]), 0).sum(-2).movedim(-1, dim)
 
 
 defop("cumprod", _scan(np.cumprod), vjp={"self": _cumprod_vjp}, jvp=_cumprod_jvp, **_INT)

@@ -60,7 +60,7 @@ def work(seed: int, start: int, count: int, out: Path, shrink_budget: int = 400)
             d = difference(program, pair)
             if d is None:
                 continue
-            key = d.key + (classify(d, program.source()),)
+            key = d.key + (classify(d, program.source(), program, pair),)
             record = {"key": key, "index": i}
             if key not in seen:
                 seen.add(key)
@@ -87,13 +87,17 @@ def run(count: int, seed: int, out: Path, report=print) -> dict:
             break
         crashed = int((out / "at").read_text())
         report(f"program {crashed}: an engine crashed (exit status {done.returncode})")
+        # which engine: the program again, on torch alone
+        alone = subprocess.run([sys.executable, __file__, "--torch-alone", "--seed", str(seed),
+                                "--start", str(crashed)], capture_output=True).returncode
         with (out / "findings.jsonl").open("a") as sink:
-            found = Difference("crash", "exit", "", "", f"exit {done.returncode}")
+            found = Difference("crash", "exit", "", "",
+                               f"exit {done.returncode}; torch alone: exit {alone}")
             label = classify(found, program_for(seed, crashed).source())
             sink.write(json.dumps({"key": ["crash", "exit", label], "index": crashed,
                                    "source": program_for(seed, crashed).source(),
                                    "mode": program_for(seed, crashed).mode, "label": "",
-                                   "refengine": "", "torch": f"exit {done.returncode}"}) + "\n")
+                                   "refengine": "", "torch": found.torch}) + "\n")
         start = crashed + 1
     classes: dict = {}
     for line in (out / "findings.jsonl").read_text().splitlines():
@@ -144,10 +148,16 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("fuzz-findings"))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--torch-alone", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         work(args.seed, args.start, args.programs, args.out)
+        return 0
+    if args.torch_alone:
+        import torch
+        from fuzz_engine import observe
+        observe(program_for(args.seed, args.start), torch)
         return 0
     begin = time.time()
     classes = run(args.programs, args.seed, args.out,

@@ -113,7 +113,7 @@ def test_a_short_fixed_seed_run_finds_nothing_new():
     for i in range(25):
         p = program_for(0, i)
         d = difference(p, (refengine, torch))
-        if d is not None and classify(d, p.source()) == "new":
+        if d is not None and classify(d, p.source(), p, (refengine, torch)) == "new":
             news.append((i, d))
     assert news == [], "\n".join(f"program {i}: {d}" for i, d in news)
 
@@ -122,6 +122,44 @@ def test_a_crash_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
     from fuzz import run
     monkeypatch.setenv("ADCHECK_FUZZ_CRASH_AT", "1")
     classes = run(3, 0, tmp_path, report=lambda text: None)
-    crashes = [record for key, (hits, record) in classes.items() if key[0] == "crash"]
-    assert [r["index"] for r in crashes] == [1]
+    crashes = [(key, record) for key, (hits, record) in classes.items() if key[0] == "crash"]
+    assert [r["index"] for _, r in crashes] == [1]
     assert (tmp_path / "at").read_text() == "2"      # the program after the crash ran
+    # the planted crash is no crash of torch's: run alone, torch finishes the program
+    assert crashes[0][0][2] == "new" and "torch alone: exit 0" in crashes[0][1]["torch"]
+
+
+def _conj_template(program):
+    """The program with its conj() lines named by their template, as the generator names them."""
+    from dataclasses import replace
+    return replace(program, stmts=tuple(replace(st, kind="{a}.conj()") if ".conj()" in st.code
+                                        else st for st in program.stmts))
+
+
+def test_a_conj_view_difference_is_known_only_when_a_copy_makes_it_go_away():
+    writes = _conj_template(_program("v0 = E.tensor([complex(1.0, 2.0)], dtype=E.complex128)",
+                                     "v1 = v0.conj()", "v1.mul_(2)"))
+    found = difference(writes, (refengine, torch))
+    assert found is not None        # torch's conj() is a view: the write reaches v0
+    assert classify(found, writes.source(), writes, (refengine, torch)) == "known"
+    assert classify(found, writes.source()) == "new"     # known by the second run only
+    planted = _conj_template(_program("v0 = E.tensor([complex(1.0, 2.0)], dtype=E.complex128)",
+                                      "v1 = v0.conj()", "v2 = E.sin(v1.real)"))
+    found = difference(planted, (refengine, _Planted()))
+    assert found is not None and found.stmt == "E.sin"
+    assert classify(found, planted.source(), planted, (refengine, _Planted())) == "new"
+
+
+def _found(kind, ref, tor):
+    from fuzz_engine import Difference
+    shot = lambda a: ("tensor", {kind: np.array(a), "value": np.array(a)})  # noqa: E731
+    return Difference(kind, "E.exp", "s1 v1", repr(ref), repr(tor), raw=(shot(ref), shot(tor)))
+
+
+def test_a_number_against_nan_is_not_a_singular_point():
+    nan, inf = float("nan"), float("inf")
+    assert classify(_found("grad", [1.0, nan], [1.0, inf])) == "known"
+    assert classify(_found("grad", [1.0, complex(nan, 0.3)], [1.0, complex(nan, nan)])) \
+        == "known"
+    assert classify(_found("grad", [1.0, nan], [1.0, 0.0])) == "new"
+    assert classify(_found("grad", [1.0, 2.0], [1.0, 2.0 + 1e-6])) == "new"

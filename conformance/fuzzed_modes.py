@@ -1,0 +1,149 @@
+"""The last classes the differential fuzzer (tests/fuzz, docs/fuzzing.md) found
+refengine getting differently from torch 2.13, one case per class.
+
+Inference tensors that require grad used outside inference mode, a double
+backward through an in-place op on a view, and the errors and values met at
+the edges (empty reductions, negative zero, the repr of a view that refuses
+its grad_fn).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from adcheck.conformance.case import TORCH_BEHAVIOUR, case
+
+
+def _f64(E, values, **kw):
+    return E.tensor(values, dtype=E.float64, **kw)
+
+
+def _frozen_leaf(E):
+    """A tensor made in inference mode and then asked to require grad there."""
+    with E.inference_mode():
+        a = _f64(E, [1.5, 2.0])
+        a.requires_grad_()
+    return a
+
+
+@case("outside inference mode, an op whose tensors are all inference tensors is not "
+      "recorded, even when one of them requires grad (an inference tensor has no autograd "
+      "key); a normal tensor among them, a number wrapped as one, or clone records it",
+      source=TORCH_BEHAVIOUR)
+def ops_on_inference_tensors_that_require_grad(E):
+    a = _frozen_leaf(E)
+    assert a.requires_grad and a.is_inference()
+    for result in (E.acosh(a), a + a, a.sum(0), a ** 2, E.clamp(a, min=0.0), a[0], a.t()):
+        assert not result.requires_grad and result.grad_fn is None
+    with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+        E.sin(a).sum().backward()
+    assert (a * 2).grad_fn is not None
+    w = _f64(E, [1.0, 1.0], requires_grad=True)
+    (a.clone() * 3 + w).sum().backward()
+    assert a.grad.tolist() == [3.0, 3.0] and w.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        a * w
+
+
+@case("the result an in-place op on a view saves has the view's history after the write "
+      "(through the base's CopySlices), so a double backward through it reaches the leaf",
+      source=TORCH_BEHAVIOUR)
+def double_backward_through_an_inplace_op_on_a_view(E):
+    x = _f64(E, [[0.5, 1.0], [2.0, -1.0]], requires_grad=True)
+    y = x * 1
+    view = y.t()
+    view.exp_()
+    g, = E.autograd.grad((y * y).sum(), [x], create_graph=True)
+    e = [math.exp(v) for row in x.tolist() for v in row]
+    # g = 2 exp(2x), so d/dx sum(g^2) = 16 exp(4x)
+    assert g.reshape(-1).tolist() == pytest.approx([2 * v * v for v in e], rel=1e-12)
+    (g * g).sum().backward()
+    assert x.grad.reshape(-1).tolist() == pytest.approx([16 * v ** 4 for v in e], rel=1e-12)
+
+
+@case(".real and .imag of a complex tensor are select() views of view_as_real: their "
+      "grad_fn is SelectBackward0, and the error for writing one of them names Select",
+      source=TORCH_BEHAVIOUR)
+def real_and_imag_are_select_views(E):
+    z = E.tensor([[2 - 1j, -1 - 1j], [0.5 + 0j, 2 - 2j]], dtype=E.complex128,
+                 requires_grad=True) * 1
+    assert z.real.grad_fn.name() == z.imag.grad_fn.name() == "SelectBackward0"
+    part = z.split(1)[0].real
+    with pytest.raises(RuntimeError, match="Output 0 of Select is a view and is being modified "
+                                           "inplace. This view is the output of a function "
+                                           "that returns multiple views"):
+        part.add_(1.0)
+
+
+@case("amax, amin, max(dim) and min(dim) over an empty dim raise torch's IndexError naming "
+      "the dim (amax as given, max(dim) non-negative); a view whose grad_fn is refused "
+      "prints grad_fn=<Invalid>", source=TORCH_BEHAVIOUR)
+def empty_dims_and_the_repr_of_a_refused_view(E):
+    empty = E.ones(0, 2, dtype=E.float64)
+    for call, text in ((lambda: empty.amax(0), "amax(): Expected reduction dim 0 "),
+                       (lambda: empty.amin(-2), "amin(): Expected reduction dim -2 "),
+                       (lambda: empty.max(-2), "max(): Expected reduction dim 0 "),
+                       (lambda: empty.min(0), "min(): Expected reduction dim 0 ")):
+        with pytest.raises(IndexError, match=re.escape(text + "to have non-zero size.")):
+            call()
+    assert empty.amax(1).shape == (0,)
+    x = E.ones(3, dtype=E.float64, requires_grad=True) * 1
+    piece = x.split(1)[0]
+    x.add_(1)
+    assert repr(piece).endswith("dtype=" + repr(E.float64) + ", grad_fn=<Invalid>)")
+
+
+@case("x ** p with a number p of 0.5, -0.5, -1, 2, 3 or -2 is computed as sqrt, 1 / sqrt, "
+      "1 / x, x * x, ...: (-0.0) ** -0.5 is -inf, the sign of 1 / sqrt(-0.0); a tensor "
+      "exponent goes through pow: +inf", source=TORCH_BEHAVIOUR)
+def number_powers_take_the_sign_of_zero_of_their_kernel(E):
+    zero = E.tensor([-0.0, 0.0], dtype=E.float64)
+    assert (zero ** -0.5).tolist() == [-math.inf, math.inf]
+    assert (zero ** 0.5).tolist() == [0.0, 0.0] and math.copysign(1, (zero ** 0.5)[0].item()) < 0
+    assert E.pow(zero, E.tensor(-0.5, dtype=E.float64)).tolist() == [math.inf, math.inf]
+    assert (E.tensor(-math.inf, dtype=E.float64) ** -0.5).isnan().item()
+    x = _f64(E, [-0.0], requires_grad=True)
+    (x ** 0.5).sum().backward()
+    # d/dx x ** 0.5 = 0.5 * x ** -0.5 = 0.5 / sqrt(-0.0)
+    assert x.grad.tolist() == [-math.inf]
+
+
+@case("relu's gradient is threshold_backward of the result: the gradient of a gradient "
+      "through relu requires grad (its edge to the result carries zeros), so a double "
+      "backward runs and gives zeros", source=TORCH_BEHAVIOUR)
+def gradient_through_relu_has_a_graph(E):
+    x = _f64(E, [-2.0, 0.5, 3.0], requires_grad=True)
+    g, = E.autograd.grad(E.relu(x * 1).sum(), [x], create_graph=True)
+    assert g.tolist() == [0.0, 1.0, 1.0]
+    assert g.requires_grad and g.grad_fn is not None
+    (g * g).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+@case("cumprod's gradient of input i reads only the outputs k >= i: a NaN gradient of an "
+      "earlier output does not reach it; max() of a tensor with NaN sends its gradient to "
+      "the NaN elements, evenly", source=TORCH_BEHAVIOUR)
+def nan_gradients_reach_only_what_they_depend_on(E):
+    x = _f64(E, [2.0, 3.0], requires_grad=True)
+    E.cumprod(x, 0).backward(_f64(E, [math.nan, 1.0]))
+    # d out_1 / d x_1 = x_0 = 2; out_0 (gradient NaN) does not read x_1
+    assert math.isnan(x.grad[0].item()) and x.grad[1].item() == 2.0
+    y = _f64(E, [1.0, math.nan, 2.0, math.nan], requires_grad=True)
+    (y.max() * 3).backward()
+    assert y.grad.tolist() == [0.0, 1.5, 0.0, 1.5]
+
+
+@case("a tensor that the formulas of several inputs read (maximum's self and other) is "
+      "saved even when no input has an edge: with a no_grad view that requires grad and an "
+      "inference tensor, maximum refuses to save the inference tensor", source=TORCH_BEHAVIOUR)
+def tensors_read_by_several_formulas_are_always_saved(E):
+    x = E.ones(2, 3, dtype=E.float64, requires_grad=True) * 1
+    with E.no_grad():
+        view = x[1:]
+    with E.inference_mode():
+        frozen = x * 2
+    assert view.requires_grad and view.grad_fn is None and frozen.is_inference()
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        E.maximum(view, frozen)
