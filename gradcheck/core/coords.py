@@ -19,7 +19,8 @@ def largest_finite(values, axis=None):
     block, whose NaN and inf entries are no scale. A float, or with ``axis`` an
     array along it."""
     magnitudes = np.abs(values)
-    top = np.max(magnitudes, axis=axis, initial=0.0, where=np.isfinite(magnitudes))
+    # (the array's own max: NumPy's np.max wrapper costs as much again on small blocks)
+    top = magnitudes.max(axis=axis, initial=0.0, where=np.isfinite(magnitudes))
     return float(top) if axis is None else top
 
 
@@ -32,7 +33,7 @@ def norm(values) -> float:
     values = np.asarray(values)
     if np.iscomplexobj(values):
         values = np.abs(values)
-    return float(np.sqrt(np.sum(np.square(values))))
+    return float(np.sqrt(np.square(values).sum()))
 
 
 def is_complex(array: np.ndarray) -> bool:
@@ -59,7 +60,7 @@ def to_real_rows(arrays: np.ndarray) -> np.ndarray:
     """``to_real`` of each ``arrays[k]``, as the rows of a float64 matrix (which
     may share memory with ``arrays``)."""
     arrays = np.asarray(arrays)
-    flat = arrays.reshape(arrays.shape[0], int(np.prod(arrays.shape[1:], dtype=np.int64)))
+    flat = arrays.reshape(arrays.shape[0], math.prod(arrays.shape[1:]))
     if is_complex(flat):
         flat = np.stack([flat.real, flat.imag], axis=-1).reshape(flat.shape[0], 2 * flat.shape[1])
     return flat.astype(np.float64, copy=False)

@@ -20,8 +20,9 @@ next ``vjps``/``jvps`` call on that index computes them too, in a batch of
 their own (never mixed with the vectors asked for, so a product is computed
 the same way each time it is asked for: a vmapped product may round
 differently in another batch, and the reentrancy check compares repeats), and
-keeps the results; a later request for the same vectors is served from there
-(once). When that batch does not happen, nothing is kept and the later
+keeps the results; a later request for the same vectors (the same block, bit
+for bit) is served from there, once. When that batch does not happen, nothing
+is kept and the later
 request computes them itself. Inside ``riding()`` they ride instead in the
 batch of the first request on their index when there is room (one engine
 call fewer), and inside ``riding(again=True)`` a repeat of that request
@@ -195,7 +196,7 @@ class Evaluator:
     def prefetch(self, kind: str, idx: int, vectors) -> None:
         """Compute the ``kind`` products of ``vectors`` on ``idx`` when the next
         batch of that kind there is asked for (in a batch of their own), and
-        keep them for a later request."""
+        keep them for a later request of the same vectors, in the same order."""
         self.prefetched.ask(kind, idx, self._cast(kind, idx, vectors))
 
     @contextmanager
@@ -250,73 +251,64 @@ class Evaluator:
             parts = [(b - a, self._products(kind, idx, vectors[a:b], what, each))
                      for a, b in budgets.chunks(len(vectors), size)]
             return join(parts, lambda r, n: self._zeros(kind, n)(r))
-        kept = self.prefetched.kept_rows(kind, idx, vectors)
-        missing = [k for k, row in enumerate(kept) if row is None]
+        kept = self.prefetched.kept(kind, idx, vectors)
+        if kept is not None:
+            return {r: None if s is None else np.array(s) for r, s in kept.items()}
         pending = self.prefetched.pending(kind, idx)
-        riders = self.prefetched.riders(kind, idx, len(vectors), pending, size) \
-            if len(missing) == len(vectors) else None
+        riders = self.prefetched.riders(kind, idx, len(vectors), pending, size)
         if riders:
             whole = self._ridden(kind, idx, vectors, riders, bool(pending), what)
             if whole is not None:
                 return whole
-        if len(missing) == len(vectors) and not pending:
-            # (the common case: one batched call makes every row, stacked as it is)
-            whole = self._batched_stacked(kind, idx, vectors, what)
-            if whole is not None:
-                return whole
-        if missing:
-            computed = self._batched_products(kind, idx, vectors[missing], what)
-            if computed is None:  # the loop
-                computed = [self._single(kind, idx, vectors[k],
-                                         each.format(k=k) if each else what) for k in missing]
-            for k, row in zip(missing, computed):
-                kept[k] = row
+        # (the common case: one batched call makes every row, stacked as it is)
+        whole = self._batched_stacked(kind, idx, vectors, what)
+        if whole is None:  # the loop
+            rows = [self._single(kind, idx, v, each.format(k=k) if each else what)
+                    for k, v in enumerate(vectors)]
+            zeros = self._zeros(kind, len(vectors))
+            # no gradient at all stays None (an unused input); a jvp without tangent is zero
+            whole = stack(rows, self._receivers(kind), zeros,
+                          (lambda r: None) if kind == "vjp" else zeros)
         if pending:
             # a batch of their own: the rows asked for are then computed the same
             # way every time they are asked for (a vmapped product may round
             # differently with other companions, and reentrancy compares repeats)
-            for v, row in zip(pending, self._batched_products(kind, idx, np.stack(pending), what)
-                              or []):
-                self.prefetched.keep(kind, idx, v, row)
-        zeros = self._zeros(kind, len(vectors))
-        # no gradient at all stays None (an unused input); a jvp without tangent is zero
-        absent = (lambda r: None) if kind == "vjp" else zeros
-        return stack(kept, self._receivers(kind), zeros, absent)
+            self._keep(kind, idx, pending,
+                       self._batched_call(kind, idx, np.concatenate(pending), what), 0)
+        return whole
 
     def _ridden(self, kind, idx, vectors, riders: list, keep: bool, what) -> dict | None:
         """The products of ``vectors`` stacked by receiver, from one batched call
-        that also computes ``riders``' (kept when ``keep``); ``None``: the loop."""
+        that also computes the blocks ``riders``' (kept when ``keep``); ``None``:
+        the loop."""
         n = len(vectors)
-        result = self._batched_call(kind, idx, np.concatenate([vectors, np.stack(riders)]),
-                                    what)
+        result = self._batched_call(kind, idx, np.concatenate([vectors, *riders]), what)
         if result is None:
             return None
         if keep:
-            for j, v in enumerate(riders):
-                self.prefetched.keep(kind, idx, v, {r: None if s is None else s[n + j]
-                                                    for r, s in result.items()})
-        zeros = self._zeros(kind, n)
-        return {r: (result[r][:n] if result.get(r) is not None else
-                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
+            self._keep(kind, idx, riders, result, n)
+        return self._shaped(kind, result, 0, n)
 
-    def _batched_products(self, kind, idx, batch, what) -> list | None:
-        """Per vector of ``batch``, its products (by receiver), from one batched
-        call; ``None`` when the loop must do it."""
-        result = self._batched_call(kind, idx, batch, what)
-        if result is None:
-            return None
-        return [{r: None if s is None else s[k] for r, s in result.items()}
-                for k in range(len(batch))]
+    def _keep(self, kind, idx, blocks: list, result: dict | None, start: int) -> None:
+        """Keep each of ``blocks``' products, the rows from ``start`` on of a batched
+        call's ``result`` (nothing when the loop made it: ``None``)."""
+        for block in blocks if result is not None else ():
+            self.prefetched.keep(kind, idx, block,
+                                 self._shaped(kind, result, start, start + len(block)))
+            start += len(block)
+
+    def _shaped(self, kind, result: dict, a: int, b: int) -> dict:
+        """Rows ``a:b`` of a batched call's products, by receiver: ``None`` for a
+        vjp that gives an input no gradient, zeros for a jvp without tangent."""
+        zeros = self._zeros(kind, b - a)
+        return {r: (result[r][a:b] if result.get(r) is not None else
+                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
 
     def _batched_stacked(self, kind, idx, batch, what) -> dict | None:
         """The products of ``batch`` by receiver, stacked as ``stacked.stack`` makes
         them, from one batched call; ``None`` when the loop must do it."""
         result = self._batched_call(kind, idx, batch, what)
-        if result is None:
-            return None
-        zeros = self._zeros(kind, len(batch))
-        return {r: (result.get(r) if result.get(r) is not None else
-                    None if kind == "vjp" else zeros(r)) for r in self._receivers(kind)}
+        return None if result is None else self._shaped(kind, result, 0, len(batch))
 
     def _batched_call(self, kind, idx, batch, what) -> dict | None:
         """One batched call's stacked products by receiver (``None`` where a
@@ -431,7 +423,8 @@ class Evaluator:
                 return None
             outs = as_tuple(mapped(*args))
             # in place on a batched input changes every example: example 0 tells
-            p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)],
+            p.check_unchanged([a if d is None else E.to_numpy(a, copy=False)[0]
+                               for a, d in zip(args, dims)],
                               {**p.arrays, in_idx: first}, p.subject,
                               f"evaluating it at {len(arrays)} points at once")
             return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)

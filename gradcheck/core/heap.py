@@ -98,17 +98,42 @@ def release() -> None:
     """Return the heap's free pages to the kernel (after a check)."""
     libc = _libc()
     if libc is not None and _state["set"]:
-        libc.malloc_trim(0)
+        _trim(libc)
+
+
+#: growth of the resident set since the last trim up to which a trim is skipped:
+#: glibc left to itself keeps as much resident (its blocks under its mmap threshold,
+#: 128 KiB and rising as blocks are freed, stay in the heap), and a trim walks the
+#: whole heap (15 us and more, 1 % of a small check) where the resident set is
+#: read in 1 us
+TRIM_FLOOR = 2 * 2**20
+#: the process (its id) and its resident set after the last trim, or the least since
+_trimmed: dict = {"pid": None, "resident": 0}
+
+
+def _trim(libc) -> None:
+    """``malloc_trim(0)``, unless the resident set grew by no more than
+    ``TRIM_FLOOR`` since this process last trimmed (a heap that did not grow
+    has nothing new to give back)."""
+    resident = _resident()
+    if resident is not None and _trimmed["pid"] == os.getpid() and \
+            resident <= _trimmed["resident"] + TRIM_FLOOR:
+        _trimmed["resident"] = min(_trimmed["resident"], resident)
+        return
+    libc.malloc_trim(0)
+    _trimmed.update(pid=os.getpid(), resident=_resident() or 0)
 
 
 #: during a measured call, blocks from this size up get pages of their own
 #: and give them back when freed, so the resident set follows what it holds
 MEASURED_MMAP_THRESHOLD = 64 * 2**10
 _STATUS = "/proc/self/status"
+_STATM = "/proc/self/statm"
 _CLEAR_REFS = "/proc/self/clear_refs"
+_PAGE = mmap.PAGESIZE
 #: the two files above, opened once per process (``_files``): opening and
 #: parsing them afresh cost 50 us a check, a tenth of a small check's time
-_open: dict = {"pid": None, "status": None, "clear": None}
+_open: dict = {"pid": None, "status": None, "statm": None, "clear": None}
 
 
 def _files() -> dict:
@@ -116,14 +141,14 @@ def _files() -> dict:
     parent's descriptors would read the parent's counters."""
     pid = os.getpid()
     if _open["pid"] != pid:
-        for name in ("status", "clear"):
+        for name in ("status", "statm", "clear"):
             if _open[name] is not None and _open["pid"] is not None:
                 try:
                     os.close(_open[name])
                 except OSError:   # (closed already by the caller of fork)
                     pass
         _open.update(pid=pid, status=_opened(_STATUS, os.O_RDONLY),
-                     clear=_opened(_CLEAR_REFS, os.O_WRONLY))
+                     statm=_opened(_STATM, os.O_RDONLY), clear=_opened(_CLEAR_REFS, os.O_WRONLY))
     return _open
 
 
@@ -156,7 +181,15 @@ def _reset_peak():
         os.write(fd, b"5")
     except OSError:   # not writable here after all
         return None
-    return _status_bytes("VmHWM")
+    # the mark is now the resident set, which statm gives in a fifth of the time
+    resident = _resident()
+    return _status_bytes("VmHWM") if resident is None else resident
+
+
+def _resident() -> int | None:
+    """The resident set in bytes (``/proc/self/statm``), or ``None``."""
+    statm = _files()["statm"]
+    return None if statm is None else int(os.pread(statm, 256, 0).split()[1]) * _PAGE
 
 
 def transient_bytes(call):
@@ -177,7 +210,7 @@ def transient_bytes(call):
     libc = _libc()
     if libc is None or not keep_freed_blocks():
         return call(), None
-    libc.malloc_trim(0)
+    _trim(libc)   # (free space kept in the heap would hide what small blocks reuse)
     libc.mallopt(_M_MMAP_THRESHOLD, MEASURED_MMAP_THRESHOLD)
     try:
         before = _reset_peak()

@@ -53,7 +53,8 @@ def mapped_points(p: Problem, points: dict) -> dict | None:
         if mapped is None:
             return None
         outs = as_tuple(mapped(*args))
-        p.check_unchanged([a if d is None else a[0] for a, d in zip(args, dims)], firsts,
+        p.check_unchanged([a if d is None else E.to_numpy(a, copy=False)[0]
+                           for a, d in zip(args, dims)], firsts,
                           p.subject, f"evaluating it at {total} points at once")
         found = {o: E.to_numpy(outs[o], copy=False) for o in p.float_out}
     return {i: {o: values[a:b] for o, values in found.items()} for i, (a, b) in spans.items()}

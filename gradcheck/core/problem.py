@@ -83,6 +83,7 @@ class Problem:
         self.evaluation_bytes = measured or 0
         #: machine epsilon by ("in", index) or ("out", index), looked up once
         self._epsilons: dict = {}
+        self._example_size: int | None = None
         self._classify_outputs()
         self.layout = Layout(
             {i: self.arrays[i].shape for i in self.diff_in},
@@ -164,7 +165,8 @@ class Problem:
 
     def check_unchanged(self, args, sources: dict, who: str, what: str) -> None:
         """Record in ``mutations`` an input that requires grad whose tensor in
-        ``args`` no longer holds ``sources[i]``: ``who`` changed it while ``what``.
+        ``args`` (or its values, an array) no longer holds ``sources[i]``: ``who``
+        changed it while ``what``.
 
         Inputs that do not require grad may change (a buffer the function
         updates, like batch norm's running statistics): every evaluation gets
@@ -173,7 +175,9 @@ class Problem:
         for i in self.diff_in:
             if i in self.mutations or i not in sources:
                 continue
-            now, before = self.engine.to_numpy(args[i], copy=False), np.asarray(sources[i])
+            now = np.asarray(args[i]) if isinstance(args[i], (np.ndarray, np.generic)) else \
+                self.engine.to_numpy(args[i], copy=False)
+            before = np.asarray(sources[i])
             if unchanged(now, before):
                 continue
             self.mutations[i] = (who, what, *_largest_change(now, before))
@@ -213,8 +217,10 @@ class Problem:
     @property
     def example_size(self) -> int:
         """Real coordinates of every input and output (one example of a batch)."""
-        return sum(a.size * (2 if np.iscomplexobj(a) else 1)
-                   for a in (*self.arrays.values(), *self.out_arrays.values()))
+        if self._example_size is None:   # (asked before every batch; the arrays stay)
+            self._example_size = sum(a.size * (2 if np.iscomplexobj(a) else 1)
+                                     for a in (*self.arrays.values(), *self.out_arrays.values()))
+        return self._example_size
 
     def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
         """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck import refengine
+from adcheck.refengine.batching import record_fallbacks
 from adcheck.gradcheck.engines.base import Engine, own_array
 
 
@@ -26,5 +27,4 @@ class RefEngine(Engine):
         return refengine.vmap(func, in_dims)
 
     def looped_ops(self):
-        from adcheck.refengine.batching import record_fallbacks
         return record_fallbacks()

@@ -113,3 +113,19 @@ def test_a_call_that_raises_under_vmap_falls_back_to_each_input(fails):
         at = list(base)
         at[i] = moved[1]
         np.testing.assert_allclose(found[i][1][1], _written_out(*at)[1], rtol=1e-13)
+
+
+def test_a_zero_dimensional_input_is_batched_too():
+    # the grad_output of a sum is a 0-d tensor: example 0 of its batch is a scalar
+    x = E.from_numpy(X.copy()).requires_grad_()
+    first, inputs = first_derivative(E.sum, (x,), None, np.random.default_rng(0))
+    ev = Evaluator(Problem(first, inputs, order=2))
+    points = {0: X + np.linspace(-0.2, 0.3, 3)[:, None], 1: np.array([0.5, -2.0])}
+    with batched(True):
+        found = ev.outputs_at_each(points, {i: f"input {i}" for i in points})
+    assert ev.problem.batching["fallback"] is None
+    assert ev.problem.batching["batched_calls"] == 1
+    g = ev.problem.arrays[1]
+    # the gradient of sum is g at every element, whatever x is
+    np.testing.assert_array_equal(found[0][0], np.full((3, 3), g))
+    np.testing.assert_array_equal(found[1][0], np.array([[0.5] * 3, [-2.0] * 3]))
