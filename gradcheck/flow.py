@@ -39,6 +39,7 @@ from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
+from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.coords import largest_finite
 
 
@@ -73,7 +74,7 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
 
 def _finite_norm(block: np.ndarray) -> float:
     """The Frobenius norm of the finite entries (a NaN entry is not a scale)."""
-    return float(np.linalg.norm(np.where(np.isfinite(block), block, 0.0)))
+    return coords.norm(np.where(np.isfinite(block), block, 0.0))
 
 
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:

@@ -73,15 +73,25 @@ def entry_errors(expected: np.ndarray, actual: np.ndarray,
     that compare a computation with a repeat of itself, where the same NaN
     twice is no difference (the NaN is another check's finding).
     """
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    same = _same_nonfinite(expected, actual) if same_nonfinite else None
+    return _errors_where(expected, actual, same)
+
+
+def _errors_where(expected: np.ndarray, actual: np.ndarray, same,
+                  fix_nan: bool = True) -> np.ndarray:
+    """``entry_errors`` with the entries that hold the same non-finite value
+    (``same``, or ``None`` for none) found already; ``fix_nan=False`` leaves
+    NaN errors as they are."""
     with np.errstate(invalid="ignore"):
         err = np.abs(actual - expected)
     err = err if err.dtype == np.float64 else err.astype(np.float64)
-    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
-                                                   np.asarray(actual))) is not None:
+    if same is not None:
         err[same] = 0.0
-    nan = np.isnan(err)
-    if nan.any():
-        err[nan] = np.inf
+    if fix_nan:
+        nan = np.isnan(err)
+        if nan.any():
+            err[nan] = np.inf
     return err
 
 
@@ -103,10 +113,18 @@ def worst(err: np.ndarray, tol: np.ndarray) -> tuple:
     if err.size == 0:
         return 0.0, None
     bad = err > tol
-    masked = np.where(bad, err, -1.0) if bad.any() else err
-    flat = int(np.argmax(masked))
-    where = np.unravel_index(flat, err.shape)
-    return float(err[where]), tuple(int(k) for k in where)
+    return _worst(err, err if not bad.any() else np.where(bad, err, -1.0))
+
+
+def _worst(err: np.ndarray, masked: np.ndarray) -> tuple:
+    """The largest entry of ``masked`` (a NaN first): its error in ``err`` and where."""
+    flat = int(masked.argmax())
+    where = []
+    for size in reversed(err.shape):   # (np.unravel_index, without its microsecond)
+        flat, k = divmod(flat, size)
+        where.append(k)
+    where = tuple(reversed(where))
+    return float(err[where]), where
 
 
 def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: int | None,
@@ -116,16 +134,34 @@ def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: in
     passes, unless ``same_nonfinite`` and both are NaN: see ``entry_errors``).
     The ``Result`` holds the largest error (one that fails first), where it
     is, the tolerance there, and both arrays; no diagnosis."""
-    err = entry_errors(expected, actual, same_nonfinite)
-    tol = np.broadcast_to(np.asarray(tol, dtype=np.float64), err.shape)
-    if same_nonfinite and (same := _same_nonfinite(np.asarray(expected),
-                                                   np.asarray(actual))) is not None:
+    e, a = np.asarray(expected), np.asarray(actual)
+    tol = np.asarray(tol, dtype=np.float64)
+    err = _errors_where(e, a, None, fix_nan=False)
+    if err.size and (err <= tol).all():
+        # the usual case, every check ends here several times: no NaN (it never
+        # passes), so no entry holds the same non-finite value twice either
+        max_error, where = _worst(err, err)
+        return Result(check, mode, against, out_idx, in_idx, True, max_error, where,
+                      _at(tol, err.shape, where), expected, actual)
+    same = _same_nonfinite(e, a) if same_nonfinite else None
+    if same is not None:
+        err[same] = 0.0
         # a tolerance computed from a NaN is NaN: the same NaN passes anyway
         tol = np.where(same, np.inf, tol)
+    nan = np.isnan(err)
+    if nan.any():
+        err[nan] = np.inf
     passed = bool(np.all(err <= tol))
-    max_error, where = worst(err, tol)
+    max_error, where = worst(err, np.broadcast_to(tol, err.shape))
     return Result(check, mode, against, out_idx, in_idx, passed, max_error, where,
-                  None if where is None else float(tol[where]), expected, actual)
+                  None if where is None else _at(tol, err.shape, where), expected, actual)
+
+
+def _at(tol: np.ndarray, shape: tuple, where: tuple) -> float:
+    """The tolerance at ``where`` of a tolerance broadcast to ``shape``."""
+    if tol.ndim == 0:
+        return float(tol)
+    return float(tol[where] if tol.shape == shape else np.broadcast_to(tol, shape)[where])
 
 
 def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int, in_idx: int,

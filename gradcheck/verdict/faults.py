@@ -30,6 +30,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
 from adcheck.gradcheck.numerics.precise import as_zero
 
 #: what each Jacobian's non-finite entries say about the function, by mode
@@ -88,7 +89,6 @@ def repeat_rounding(problem: Problem) -> float:
     beyond ``nondet_tol``: ``NONDET_ULPS`` units of rounding of a formula narrower
     than double precision (its kernels may reduce in another order each run,
     as torch's do in float32), none in double precision."""
-    from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
     return NONDET_ULPS * formula_epsilon(problem) if is_narrow(problem) else 0.0
 
 
@@ -96,10 +96,22 @@ def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
     """The function twice at the given inputs, the same call both times: the
     outputs must agree within ``nondet_tol`` plus, for a low-precision formula,
     its rounding relative to the output's largest value (``repeat_rounding``);
-    NaN passes where both are NaN."""
+    NaN passes where both are NaN.
+
+    The problem's own first evaluation stands in for the first call: a second
+    that agrees with it ends the check at one evaluation. One that does not is
+    no verdict yet (that evaluation ran with grad enabled, on the caller's own
+    tensors), so two calls made the same way are then compared."""
     p = ev.problem
     what = "evaluating it twice at the given inputs"
-    first, second = ev.evaluate({}, what), ev.evaluate({}, what)
+    second = ev.evaluate({}, what)
+    if not _repeat_failures(p, p.out_arrays, second, nondet_tol):
+        return []
+    return _repeat_failures(p, second, ev.evaluate({}, what), nondet_tol)
+
+
+def _repeat_failures(p: Problem, first: dict, second: dict, nondet_tol: float) -> list:
+    """The outputs of two calls compared (``determinism_results``): the failures."""
     rounding = repeat_rounding(p)
     results = []
     for o in p.float_out:

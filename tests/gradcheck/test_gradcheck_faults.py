@@ -125,6 +125,28 @@ def test_a_nondeterministic_forward_is_detected_and_named(E, fast):
     assert "nondeterministic forward" in failure.diagnosis
 
 
+def test_a_forward_that_changes_after_its_first_call_is_nondeterministic(E):
+    # the check's first evaluation is one of the two it compares; one that draws
+    # afresh from the second call on is caught as well as one that draws every time
+    calls = [0]
+
+    def drifting(x):
+        calls[0] += 1
+        return E.sin(x) + 1e-3 * calls[0]
+    failure = first(check(drifting, (leaf(E),), seed=0, explore=False))
+    assert failure.check == "deterministic"
+    assert "nondeterministic forward" in failure.diagnosis
+
+
+def test_a_first_call_that_differs_only_by_grad_mode_is_not_nondeterminism(E):
+    # the first evaluation runs with grad enabled on the caller's tensors, the
+    # others under no_grad: a difference there is judged between two calls made alike
+    def grad_aware(x):
+        return E.sin(x) + (1e-3 if E.is_grad_enabled() else 0.0)
+    report = check(grad_aware, (leaf(E),), seed=0, explore=False)
+    assert "deterministic" not in {r.check for r in report.failures}, report.message()
+
+
 # --- integer-valued gradients -------------------------------------------------
 
 def test_a_rounded_gradient_is_diagnosed_as_whole_numbers(E):
