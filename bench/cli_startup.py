@@ -2,6 +2,7 @@
 
     python bench/cli_startup.py                 # 5 interleaved rounds
     python bench/cli_startup.py --rounds 3 --no-sweep
+    python bench/cli_startup.py --against /tmp/before   # the same commands of another checkout
 
 Each round runs, one after the other (interleaved, so a change of load hits
 all alike):
@@ -16,9 +17,10 @@ all alike):
 - with the sweep, ``adcheck ops -q`` over the built-in registry (its exit
   status is not judged here).
 
-For each, wall time and CPU time (user + system, of the process and the
-children it waited for: a worker started by a fork server that has not been
-reaped is not counted, so the CPU time of a command with workers is a floor).
+For each, wall time and CPU time (user + system of every process the command
+started: this process adopts the fork server and the workers when they
+outlive the command, and waits for them; where it cannot, of the command and
+the children it waited for only, a floor).
 The table gives the best of the rounds and each command's ratio to ``import
 torch`` in both clocks. On a machine others load, wall times swell with
 their turns on the cores; CPU times do not. The load average is printed
@@ -45,6 +47,21 @@ COMMANDS = {
     "adcheck --help": (["adcheck", "--help"], ROOT, 0),
 }
 SWEEP = ("adcheck ops -q (built-in registry)", (["adcheck", "ops", "-q"], ROOT, None))
+#: the adcheck command of another checkout (``--against``), run as the console script runs it
+OTHER_ADCHECK = "import sys; from adcheck.cli.main import main; sys.argv[0] = 'adcheck'; main()"
+
+
+def against(checkout: str, commands: dict) -> dict:
+    """``commands``' adcheck commands once more, run from ``checkout`` (a git
+    worktree of an earlier commit, say), named with an ``(other)`` suffix."""
+    other = {}
+    for name, (command, cwd, expected) in commands.items():
+        if command[0] == "adcheck":
+            argv = ["env", f"PYTHONPATH={checkout}", sys.executable, "-c", OTHER_ADCHECK,
+                    *command[1:]]
+            other[f"{name} (other)"] = (argv, cwd, expected)
+    return other
+
 
 IN_PROCESS = """
 import sys, time
@@ -72,12 +89,37 @@ def load() -> str:
         return "?"
 
 
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its descendants' orphans (Linux), so that
+    a command's fork server and workers, which outlive it by a moment, are
+    waited for here and their CPU time counted; False where it cannot."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(seconds: float = 10.0) -> None:
+    """Wait for every adopted process to end (at most ``seconds``)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.02)
+
+
 def timed(argv: list, cwd: Path) -> tuple:
-    """``(wall s, cpu s, exit status, last line of output)`` of one run."""
+    """``(wall s, cpu s, exit status, last line of output)`` of one run; the CPU
+    time of every process it started when ``adopt_orphans`` took effect."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    reap_orphans()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     tail = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines() or [""])[-1]
@@ -102,11 +144,19 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--no-sweep", action="store_true",
                         help="leave out adcheck ops over the built-in registry")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also run the adcheck commands from this checkout, interleaved "
+                             "(e.g. git worktree add /tmp/before <commit>)")
     args = parser.parse_args(argv)
     commands = dict(COMMANDS)
     if not args.no_sweep:
         commands[SWEEP[0]] = SWEEP[1]
-    print(f"load average before: {load()} ({os.cpu_count()} cpus)")
+    if args.against:
+        commands.update(against(args.against, commands))
+    whole = adopt_orphans()
+    print(f"load average before: {load()} ({os.cpu_count()} cpus); CPU times "
+          + ("of every process a command started (fork server and workers included)" if whole
+             else "of each command and the children it waited for only"))
     best: dict = {}
     for _ in range(args.rounds):
         for name, (command, cwd, expected) in commands.items():
@@ -120,10 +170,10 @@ def main(argv=None) -> int:
             best[name] = (min(w, wall), min(c, cpu))
     print(f"load average after: {load()}")
     anchor_w, anchor_c = best["import torch"]
-    print(f"\nbest of {args.rounds} rounds       {'wall s':>8} {'x torch':>8} {'cpu s':>8} "
+    print(f"\nbest of {args.rounds} rounds{'':27} {'wall s':>8} {'x torch':>8} {'cpu s':>8} "
           f"{'x torch':>8}")
     for name, (wall, cpu) in best.items():
-        print(f"{name:38} {wall:8.3f} {wall / anchor_w:8.2f} {cpu:8.3f} {cpu / anchor_c:8.2f}")
+        print(f"{name:46} {wall:8.3f} {wall / anchor_w:8.2f} {cpu:8.3f} {cpu / anchor_c:8.2f}")
     return 0
 
 

@@ -88,9 +88,6 @@ def cli() -> None:
 
 
 def main() -> None:
-    import sys
-    from .runs import early_start
-    early_start(sys.argv)
     try:
         cli.main(standalone_mode=True)
     except KeyboardInterrupt:

@@ -8,9 +8,11 @@ worker starts), prints its warnings on stderr, and hands each report its
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -117,9 +119,13 @@ def recorded(settings, **about):
 def prestart(registry=None) -> None:
     """Start the workers' imports now, so that they run while this process
     selects: a worker, or for a registry with a ``preload`` (PyTorch's op_db) the
-    fork server that imports it (a worker would wait for it here)."""
+    fork server that imports it (a worker would wait for it here). None for
+    ``adcheck check`` of torch code: its workers are forks of this process once
+    it has imported the file (``forks_here``)."""
     from adcheck.runner.pool import shared_pool
     preload = () if registry is None else registry.preload
+    if _checks_torch_code():
+        return
     try:
         if preload:
             shared_pool().warm(preload)
@@ -145,40 +151,40 @@ def _source_file(module: str) -> Path | None:
     return None
 
 
-def uses_torch(argv: list) -> bool:
-    """Whether ``adcheck check ... MODULE:OBJECT ...`` checks code of a file that
-    imports torch, or a plain function on ``--engine torch``: read from the
-    arguments and the file's text before anything is parsed or imported. A guess,
-    never a decision: a wrong one costs time, not a result."""
-    if len(argv) < 2 or argv[1] != "check" or {"-h", "--help", "--against"} & set(argv):
-        return False
-    if "torch" in [value for option, value in zip(argv, argv[1:]) if option == "--engine"] + \
-            [a.removeprefix("--engine=") for a in argv if a.startswith("--engine=")]:
+def uses_torch(target: str | None, engine: str | None = None) -> bool:
+    """Whether ``MODULE:OBJECT`` is in a file that imports torch, or a plain
+    function on ``engine`` torch: read from the file's text, nothing imported.
+    A guess, never a decision: a wrong one costs time, not a result."""
+    if engine == "torch":
         return True
-    for text in argv[2:]:
-        module, _, name = text.rpartition(":")
-        if module and name.isidentifier() and not text.startswith("-"):
-            path = _source_file(module)
-            try:
-                return path is not None and bool(_IMPORTS_TORCH.search(path.read_text()))
-            except (OSError, UnicodeDecodeError):
-                return False
-    return False
-
-
-def early_start(argv: list) -> None:
-    """For a check of torch code (``uses_torch``), start the workers' fork server
-    now with torch among its imports (``runner.pool.TORCH_PRELOAD``): it imports
-    them while this process parses the options and imports the user's file (which
-    imports torch here too), and the worker forked from it inherits them instead
-    of importing torch after this process is done (bench/cli_startup.md)."""
-    if not uses_torch(argv):
-        return
-    from adcheck.runner.pool import TORCH_PRELOAD, shared_pool
+    module, _, name = (target or "").rpartition(":")
+    path = _source_file(module) if module and name.isidentifier() else None
     try:
-        shared_pool().warm(TORCH_PRELOAD)
-    except Exception:  # noqa: BLE001 - the run starts the workers again and says why it cannot
-        pass
+        return path is not None and bool(_IMPORTS_TORCH.search(path.read_text()))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _checks_torch_code() -> bool:
+    """Whether the command running is ``adcheck check MODULE:OBJECT`` of torch code."""
+    context = click.get_current_context(silent=True)
+    if context is None or context.info_name != "check":
+        return False
+    params = context.params
+    return params.get("plugin") is None and params.get("against") is None and \
+        uses_torch(params.get("target"), params.get("engine"))
+
+
+def forks_here(tasks: list) -> bool:
+    """Whether the workers of ``tasks`` are best forks of this process
+    (``runner.pool.WorkerPool.forking_here``): checks of a user's object, with
+    torch imported here (with the user's file) and JAX not (its threads would
+    not survive a fork), and the workers computing on one thread (the user did
+    not ask torch for more with ``OMP_NUM_THREADS``)."""
+    from adcheck.runner.tasks import TargetTask
+    return bool(tasks) and all(isinstance(t, TargetTask) for t in tasks) and \
+        "torch" in sys.modules and "jax" not in sys.modules and \
+        os.environ.get("OMP_NUM_THREADS", "1").strip() == "1"
 
 
 def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
@@ -190,13 +196,15 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
     from adcheck.cli import signals
     from adcheck.cli.reporting import progress_bar, warn
     from adcheck.runner.results import RunReport
+    from adcheck.runner.pool import shared_pool
     from adcheck.runner.run import run_tasks
     if not (tasks if planned is None else planned):
         raise InputError("nothing to check: no selected op supports the selected dtypes; "
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
     try:
-        with progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
+        with shared_pool().forking_here() if forks_here(tasks) else nullcontext(), \
+                progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
             outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)
     finally:
         signals.defer()     # the reports are written next: no signal may cut them short

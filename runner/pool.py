@@ -139,11 +139,9 @@ class Worker:
 PRELOAD = ["numpy", "numpy.ma", "adcheck.refengine", "adcheck.gradcheck", "adcheck.runner.tasks",
            "adcheck.runner.worker", "adcheck.runner.reproduction"]
 
-#: what the fork server imports too when the code under check uses torch
-#: (``cli.runs.early_start``): torch, the module torch's first ``autograd.grad``
-#: imports (symbolic shapes, with sympy: 0.3 s) and gradcheck's torch adapter.
-#: Importing them runs no parallel torch computation, so forking afterwards is
-#: safe (see ``runner.torchwarm``); a fork server without torch skips them.
+#: what a check of torch code imports besides: torch, the module torch's first
+#: ``autograd.grad`` imports (symbolic shapes, with sympy: 0.3 s) and gradcheck's
+#: torch adapter (``WorkerPool.forking_here`` imports them before forking)
 TORCH_PRELOAD = ["torch", "torch.fx.experimental.symbolic_shapes",
                  "adcheck.gradcheck.engines.torch"]
 
@@ -223,6 +221,38 @@ class WorkerPool:
         starting, self._starting = self._starting, None
         if starting is not None:
             starting.join()
+
+    @contextmanager
+    def forking_here(self):
+        """In the block, the workers are forks of this process, which has
+        imported torch and the code under check already: a worker then imports
+        neither again (a fork server would import torch a second time, as long
+        as this process did, and twice the CPU on a busy machine). Each worker
+        stays a process of its own, so a crash or a hang in the code under
+        check is still that task's error. Safe as long as this process has run
+        no parallel torch computation, whose threads a fork would not carry
+        over (the command line only imports the file and builds its module;
+        its probes run in forks), and a worker computes on one thread (see
+        ``runner.worker``). What the worker's first check would import is
+        imported here first (``PRELOAD``, ``TORCH_PRELOAD``). After the block
+        those workers are stopped (they hold this moment's state, the user's
+        module included) and the next ones come from the fork server again."""
+        import importlib
+        import sys
+        for name in PRELOAD + TORCH_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        self.shutdown()
+        for stream in (sys.stdout, sys.stderr):   # no buffered text printed twice
+            stream.flush()
+        previous, self.context = self.context, multiprocessing.get_context("fork")
+        try:
+            yield
+        finally:
+            self.shutdown()
+            self.context = previous
 
     def run(self, tasks: list, jobs: int, collector) -> tuple:
         """Run the tasks on at most ``jobs`` workers; ``(status, cause)``. The

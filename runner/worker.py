@@ -29,6 +29,8 @@ def _quiet() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, held)   # the parent held them while starting us
     os.dup2(2, 1)
     _die_with_parent()
+    import faulthandler
+    faulthandler.disable()   # a fork of a process that enabled it: a crash is the run's to report
 
 
 def _die_with_parent() -> None:

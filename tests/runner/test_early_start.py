@@ -1,9 +1,12 @@
-"""The command line's start-up overlap (bench/cli_startup.md): for a check of
-torch code the workers' fork server starts first thing, with torch among its
-imports, and the first worker is started from a thread, so this process goes
-on while the fork server imports."""
+"""The command line's start-up (bench/cli_startup.md): ``adcheck check`` of
+torch code forks its workers from the process that has imported torch with
+the user's file (``runner.pool.WorkerPool.forking_here``), so torch is
+imported once, and a crash in the code under check is still that check's
+error; other commands start their first worker from a thread, so that this
+process goes on while the fork server imports."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,16 +18,16 @@ import pytest
 from adcheck.cli.runs import uses_torch
 
 REPO = Path(__file__).resolve().parents[2]
+MAIN = "import sys; from adcheck.cli.main import main; sys.argv[0] = 'adcheck'; main()"
 
-#: a torch function whose derivative formula is right only in a process that had
-#: torch's symbolic-shapes module before it imported this file: a worker forked
-#: from a fork server that preloaded it (``runner.pool.TORCH_PRELOAD``); a plain
-#: ``import torch`` does not import that module
-PRELOAD_PROBE = '''
-import sys
+#: a torch Function whose backward is right only in a worker forked from the
+#: process that imported this file (a worker that imports it again, as a fork
+#: server's does, gets a wrong factor)
+FORKED_PROBE = '''
+import os
 import torch
 
-PRELOADED = "torch.fx.experimental.symbolic_shapes" in sys.modules
+IMPORTED_IN = os.getpid()
 
 
 class Doubled(torch.autograd.Function):
@@ -34,23 +37,36 @@ class Doubled(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * (2 if PRELOADED else 5)
+        return grad * (2 if os.getppid() == IMPORTED_IN else 5)
+'''
+
+#: a torch Function whose backward ends its process
+DYING = '''
+import os
+import torch
+
+
+class Dying(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        os._exit(3)
 '''
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["adcheck", "check", "layer.py:Layer", "--inputs", "randn(3)"], True),
-    (["adcheck", "check", "--inputs", "randn(3)", "pkg.layer:Layer"], True),
-    (["adcheck", "check", "plain.py:square"], False),
-    (["adcheck", "check", "plain.py:square", "--engine", "torch"], True),
-    (["adcheck", "check", "plain.py:square", "--engine=torch"], True),
-    (["adcheck", "check", "layer.py:Layer", "--help"], False),
-    (["adcheck", "ops", "layer.py:Layer"], False),
-    (["adcheck", "check", "missing.py:Layer"], False),
-    (["adcheck"], False),
+@pytest.mark.parametrize("target, engine, expected", [
+    ("layer.py:Layer", "refengine", True),
+    ("pkg.layer:Layer", "refengine", True),
+    ("plain.py:square", "refengine", False),
+    ("plain.py:square", "torch", True),
+    ("missing.py:Layer", "refengine", False),
+    ("layer.py", "refengine", False),
+    (None, "refengine", False),
 ])
-def test_a_check_of_torch_code_is_read_from_the_arguments_and_the_file(tmp_path, monkeypatch,
-                                                                        argv, expected):
+def test_torch_code_is_read_from_the_files_text(tmp_path, monkeypatch, target, engine, expected):
     (tmp_path / "layer.py").write_text("import math\nfrom torch import nn\n\nclass Layer: ...\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -58,25 +74,67 @@ def test_a_check_of_torch_code_is_read_from_the_arguments_and_the_file(tmp_path,
     (tmp_path / "plain.py").write_text("# mentions torch but does not import it\n"
                                        "def square(x):\n    return x * x  # import torch\n")
     monkeypatch.chdir(tmp_path)
-    assert uses_torch(argv) is expected
+    assert uses_torch(target, engine) is expected
 
 
-def _python(code: str, cwd: Path, *args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def _python(code: str, cwd: Path, *args, **env) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO), **env)
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
-def test_the_worker_of_a_torch_check_inherits_the_fork_servers_torch(tmp_path):
+def _check(tmp_path, target: str, **env) -> tuple:
+    done = _python(MAIN, tmp_path, "check", target, "--inputs", "randn(3, 2)", "--check",
+                   "reverse", "--no-explore", "--format", "json", **env)
+    return done.returncode, json.loads(done.stdout) if done.stdout else done.stderr
+
+
+def test_the_worker_of_a_torch_check_is_a_fork_of_the_command(tmp_path):
     pytest.importorskip("torch")
-    (tmp_path / "doubled.py").write_text(PRELOAD_PROBE)
-    control = _python("import doubled; print(doubled.PRELOADED)", tmp_path)
-    assert control.stdout.strip() == "False", control.stderr   # a plain import differs
-    main = "import sys; from adcheck.cli.main import main; sys.argv[0] = 'adcheck'; main()"
-    done = _python(main, tmp_path, "check", "doubled.py:Doubled", "--inputs", "randn(3)",
-                   "--check", "reverse", "--no-explore", "--format", "json")
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert '"passed": 1' in done.stdout
+    (tmp_path / "forked.py").write_text(FORKED_PROBE)
+    status, report = _check(tmp_path, "forked.py:Doubled")
+    assert status == 0, report
+    assert [r["status"] for r in report["results"]] == ["passed"]
+    # the control: more threads than one asked for, the workers come from the fork
+    # server, import the file again, and the planted factor shows
+    status, report = _check(tmp_path, "forked.py:Doubled", OMP_NUM_THREADS="2")
+    assert status == 1, report
+    assert [r["status"] for r in report["results"]] == ["failed"]
+
+
+AFTER_A_FORKED_RUN = textwrap.dedent('''
+    from adcheck.cli.main import cli
+    from adcheck.runner.pool import shared_pool
+
+    if __name__ == "__main__":
+        try:
+            cli.main(["check", "forked.py:Doubled", "--inputs", "randn(3, 2)", "--check",
+                      "reverse", "--no-explore", "-q"], standalone_mode=False)
+        except SystemExit:
+            pass
+        pool = shared_pool()
+        print(pool.context.get_start_method(), len(pool.workers))
+''')
+
+
+def test_after_a_forked_run_the_workers_come_from_the_fork_server_again(tmp_path):
+    # a later run in the same process (the pytest plugin's, a test's) must not
+    # fork this process's state of the moment
+    pytest.importorskip("torch")
+    (tmp_path / "forked.py").write_text(FORKED_PROBE)
+    done = _python(AFTER_A_FORKED_RUN, tmp_path)
+    assert done.stdout.split()[-2:] == ["forkserver", "0"], done.stdout + done.stderr
+    assert "1 passed" in done.stdout + done.stderr     # the run was forked from here
+
+
+def test_a_crash_in_a_forked_worker_is_the_checks_error(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "dying.py").write_text(DYING)
+    status, report = _check(tmp_path, "dying.py:Dying")
+    assert status == 1, report
+    [result] = report["results"]
+    assert result["status"] == "error"
+    assert "exited with status 3" in result["message"], result["message"]
 
 
 SLOW_START = textwrap.dedent('''
