@@ -147,3 +147,18 @@ def tensors_read_by_several_formulas_are_always_saved(E):
     assert view.requires_grad and view.grad_fn is None and frozen.is_inference()
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         E.maximum(view, frozen)
+
+
+@case("forward mode: an input without a tangent adds no term to xlogy's tangent (no "
+      "0 * self / other, NaN at 0 / 0), and copy_ of an expanded dual tensor onto itself is "
+      "allowed and keeps its tangent", source=TORCH_BEHAVIOUR)
+def tangents_of_an_input_without_one(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [0.0, 2.0]), _f64(E, [-0.5, 3.0]))
+        y = E.xlogy(x, _f64(E, [0.0, 4.0]))
+        # d/dx x log(y) = log(y), 0 where x == 0 and y <= 0
+        assert fw.unpack_dual(y).tangent.tolist() == [0.0, 3.0 * math.log(4.0)]
+        v = fw.make_dual(_f64(E, 1.5), _f64(E, 0.25)).unsqueeze(0).expand(2)
+        v.copy_(v)
+        assert v.tolist() == [1.5, 1.5] and fw.unpack_dual(v).tangent.tolist() == [0.25, 0.25]

@@ -176,8 +176,9 @@ def push_tangents(op, env: dict, tensors: dict, outs: list, levels: tuple, inpla
                 # one tangent: for the op's (only) differentiable output
                 tans = tuple(tans if name in op.diff_outputs else None for name in op.outputs)
             for name, o, tan in zip(op.outputs, outs, tans):
-                if tan is None or name not in op.diff_outputs:
-                    continue
+                if tan is None or name not in op.diff_outputs or (
+                        inplace and op.name == "copy" and env.get("src") is o):
+                    continue        # (copy_ of a tensor onto itself keeps its tangent)
                 if absent(tan):
                     tan = tan.clone()
                 tan = fit_tangent(tan, o)

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..batching.rules import elementwise
+from ..autograd.tangents import absent
 from .dispatch import call, is_number
 from .opdef import OPS, defelementwise, defop
 
@@ -57,8 +58,9 @@ def _xlogy_self(grad, self, other):
 
 
 def _xlogy_jvp(self_t, other_t, self, other):
-    out = None if self_t is None else _xlogy_self(self_t, self, other)
-    if other_t is not None:
+    # an input without a tangent adds no term (not 0 * self / other, NaN at 0 / 0)
+    out = None if absent(self_t) else _xlogy_self(self_t, self, other)
+    if not absent(other_t):
         term = other_t * self / other
         out = term if out is None else out + term
     return out

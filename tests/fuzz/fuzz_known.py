@@ -326,8 +326,13 @@ def _conj_copy(code: str) -> str:
     return f"{target} = E.conj_physical({x}) if {x}.is_complex() else {x}.conj()"
 
 
-def _copy_from_a_clone(code: str) -> str:
-    return re.sub(r"\.copy_\((v\d+)\)$", r".copy_(\1.clone())", code)
+def _operand_a_clone(code: str) -> str:
+    return re.sub(r"\.(\w+_)\((v\d+)\)$", r".\1(\2.clone())", code)
+
+
+def _signed_zero_normalised(code: str) -> str:
+    # + 0 makes every zero (of a real or an imaginary part) +0, in both engines
+    return f"{code} + 0"
 
 
 def _explicit_power(code: str) -> str:
@@ -365,9 +370,14 @@ RERUNS = (
                                      "hooks"),
           "docs/differences.md: conj() is a copy, not a lazily conjugated view: gone when "
           "each complex conj() is a copy in both engines (conj_physical)"),
-    Rerun("{a}.copy_({b})", _copy_from_a_clone, ("value", "tangent"),
-          "docs/differences.md: copy_ from a source that overlaps the destination in part: "
-          "gone when the source is a clone"),
+    *(Rerun(template, _operand_a_clone, ("value", "tangent"),
+            "docs/differences.md: an in-place op whose operand overlaps the destination in "
+            "part (copy_, mul_, ...): gone when the operand is a clone")
+      for template in ("{a}.copy_({b})", "{a}.mul_({b})", "{a}.add_({b})", "{a}.div_({b})")),
+    Rerun("E.neg({a})", _signed_zero_normalised, ("value", "tangent", "grad", "hooks"),
+          "docs/differences.md: torch's neg gives -0 or +0 (an imaginary part of a complex "
+          "number) by position in its vectorised loop, which a branch cut after it turns into "
+          "another value: gone when neg's zeros are all +0 in both engines"),
     *(Rerun(template, _exact_self_division, ("value", "tangent", "grad", "hooks"),
             "docs/differences.md: a complex tensor divided by itself is exactly 1 in refengine, "
             "1 plus a rounding error in torch's vectorised kernel: gone when both give 1")
