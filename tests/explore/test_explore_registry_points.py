@@ -79,6 +79,36 @@ def test_eigvalsh_at_a_threefold_eigenvalue_sums_to_the_trace():
     assert np.array_equal(g, np.eye(3))
 
 
+#: complex, rank 1 (column 0 only): s2 = s3 = 0, where the full explore of complex
+#: svdvals failed on both engines until the quotients beside a point were extrapolated
+RANK1 = [[-1.6337078512790046 - 0.2639282150790843j, 0, 0], [0, 0, 0],
+         [-1.0518182509540277 - 0.5045739615517869j, 0, 0],
+         [0.1091031671253932 - 0.530253380953901j, 0, 0]]
+
+
+def _s(A) -> np.ndarray:
+    return np.linalg.svd(A, compute_uv=False)
+
+
+def test_complex_svdvals_at_a_repeated_zero_singular_value_picks_a_limiting_gradient():
+    A = np.array(RANK1, dtype=complex)
+    D = np.where(A == 0, 1 + 1j, 0)      # every zero entry moved: columns 1 and 2 stay equal
+    assert all(_s(A + t * D)[2] < 1e-15 for t in (1e-3, -1e-3, 1e-6, -1e-6))  # s3 stays 0
+    At = torch.tensor(A, requires_grad=True)
+    G1, G2 = (torch.autograd.grad(torch.linalg.svdvals(At)[k], At)[0].numpy() for k in (1, 2))
+    slope = float(np.real(np.vdot(G2, D)))       # the formula's d s3 along D (real coordinates)
+    assert abs(slope) > 0.5                      # not the 0 of both sides at A ...
+    # ... but the derivative at points as near A as one likes: A + d (2 G1 + G2) has
+    # s2 = 2d, s3 = d, simple, with the singular vectors the formula picked
+    for d in (1e-3, 1e-4):
+        y, h = A + d * (2 * G1 + G2), d * 1e-4
+        assert abs(_s(y)[2] - d) < 1e-12
+        assert abs((_s(y + h * D)[2] - _s(y - h * D)[2]) / (2 * h) - slope) < 1e-5
+    assert verdict_at(torch.linalg.svdvals, (At,)) in ("pass", "kink")
+    ours = E.tensor(RANK1, dtype=E.complex128, requires_grad=True)
+    assert verdict_at(E.linalg.svdvals, (ours,)) in ("pass", "kink")
+
+
 # ----- points where the function is not differentiable: never a failure ---------
 def test_hypot_and_xlogy_at_zero_are_torchs_nan_and_not_differentiable():
     for name in ("hypot", "xlogy"):
