@@ -27,8 +27,7 @@ def ad_parts(ev: Evaluator, side: Side, idx: int, start: int, stop: int) -> dict
     real coordinates, their products, one stacked call."""
     p = ev.problem
     n = side.carrier_size(p.layout, idx)
-    units = np.zeros((stop - start, n))
-    units[np.arange(stop - start), np.arange(start, stop)] = 1.0
+    units = np.eye(stop - start, n, start)   # (row k is the unit vector of start + k)
     where = f"for {side.carrier} {idx}"
     each = f"computing {side.part} {{k}} {where}"
     if (start, stop) != (0, n):  # the loop counts from 0 in each chunk
@@ -47,12 +46,17 @@ def ad_blocks(ev: Evaluator, side: Side) -> Jacobian:
     jac = Jacobian(side.mode, p.layout)
     for idx in side.carriers(p):
         n = side.carrier_size(p.layout, idx)
+        # (no coordinate at all: one empty batch still carries the prefetched vectors)
+        chunks = list(budgets.chunks(n, ev.batch_size(side.product))) or [(0, 0)]
+        if len(chunks) == 1:   # one batch: its parts are the blocks, as they are laid out
+            for r, part in ad_parts(ev, side, idx, 0, n).items():
+                jac.blocks[side.key(idx, r)] = part
+            continue
         for r in side.receivers(p):
             # a block of columns is stored transposed, as a batch of them is made
             jac.blocks[side.key(idx, r)] = side.block(np.empty((n, side.receiver_size(p.layout,
                                                                                       r))))
-        # (no coordinate at all: one empty batch still carries the prefetched vectors)
-        for a, b in list(budgets.chunks(n, ev.batch_size(side.product))) or [(0, 0)]:
+        for a, b in chunks:
             for r, part in ad_parts(ev, side, idx, a, b).items():
                 if side.part == "row":
                     jac.blocks[side.key(idx, r)][a:b] = part

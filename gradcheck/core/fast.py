@@ -63,19 +63,29 @@ class Probes:
 
 
 def _unit_rows(rng, k, size):
-    rows = rng.standard_normal((k, size))
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    """``k`` signed random unit directions of ``size`` real coordinates."""
+    return _normalized(rng.standard_normal((k, size)))
+
+
+def _normalized(rows):
+    norms = np.sqrt(np.add.reduce(rows * rows, axis=1, keepdims=True))   # (np.linalg.norm's)
     return rows / np.where(norms == 0, 1, norms)
 
 
 def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1,
                 layout=None) -> Probes:
     """Signed random unit directions for every input and every float output,
-    sized by ``layout`` (default the problem's)."""
+    sized by ``layout`` (default the problem's): ``k`` rows for each, drawn
+    in that order (one draw of them all gives the same numbers)."""
     layout = layout or problem.layout
-    u = {i: _unit_rows(rng, k, layout.in_size(i)) for i in problem.diff_in}
-    v = {o: _unit_rows(rng, k, layout.out_size(o)) for o in problem.float_out}
-    return Probes(u, v)
+    sizes = [layout.in_size(i) for i in problem.diff_in] + \
+        [layout.out_size(o) for o in problem.float_out]
+    draws, start, rows = rng.standard_normal(k * sum(sizes)), 0, []
+    for size in sizes:
+        rows.append(_normalized(draws[start:start + k * size].reshape(k, size)))
+        start += k * size
+    n = len(problem.diff_in)
+    return Probes(dict(zip(problem.diff_in, rows[:n])), dict(zip(problem.float_out, rows[n:])))
 
 
 def _directional(ev: Evaluator, in_idx: int, direction: np.ndarray, step: float) -> dict:
