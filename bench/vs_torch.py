@@ -473,7 +473,10 @@ def main(argv=None):
     slow_per_op = {name: r["torch"].median / r["ours"].median
                    for name, r in results.get("slow", {}).items()
                    if r["ours"].median and r["torch"].median}
-    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops), slow_per_op)
+    slow_best = {name: min(r["torch"].times) / min(r["ours"].times)
+                 for name, r in results.get("slow", {}).items()
+                 if r["ours"].times and r["torch"].times}
+    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops), slow_per_op, slow_best)
     print_targets(tgt)
     probs = problems(ops, modes, results)
     print_problems(probs, missing)

@@ -40,10 +40,19 @@ class Layout:
     out_complex: dict
 
     def in_size(self, in_idx: int) -> int:
-        return coords.real_size(self.in_shapes[in_idx], self.in_complex[in_idx])
+        return self._sizes("in", in_idx, self.in_shapes, self.in_complex)
 
     def out_size(self, out_idx: int) -> int:
-        return coords.real_size(self.out_shapes[out_idx], self.out_complex[out_idx])
+        return self._sizes("out", out_idx, self.out_shapes, self.out_complex)
+
+    def _sizes(self, side: str, idx: int, shapes: dict, complex_: dict) -> int:
+        """Real coordinates of input or output ``idx``, kept once computed (asked
+        for in every loop over the blocks; the shapes of a layout do not change)."""
+        known = self.__dict__.setdefault("_known", {})
+        size = known.get((side, idx))
+        if size is None:
+            size = known[side, idx] = coords.real_size(shapes[idx], complex_[idx])
+        return size
 
 
 def projection_layout(layout: Layout) -> Layout:

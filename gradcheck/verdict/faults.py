@@ -157,7 +157,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if jac.unresolved and key in jac.unresolved:
                 results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
                 block = as_zero(block, jac.unresolved[key])
-            if not np.all(np.isfinite(block)):
+            if not np.isfinite(block).all():
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
                 results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
