@@ -2,6 +2,7 @@
 
     python bench/ops_sweep_profile.py              # every task, in this process
     python bench/ops_sweep_profile.py --every 3    # one task in three
+    python bench/ops_sweep_profile.py --every 3 --no-explore
 
 Runs the sweep's tasks (the default checks, the quick explore pass, the
 registry's every op and dtype) one after the other in this process, as a
@@ -73,12 +74,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=1, help="run one task in N (default 1)")
     parser.add_argument("--interval", type=float, default=0.005, help="seconds between looks")
+    parser.add_argument("--no-explore", action="store_true",
+                        help="without the quick explore pass (what it costs: compare the CPU)")
     args = parser.parse_args(argv)
     from adcheck.runner.registry import OpinfoRegistry
     from adcheck.runner.selection import plan, select
     from adcheck.runner.tasks import build_settings, run_task
     registry = OpinfoRegistry()
-    settings = build_settings(("reverse", "forward", "gradgrad", "reference"), explore="quick")
+    settings = build_settings(("reverse", "forward", "gradgrad", "reference"),
+                              explore=None if args.no_explore else "quick")
     tasks = plan(select(registry, (), (), "refengine").infos, None, settings)[::args.every]
     results = []
     start, cpu = time.perf_counter(), time.process_time()
