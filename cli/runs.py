@@ -180,9 +180,11 @@ def forks_here(tasks: list) -> bool:
     (``runner.pool.WorkerPool.forking_here``): checks of a user's object, with
     torch imported here (with the user's file) and JAX not (its threads would
     not survive a fork), and the workers computing on one thread (the user did
-    not ask torch for more with ``OMP_NUM_THREADS``)."""
+    not ask torch for more with ``OMP_NUM_THREADS``), on Linux (macOS's system
+    libraries are not safe to fork; Windows has no fork)."""
     from adcheck.runner.tasks import TargetTask
-    return bool(tasks) and all(isinstance(t, TargetTask) for t in tasks) and \
+    return sys.platform.startswith("linux") and bool(tasks) and \
+        all(isinstance(t, TargetTask) for t in tasks) and \
         "torch" in sys.modules and "jax" not in sys.modules and \
         os.environ.get("OMP_NUM_THREADS", "1").strip() == "1"
 
