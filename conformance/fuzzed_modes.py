@@ -162,3 +162,21 @@ def tangents_of_an_input_without_one(E):
         v = fw.make_dual(_f64(E, 1.5), _f64(E, 0.25)).unsqueeze(0).expand(2)
         v.copy_(v)
         assert v.tolist() == [1.5, 1.5] and fw.unpack_dual(v).tangent.tolist() == [0.25, 0.25]
+
+
+@case("forward mode: amax's tangent takes the tangents of the maxima only (an inf tangent "
+      "elsewhere makes no NaN), and a view's tangent, once read, stays after its base's "
+      "tangent is gone (base.detach_())", source=TORCH_BEHAVIOUR)
+def tangents_of_maxima_and_of_views_once_read(E):
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [[0.5, 2.0], [-1.0, 3.0]]),
+                         _f64(E, [[0.25, 1.0], [math.inf, -1.0]]))
+        assert fw.unpack_dual(x.amax(0)).tangent.tolist() == [0.25, -1.0]
+        base = fw.make_dual(_f64(E, [1.0, 2.0]), _f64(E, [0.5, -1.0])) * 1
+        with E.inference_mode():
+            view = base.select(-1, 0)
+        assert fw.unpack_dual(view).tangent.item() == 0.5
+        base.detach_()
+        assert fw.unpack_dual(base).tangent is None
+        assert fw.unpack_dual(view).tangent.item() == 0.5

@@ -74,6 +74,9 @@ def get_tangent(t, level: int):
         if base_tangent is not None:
             with excluding(level):
                 tangent = t._fw_view_fn(base_tangent)
+            # kept, as torch keeps a view's tangent once read: a view of the base's
+            # tangent, it stays after the base's is gone (base.detach_())
+            t._fw_grads[level] = tangent
     return tangent
 
 

@@ -113,8 +113,11 @@ def _evenly(grad, self, result, dim, keepdim):
 
 
 def _evenly_jvp(self_t, self, result, dim, keepdim):
-    mask = (self == expand_reduced(result, self, dim, keepdim)).to(self.dtype)
-    return (self_t * mask).sum(dim=dim, keepdim=keepdim) / mask.sum(dim=dim, keepdim=keepdim)
+    # torch's amaxamin_jvp: the tangents of the maxima picked by a mask (where,
+    # not a product: an inf tangent of an element that is not a maximum is no NaN)
+    mask = self == expand_reduced(result, self, dim, keepdim)
+    picked = call(OPS["where"], mask, self_t, 0)
+    return picked.sum(dim=dim, keepdim=keepdim) / mask.to(self.dtype).sum(dim=dim, keepdim=keepdim)
 
 
 def _no_empty(name: str, self) -> None:

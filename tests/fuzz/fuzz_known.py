@@ -50,11 +50,18 @@ def _torch_drops_imaginary_tangent(found, source: str) -> bool:
 
 
 def _hook_on_a_product_twice(found, source: str) -> bool:
-    """A double backward, and the hook that differs is on the result of prod or cumprod."""
-    k = re.search(r"hook (\d+)", found.label + " " + found.torch + " " + found.refengine)
-    hooked = k and re.search(rf"\b(v\d+)\.register_hook\(hook\({k.group(1)},", source)
-    return bool(hooked and "create_graph" in source and re.search(
-        rf"^{hooked.group(1)} = (E\.cumprod\(|v\d+\.prod\()", source, re.M))
+    """A double backward, and the hook that differs (or the retained grad) is on the
+    result of prod or cumprod."""
+    if found.kind == "grad":
+        name = re.fullmatch(r"end (v\d+)", found.label)
+        watched = name and re.search(rf"^{name.group(1)}\.retain_grad\(\)", source, re.M) \
+            and name.group(1)
+    else:
+        k = re.search(r"hook (\d+)", found.label + " " + found.torch + " " + found.refengine)
+        hooked = k and re.search(rf"\b(v\d+)\.register_hook\(hook\({k.group(1)},", source)
+        watched = hooked and hooked.group(1)
+    return bool(watched and "create_graph" in source and re.search(
+        rf"^{watched} = (E\.cumprod\(|v\d+\.prod\()", source, re.M))
 
 
 def _sign_of_imaginary(found, source: str) -> bool:
@@ -184,10 +191,10 @@ KNOWN = (
           "docs/differences.md: angle (and the imaginary part of log) of a negative real "
           "with a -0 imaginary part is -pi (atan2's); torch's vectorised kernels give +pi "
           "at some positions"),
-    Entry("hooks", ".*", _hook_on_a_product_twice,
-          "docs/differences.md: the backward formulas of prod and cumprod do not read their "
-          "result, so in double backward a hook on the result does not fire, or gets another "
-          "share of the gradient (torch's read it)"),
+    *_each(("hooks", "grad"), _hook_on_a_product_twice,
+           "docs/differences.md: the backward formulas of prod and cumprod do not read their "
+           "result, so in double backward a hook on the result (or its retained grad) gets "
+           "nothing, or another share of the gradient (torch's read it)"),
     *(Entry(kind, r"E\.atanh|E\.acosh", _rounding_magnified,
             "docs/differences.md: atanh near 1 and acosh near 1 magnify a last-bit difference "
             "of torch's and NumPy's tanh, exp, ... beyond the fuzzer's 1e-9")
@@ -271,6 +278,13 @@ def _tangent_of_a_value_not_finite(found, source: str) -> bool:
                                    or np.isfinite(tor_value[off]).any()))
 
 
+def _two_errors_in_one_backward(found, source: str) -> bool:
+    version, view = "modified by an inplace operation", ("A view was created in",
+                                                         "is a view and its base")
+    return any(version in a and any(v in b for v in view)
+               for a, b in ((found.refengine, found.torch), (found.torch, found.refengine)))
+
+
 def _version_error_description(found, source: str) -> bool:
     marker = "modified by an inplace operation"
     return marker in found.refengine and marker in found.torch
@@ -297,6 +311,11 @@ OPEN = (
           "before it computes the op; refengine after, so a program that meets another error "
           "there too (shapes that do not broadcast, a view that needs a copy) gets that one. Not "
           "fixed: refengine would need to know, before computing, which inputs the op saves"),
+    Entry("message", ".*", _two_errors_in_one_backward,
+          "which of two errors a backward meets first (a saved tensor's version error, a "
+          "no_grad or inference view's error): the order refengine's engine runs the nodes "
+          "in, which is torch's, but for where each engine checks; both raise, the texts "
+          "differ"),
     Entry("crash", ".*", lambda found, source: re.search(r"torch alone: exit -\d", found.torch)
           is not None,
           "torch 2.13 crashes (segmentation fault) in register_hook on a view, made in "
@@ -318,6 +337,7 @@ class Rerun:
     rewrite: Callable[[str], str]
     kinds: tuple
     why: str
+    when: Callable[[object], bool] = lambda found: True     # a test of the difference first
 
 
 def _conj_copy(code: str) -> str:
@@ -332,7 +352,7 @@ def _operand_a_clone(code: str) -> str:
 
 def _signed_zero_normalised(code: str) -> str:
     # + 0 makes every zero (of a real or an imaginary part) +0, in both engines
-    return f"{code} + 0"
+    return f"{code}.add_(0)" if code.endswith(".neg_()") else f"{code} + 0"
 
 
 def _explicit_power(code: str) -> str:
@@ -355,6 +375,14 @@ def _acosh_written_out(code: str) -> str:
             f"else {call}")
 
 
+def _grad_fn_read_first(code: str) -> str:
+    """An in-place op on ``v`` with ``v.grad_fn`` read just before it."""
+    return f"{code.split('.', 1)[0]}.grad_fn; {code}"
+
+
+_INPLACE_WITH_OPERAND = ("{a}.copy_({b})", "{a}.mul_({b})", "{a}.add_({b})", "{a}.div_({b})")
+
+
 def _exact_self_division(code: str) -> str:
     """x / x (x.div_(x)) made exactly 1 (or NaN) in both engines, with its graph kept:
     times 0 plus 1 (x / x is 1 plus a rounding error in torch's complex kernel)."""
@@ -373,11 +401,22 @@ RERUNS = (
     *(Rerun(template, _operand_a_clone, ("value", "tangent"),
             "docs/differences.md: an in-place op whose operand overlaps the destination in "
             "part (copy_, mul_, ...): gone when the operand is a clone")
-      for template in ("{a}.copy_({b})", "{a}.mul_({b})", "{a}.add_({b})", "{a}.div_({b})")),
-    Rerun("E.neg({a})", _signed_zero_normalised, ("value", "tangent", "grad", "hooks"),
-          "docs/differences.md: torch's neg gives -0 or +0 (an imaginary part of a complex "
-          "number) by position in its vectorised loop, which a branch cut after it turns into "
-          "another value: gone when neg's zeros are all +0 in both engines"),
+      for template in _INPLACE_WITH_OPERAND),
+    *(Rerun(template, _grad_fn_read_first, ("raises",),
+            "docs/differences.md: torch's in-place op on a view whose base was written "
+            "since reads a stale grad_fn (none: 'a leaf Variable') unless grad_fn was read "
+            "before: gone when the program reads it just before the op",
+            when=lambda found: "a leaf Variable that requires grad is being used in an "
+                               "in-place operation." in found.torch)
+      for template in _INPLACE_WITH_OPERAND + ("{a}.sub_(1.5)", "{a}.mul_(2)", "{a}.exp_()",
+                                               "{a}.sin_()", "{a}.tanh_()", "{a}.zero_()",
+                                               "{a}.neg_()", "{a}.pow_(2)", "{a}.sqrt_()",
+                                               "{a}.clamp_(min=0.0)", "{a}.abs_()")),
+    *(Rerun(template, _signed_zero_normalised, ("value", "tangent", "grad", "hooks"),
+            "docs/differences.md: torch's neg gives -0 or +0 (an imaginary part of a complex "
+            "number) by position in its vectorised loop, which a branch cut after it turns "
+            "into another value: gone when neg's zeros are all +0 in both engines")
+      for template in ("E.neg({a})", "{a}.neg_()")),
     *(Rerun(template, _exact_self_division, ("value", "tangent", "grad", "hooks"),
             "docs/differences.md: a complex tensor divided by itself is exactly 1 in refengine, "
             "1 plus a rounding error in torch's vectorised kernel: gone when both give 1")
@@ -405,7 +444,7 @@ def _gone_when_rewritten(found, program, engines) -> bool:
         return False
     from fuzz_shrink import difference
     for rerun in RERUNS:
-        if found.kind not in rerun.kinds or not any(
+        if found.kind not in rerun.kinds or not rerun.when(found) or not any(
                 st.kind == rerun.stmt_kind for st in program.stmts):
             continue
         copied = _rewritten(program, rerun)
