@@ -23,7 +23,7 @@ from adcheck.gradcheck.core import heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.verdict.report import Report
@@ -75,7 +75,7 @@ def check(func, inputs, **keywords) -> Report:
     - ``input_names``: a name per input, shown beside its index in messages
       and kept in ``Result.in_name`` and ``Report.input_names``.
     - ``buffers`` (False): with a module, also check its floating point buffers.
-    - ``explore`` (False), ``explore_budget`` (20 s): search other inputs (``gradcheck.explore``).
+    - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s): ``gradcheck.explore``.
 
     ``func`` may be a torch or refengine ``nn.Module``: its floating point
     parameters that require grad are then checked too, after the inputs, each
@@ -88,7 +88,7 @@ def check(func, inputs, **keywords) -> Report:
     inputs, no output depending on an input), raise ``ValueError``; a
     function or formula that raises gives ``GradcheckError``.
     """
-    return run(func, inputs, Options.from_keywords(**keywords))
+    return run(func, inputs, Options.from_keywords(**{"explore": CHECK_EXPLORE, **keywords}))
 
 
 #: inside ``recording_faults()``: the exceptions ``check`` raised, for the caller to

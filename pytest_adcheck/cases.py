@@ -49,7 +49,7 @@ def settings_for(checks: tuple, seed: int, engine: str | None = None, plugins: t
     else the CLI's) on ``engine`` (default: the registry's own, else refengine)
     and ``registry`` (default: adcheck's own); ``plugins``: the plugin files
     loaded (the reproducers load them); ``explore``: the policy's (seconds, 0
-    for the default budget, or ``None``)."""
+    for the default budget, ``"quick"`` for the quick pass, or ``None``)."""
     from adcheck.runner.checks import CHECK_NAMES, DEFAULT_CHECKS
     from adcheck.runner.errors import RunnerError
     from adcheck.runner.registry import OPINFO
@@ -120,8 +120,11 @@ def _selected(settings, patterns: tuple, family) -> list:
 
 
 def _explore(value):
-    """The marker's ``explore=``: False (off), True (the default budget) or a
-    budget in seconds, as the runner's policy holds it."""
+    """The marker's ``explore=``: ``"quick"`` (the default: the quick pass, as
+    ``adcheck ops``), False (off), True (the default budget) or a budget in
+    seconds, as the runner's policy holds it."""
+    if value == "quick":
+        return "quick"
     if value is False or value is None:
         return None
     if value is True:
@@ -129,13 +132,13 @@ def _explore(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool) \
             and 0 < value < float("inf"):
         return float(value)
-    raise SelectionError(f"explore= takes True, False or a budget in seconds > 0, not "
+    raise SelectionError(f"explore= takes True, False, 'quick' or a budget in seconds > 0, not "
                          f"{value!r}")
 
 
 def plan_cases(patterns: tuple, family=None, dtypes=None, checks=None, seed: int = 0,
                engine: str | None = None, plugins: tuple = (), shard=None,
-               registry: str = "opinfo", explore=False) -> list:
+               registry: str = "opinfo", explore="quick") -> list:
     """The ``OpCase``s the marker ``adcheck_ops(*patterns, family=, dtypes=, checks=,
     engine=, registry=)`` selects (``engine="torch"``: torch's own formulas, for
     the ops that name a torch op; ``registry="torch"``: PyTorch's op_db);

@@ -16,12 +16,13 @@ from pytest_adcheck.assertion import assert_gradients as _assert_gradients
 MARKER = "adcheck_ops"
 CASE_ARG = "adcheck_case"
 _MARKER_HELP = (f"{MARKER}(*patterns, family=None, dtypes=None, checks=None, "
-                "engine=None, registry='opinfo', explore=False): one test per OpInfo, "
+                "engine=None, registry='opinfo', explore='quick'): one test per OpInfo, "
                 "dtype and sample of "
                 "adcheck's registry, or of PyTorch's op_db with registry='torch' (name "
                 "patterns are globs such as 'log*'; engine='torch' checks torch's own "
-                "formulas; explore=True or a budget in seconds also searches the first "
-                "sample's special points, see docs/explore.md); the test takes an "
+                "formulas; the first sample's quick pass of special points runs unless "
+                "explore=False, explore=True or a budget in seconds searches them in full, "
+                "see docs/explore.md); the test takes an "
                 "`adcheck_case` argument and usually calls adcheck_case.assert_passes().")
 #: the keywords the marker takes
 MARKER_KEYWORDS = ("family", "dtypes", "checks", "engine", "registry", "explore")

@@ -74,7 +74,6 @@ def _explore_keywords(subject, policy: Policy) -> dict:
     policy explores (its budget is among the run's options), else nothing."""
     if policy.explore is None or subject.index != 0:
         return {}
-    if policy.explore == "quick" and not policy.precise:
-        # the quick pass judges with precise tolerances: not where torch's were asked for
-        return {}
+    # with torch's tolerances too (--torch-tolerances): as check(precise=False), the
+    # given inputs keep them, and every explored point is judged precisely
     return {"explore": "quick" if policy.explore == "quick" else True}

@@ -104,13 +104,15 @@ class Worker:
         self.ready, self.failure, self.dead = False, None, False
         self.task, self.since, self.kill_at = None, 0.0, None
         self.last_sample, self.samples = None, 0
+        #: the explored point it is at (``gradcheck.explore.watch``), if any
+        self.point = None
         self.evidence = deaths.Evidence()
 
     def assign(self, task, available: int | None) -> None:
         timeout = task.settings.timeout
         self.task, self.since = task, time.monotonic()
         self.kill_at = self.since + hard_deadline(timeout) if timeout else None
-        self.last_sample, self.samples = None, 0
+        self.last_sample, self.samples, self.point = None, 0, None
         self.evidence = deaths.Evidence(deaths.oom_kills(), available=available)
 
     def watch(self) -> None:

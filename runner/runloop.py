@@ -20,6 +20,10 @@ from multiprocessing import connection
 from adcheck.runner import deaths
 from adcheck.runner.pool import POLL, START_LIMIT, Worker, held_signals
 
+#: explored points of one task whose worker died there before the task ends in an
+#: error: each is run again with those points recorded as crashes (``_resume``)
+MAX_CRASHES = 4
+
 
 class RunLoop:
     """The parent's side of one run (see the module docstring)."""
@@ -30,6 +34,7 @@ class RunLoop:
         self.size = max(1, min(jobs, len(tasks)))
         self.status, self.cause = "done", None
         self.context = {"cwd": os.getcwd()}
+        self.crashed: dict = {}     # task index: {explored point key: how its worker died}
 
     # the loop ---------------------------------------------------------------
 
@@ -69,7 +74,7 @@ class RunLoop:
         """Send ``task`` to an idle ``worker``."""
         worker.assign(task, self.pool._available)
         try:
-            worker.conn.send((task, self.context))
+            worker.conn.send((task, {**self.context, "crashed": self.crashed.get(task.index, {})}))
         except OSError:
             worker.dead = True     # its end is seen by the next wait
 
@@ -109,6 +114,8 @@ class RunLoop:
             worker.ready = True
         elif kind == "failed":
             worker.failure = message[1]
+        elif kind == "point":     # the explored point it is at, or None after it
+            worker.point = message[1]
         elif kind == "sample":
             worker.last_sample, worker.samples = message[1].sample, worker.samples + 1
             self.collector.sample(message[1])
@@ -134,7 +141,8 @@ class RunLoop:
         if task is not None:
             worker.evidence.oom_kills_after = deaths.oom_kills()
             cause = deaths.describe_exit(code, worker.evidence)
-            self._task_error(worker, f"the worker process checking it {cause}")
+            if not self._resume(worker, f"the worker process {cause}"):
+                self._task_error(worker, f"the worker process checking it {cause}")
         elif not worker.ready:
             why = worker.failure or (f"a worker process ended while starting, with "
                                      f"{deaths.status_text(code)} (what it printed, if "
@@ -143,6 +151,21 @@ class RunLoop:
             return
         if self.pending and self.status == "done":
             self._start_workers()
+
+    def _resume(self, worker: Worker, cause: str) -> bool:
+        """Queue again the task of a worker that died at an explored point, with
+        that point recorded as a crash (``gradcheck.explore.watch``): the run of
+        the task again finds what it had found, records the point and explores
+        on. False (the task's error instead) where it died elsewhere, after
+        sending a sample, or at its ``MAX_CRASHES``-th point."""
+        task, key = worker.task, worker.point
+        crashed = self.crashed.setdefault(task.index, {})
+        if key is None or worker.samples or len(crashed) >= MAX_CRASHES:
+            return False
+        crashed[key] = cause
+        worker.task = None
+        self.pending.appendleft(task)
+        return True
 
     def _start_workers(self) -> None:
         """Start workers until ``size`` are alive; a failure to start any is the
@@ -169,11 +192,14 @@ class RunLoop:
                 with held_signals():
                     self.pool.remove(worker)
                     worker.kill()
-                    self._task_error(worker, (
-                        f"timed out after {timeout:g}s (--timeout) and did not stop within "
-                        f"{worker.kill_at - worker.since - timeout:g}s more (a call into C "
-                        "code that does not return, or code that catches the timeout), so "
-                        "its worker process was killed"))
+                    hung = (f"the worker process did not return from it within --timeout "
+                            f"({timeout:g}s) and was killed")
+                    if not self._resume(worker, hung):
+                        self._task_error(worker, (
+                            f"timed out after {timeout:g}s (--timeout) and did not stop within "
+                            f"{worker.kill_at - worker.since - timeout:g}s more (a call into C "
+                            "code that does not return, or code that catches the timeout), so "
+                            "its worker process was killed"))
                 if self.pending and self.status == "done":
                     self._start_workers()
 

@@ -13,6 +13,8 @@ Messages to the parent: ``("ready",)``; ``("failed", text)`` when it cannot
 start; per task ``("sample", SampleOutcome)`` as each sample is done, then
 ``("done", index, warnings)``; or ``("broken", text)`` when a task cannot
 run in a worker at all (a plugin that loads in the parent but not here).
+While a check explores, ``("point", key)`` before each explored point and
+``("point", None)`` after it (``gradcheck.explore.watch``).
 """
 from __future__ import annotations
 
@@ -109,6 +111,7 @@ def _serve(conn) -> None:
     while True:
         try:
             message = conn.recv()
+    from adcheck.gradcheck.explore.watch import watching
         except (EOFError, OSError):
             return
         if message is None:
@@ -118,7 +121,11 @@ def _serve(conn) -> None:
         if problem is not None:
             _send(conn, ("broken", problem))
             continue
-        warnings = execute(task, lambda outcome: _send_sample(conn, outcome))
+        # each explored point is announced, so that a death there names it
+        # (``runner.runloop``), and the points it died at before are not run again
+        with watching(lambda key: _send(conn, ("point", key)), lambda: _send(conn, ("point", None)),
+                      context.get("crashed")):
+            warnings = execute(task, lambda outcome: _send_sample(conn, outcome))
         _send(conn, ("done", task.index, warnings))
 
 

@@ -29,6 +29,9 @@ DEFAULT_MEMORY_BUDGET = DEFAULT_BUDGET
 MIN_MEMORY_BUDGET = 2**20
 #: seconds ``explore=True`` may spend looking for failing inputs (``gradcheck.explore``)
 DEFAULT_EXPLORE_BUDGET = 20.0
+#: ``check()``'s ``explore`` when not given: the quick pass (docs/explore.md); an
+#: ``Options`` made otherwise (``gradcheck()``, a run's checks) does not explore
+CHECK_EXPLORE = "quick"
 #: how the Jacobians are built (``jacobian``), see ``gradcheck.producers``
 JACOBIAN_KINDS = ("auto", "dense", "compressed", "probed")
 
@@ -163,9 +166,10 @@ class Options:
 
     def keywords(self) -> dict:
         """The keywords that differ from the defaults: ``check(func, inputs,
-        **options.keywords())`` runs these options."""
+        **options.keywords())`` runs these options (``explore`` always given:
+        ``check``'s default is not this class's, ``CHECK_EXPLORE``)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if not _same(getattr(self, f.name), f.default)}
+                if f.name == "explore" or not _same(getattr(self, f.name), f.default)}
 
     @property
     def fast(self) -> bool:

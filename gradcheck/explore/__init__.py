@@ -10,12 +10,18 @@ that an entry off by 10 % of itself fails at 1e-8 as at 40. A failing point
 is judged again with one-sided derivatives where the function may have a kink
 or a tie (``brackets``), shrunk to as few special entries as possible
 (``shrink``), and described with a reproducer in the report (``point``).
-``search`` runs it all within a budget of seconds. The quick pass
-(``explore="quick"``) tries only the cheapest points (``catalogue.cheapest``)
-and screens each with a few evaluations (``quick``) before any full check.
+``search`` runs it all within a budget of seconds, each point stopped at its
+own deadline (``deadline``). The quick pass (``explore="quick"``, ``check()``'s
+default; ``gradcheck()``'s is False, as PyTorch's) runs once the given inputs
+pass, within ``search.QUICK_BUDGET`` seconds: it tries only the cheapest points
+(``catalogue.cheapest``) of inputs of double precision and screens each with a
+few evaluations (``quick``) before any full check. Explored points are judged
+precisely whatever tolerances the given inputs were judged with. A process that checks for another (the runner's workers)
+announces each point and skips those it died at before (``watch``).
 
 Owns: the catalogue of special points, the one-sided verdicts, the quick
-screen, the search, the shrinking and the description of an explored point.
+screen, the search, the shrinking, the description of an explored point and
+the announcement of each point to a watching parent process.
 
 May import: every room of ``gradcheck`` below ``api`` (``core``, ``numerics``,
 ``verdict``, ...). It does not import ``api``: ``api.check`` enters it and

@@ -29,7 +29,7 @@ def verdict_at(func, inputs) -> str:
     nondiff, unresolved or domain."""
     report = SimpleNamespace(seed=0, name="f", results=[])   # what the search reads of it
     explorer = Explorer(run, func, inputs, Options.from_keywords(
-        seed=0, explore=True, explore_budget=60.0), report, False, False)
+        seed=0, precise=True, explore=True, explore_budget=60.0), report, False, False)
     return explorer.try_point({})[0]
 
 
