@@ -130,7 +130,7 @@ def prestart(registry=None) -> None:
         if preload:
             shared_pool().warm(preload)
         else:
-            shared_pool().prestart(1, wait=False)
+            shared_pool().prestart(1)
     except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
         pass
 
@@ -205,7 +205,8 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
     try:
-        with shared_pool().forking_here() if forks_here(tasks) else nullcontext(), \
+        with shared_pool().forking_here(min(jobs, len(tasks))) if forks_here(tasks) \
+                else nullcontext(), \
                 progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
             outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)
     finally:

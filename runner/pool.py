@@ -177,7 +177,6 @@ class WorkerPool:
         self.context = _context(self.preload)
         self.workers: list = []
         self._available = deaths.available_memory()
-        self._starting = None
 
     def warm(self, modules) -> None:
         """Make the workers start with ``modules`` imported too (a registry's
@@ -197,35 +196,13 @@ class WorkerPool:
         from multiprocessing import forkserver
         forkserver.ensure_running()
 
-    def prestart(self, count: int, wait: bool = True) -> None:
-        """Start workers until ``count`` are alive (they import in the background).
-        A start waits until the fork server has imported its preload; with
-        ``wait=False`` that wait happens in a thread, so that this process goes
-        on meanwhile (a failure there is left for the run to meet and report)."""
-        self.join()
-        if wait:
-            self._start(count)
-            return
-        self._starting = threading.Thread(target=self._start, args=(count, True), daemon=True,
-                                          name="adcheck-prestart")
-        self._starting.start()
-
-    def _start(self, count: int, quiet: bool = False) -> None:
-        try:
-            while len(self.workers) < count:
-                self.workers.append(Worker(self.context))
-        except Exception:  # noqa: BLE001 - see prestart
-            if not quiet:
-                raise
-
-    def join(self) -> None:
-        """Wait for the workers ``prestart(wait=False)`` is starting."""
-        starting, self._starting = self._starting, None
-        if starting is not None:
-            starting.join()
+    def prestart(self, count: int) -> None:
+        """Start workers until ``count`` are alive (they import in the background)."""
+        while len(self.workers) < count:
+            self.workers.append(Worker(self.context))
 
     @contextmanager
-    def forking_here(self):
+    def forking_here(self, count: int = 0):
         """In the block, the workers are forks of this process, which has
         imported torch and the code under check already: a worker then imports
         neither again (a fork server would import torch a second time, as long
@@ -238,7 +215,8 @@ class WorkerPool:
         ``runner.worker``). What the worker's first check would import is
         imported here first (``PRELOAD``, ``TORCH_PRELOAD``). After the block
         those workers are stopped (they hold this moment's state, the user's
-        module included) and the next ones come from the fork server again."""
+        module included) and the next ones come from the fork server again.
+        ``count`` workers are started at once."""
         import importlib
         import sys
         for name in PRELOAD + TORCH_PRELOAD:
@@ -251,6 +229,10 @@ class WorkerPool:
             stream.flush()
         previous, self.context = self.context, multiprocessing.get_context("fork")
         try:
+            # ``count`` workers forked now, before the caller starts threads (a
+            # progress bar's) whose locks a fork would copy held
+            with held_signals():
+                self.prestart(count)
             yield
         finally:
             self.shutdown()
@@ -270,7 +252,6 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Stop every worker (they hold nothing worth waiting for)."""
-        self.join()
         with held_signals():
             for worker in self.workers:
                 worker.kill()

@@ -88,18 +88,24 @@ def _serial(tasks: list, collector: _Collector) -> str:
 
 def dispatch_order(tasks: list, jobs: int) -> list:
     """The order to hand ``tasks`` to ``jobs`` workers: longest first by the
-    measured costs of ``runner.shard`` (adcheck's registry: the one its table
-    measured), so that the run does not end with one worker on a long task while
-    the others wait (the results keep the plan's order); as planned on one
-    worker, or where the table does not speak for the registry."""
+    times ``runner.shard``'s table measured (for adcheck's registry), so that
+    the run does not end with one worker on a long task while the others wait
+    (the results keep the plan's order). Tasks the table has not measured (a
+    plugin's ops, one sample) go first, as planned; on one worker, or for
+    another registry, the plan's order is kept."""
     from adcheck.runner.shard import cost_table, task_cost
     from adcheck.runner.tasks import OpTask
     table = cost_table()
     if jobs < 2 or not all(isinstance(t, OpTask) and t.settings.registry.name ==
                            table.get("registry", "opinfo") for t in tasks):
         return tasks
-    costs = {t.index: task_cost(t, table) for t in tasks}
-    return sorted(tasks, key=lambda t: (-costs[t.index], t.index))
+
+    def key(task) -> tuple:
+        measured = table.get("costs", {}).get(f"{task.op}|{task.dtype}", {})
+        if task.sample is not None or not all(c in measured for c in task.settings.checks):
+            return (0, 0, task.index)
+        return (1, -task_cost(task, table), task.index)
+    return sorted(tasks, key=key)
 
 
 def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=None,

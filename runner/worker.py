@@ -30,6 +30,10 @@ def _quiet() -> None:
     held = {signal.SIGINT, signal.SIGHUP, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_UNBLOCK, held)   # the parent held them while starting us
     os.dup2(2, 1)
+    # stream objects of its own: a fork of a process whose other thread (a progress
+    # bar) was writing would otherwise inherit their locks held
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - for the process's life
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     _die_with_parent()
     import faulthandler
     faulthandler.disable()   # a fork of a process that enabled it: a crash is the run's to report

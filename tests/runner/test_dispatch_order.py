@@ -3,6 +3,8 @@ measured costs of runner/costs.json, so that a run does not end with one
 worker on a long task while the others wait; the report keeps the plan's order."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adcheck.runner.checks import Policy
 from adcheck.runner.registry import OpinfoRegistry
 from adcheck.runner.run import dispatch_order, run_tasks
@@ -35,6 +37,15 @@ def test_the_longest_measured_tasks_go_first_on_several_workers():
     assert ranked == sorted(ranked, reverse=True)
     slowest = max(known, key=_measured)
     assert order[0] is slowest and slowest is not tasks[0]
+
+
+def test_tasks_the_table_has_not_measured_go_first_as_planned():
+    tasks = _registry_tasks(("eq", "zero_", "transpose_"))
+    renamed = [replace(tasks[0], op="not_measured_b"),
+               replace(tasks[1], op="not_measured_a")] + tasks[2:]
+    order = dispatch_order(renamed, 2)
+    assert [t.op for t in order[:2]] == ["not_measured_b", "not_measured_a"]
+    assert [_measured(t) for t in order[2:]] == sorted(map(_measured, order[2:]), reverse=True)
 
 
 def test_one_worker_runs_the_plan_as_it_is():

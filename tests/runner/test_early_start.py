@@ -2,8 +2,7 @@
 torch code forks its workers from the process that has imported torch with
 the user's file (``runner.pool.WorkerPool.forking_here``), so torch is
 imported once, and a crash in the code under check is still that check's
-error; other commands start their first worker from a thread, so that this
-process goes on while the fork server imports."""
+error."""
 from __future__ import annotations
 
 import json
@@ -135,42 +134,3 @@ def test_a_crash_in_a_forked_worker_is_the_checks_error(tmp_path):
     [result] = report["results"]
     assert result["status"] == "error"
     assert "exited with status 3" in result["message"], result["message"]
-
-
-SLOW_START = textwrap.dedent('''
-    import sys, time
-    sys.path.insert(0, {folder!r})
-    from adcheck.runner.pool import WorkerPool
-    from adcheck.runner.run import _Collector
-    from adcheck.runner.selection import plan, select
-    from adcheck.runner.tasks import build_settings
-    from toy_registry import ToyRegistry
-
-    if __name__ == "__main__":
-        pool = WorkerPool()
-        pool.warm(["slow_module"])
-        start = time.perf_counter()
-        pool.prestart(1, wait=False)
-        returned = time.perf_counter() - start
-        pool.join()
-        started = time.perf_counter() - start
-        registry = ToyRegistry()
-        tasks = plan(select(registry, ("toy_square",)).infos, None,
-                     build_settings(("reverse",), registry=registry))
-        collector = _Collector(tasks, False, None, None, None)
-        status, _ = pool.run(tasks, 1, collector)
-        print(returned, started, status, len(pool.workers),
-              [r.status for s in collector.samples.values() for o in s for r in o.results])
-        pool.shutdown()     # what shared_pool() registers at exit: the workers ignore SIGTERM
-''')
-
-
-def test_a_background_start_returns_before_the_fork_server_has_imported(tmp_path):
-    # a module that takes a second to import stands for torch in the preload
-    (tmp_path / "slow_module.py").write_text("import time\ntime.sleep(1.0)\n")
-    code = SLOW_START.format(folder=str(Path(__file__).parent))
-    done = _python(code, tmp_path)
-    assert done.returncode == 0, done.stderr
-    returned, started, status, workers, statuses = done.stdout.strip().split(maxsplit=4)
-    assert float(returned) < 0.5 <= 1.0 <= float(started), done.stdout
-    assert (status, workers, statuses) == ("done", "1", "['passed', 'passed']")
