@@ -186,17 +186,27 @@ def _torch_gradcheck(func, inputs) -> bool:
         return False
 
 
+#: the verdicts ``measure`` takes of each function
+KINDS = ("alone", "default", "quick", "explore")
+
+
 def measure(entry: Entry, E, budget: float, seed: int = 0) -> dict:
-    """Found by the default check, found by exploring, false alarms on the fix, seconds."""
+    """Found without exploring (``explore=False``), by ``check()``'s default (the
+    quick pass, torch's tolerances), by the command line's default (the quick
+    pass, precise) and by exploring (precise, as ``--explore``); false alarms on
+    the fix; seconds."""
     from adcheck.gradcheck import check
     out = {}
     for which in ("buggy", "fixed"):
         func = entry.function(E, which)
+        alone = check(func, entry.inputs(E, seed), seed=seed, explore=False)
         plain = check(func, entry.inputs(E, seed), seed=seed)
+        quick = check(func, entry.inputs(E, seed), seed=seed, precise=True)
         start = time.perf_counter()
-        explored = check(func, entry.inputs(E, seed), seed=seed, explore=True,
+        explored = check(func, entry.inputs(E, seed), seed=seed, precise=True, explore=True,
                          explore_budget=budget)
-        out[which] = {"default": plain.passed, "explore": explored.passed,
+        out[which] = {"alone": alone.passed, "default": plain.passed, "quick": quick.passed,
+                      "explore": explored.passed,
                       "torch": _torch_gradcheck(func, entry.inputs(E, seed)) if E.__name__ ==
                       "torch" else None,
                       "seconds": time.perf_counter() - start,
@@ -214,7 +224,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     for name in args.engines.split(","):
         E = engine(name)
-        found = [0, 0, 0]
+        found = [0, 0, 0, 0, 0]
         alarms = 0
         entries = [e for e in ZOO if args.only is None or e.name in args.only.split(",")]
         for entry in entries:
@@ -223,17 +233,23 @@ def main(argv=None) -> int:
             found[0] += not b["default"]
             found[1] += not b["explore"]
             found[2] += b["torch"] is False
-            alarms += (not f["default"]) + (not f["explore"])
-            print(f"{name:9} {entry.name:13} {entry.kind:34} default "
-                  f"{'found' if not b['default'] else 'missed':6} explore "
+            found[3] += not b["alone"]
+            found[4] += not b["quick"]
+            alarms += sum(not f[k] for k in KINDS)
+            print(f"{name:9} {entry.name:13} no explore "
+                  f"{'found' if not b['alone'] else 'missed':6} check() "
+                  f"{'found' if not b['default'] else 'missed':6} quick precise "
+                  f"{'found' if not b['quick'] else 'missed':6} explore "
                   f"{'found' if not b['explore'] else 'missed':6} "
                   f"({b['seconds']:5.1f} s, {b['tried']:3} points) fixed "
-                  f"{'pass' if f['default'] and f['explore'] else 'FALSE ALARM':11} "
+                  f"{'pass' if all(f[k] for k in KINDS) else 'FALSE ALARM':11} "
                   f"({f['seconds']:5.1f} s, {f['tried']:4} points)  {b['point'] or ''}",
                   flush=True)
         torch_text = (f", torch.autograd.gradcheck finds {found[2]}/{len(entries)}"
                       if name == "torch" else "")
-        print(f"{name}: default finds {found[0]}/{len(entries)}, explore finds "
+        print(f"{name}: explore=False finds {found[3]}/{len(entries)}, check()'s default "
+              f"(quick pass, torch's tolerances) {found[0]}/{len(entries)}, the command line's "
+              f"(quick pass, precise) {found[4]}/{len(entries)}, explore finds "
               f"{found[1]}/{len(entries)}{torch_text}, false alarms on the fixed ones: "
               f"{alarms}", flush=True)
     return 0
