@@ -9,6 +9,7 @@ Run (from anywhere; the checkout this file is in is the one measured):
     python bench/vs_torch.py --json vs_torch.json --sweep
     python bench/vs_torch.py --list              # the op list, shapes and dtypes
     python bench/vs_torch.py --no-shares         # without the time of our side by step
+    python bench/vs_torch.py --clock cpu         # each run in this process's CPU time
 
 What it does, in one process:
 
@@ -100,6 +101,7 @@ from vs_torch_report import (  # noqa: E402
     print_targets,
     print_totals,
     problems,
+    slow_per_op,
     targets,
     totals,
 )
@@ -140,9 +142,7 @@ def run_canaries(modes: list[str], sides: dict, seed: int) -> list[dict]:
     return rows
 
 
-# --------------------------------------------------------------------------
-# How our side built its Jacobians (batched, looped, fell back)
-# --------------------------------------------------------------------------
+# ----- how our side built its Jacobians (batched, looped, fell back) -------
 
 
 def batching_info(ops: list[Op], modes: list[str]) -> dict | None:
@@ -181,9 +181,7 @@ def check_ops_exist(ops: list[Op], engines) -> list[str]:
     return missing
 
 
-# --------------------------------------------------------------------------
-# Running one check and timing the pair
-# --------------------------------------------------------------------------
+# ----- running one check and timing the pair (by ``_clock``) ---------------
 
 
 @dataclass
@@ -214,7 +212,7 @@ def _call(side: str, check: Callable, func, inputs, kwargs, raise_exception: boo
     """Run one check; returns (verdict, message, unexpected warnings, seconds)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
+        start = _clock[0]()
         try:
             ok = check(func, inputs, raise_exception=raise_exception, **kwargs)
             verdict, message = ("passed" if ok else "failed"), ""
@@ -223,7 +221,7 @@ def _call(side: str, check: Callable, func, inputs, kwargs, raise_exception: boo
                 type(exc).__name__ == "GradcheckError")
             verdict = "failed" if failed else "raised"
             message = f"{type(exc).__name__}: {exc}"
-        seconds = time.perf_counter() - start
+        seconds = _clock[0]() - start
     found = []
     for w in caught:
         text = f"{w.category.__name__}: {w.message}"
@@ -271,6 +269,11 @@ def select(ops: list[Op], patterns: list[str]) -> list[Op]:
                                     for p in pats)]
 
 
+#: ``--clock``: wall time, or this process's CPU time (its own turns on busy cores only)
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = [time.perf_counter]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="adcheck's gradcheck on refengine against torch.autograd.gradcheck, "
@@ -302,6 +305,9 @@ def _parser() -> argparse.ArgumentParser:
                              "Default 1: these tensors are too small for a second thread to pay "
                              "off, and on a busy machine waits on torch's intra-op pool inflate "
                              "its times many fold")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="time each run by wall time (default) or by this process's CPU "
+                             "time (on a busy machine: without the turns other processes take)")
     parser.add_argument("--no-shares", action="store_true",
                         help="leave out our side's time by step of the check")
     parser.add_argument("--json", metavar="PATH", help="write every number to PATH")
@@ -334,12 +340,13 @@ def _environment(args, torch, default_threads: int, batching: str, ops: list, mo
                torch_default_threads=default_threads,
                numpy=np.__version__, refengine=getattr(refengine, "__version__", "?"),
                repeat=args.repeat, seed=args.seed, batching=batching, ops=len(ops),
+               clock=args.clock,
                argv=sys.argv[1:], load_before=load_average())
     print(f"adcheck vs torch.autograd: {len(ops)} ops, modes {', '.join(modes)}, "
           f"{args.repeat} interleaved repeats, median per side")
     warn_if_busy(env["load_before"], "before")
     print(f"python {env['python']}, torch {env['torch']} ({env['torch_threads']} threads), "
-          f"numpy {env['numpy']}, {env['cpus']} cpus, batching: {batching}")
+          f"numpy {env['numpy']}, {env['cpus']} cpus, batching: {batching}, clock: {args.clock}")
     if env["torch_threads"] != default_threads:
         print(f"torch runs on {env['torch_threads']} intra-op thread(s) instead of its default "
               f"{default_threads} (--torch-threads 0 keeps the default)")
@@ -449,6 +456,7 @@ def main(argv=None):
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     batching = _batching(args.no_batch)
+    _clock[0] = CLOCKS[args.clock]
     sides = {
         "ours": (refengine, {"gradcheck": gradcheck.gradcheck,
                              "gradgradcheck": gradcheck.gradgradcheck}),
@@ -470,13 +478,7 @@ def main(argv=None):
     print_batching(batch_info, batching)
     canaries = run_canaries(modes, sides, args.seed)
     print_canaries(canaries)
-    slow_per_op = {name: r["torch"].median / r["ours"].median
-                   for name, r in results.get("slow", {}).items()
-                   if r["ours"].median and r["torch"].median}
-    slow_best = {name: min(r["torch"].times) / min(r["ours"].times)
-                 for name, r in results.get("slow", {}).items()
-                 if r["ours"].times and r["torch"].times}
-    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops), slow_per_op, slow_best)
+    tgt = targets(tot, help_t, sweep, len(ops) == len(all_ops), *slow_per_op(results))
     print_targets(tgt)
     probs = problems(ops, modes, results)
     print_problems(probs, missing)

@@ -128,6 +128,16 @@ def print_totals(tot: dict, n_ops: int):
         print("(the anchors are over all 49 ops; a total over fewer is not comparable to them)")
 
 
+def slow_per_op(results: dict) -> tuple:
+    """torch/ours by op in slow mode: of the medians, and of the best times."""
+    slow = results.get("slow", {})
+    medians = {name: r["torch"].median / r["ours"].median for name, r in slow.items()
+               if r["ours"].median and r["torch"].median}
+    best = {name: min(r["torch"].times) / min(r["ours"].times) for name, r in slow.items()
+            if r["ours"].times and r["torch"].times}
+    return medians, best
+
+
 def targets(tot: dict, help_t: dict | None, sweep: dict | None, full: bool,
             slow_per_op: dict | None = None, slow_best: dict | None = None) -> list[dict]:
     """Issue 34's targets, PASS / MISS / n/a, judged on the medians; ``slow_per_op``:
