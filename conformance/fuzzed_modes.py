@@ -180,3 +180,31 @@ def tangents_of_maxima_and_of_views_once_read(E):
         base.detach_()
         assert fw.unpack_dual(base).tangent is None
         assert fw.unpack_dual(view).tangent.item() == 0.5
+
+
+@case("grad() returns a non-leaf input's gradient before its tensor hooks when the input's "
+      "node runs on toward another input, after them when grad() stops there",
+      source=TORCH_BEHAVIOUR)
+def captured_gradients_and_hooks(E):
+    results = []
+    for written in (False, True):
+        a = _f64(E, 0.5, requires_grad=True)
+        b = _f64(E, -1.0, requires_grad=True) * 1
+        if written:
+            b.add_(a)       # b's node now leads to a as well: it runs on
+        b.register_hook(lambda g: g * -1)
+        results.append(E.autograd.grad((b * a).sum(), [a, b])[1].item())
+    # d/db (b a) = a = 0.5; the hook's sign only where grad() stops at b
+    assert results == [-0.5, 0.5]
+
+
+@case("pow's gradient in the base is 0 where the exponent is 0, even for a NaN gradient; "
+      "cumprod over a dim of size 1 passes the gradient through with no graph",
+      source=TORCH_BEHAVIOUR)
+def pow_at_exponent_zero_and_cumprod_of_one(E):
+    x = _f64(E, [2.0, 3.0], requires_grad=True)
+    E.pow(x, _f64(E, [0.0, 2.0])).backward(_f64(E, [math.nan, 1.0]))
+    assert x.grad.tolist() == [0.0, 6.0]
+    y = _f64(E, [[2.0, 3.0]], requires_grad=True)
+    g, = E.autograd.grad(E.cumprod(y, 0).sum(), [y], create_graph=True)
+    assert g.tolist() == [[1.0, 1.0]] and not g.requires_grad

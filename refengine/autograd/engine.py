@@ -132,6 +132,13 @@ class GraphTask:
         missing = node._num_outputs - len(grads)
         if missing > 0:
             grads.extend([None] * missing)
+        runs = node in self.executes
+        capture = self.capture_at and not (self.accumulate and isinstance(node, AccumulateGrad))
+        if capture and runs:
+            # torch captures a gradient that grad() returns before the tensor
+            # hooks when the node runs on (toward another input), after them
+            # when grad() stops there (torch's "Hooks ordering" note)
+            self._capture(node, grads)
         if node._tensor_hooks:
             grads = _tensor_hooks(node, grads)
         # PyTorch fills retained .grad before the node's pre-hooks, although
@@ -139,9 +146,9 @@ class GraphTask:
         # fills it also where grad() stops at the node without running it.
         if node._retained:
             self._retain(node, grads)
-        if self.capture_at and not (self.accumulate and isinstance(node, AccumulateGrad)):
+        if capture and not runs:
             self._capture(node, grads)
-        if node not in self.executes:
+        if not runs:
             return None
         if node._pre_hooks:
             grads = _pre_hooks(node, grads)

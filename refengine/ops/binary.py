@@ -107,8 +107,8 @@ def _pow_self(grad, self, exponent):
     if _zero_number(exponent):
         from ..creation import zeros_like
         return zeros_like(self)
-    d = (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
-    return grad * d.conj()
+    # torch's where(exponent == 0, 0, ...): 0 there even for a NaN or inf gradient
+    return (grad * (exponent * self.pow(exponent - 1)).conj()).masked_fill(exponent == 0, 0)
 
 
 def _exponent_factor(self, exponent, result):
@@ -161,7 +161,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
     # not pick up 0 * log(x) = nan); a zero tangent, sign(x)'s, does not
     out = None
     if not absent(self_t):
-        out = self_t * (exponent * self.pow(exponent - 1)).masked_fill(exponent == 0, 0)
+        out = (self_t * (exponent * self.pow(exponent - 1))).masked_fill(exponent == 0, 0)
     if absent(exponent_t):
         return out
     dexp = _exponent_factor(self, exponent, result)

@@ -180,10 +180,17 @@ def _evenly_all(grad, self, result):
     return call(OPS["where"], mask, grad / mask.sum(), 0)
 
 
+def _evenly_read_jvp(self_t, self, result):
+    """max() and min() of a whole tensor, torch's evenly_read_jvp: the tangent shared
+    over the maxima by a product with the mask (a NaN tangent elsewhere is NaN)."""
+    mask = (self == result).to(self.dtype)
+    return (mask * (self_t / mask.sum())).sum()
+
+
 for _name, _fn in (("max", np.max), ("min", np.min)):
     defop(f"{_name}_all", _all(_fn, _name),
           vjp={"self": _evenly_all},
-          jvp=lambda self_t, self, result: _evenly_jvp(self_t, self, result, None, False),
+          jvp=_evenly_read_jvp,
           node=f"{_name.capitalize()}Backward1", method=None, function=False,
           refuse=no_complex(_name), batch=_all_dims_batch(f"a{_name}"))
 

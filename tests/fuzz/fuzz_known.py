@@ -133,20 +133,25 @@ def _sgn_zero_tensor(found, source: str) -> bool:
     return "E.sgn(" in source and _where_differ(found, _not_finite, lambda t: t == 0)
 
 
-def _pow_at_zero_base_twice(found, source: str) -> bool:
+def _masked_after_computing_twice(found, source: str) -> bool:
     """torch has NaN where refengine has a number, in a double backward through a
-    power: torch's d/dp x**p at x = 0 masks log(0) after computing it, and the
-    second derivative meets 0 * -inf; refengine keeps log(0) out of the graph."""
-    return (("E.pow(" in source or " ** " in source) and "create_graph" in source
-            and _where_differ(found, np.isfinite, np.isnan))
+    power or a norm: torch masks log(0) (d/dp x**p at x = 0) and grad / norm (at
+    norm 0) after computing them, and the second derivative meets 0 * inf;
+    refengine keeps them out of the graph."""
+    return (("E.pow(" in source or " ** " in source or ".norm()" in source)
+            and "create_graph" in source and _where_differ(found, np.isfinite, np.isnan))
 
 
-def _cumprod_past_a_zero(found, source: str) -> bool:
-    """refengine has NaN or inf where torch has a number, in a program with cumprod
-    or prod: torch's formulas at a zero input skip the factors after it (a NaN
-    tangent or gradient times that zero), refengine's products take them (0 * NaN)."""
-    return (("E.cumprod(" in source or ".prod(" in source)
-            and _where_differ(found, _not_finite, np.isfinite))
+def _products_of_the_others(found, source: str) -> bool:
+    """One side has a number where the other has NaN or inf, in a program with
+    cumprod or prod: torch's formulas are result / input without a zero in the
+    input (NaN everywhere once an element is NaN or inf) and skip the factors
+    after a zero; refengine's are the products of the other elements (finite
+    where those are, 0 * NaN where a zero meets a NaN)."""
+    if "E.cumprod(" not in source and ".prod(" not in source:
+        return False
+    return (_where_differ(found, _not_finite, np.isfinite)
+            or _where_differ(found, np.isfinite, _not_finite))
 
 
 def _torch_is_leaf_assert(found, source: str) -> bool:
@@ -206,12 +211,13 @@ KNOWN = (
     *_each(("value", "grad", "tangent", "hooks"), _sgn_zero_tensor,
            "docs/differences.md: torch's zero gradients and tangents of sgn are ZeroTensors, "
            "which stay zero through a NaN or inf factor; refengine's zeros give NaN"),
-    *_each(("value", "grad", "hooks"), _pow_at_zero_base_twice,
-           "docs/differences.md: a double backward through pow at a zero base: torch NaN "
-           "(0 * log 0), refengine the number (log 0 kept out of the graph)"),
-    *_each(("value", "grad", "tangent", "hooks"), _cumprod_past_a_zero,
-           "docs/differences.md: cumprod and prod at a zero input: torch's formula skips a "
-           "NaN or inf factor after the zero, refengine's products take it (0 * NaN)"),
+    *_each(("value", "grad", "hooks"), _masked_after_computing_twice,
+           "docs/differences.md: a double backward through pow at a zero base or norm at "
+           "0: torch NaN (0 * log 0, 0 * (grad / 0)), refengine the number (kept out of "
+           "the graph)"),
+    *_each(("value", "grad", "tangent", "hooks"), _products_of_the_others,
+           "docs/differences.md: cumprod and prod with a zero, NaN or inf element: torch's "
+           "result / input and its zero path against refengine's products of the others"),
     Entry("raises", r"2\.0 \*\* ", lambda found, source: "inference_mode" in source
           and "functions with out=... arguments don't support automatic differentiation"
           in found.torch,
@@ -402,6 +408,11 @@ RERUNS = (
             "docs/differences.md: an in-place op whose operand overlaps the destination in "
             "part (copy_, mul_, ...): gone when the operand is a clone")
       for template in _INPLACE_WITH_OPERAND),
+    Rerun("{a}.retain_grad()", _grad_fn_read_first, ("grad",),
+          "docs/differences.md: torch's retain_grad() on a view whose base was written since "
+          "reads a stale grad_fn and retains nothing unless grad_fn was read before: gone "
+          "when the program reads it just before",
+          when=lambda found: "'grad': None" in found.torch),
     *(Rerun(template, _grad_fn_read_first, ("raises",),
             "docs/differences.md: torch's in-place op on a view whose base was written "
             "since reads a stale grad_fn (none: 'a leaf Variable') unless grad_fn was read "
