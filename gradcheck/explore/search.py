@@ -195,7 +195,7 @@ class Explorer:
         dtypes = {i: str(self.inputs[i].dtype) for i in self.given}
         code = point.reproducer(self.engine.name, dtypes, arrays, self.given)
         result = Result("explore-crash", "function", "crash", None, None, False,
-                        diagnosis=f"the process checking it died when this point was "
+                        diagnosis=f"the process checking it ended when this point was "
                                   f"tried (in this check or another of the same inputs): {cause}",
                         detail=f"at the explored point {description}; reproduce with: {code}")
         self.report.results.append(result)

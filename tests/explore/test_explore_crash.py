@@ -88,3 +88,28 @@ def test_keys_depend_on_the_values_and_only_on_them():
     assert watch.point_key(a) == watch.point_key({0: a[0].copy()})
     assert watch.point_key(a) != watch.point_key(b)      # -0.0 is another point
     assert watch.point_key(a) != watch.point_key({1: a[0]})
+
+
+class _Worker:
+    """What ``RunLoop._resume`` reads of a worker."""
+
+    def __init__(self, task, point, samples=0):
+        self.task, self.point, self.samples = task, point, samples
+
+
+def test_the_run_loop_runs_a_task_again_only_for_a_death_at_an_explored_point():
+    from types import SimpleNamespace
+
+    from adcheck.runner.runloop import MAX_CRASHES, RunLoop
+    loop = RunLoop(SimpleNamespace(workers=[]), [], 1, None)
+    task = SimpleNamespace(index=7)
+    # died at a point (a crash, or a hang past --timeout, killed): queued again, recorded
+    assert loop._resume(_Worker(task, "k0"), "it crashed") and list(loop.pending) == [task]
+    assert loop.crashed[7] == {"k0": "it crashed"}
+    # died outside any point, or after sending a sample: the task's error instead
+    assert not loop._resume(_Worker(task, None), "it crashed")
+    assert not loop._resume(_Worker(task, "k1", samples=1), "it crashed")
+    for k in range(1, MAX_CRASHES):
+        assert loop._resume(_Worker(task, f"k{k}"), "again")
+    assert not loop._resume(_Worker(task, "one more"), "again")     # at most MAX_CRASHES
+    assert len(loop.crashed[7]) == MAX_CRASHES
