@@ -15,7 +15,7 @@ sentinels at once, so it sees every message and every death as it happens:
   the cause (``runner.deaths``), within a moment; the samples it had already
   sent are kept, and a fresh worker takes its place;
 - a task that runs past ``timeout`` is stopped inside the worker (SIGALRM
-  raises ``TaskTimeout``, see ``deadline``); one that does not return to
+  raises ``TaskTimeout``, see ``runner.deadline``); one that does not return to
   Python, or swallows that exception, is killed by the parent ``GRACE``
   seconds later, whatever it is doing in C;
 - a worker that cannot start, or cannot load a plugin that loads in this
@@ -43,27 +43,6 @@ GRACE = 1.0
 POLL = 0.25
 #: seconds a new worker may take to import the libraries before it counts as failed
 START_LIMIT = 120.0
-
-
-class TaskTimeout(BaseException):
-    """A task ran past its deadline. A ``BaseException``, so that code under
-    test catching ``Exception`` cannot swallow it."""
-
-    def __init__(self, seconds: float):
-        super().__init__(f"timed out after {seconds:g}s")
-        self.seconds = seconds
-
-
-@contextmanager
-def deadline(seconds: float | None):
-    """Raise ``TaskTimeout`` in the block after ``seconds`` (no limit if None/0;
-    see ``gradcheck.core.interrupt``)."""
-    if not seconds:
-        yield
-        return
-    from adcheck.gradcheck.core.interrupt import interrupting
-    with interrupting(seconds, lambda: TaskTimeout(seconds)):
-        yield
 
 
 def hard_deadline(timeout: float) -> float:
@@ -237,14 +216,6 @@ class WorkerPool:
         finally:
             self.shutdown()
             self.context = previous
-
-    def run(self, tasks: list, jobs: int, collector) -> tuple:
-        """Run the tasks on at most ``jobs`` workers; ``(status, cause)``. The
-        workers preload what the tasks' registry asks for (see ``warm``)."""
-        from adcheck.runner.runloop import RunLoop
-        for registry in dict.fromkeys(t.settings.registry for t in tasks):
-            self.warm(registry.preload)
-        return RunLoop(self, tasks, jobs, collector).loop()
 
     def remove(self, worker: Worker) -> None:
         if worker in self.workers:

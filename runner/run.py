@@ -113,6 +113,7 @@ def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=N
     """Run the tasks on up to ``jobs`` worker processes (``in_process``: here)
     and return the outcome."""
     from adcheck.runner.pool import shared_pool
+    from adcheck.runner.runloop import run_pool
     tasks = list(tasks)
     collector = _Collector(tasks, fail_fast, progress, warn, on_sample)
     cause = None
@@ -121,7 +122,7 @@ def run_tasks(tasks: list, jobs: int = 1, *, fail_fast: bool = False, progress=N
     elif in_process:
         status = _serial(tasks, collector)
     else:
-        status, cause = shared_pool().run(dispatch_order(tasks, jobs), jobs, collector)
+        status, cause = run_pool(shared_pool(), dispatch_order(tasks, jobs), jobs, collector)
     outcome = collector.outcome(status)
     outcome.cause = cause
     return outcome

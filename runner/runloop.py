@@ -1,6 +1,7 @@
 """One run on the worker pool: hand out tasks, watch the workers, collect.
 
-``RunLoop(pool, tasks, jobs, collector).loop()`` keeps at most ``jobs``
+``run_pool(pool, tasks, jobs, collector)`` warms the pool for the tasks'
+registry and runs them; ``RunLoop(pool, tasks, jobs, collector).loop()`` keeps at most ``jobs``
 workers busy, one task each, and waits on their pipes and process sentinels
 at once (``multiprocessing.connection.wait``), waking every ``POLL`` seconds
 while a task runs to note the worker's memory and enforce its deadline.
@@ -23,6 +24,15 @@ from adcheck.runner.pool import POLL, START_LIMIT, Worker, held_signals
 #: explored points of one task whose worker died there before the task ends in an
 #: error: each is run again with those points recorded as crashes (``_resume``)
 MAX_CRASHES = 4
+
+
+def run_pool(pool, tasks: list, jobs: int, collector) -> tuple:
+    """Run the tasks on at most ``jobs`` workers of ``pool``; ``(status,
+    cause)``. The workers preload what the tasks' registry asks for (see
+    ``WorkerPool.warm``)."""
+    for registry in dict.fromkeys(t.settings.registry for t in tasks):
+        pool.warm(registry.preload)
+    return RunLoop(pool, tasks, jobs, collector).loop()
 
 
 class RunLoop:

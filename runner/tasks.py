@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from adcheck.gradcheck.api import recording_faults
 from adcheck.runner.checks import DEFAULT_CHECKS, FAULTS, Policy, fault_text, run_checks
-from adcheck.runner.pool import TaskTimeout, deadline
+from adcheck.runner.deadline import TaskTimeout, deadline
 from adcheck.runner.registry import OPINFO
 from adcheck.runner.results import TASK_CHECK, CheckResult
 from adcheck.runner.tracebacks import user_traceback

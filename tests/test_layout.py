@@ -46,12 +46,6 @@ KNOWN_LOOPS = {
         ("refengine.ops.linalg", "refengine.ops.linalg_decompositions"),
         "the decompositions' vjps solve with linalg's ops, and linalg's ops call the "
         "decompositions; imported inside functions"),
-    "the runner's processes": (
-        ("runner.pool", "runner.worker", "runner.tasks", "runner.runloop", "runner.selection",
-         "runner.reproduction"),
-        "the pool starts workers that run tasks, and tasks rebuild selections and "
-        "reproducers in the worker; each import inside a function keeps the parent's "
-        "start-up light. To be cut with issue 29's run record"),
 }
 
 #: modules of refengine that import one way, function-level imports included

@@ -32,7 +32,7 @@ class Probed(NamedTuple):
 def _call(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
     from adcheck.runner.checks import fault_text
     from adcheck.runner.layouts import layout_of
-    from adcheck.runner.pool import TaskTimeout, deadline
+    from adcheck.runner.deadline import TaskTimeout, deadline
     from adcheck.runner.subjects import subject_of
     try:
         with deadline(seconds):

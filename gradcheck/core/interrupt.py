@@ -5,7 +5,7 @@ the block after ``seconds`` (a ``BaseException`` subclass, so that the code's
 own ``except Exception`` does not swallow it); elsewhere (another thread,
 Windows) the block runs unbounded. An explored point that hangs
 (``gradcheck.explore.deadline``) and a task past its ``--timeout``
-(``runner.pool.deadline``) are stopped by it.
+(``runner.deadline.deadline``) are stopped by it.
 
 The timer may fire inside ``torch.func.vmap`` or another transform,
 between the push of its level and the pop. The level then stays on torch's

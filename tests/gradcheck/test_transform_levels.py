@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch", reason="torch.func's transform stack is tor
 
 from adcheck.gradcheck.core.interrupt import kept_level  # noqa: E402
 from adcheck.gradcheck.explore.deadline import Timeout, deadline  # noqa: E402
-from adcheck.runner.pool import TaskTimeout, deadline as task_deadline  # noqa: E402
+from adcheck.runner.deadline import TaskTimeout, deadline as task_deadline  # noqa: E402
 
 
 def _interrupted_inside_vmap():
