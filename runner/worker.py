@@ -111,11 +111,11 @@ def _prepare(task, context: dict) -> str | None:
 
 
 def _serve(conn) -> None:
+    from adcheck.gradcheck.explore.watch import watching
     from adcheck.runner.tasks import execute
     while True:
         try:
             message = conn.recv()
-    from adcheck.gradcheck.explore.watch import watching
         except (EOFError, OSError):
             return
         if message is None:
