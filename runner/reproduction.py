@@ -136,6 +136,9 @@ RUN_KEYWORDS = ("engine", "seed", "precise", "memory_budget", "jacobian", "timeo
 def _call(function: str, values: list, options: dict) -> str:
     """``function(...)`` with the keywords that differ from the defaults, one per
     line when it would be long (a terminal must not fold a path in two)."""
+    from adcheck.gradcheck.core.options import DEFAULT_MEMORY_BUDGET
+    if options.get("memory_budget") == DEFAULT_MEMORY_BUDGET:   # (what None resolves to)
+        options = {**options, "memory_budget": None}
     shown = [", ".join(repr(v) for v in values)]
     shown += [f"{k}={v!r}" for k, v in options.items() if v != _DEFAULTS.get(k)]
     one_line = f"runner.{function}({', '.join(shown)})"

@@ -131,3 +131,14 @@ def test_the_reproducer_of_a_users_function_rebuilds_the_options_of_its_check(pl
     ran = {k: v for k, v in report.settings.items() if k != "time_limit"}
     assert {k: v for k, v in rebuilt.options.settings().items() if k != "time_limit"} == ran
     assert (ran["memory_budget"], ran["jacobian"]) == (32 * 2**20, "compressed")
+
+
+def test_the_default_memory_budget_is_left_out_of_the_reproducer(planned):
+    # the record holds the budget the run used (512 MiB when none was given); a
+    # reproducer names only what differs from rebuild's defaults, which rebuild it
+    tasks, record = planned()
+    assert record["memory_budget"] == 512 * 2**20
+    outcome = run_task(tasks[0])
+    snippet = reproducer(outcome.samples[0].results[0], record)
+    assert "memory_budget" not in snippet
+    assert _rebuilt(outcome.samples[0].results[0], record).options.memory_budget == 512 * 2**20
