@@ -208,3 +208,24 @@ def pow_at_exponent_zero_and_cumprod_of_one(E):
     y = _f64(E, [[2.0, 3.0]], requires_grad=True)
     g, = E.autograd.grad(E.cumprod(y, 0).sum(), [y], create_graph=True)
     assert g.tolist() == [[1.0, 1.0]] and not g.requires_grad
+
+
+@case("writes through views: a view of an expand that repeats no element (its diagonal) "
+      "may be written; a retained grad of a base follows the base's new history when a view "
+      "of it is written; an op writing its input in place with a view of it as operand makes "
+      "that view's history the new one (backward then finds the operand changed)",
+      source=TORCH_BEHAVIOUR)
+def writes_through_views_and_the_histories_they_make(E):
+    base = _f64(E, [2.0, 3.0, 0.5])
+    base.unsqueeze(0).expand(2, 3).diagonal().mul_(_f64(E, [5.0, 7.0]))
+    assert base.tolist() == [10.0, 21.0, 0.5]
+    x = _f64(E, [0.25, 0.5, 2.0], requires_grad=True) * 1
+    x.retain_grad()
+    x[1:].pow_(2)
+    x.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+    y = _f64(E, [[2.0, -1.0], [4.0, 0.5]], requires_grad=True) * 1
+    same = y[:]
+    y.div_(same)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        same.sum().backward()

@@ -156,16 +156,27 @@ def regenerate_view_grad_fn(view, direct: bool = False) -> None:
             view._grad_fn._set_retains_grad(view)
 
 
-def rebase_after_inplace(t, node: Node, old: Node | None) -> None:
-    """Make ``node`` (an in-place op's node, output ``t``) the history of ``t``."""
+def rebase_after_inplace(t, node: Node, old: Node | None, inputs=()) -> None:
+    """Make ``node`` (an in-place op's node, output ``t``) the history of ``t``.
+    Views of t's memory among the op's ``inputs`` (whose edges were read after
+    the write, with the history from before it) rebuild theirs when next read."""
+    for view in inputs:
+        if getattr(view, "_base", None) is not None and view is not t and \
+                view._storage is t._storage:
+            view._view_version = -1
     base = t._base
     if base is None or t._view_fn is None:
         if t._retains_grad and old is not None:
             old._drop_retains_grad(t)
             node._set_retains_grad(t)
         return
+    old_base_fn = base._grad_fn
     base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node)
     base._output_nr = 0
+    if base._retains_grad and old_base_fn is not None:
+        # the base's retained grad follows its new history, as torch's hooks do
+        old_base_fn._drop_retains_grad(base)
+        base._grad_fn._set_retains_grad(base)
     regenerate_view_grad_fn(t, direct=True)
     for saved in node.__dict__.get("_saved", {}).values():
         if getattr(saved, "_is_output", False) and t._grad_fn is not None:

@@ -357,7 +357,7 @@ def _write_inplace(out: Tensor, result: np.ndarray, one_value: bool = False) -> 
     target = out._data
     if (one_value or not _repeats(target)) and (_repeats(target) or not target.flags.writeable):
         # an expand's memory (read-only in NumPy), written once per place
-        target, result = (_distinct_places(target),
+        target, result = (_distinct_places(target, out._storage.array),
                           result[_distinct_index(target) + (Ellipsis,)])
     if not target.flags.writeable or _repeats(target):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
@@ -377,13 +377,15 @@ def _distinct_index(a: np.ndarray) -> tuple:
     return tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)
 
 
-def _distinct_places(a: np.ndarray) -> np.ndarray:
+def _distinct_places(a: np.ndarray, storage: np.ndarray) -> np.ndarray:
     """A writable view of the memory places of ``a`` (read-only because an
-    expand repeats some of them), each place once."""
+    expand repeats some of them), each place once; ``storage`` is the array
+    when a's chain of bases ends in NumPy's stride tricks (a view of an expand)."""
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base
-    if not root.flags.writeable:
+    root = root if root.flags.writeable else storage
+    if not (root.flags.writeable and root.flags.c_contiguous):
         return a
     part = a[_distinct_index(a) + (Ellipsis,)]      # a view, a 0-d one too
     offset = part.__array_interface__["data"][0] - root.__array_interface__["data"][0]
@@ -430,7 +432,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         old = out._grad_fn if out is not None else None
         node = OpNode.create(op, raw, env, tensors, outs, inplace=out is not None)
         if out is not None:
-            rebase_after_inplace(out, node, old)
+            rebase_after_inplace(out, node, old, tensors.values())
     if levels:
         tangents.push_tangents(op, env, tensors, outs, levels, inplace=out is not None)
     if out is not None:
