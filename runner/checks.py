@@ -307,7 +307,9 @@ def _one_check(subject, check: str, policy: Policy, call, base, unsupported,
     keep_evidence(result, report)
     if result.status == "failed" and confirmed is None:
         result.dispute = _dispute(subject, check, call, report)
-    if result.status == "passed" and report is not None and "explore" in report.counts:
+    # (a stale known failure's line says only that: the tally would bury it)
+    if result.status == "passed" and not result.stale and report is not None \
+            and "explore" in report.counts:
         tried = report.results[-1].detail     # what exploring tried, in JSON too (after what
         result.message = f"{result.message}; {tried}" if result.message else tried  # it said)
     return result, report if keep_reports else None
