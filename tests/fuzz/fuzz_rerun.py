@@ -1,0 +1,129 @@
+"""Second runs of a fuzzed program: the differences known because they go away
+when one kind of statement is rewritten so that both engines do the same thing
+there (``RERUNS``; fuzz_known classifies with them). Each names its reason in
+docs/differences.md.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """A class of differences known by a second run: the program with each
+    statement of the template ``stmt_kind`` rewritten (by ``rewrite``, on its
+    code) so that both engines do the same thing there. The difference is of
+    this class when the rewritten program no longer shows it (nor any
+    difference outside the lists)."""
+
+    stmt_kind: str
+    rewrite: Callable[[str], str]
+    kinds: tuple
+    why: str
+    when: Callable[[object], bool] = lambda found: True     # a test of the difference first
+
+
+def _conj_copy(code: str) -> str:
+    target, _, call = code.partition(" = ")
+    x = call[: -len(".conj()")]
+    return f"{target} = E.conj_physical({x}) if {x}.is_complex() else {x}.conj()"
+
+
+def _operand_a_clone(code: str) -> str:
+    return re.sub(r"\.(\w+_)\((v\d+)\)$", r".\1(\2.clone())", code)
+
+
+def _signed_zero_normalised(code: str) -> str:
+    # + 0 makes every zero (of a real or an imaginary part) +0, in both engines
+    return f"{code}.add_(0)" if code.endswith(".neg_()") else f"{code} + 0"
+
+
+def _explicit_power(code: str) -> str:
+    """x ** y as exp(y log x) written out, in complex, when either is complex."""
+    m = re.fullmatch(r"(v\d+) = (?:E\.pow\((v\d+), (v\d+)\)|(2\.0) \*\* (v\d+))", code)
+    if m is None:
+        return code
+    target, base, exp = m.group(1), m.group(2) or m.group(4), m.group(3) or m.group(5)
+    cplx = f"{exp}.is_complex()" + (f" or {base}.is_complex()" if base != "2.0" else "")
+    return (f"{target} = E.exp({exp} * E.log({base} + 0j)) if {cplx} else "
+            f"{code.partition(' = ')[2]}")
+
+
+def _acosh_written_out(code: str) -> str:
+    """acosh of a complex tensor as log(z + sqrt(z - 1) sqrt(z + 1)), its principal
+    branch: both engines then differentiate the same composition."""
+    target, _, call = code.partition(" = ")
+    z = call[len("E.acosh("):-1]
+    return (f"{target} = E.log({z} + E.sqrt({z} - 1) * E.sqrt({z} + 1)) if {z}.is_complex() "
+            f"else {call}")
+
+
+def _grad_fn_read_first(code: str) -> str:
+    """An in-place op on ``v`` with ``v.grad_fn`` read just before it."""
+    return f"{code.split('.', 1)[0]}.grad_fn; {code}"
+
+
+_INPLACE_WITH_OPERAND = ("{a}.copy_({b})", "{a}.mul_({b})", "{a}.add_({b})", "{a}.div_({b})")
+
+
+def _exact_self_division(code: str) -> str:
+    """x / x (x.div_(x)) made exactly 1 (or NaN) in both engines, with its graph kept:
+    times 0 plus 1 (x / x is 1 plus a rounding error in torch's complex kernel)."""
+    m = re.fullmatch(r"(v\d+) = (v\d+) / \2", code)
+    if m:
+        return f"{code} * 0 + 1"
+    m = re.fullmatch(r"(v\d+)\.div_\(\1\)", code)
+    return f"{code}.mul_(0).add_(1)" if m else code
+
+
+RERUNS = (
+    Rerun("{a}.conj()", _conj_copy, ("value", "version", "flags", "raises", "tangent", "grad",
+                                     "hooks"),
+          "docs/differences.md: conj() is a copy, not a lazily conjugated view: gone when "
+          "each complex conj() is a copy in both engines (conj_physical)"),
+    *(Rerun(template, _operand_a_clone, ("value", "tangent"),
+            "docs/differences.md: an in-place op whose operand overlaps the destination in "
+            "part (copy_, mul_, ...): gone when the operand is a clone")
+      for template in _INPLACE_WITH_OPERAND),
+    Rerun("{a}.retain_grad()", _grad_fn_read_first, ("grad",),
+          "docs/differences.md: torch's retain_grad() on a view whose base was written since "
+          "reads a stale grad_fn and retains nothing unless grad_fn was read before: gone "
+          "when the program reads it just before",
+          when=lambda found: "'grad': None" in found.torch),
+    *(Rerun(template, _grad_fn_read_first, ("raises",),
+            "docs/differences.md: torch's in-place op on a view whose base was written "
+            "since reads a stale grad_fn (none: 'a leaf Variable') unless grad_fn was read "
+            "before: gone when the program reads it just before the op",
+            when=lambda found: "a leaf Variable that requires grad is being used in an "
+                               "in-place operation." in found.torch)
+      for template in _INPLACE_WITH_OPERAND + ("{a}.sub_(1.5)", "{a}.mul_(2)", "{a}.exp_()",
+                                               "{a}.sin_()", "{a}.tanh_()", "{a}.zero_()",
+                                               "{a}.neg_()", "{a}.pow_(2)", "{a}.sqrt_()",
+                                               "{a}.clamp_(min=0.0)", "{a}.abs_()")),
+    *(Rerun(template, _signed_zero_normalised, ("value", "tangent", "grad", "hooks"),
+            "docs/differences.md: torch's neg gives -0 or +0 (an imaginary part of a complex "
+            "number) by position in its vectorised loop, which a branch cut after it turns "
+            "into another value: gone when neg's zeros are all +0 in both engines")
+      for template in ("E.neg({a})", "{a}.neg_()")),
+    *(Rerun(template, _exact_self_division, ("value", "tangent", "grad", "hooks"),
+            "docs/differences.md: a complex tensor divided by itself is exactly 1 in refengine, "
+            "1 plus a rounding error in torch's vectorised kernel: gone when both give 1")
+      for template in ("{a} / {b}", "{a}.div_({b})")),
+    Rerun("E.acosh({a})", _acosh_written_out, ("tangent", "grad", "hooks"),
+          "docs/differences.md: acosh's derivative for complex z is 1/(sqrt(z-1) sqrt(z+1)) "
+          "in refengine; torch's (z^2-1)^(-1/2) has the wrong sign where Re z < 0: gone when "
+          "both differentiate acosh written out as log(z + sqrt(z-1) sqrt(z+1))"),
+    *(Rerun(template, _explicit_power, ("value", "tangent", "grad", "hooks"),
+            "docs/differences.md: a complex power is NumPy's cpow in refengine, exp(y log x) "
+            "in torch: gone when both compute exp(y log x)")
+      for template in ("E.pow({a}, {b})", "2.0 ** {a}")),
+)
+
+
+def rewritten(program, rerun: Rerun):
+    """``program`` with ``rerun``'s statements rewritten."""
+    stmts = tuple(replace(st, code=rerun.rewrite(st.code)) if st.kind == rerun.stmt_kind
+                  else st for st in program.stmts)
+    return replace(program, stmts=stmts)
