@@ -144,8 +144,9 @@ def full(given: dict, explored: list) -> list:
 
 
 def _matrices(a: np.ndarray, i: int) -> list:
-    """Identity, repeated eigenvalues and repeated singular values."""
-    if a.ndim < 2 or a.shape[-1] < 2:
+    """Identity, repeated eigenvalues and repeated singular values (none for a
+    single row or column: one singular value, nothing to repeat)."""
+    if a.ndim < 2 or min(a.shape[-2:]) < 2:
         return []
     m, n = a.shape[-2:]
     out = []

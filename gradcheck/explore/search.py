@@ -245,7 +245,10 @@ class Explorer:
                and not np.all(np.isfinite(E.to_numpy(o))) for o in outs):
             return ("domain", [], None)
         if self.options.order == 2 and not self._first_finite(ins):
-            return ("nondiff", [], None)   # the first-order check judges that NaN there
+            # what a second-order check differentiates, the first derivative, is not
+            # finite here: outside its domain, as the quick screen counts it (the
+            # first-order check judges that NaN: xlogy's d/dy = x / y at (0, 0))
+            return ("domain", [], None)
         try:
             checked = self.run(self.func, self.rebuilt(arrays), self.options)
         except UncheckableError:

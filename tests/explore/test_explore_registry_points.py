@@ -13,8 +13,9 @@ import pytest
 import torch
 
 import adcheck.refengine as E
-from adcheck.gradcheck.api import run
+from adcheck.gradcheck.api import check, run
 from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.explore import catalogue
 from adcheck.gradcheck.explore.search import Explorer
 
 F64 = E.float64
@@ -24,12 +25,13 @@ def _t(values, engine=E):
     return engine.tensor(values, dtype=engine.float64, requires_grad=True)
 
 
-def verdict_at(func, inputs) -> str:
+def verdict_at(func, inputs, **keywords) -> str:
     """What exploring says at exactly these inputs: pass, fail, kink,
-    nondiff, unresolved or domain."""
+    nondiff, unresolved or domain (``keywords``: more of the check's options)."""
     report = SimpleNamespace(seed=0, name="f", results=[])   # what the search reads of it
     explorer = Explorer(run, func, inputs, Options.from_keywords(
-        seed=0, precise=True, explore=True, explore_budget=60.0), report, False, False)
+        seed=0, precise=True, explore=True, explore_budget=60.0, **keywords), report,
+        False, False)
     return explorer.try_point({})[0]
 
 
@@ -234,3 +236,61 @@ def test_complex_inverse_trig_at_1e300_is_nan_in_both_engines_where_mpmath_is_fi
         w = engine.tensor(z, dtype=engine.complex128, requires_grad=True)
         (g,) = engine.autograd.grad(engine.asin(w).real, w)
         assert np.isnan(complex(g.item()))     # 1 - z^2 overflows: the formula's NaN
+
+
+def test_torch_prod_at_an_entry_of_1e_minus_308_underflows_to_zero():
+    # d prod(x) / dx0 is the product of the others, 5.04e-18 (mpmath); the whole
+    # product, 1.1e-325, underflows to 0, and torch 2.13 divides it by x0: 0, in
+    # reverse and forward mode (the registry's point: 124 others, 1.7e-56)
+    x = [2.2250738585072014e-308, 1e-3, -2e-3, 3e-3, 4e-3, -5e-3, 6e-3, 7e-3]
+    mpmath.mp.dps = 30
+    exact = float(mpmath.fprod([mpmath.mpf(v) for v in x[1:]]))
+    assert abs(exact - 5.04e-18) < 1e-30 and x[0] * exact == 0.0
+    t = _t(x, torch)
+    assert torch.autograd.grad(torch.prod(t), t)[0][0].item() == 0.0
+    import torch.autograd.forward_ad as fw
+    with fw.dual_level():
+        tangent = torch.zeros(len(x), dtype=torch.float64)
+        tangent[0] = 1.0
+        dual = fw.make_dual(t.detach(), tangent)
+        assert fw.unpack_dual(torch.prod(dual)).tangent.item() == 0.0
+    ours = _t(x)
+    (g,) = _grad(E.prod, ours)
+    assert abs(g[0] - exact) <= 1e-15 * exact    # refengine: right (the others subnormal)
+    for mode in ({}, {"check_forward_ad": True, "check_backward_ad": False}):
+        assert verdict_at(torch.prod, (_t(x, torch),), **mode) == "fail"
+        assert verdict_at(E.prod, (_t(x),), **mode) == "pass"
+
+
+# ----- errors and false alarms of the explore logic itself, fixed ---------------
+def test_a_matrix_of_one_row_has_no_repeated_singular_value_to_explore():
+    # squeeze's (2, 1, 3) sample and cat's (1, 3) input raised IndexError in the
+    # catalogue under --explore: such a matrix has one singular value
+    for shape in ((2, 1, 3), (1, 3), (3, 1)):
+        made = catalogue.full({0: np.ones(shape)}, [0])
+        assert made and all(c.kind != "repeated-singular-value" for c in made)
+    (low,) = [c.arrays[0] for c in catalogue.full({0: np.ones((2, 4, 3))}, [0])
+              if c.kind == "repeated-singular-value"]
+    s = np.linalg.svd(low, compute_uv=False)      # per batch entry: s1 = s2 > s3
+    assert np.allclose(s[:, 0], s[:, 1]) and np.all(s[:, 1] > s[:, 2] + 0.5)
+    x = _t(np.arange(1.0, 7.0).reshape(2, 1, 3))
+    report = check(E.squeeze, (x,), explore=True, explore_budget=0.5)
+    assert report.passed and report.counts["explore"]["tried"] > 0
+
+
+def test_xlogy_second_order_at_zero_zero_is_outside_the_checked_functions_domain():
+    # xlogy is not continuous at (0, 0): x log y = -1 along y = exp(-1/x), x > 0
+    # (mpmath), while xlogy(0, 0) = 0; its first derivative there is torch's NaN
+    # (d/dy = x / y = 0 / 0), so a second-order check has nothing finite to
+    # differentiate: outside its domain, skipped and counted, never a failure
+    mpmath.mp.dps = 30
+    for x in ("1e-3", "1e-9", "1e-30"):
+        X = mpmath.mpf(x)
+        assert abs(X * mpmath.log(mpmath.exp(-1 / X)) + 1) < mpmath.mpf("1e-25")
+    a, b = _t([0.0, 1.0], torch), _t([0.0, 2.0], torch)
+    ga, gb = torch.autograd.grad(torch.xlogy(a, b).sum(), (a, b), create_graph=True)
+    assert ga[0].item() == 0.0 and math.isnan(gb[0].item())
+    for mode in ({}, {"check_forward_ad": True}):
+        for engine, func in ((torch, torch.xlogy), (E, E.xlogy)):
+            given = (_t([0.0, 1.0], engine), _t([0.0, 2.0], engine))
+            assert verdict_at(func, given, order=2, **mode) == "domain"
