@@ -236,6 +236,16 @@ def test_complex_inverse_trig_at_1e300_is_nan_in_both_engines_where_mpmath_is_fi
         w = engine.tensor(z, dtype=engine.complex128, requires_grad=True)
         (g,) = engine.autograd.grad(engine.asin(w).real, w)
         assert np.isnan(complex(g.item()))     # 1 - z^2 overflows: the formula's NaN
+    # the others (and their in-place forms) alike: finite derivatives (those of atan and
+    # atanh, ~1e-600, round to 0), NaN from both engines' formulas
+    Z = mpmath.mpc(z)
+    for name, exact in (("acos", -1 / mpmath.sqrt(1 - Z ** 2)), ("atan", 1 / (1 + Z ** 2)),
+                        ("asinh", 1 / mpmath.sqrt(1 + Z ** 2)), ("atanh", 1 / (1 - Z ** 2))):
+        assert np.isfinite(complex(exact)), name
+        for engine in (E, torch):
+            w = engine.tensor(z, dtype=engine.complex128, requires_grad=True)
+            (g,) = engine.autograd.grad(getattr(engine, name)(w).real, w)
+            assert np.isnan(complex(g.item())), name
 
 
 def test_torch_prod_at_an_entry_of_1e_minus_308_underflows_to_zero():
@@ -294,3 +304,71 @@ def test_xlogy_second_order_at_zero_zero_is_outside_the_checked_functions_domain
         for engine, func in ((torch, torch.xlogy), (E, E.xlogy)):
             given = (_t([0.0, 1.0], engine), _t([0.0, 2.0], engine))
             assert verdict_at(func, given, order=2, **mode) == "domain"
+
+
+#: the registry's linalg.svd point: a full-rank 4x3 matrix scaled to entries ~1e-300
+SVD_TINY = [[-1.4043508869045687e-301, -1e-300, -2.621483436507028e-301],
+            [-3.6993699728125874e-301, 2.7220348967933574e-301, 2.5803248394490227e-301],
+            [-4.5641389389824717e-302, -5.732459106524433e-301, -5.7960401908890215e-301],
+            [6.2555220311569195e-301, -3.895710583195452e-301, 4.3601817014731754e-301]]
+
+
+def _svd_gauge(engine, A):
+    """The registry's linalg.svd output: S and U diag(1, 2, 3) Vh (phase-free)."""
+    U, S, Vh = engine.linalg.svd(A, full_matrices=False)
+    return S, (U * engine.tensor([1.0, 2.0, 3.0], dtype=A.dtype)).matmul(Vh)
+
+
+def _mp_gauge_00(rows) -> mpmath.mpf:
+    U, S, V = mpmath.svd_r(mpmath.matrix(rows), full_matrices=False)
+    return sum(U[0, k] * (k + 1) * V[k, 0] for k in range(3))
+
+
+def test_svd_at_singular_values_of_1e_minus_300_is_nan_in_both_engines():
+    # distinct singular values (1.3e-300, 8.9e-301, 4.4e-301): differentiable, but the
+    # formula's s_i^2 - s_j^2 underflows to 0 and 0 / 0 gives NaN in both engines
+    mpmath.mp.dps = 60
+    h = mpmath.mpf("1e-330")
+    up = [[mpmath.mpf(v) for v in row] for row in SVD_TINY]
+    down = [row[:] for row in up]
+    up[0][0] += h
+    down[0][0] -= h
+    exact = float((_mp_gauge_00(up) - _mp_gauge_00(down)) / (2 * h))   # d P[0, 0] / d A[0, 0]
+    assert 4.3e299 < exact < 4.4e299          # finite: P(cA) = P(A), so 1/c times P's at A
+    big = torch.tensor(np.array(SVD_TINY) * 1e300, requires_grad=True)
+    at_scale = torch.autograd.grad(_svd_gauge(torch, big)[1][0, 0], big)[0][0, 0].item()
+    assert abs(at_scale * 1e300 - exact) < 1e-8 * exact       # torch right at scale 1
+    for engine in (E, torch):
+        A = engine.tensor(SVD_TINY, dtype=engine.float64, requires_grad=True)
+        (g,) = engine.autograd.grad(_svd_gauge(engine, A)[1][0, 0], A)
+        assert np.all(np.isnan(g.detach().numpy() if engine is torch else g.numpy()))
+        assert verdict_at(lambda t, e=engine: _svd_gauge(e, t), (_t(SVD_TINY, engine),)) == "fail"
+
+
+@pytest.mark.xfail(strict=True, reason="refengine's svd backward takes S's gradient with "
+                   "zero gU, gV (torch: U diag(gS) Vh when they are undefined): NaN at "
+                   "singular values of 1e-300; reported, refengine/ is not explore's")
+def test_refengine_svdvals_gradient_through_svd_at_1e_minus_300_is_u_v_transposed():
+    mpmath.mp.dps = 60
+    U, _, V = mpmath.svd_r(mpmath.matrix(SVD_TINY), full_matrices=False)
+    exact = np.array((U * V).tolist(), dtype=float)      # d sum(S) / dA = sum_i u_i v_i^T
+    A = _t(SVD_TINY)
+    (g,) = E.autograd.grad(E.linalg.svd(A, full_matrices=False)[1].sum(), A)
+    assert np.allclose(g.numpy(), exact, atol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="refengine's div takes d/d other as -self / other^2: "
+                   "other^2 overflows for a complex other of 1e300 and gives NaN (torch: "
+                   "-(self / other) / other, 0); reported, refengine/ is not explore's")
+def test_complex_div_by_1e300_has_a_zero_gradient_in_the_divisor():
+    b = complex(8.971819749751797e+299, 2.04368728093683e+299)
+    a = complex(0.3, 0.2)
+    mpmath.mp.dps = 30
+    exact = -mpmath.mpc(a) / mpmath.mpc(b) ** 2             # d (a / b) / db, ~1e-600
+    assert abs(complex(exact)) == 0.0                         # rounds to 0 in double
+    grads = []
+    for engine in (torch, E):
+        x = engine.tensor([a], dtype=engine.complex128, requires_grad=True)
+        y = engine.tensor([b], dtype=engine.complex128, requires_grad=True)
+        grads.append(complex(engine.autograd.grad(engine.div(x, y).real.sum(), y)[0][0].item()))
+    assert grads[0] == 0 and grads[1] == 0                   # torch 0; refengine NaN today
