@@ -229,3 +229,18 @@ def writes_through_views_and_the_histories_they_make(E):
     y.div_(same)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         same.sum().backward()
+
+
+@case("select() out of range is torch's IndexError naming select() and the whole size, "
+      "indexing names the position in the index; std's tangent is 0 where std is 0, even "
+      "for a NaN tangent", source=TORCH_BEHAVIOUR)
+def select_messages_and_the_tangent_of_a_zero_std(E):
+    with pytest.raises(IndexError, match=re.escape(
+            "select(): index 0 out of range for tensor of size [2, 0] at dimension 1")):
+        E.ones(2, 0).select(-1, 0)
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 2 with size 4"):
+        E.ones(3, 2, 4)[0, ..., 7]
+    fw = E.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(_f64(E, [2.0, 2.0]), _f64(E, [math.nan, 1.0]))
+        assert fw.unpack_dual(x.std()).tangent.item() == 0.0

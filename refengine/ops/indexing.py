@@ -303,14 +303,14 @@ def getitem(self, index):
     specified = sum(1 for i in items if i is not None and i is not Ellipsis)
     if specified > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
-    expanded = []
-    for i in items:
+    expanded = []       # (index, its position in ``items``: torch's error names it)
+    for at, i in enumerate(items):
         if i is Ellipsis:
-            expanded.extend([slice(None)] * (self.ndim - specified))
+            expanded.extend([(slice(None), at)] * (self.ndim - specified))
         else:
-            expanded.append(i)
+            expanded.append((i, at))
     out, dim = self, 0
-    for i in expanded:
+    for i, at in expanded:
         if i is None:
             out, dim = out.unsqueeze(dim), dim + 1
         elif isinstance(i, slice):
@@ -318,6 +318,10 @@ def getitem(self, index):
                 out = out.slice(dim, i.start, i.stop, 1 if i.step is None else i.step)
             dim += 1
         else:
+            size = out.shape[dim]
+            if not -size <= int(i) < size:     # indexing words it otherwise than select()
+                raise IndexError(f"index {int(i)} is out of bounds for dimension {at} with "
+                                 f"size {size}")
             out = out.select(dim, int(i))
     return out if out is not self else call(OPS["alias"], self)
 

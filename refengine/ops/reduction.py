@@ -336,7 +336,8 @@ defop("std", _std_forward,
       vjp={"self": lambda grad, self, result, dim, correction, keepdim:
            expand_reduced(grad * _half_inverse(result), self, dim, keepdim) *
            _var_direction(self, dim, correction)},
+      # masked after the product, as torch: 0 where std is 0 even for a NaN tangent
       jvp=lambda self_t, self, result, dim, correction, keepdim:
-      (self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)
-      * _half_inverse(result),
+      ((self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)
+       * _half_inverse(result)).masked_fill(result == 0, 0),
       promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())

@@ -231,7 +231,8 @@ def _select(self, dim, index):
     dim = _norm_dim(dim, self.ndim)
     size = self.shape[dim]
     if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(self.shape)} at dimension {dim}")
     # the trailing Ellipsis keeps a 0-d result a view (a bare a[i] is a NumPy scalar copy)
     return self[(slice(None),) * dim + (index, Ellipsis)]
 

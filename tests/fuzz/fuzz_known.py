@@ -143,7 +143,8 @@ def _masked_after_computing_twice(found, source: str) -> bool:
     norm 0) after computing them, and the second derivative meets 0 * inf;
     refengine keeps them out of the graph."""
     return (("E.pow(" in source or " ** " in source or ".norm()" in source)
-            and "create_graph" in source and _where_differ(found, np.isfinite, np.isnan))
+            and "create_graph" in source
+            and _where_differ(found, lambda r: ~np.isnan(r), np.isnan))
 
 
 def _products_of_the_others(found, source: str) -> bool:
@@ -228,7 +229,8 @@ KNOWN = (
           "docs/differences.md: a number to the power of an inference tensor that requires "
           "grad: torch raises about out= arguments (its Scalar-base pow calls its out= "
           "kernel), refengine computes it unrecorded as any op on inference tensors"),
-    Entry("raises", r"norm", lambda found, source: "_is_zerotensor() INTERNAL ASSERT" in found.torch,
+    Entry("raises", r"norm",
+          lambda found, source: "_is_zerotensor() INTERNAL ASSERT" in found.torch,
           "docs/differences.md: torch fails an internal assert in norm's tangent when the "
           "tangent is sgn's ZeroTensor; refengine's zero tangent gives 0"),
     Entry("flags", ".*", _torch_is_leaf_assert,
@@ -295,9 +297,9 @@ def _tangent_of_a_value_not_finite(found, source: str) -> bool:
 
 
 def _two_errors_in_one_backward(found, source: str) -> bool:
-    version, view = "modified by an inplace operation", ("A view was created in",
-                                                         "is a view and its base")
-    return any(version in a and any(v in b for v in view)
+    version, others = "modified by an inplace operation", (
+        "A view was created in", "is a view and its base", "has been detached in-place")
+    return any(version in a and any(v in b for v in others)
                for a, b in ((found.refengine, found.torch), (found.torch, found.refengine)))
 
 
@@ -329,7 +331,8 @@ OPEN = (
           "fixed: refengine would need to know, before computing, which inputs the op saves"),
     Entry("message", ".*", _two_errors_in_one_backward,
           "which of two errors a backward meets first (a saved tensor's version error, a "
-          "no_grad or inference view's error): the order refengine's engine runs the nodes "
+          "no_grad or inference view's error, a saved tensor detached in place): the order "
+          "refengine's engine runs the nodes "
           "in, which is torch's, but for where each engine checks; both raise, the texts "
           "differ"),
     Entry("crash", ".*", lambda found, source: re.search(r"torch alone: exit -\d", found.torch)
@@ -348,8 +351,9 @@ def _gone_when_rewritten(found, program, engines, done: frozenset = frozenset())
         return False
     from fuzz_shrink import difference
     for i, rerun in enumerate(RERUNS):
-        if i in done or found.kind not in rerun.kinds or not rerun.when(found) or not any(
-                st.kind == rerun.stmt_kind for st in program.stmts):
+        if i in done or found.kind not in rerun.kinds or program.mode not in rerun.modes \
+                or not rerun.when(found) or not any(st.kind == rerun.stmt_kind
+                                                    for st in program.stmts):
             continue
         copied = rewritten(program, rerun)
         if copied == program:
