@@ -38,15 +38,46 @@ def _grad_modes(module) -> list:
     return found
 
 
+def _forward_level():
+    """torch's forward-AD level as its Python side knows it (-1: none open);
+    None where torch is not loaded."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    return None if forward_ad is None else forward_ad._current_level
+
+
+def _close_forward_levels(before: int) -> None:
+    """Close the forward-AD levels opened since ``before`` and left open: a
+    timer that fires inside ``dual_level``'s exit (before torch's C++ level is
+    closed) or its entry (after it is opened, before Python records it) leaves
+    one, and every later forward-mode check in the process then fails with
+    "Nested forward mode AD is not supported" (233 of ``adcheck ops --engine
+    torch --explore``'s forward checks, one worker's, until this guard)."""
+    torch = sys.modules["torch"]
+    forward_ad = torch.autograd.forward_ad
+    while forward_ad._current_level > before:
+        forward_ad.exit_dual_level()
+    if before >= 0:
+        return    # the caller's own level is open: nothing to probe
+    try:          # no level may be open now: opening one says whether C++ has one
+        level = torch._C._enter_dual_level()
+    except RuntimeError:    # opened in C++ only: close it
+        torch._C._exit_dual_level(level=0)
+    else:
+        torch._C._exit_dual_level(level=level)
+
+
 @contextmanager
 def deadline(seconds: float, module=None):
     """Raise ``Timeout`` in the body after ``seconds``; the grad modes of
-    ``module`` (the engine's) and torch are as they were after it (see the
-    module docstring)."""
+    ``module`` (the engine's) and torch, and torch's forward-AD levels, are as
+    they were after it (see the module docstring)."""
     modes = _grad_modes(module)
+    level = _forward_level()
     try:
         with interrupting(seconds, Timeout):
             yield
     finally:
         for put, mode in modes:
             put(mode)
+        if level is not None and "torch" in sys.modules:
+            _close_forward_levels(level)

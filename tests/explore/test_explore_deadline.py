@@ -1,0 +1,43 @@
+"""An explored point stopped by its deadline leaves torch's forward-AD level as
+it found it: a ``Timeout`` inside ``dual_level``'s entry or exit left one open,
+and every later forward-mode check of the process failed with "Nested forward
+mode AD is not supported" (233 errors of ``adcheck ops --engine torch
+--explore``)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fw
+
+from adcheck.gradcheck.explore.deadline import Timeout, deadline
+
+
+def _tangent_of_3x() -> float:
+    """d(3x)/dx by torch's forward mode, in a level of its own."""
+    with fw.dual_level():
+        x = fw.make_dual(torch.tensor(1.0, dtype=torch.float64),
+                         torch.tensor(2.0, dtype=torch.float64))
+        return fw.unpack_dual(3 * x).tangent.item()
+
+
+@pytest.mark.parametrize("left_open", [
+    fw.enter_dual_level,          # interrupted in dual_level's exit: known to Python too
+    torch._C._enter_dual_level,   # interrupted in its entry: opened in C++ only
+], ids=["python-and-cpp", "cpp-only"])
+def test_a_level_left_open_by_an_interrupted_point_is_closed(left_open):
+    with pytest.raises(Timeout):
+        with deadline(10.0, torch):
+            left_open()
+            raise Timeout
+    assert fw._current_level == -1
+    assert _tangent_of_3x() == 6.0
+
+
+def test_the_callers_own_level_stays_open():
+    with fw.dual_level():
+        x = fw.make_dual(torch.tensor(1.0, dtype=torch.float64),
+                         torch.tensor(2.0, dtype=torch.float64))
+        with deadline(10.0, torch):
+            pass
+        assert fw._current_level == 0
+        assert fw.unpack_dual(3 * x).tangent.item() == 6.0
