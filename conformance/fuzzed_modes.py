@@ -244,3 +244,18 @@ def select_messages_and_the_tangent_of_a_zero_std(E):
     with fw.dual_level():
         x = fw.make_dual(_f64(E, [2.0, 2.0]), _f64(E, [math.nan, 1.0]))
         assert fw.unpack_dual(x.std()).tangent.item() == 0.0
+
+
+@case("an in-place op reads the history of an operand that views its memory as it was "
+      "before the write: copy_ from a no_grad view of the destination is allowed (the view "
+      "refuses its grad_fn only afterwards)", source=TORCH_BEHAVIOUR)
+def copy_from_a_no_grad_view_of_the_destination(E):
+    x = _f64(E, [-0.5, 0.75, 0.25], requires_grad=True)
+    y = E.logsumexp(x, 0) * 1
+    with E.no_grad():
+        same = y.squeeze()
+    y.copy_(same)
+    y.backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]     # y's value no longer depends on x
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        same.grad_fn

@@ -149,10 +149,10 @@ def _check_partial_overlap(op: OpDef, env: dict, self: Tensor) -> None:
                                "clone() the tensor before performing the operation.")
 
 
-# PyTorch's words, its missing spaces included
-INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You "
-                     "can make a clone to get a normal tensor before doing inplace update.See "
-                     "https://github.com/pytorch/rfcs/pull/17 for more details.")
+INFERENCE_INPLACE = (   # PyTorch's words, its missing spaces included
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+    "can make a clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
 def _check_inplace(self: Tensor) -> None:
@@ -417,9 +417,9 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
         if out.is_complex() and results[0].dtype.kind != "c" and op.result_dtype is dtypes.to_real:
             raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
         _write_inplace(out, results[0], _writes_one_value(op, env, out))
-        if record and out._base is not None:
-            # the node below takes out's history from before this write
-            out._view_version = out._storage.version
+        for t in ((out, *tensors.values()) if record else ()):  # histories before the write
+            if isinstance(t, Tensor) and t._base is not None and t._storage is out._storage:
+                t._view_version = out._storage.version
         outs = [out]
     else:
         outs = _wrap_outputs(op, results, tensors) if op.view else [wrap_array(r) for r in results]
