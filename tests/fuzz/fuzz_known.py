@@ -210,7 +210,7 @@ KNOWN = (
     Entry("value", r"E\.acosh", _sign_of_imaginary,
           "docs/differences.md: acosh of a real below 1 with a -0 imaginary part is on the "
           "lower side of the cut in refengine (C99's cacosh), the upper in torch"),
-    Entry("value", r"E\.angle|E\.log\(", _angle_sign_of_pi,
+    Entry("value", r"E\.angle|E\.log\(|E\.atan2", _angle_sign_of_pi,
           "docs/differences.md: angle (and the imaginary part of log) of a negative real "
           "with a -0 imaginary part is -pi (atan2's); torch's vectorised kernels give +pi "
           "at some positions"),
