@@ -77,7 +77,9 @@ defelementwise("div", lambda self, other: np.true_divide(self, other),
                # the gradient's dtype is the result's (an int other: no float32);
                # backward saves other only, as PyTorch does (not the result)
                {"self": lambda grad, other: other.to(grad.dtype).reciprocal(),
-                "other": lambda self, other: -self / (other * other)},
+                # -(self / other) / other as torch: other * other overflows for
+                # |other| past 1e154 where the quotients do not (a NaN gradient)
+                "other": lambda self, other: -(self / other) / other},
                jvp=_div_jvp, to_float=True, **B)
 
 

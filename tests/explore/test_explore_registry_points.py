@@ -373,10 +373,9 @@ def test_refengine_svdvals_gradient_through_svd_at_1e_minus_300_is_u_v_transpose
     assert np.allclose(g.numpy(), exact, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="refengine's div takes d/d other as -self / other^2: "
-                   "other^2 overflows for a complex other of 1e300 and gives NaN (torch: "
-                   "-(self / other) / other, 0); reported, refengine/ is not explore's")
 def test_complex_div_by_1e300_has_a_zero_gradient_in_the_divisor():
+    # refengine took d/d other as -self / other^2, whose other^2 overflows for a
+    # complex other of 1e300 (NaN); torch and now refengine: -(self / other) / other
     b = complex(8.971819749751797e+299, 2.04368728093683e+299)
     a = complex(0.3, 0.2)
     mpmath.mp.dps = 30
@@ -387,4 +386,4 @@ def test_complex_div_by_1e300_has_a_zero_gradient_in_the_divisor():
         x = engine.tensor([a], dtype=engine.complex128, requires_grad=True)
         y = engine.tensor([b], dtype=engine.complex128, requires_grad=True)
         grads.append(complex(engine.autograd.grad(engine.div(x, y).real.sum(), y)[0][0].item()))
-    assert grads[0] == 0 and grads[1] == 0                   # torch 0; refengine NaN today
+    assert grads[0] == 0 and grads[1] == 0                   # torch 0; refengine NaN before
