@@ -292,17 +292,6 @@ class _Judge:
             return Bracket("unresolved")
         return Bracket("agree" if self.formed else "nondiff")
 
-    def _row_noise_of(self, o: int, row: int, peak: float):
-        """The rounding of output ``o``'s entry ``row`` alone, over a unit step: a
-        failing row is measured again (``_resolved``) at its own scale, not the
-        output's largest entry's (fmod(x, 1e-30) beside entries of 1.9: the
-        quotients changed with the step by 1e5, within the output's noise)."""
-        value = abs(float(np.reshape(to_real(self.ev.problem.out_arrays[o]), -1)[row]))
-
-        def noise_of(slope):
-            return 64 * self.eps * (value + peak * slope)
-        return noise_of
-
     def _noise_of(self, o: int, peak: float, h: float):
         def noise_of(slope):  # rounding of f and of its argument, over the step
             return 64 * self.eps * (self.values[o] + peak * slope) / h
@@ -356,7 +345,7 @@ class _Judge:
                 self.formed = False    # every float an integer here: a step function's
                 #                        jumps are one unit in the last place apart
             elif not _resolved(self.ev, self.arrays, direction, h, o, row, formula[row],
-                               self._row_noise_of(o, row, peak)):
+                               self._noise_of(o, peak, 1.0), sides):
                 self.unresolved = True
             else:
                 return found
@@ -381,29 +370,24 @@ RUNGS = (16.0, 1 / 16, 1 / 4096)
 
 
 def _resolved(ev: Evaluator, arrays: dict, direction: dict, h: float, o: int, row: int,
-              formula: float, noise_of) -> bool:
-    """Whether the numerical side resolves the derivative of output ``o``'s
-    entry ``row`` at step ``h``: every other step (``RUNGS``) agrees with
-    ``h``'s one-sided derivatives within their errors (``noise_of``: that
-    entry's rounding), and none brackets the formula that ``h`` excludes. A
+              formula: float, noise_of, at_h: list) -> bool:
+    """Whether the numerical side resolves the derivative at step ``h``: every
+    other step (``RUNGS``) agrees with ``h``'s one-sided derivatives ``at_h``
+    within their errors, and none brackets the formula that ``h`` excludes. A
     forward that cancels (gelu's 1 + erf(x) at -7), jumps finer than the step
-    (fmod by 1e-8 or 1e-30, rounding to decimals at 1e11) or is otherwise
-    conditioned worse than its rounding says gives quotients that depend on
-    the step: not judged there."""
-    here = None
-    for rung in (1.0,) + RUNGS:
+    (fmod by 1e-8, rounding to decimals at 1e11) or is otherwise conditioned
+    worse than its rounding says gives quotients that depend on the step: not
+    judged there."""
+    here = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in at_h]
+    for rung in RUNGS:
         step = h * rung
         pairs = [_quotients(ev, arrays, direction, sign, step) for sign in (-1.0, 1.0)]
         if pairs[0] is None or pairs[1] is None:
             continue
-        pairs = [tuple({o: np.reshape(q[o], -1)[row:row + 1]} for q in pair) for pair in pairs]
         sides = [_extrapolated(pair, o, lambda slope: noise_of(slope) / step) for pair in pairs]
         if sides[0] is None or sides[1] is None:    # a jump within this step
             return False
-        there = [(v[0], e[0]) for v, e in sides]
-        if here is None:
-            here = there    # step h itself: the formula is outside its bracket
-            continue
+        there = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in sides]
         for (a, err_a), (b, err_b) in zip(here, there):
             if abs(a - b) > err_a + err_b + BRACKET_RTOL * max(abs(a), abs(b)):
                 return False
