@@ -32,14 +32,8 @@ class RowLayerNorm(torch.autograd.Function):
         return rstd * (g - gm - y * gy)
 
 
-class RowLayerNormBuggy(torch.autograd.Function):
+class RowLayerNormBuggy(RowLayerNorm):
     """The same forward; the backward's mean of g * y over dim 0 (wrong)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y, rstd = _forward(x)
-        ctx.save_for_backward(y, rstd)
-        return y
 
     @staticmethod
     def backward(ctx, g):

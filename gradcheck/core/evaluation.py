@@ -40,7 +40,7 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
 from adcheck.gradcheck.errors import GradcheckError
-from adcheck.gradcheck.core.points import mapped_points
+from adcheck.gradcheck.core.points import call_mapped, mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.stacked import join, stack
@@ -418,17 +418,7 @@ class Evaluator:
                         copies = np.broadcast_to(a, (len(arrays), *a.shape))
                         args[i] = p.like_input(i, copies, i in p.diff_in)
                         dims[i] = 0
-            mapped = E.vmap(p.func, tuple(dims))
-            if mapped is None:
-                return None
-            outs = as_tuple(mapped(*args))
-            # in place on a batched input changes every example: example 0 tells
-            p.check_unchanged([a if d is None else E.to_numpy(a, copy=False)[0]
-                               for a, d in zip(args, dims)],
-                              {**p.arrays, in_idx: first}, p.subject,
-                              f"evaluating it at {len(arrays)} points at once")
-            return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
-                    for o in p.float_out}
+            return call_mapped(p, args, dims, {**p.arrays, in_idx: first}, len(arrays))
 
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine

@@ -49,12 +49,24 @@ def mapped_points(p: Problem, points: dict) -> dict | None:
             firsts[i] = np.array(full[0])
             args[i] = p.like_input(i, full, i in p.diff_in, copy=False)
             dims[i] = 0
-        mapped = E.vmap(p.func, tuple(dims))
-        if mapped is None:
-            return None
-        outs = as_tuple(mapped(*args))
-        p.check_unchanged([a if d is None else E.to_numpy(a, copy=False)[0]
-                           for a, d in zip(args, dims)], firsts,
-                          p.subject, f"evaluating it at {total} points at once")
-        found = {o: E.to_numpy(outs[o], copy=False) for o in p.float_out}
+        found = call_mapped(p, args, dims, firsts, total)
+    if found is None:
+        return None
     return {i: {o: values[a:b] for o, values in found.items()} for i, (a, b) in spans.items()}
+
+
+def call_mapped(p: Problem, args: list, dims: list, firsts: dict, count: int) -> dict | None:
+    """``p.func`` vmapped over ``dims`` (0 for a batched argument) on ``args``:
+    its floating outputs by index, stacked over the ``count`` examples; the
+    inputs checked unchanged, example 0 of each batched one against ``firsts``
+    (an in-place write changes every example). ``None``: the engine cannot map it."""
+    E = p.engine
+    mapped = E.vmap(p.func, tuple(dims))
+    if mapped is None:
+        return None
+    outs = as_tuple(mapped(*args))
+    p.check_unchanged([a if d is None else E.to_numpy(a, copy=False)[0]
+                       for a, d in zip(args, dims)], firsts,
+                      p.subject, f"evaluating it at {count} points at once")
+    return {o: E.to_numpy(outs[o], copy=False)   # (new: nothing else holds them)
+            for o in p.float_out}
