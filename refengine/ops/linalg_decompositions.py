@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..batching.batched import NotBatchable
 from ..batching.rules import matrices
 from .dispatch import call
 from .linalg import L, _square, diag_embed, solve
@@ -171,9 +172,21 @@ def _svd_reduced(A, U, Vh, full_matrices):
     return U, Vh.mH
 
 
+def _all_zero(t) -> bool:
+    try:
+        return not bool((t != 0).sum())
+    except NotBatchable:    # under vmap each batch element has its own: the full rule
+        return False
+
+
 def _svd_vjp(grads, A, U, S, Vh, full_matrices):
     gU, gS, gVh = grads
     U, V = _svd_reduced(A, U, Vh, full_matrices)
+    if _all_zero(gU) and _all_zero(gVh):
+        # S's cotangent alone (U and Vh unused come here as zeros; torch's gU, gVh are
+        # undefined then): U diag(gS) V^H, what the rule below gives but for F's 1/0
+        # times 0 at repeated, zero or underflowed values (s^2 of 1e-300 is 0: NaN)
+        return _values_vjp(gS, U, V.mH)
     gV = gVh.mH
     F = _gap_inverse(S, True)
     Sc = S.to(U.dtype)

@@ -345,16 +345,23 @@ def test_svd_at_singular_values_of_1e_minus_300_is_nan_in_both_engines():
         assert verdict_at(lambda t, e=engine: _svd_gauge(e, t), (_t(SVD_TINY, engine),)) == "fail"
 
 
-@pytest.mark.xfail(strict=True, reason="refengine's svd backward takes S's gradient with "
-                   "zero gU, gV (torch: U diag(gS) Vh when they are undefined): NaN at "
-                   "singular values of 1e-300; reported, refengine/ is not explore's")
 def test_refengine_svdvals_gradient_through_svd_at_1e_minus_300_is_u_v_transposed():
+    # S's cotangent alone (gU, gVh zero: torch's undefined): U diag(gS) V^H, as torch;
+    # the full rule's F = 1 / (s_j^2 - s_i^2) is 1/0 there (s^2 underflows): NaN before
     mpmath.mp.dps = 60
     U, _, V = mpmath.svd_r(mpmath.matrix(SVD_TINY), full_matrices=False)
     exact = np.array((U * V).tolist(), dtype=float)      # d sum(S) / dA = sum_i u_i v_i^T
-    A = _t(SVD_TINY)
-    (g,) = E.autograd.grad(E.linalg.svd(A, full_matrices=False)[1].sum(), A)
-    assert np.allclose(g.numpy(), exact, atol=1e-12)
+    weights = [1.0, 2.0, 3.0]
+    weighted = np.array((U * mpmath.diag(weights) * V).tolist(), dtype=float)
+    for w, truth in ((None, exact), (weights, weighted)):
+        A, B = _t(SVD_TINY), _t(SVD_TINY, torch)
+        S, St = E.linalg.svd(A, full_matrices=False)[1], torch.linalg.svd(B, full_matrices=False)[1]
+        if w is not None:
+            S, St = S * E.tensor(w, dtype=F64), St * torch.tensor(w, dtype=torch.float64)
+        (g,) = E.autograd.grad(S.sum(), A)
+        (gt,) = torch.autograd.grad(St.sum(), B)
+        assert np.allclose(g.numpy(), truth, atol=1e-12)
+        assert np.allclose(g.numpy(), gt.numpy(), atol=1e-14)
 
 
 def test_complex_div_by_1e300_has_a_zero_gradient_in_the_divisor():
