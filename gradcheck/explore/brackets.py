@@ -20,8 +20,9 @@ rank-deficient matrix) makes the point not differentiable (``_discontinuous``).
 A direction that excludes a finite formula is measured again at other steps
 (``_resolved``): quotients that depend on the step (a forward that cancels,
 jumps finer than the step) leave the point unresolved, not failed. The
-formula's own rounding (how far it moves with the inputs scaled by ``1 +
-WOBBLE``) widens the tolerance where the point is ill-conditioned.
+formula's own rounding (how far its Jacobian moves with the inputs moved by
+their rounding in norm: ``wobble``) widens the tolerance where the point is
+ill-conditioned.
 
 ``judge`` returns ``"fail"`` (some direction's bracket excludes a finite
 formula, or the formula is NaN or inf where every bracket formed and is
@@ -248,8 +249,9 @@ class RealView:
 def judge(ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict | None = None) -> Bracket:
     """The one-sided verdict at ``ev``'s point for the AD ``jacobians`` (by
     mode), over the real inputs ``real_inputs`` (see the module docstring).
-    ``wobble``: by mode, how much the formula moves when the inputs are scaled by
-    ``1 + WOBBLE`` (its own rounding at an ill-conditioned point, ``wobbled``)."""
+    ``wobble``: by mode and (output, input) block, for each row, the allowance
+    for the formula's own rounding (``wobble.allowance``: its Jacobian moved
+    with the inputs moved by their rounding in norm)."""
     return _Judge(ev, jacobians, real_inputs, wobble or {}).verdict()
 
 
@@ -292,6 +294,17 @@ class _Judge:
             return Bracket("unresolved")
         return Bracket("agree" if self.formed else "nondiff")
 
+    def _row_noise_of(self, o: int, row: int, peak: float):
+        """The rounding of output ``o``'s entry ``row`` alone, over a unit step: a
+        failing row is measured again (``_resolved``) at its own scale, not the
+        output's largest entry's (fmod(x, 1e-30) beside entries of 1.9: the
+        quotients changed with the step by 1e5, within the output's noise)."""
+        value = abs(float(np.reshape(to_real(self.ev.problem.out_arrays[o]), -1)[row]))
+
+        def noise_of(slope):
+            return 64 * self.eps * (value + peak * slope)
+        return noise_of
+
     def _noise_of(self, o: int, peak: float, h: float):
         def noise_of(slope):  # rounding of f and of its argument, over the step
             return 64 * self.eps * (self.values[o] + peak * slope) / h
@@ -331,8 +344,7 @@ class _Judge:
             formula = _formula(jac, direction, o, self.arrays)
             if formula is None:
                 continue
-            noise = np.maximum(noise_l, noise_r) + self.floor + self._wobble(mode, direction, o,
-                                                                             formula)
+            noise = np.maximum(noise_l, noise_r) + self.floor + self._wobble(mode, direction, o)
             self.opened |= _open(left, right, noise)
             row = _bracket(formula, low, high, noise)
             if row < 0:
@@ -345,49 +357,47 @@ class _Judge:
                 self.formed = False    # every float an integer here: a step function's
                 #                        jumps are one unit in the last place apart
             elif not _resolved(self.ev, self.arrays, direction, h, o, row, formula[row],
-                               self._noise_of(o, peak, 1.0), sides):
+                               self._row_noise_of(o, row, peak)):
                 self.unresolved = True
             else:
                 return found
         return None
 
-    def _wobble(self, mode: str, direction: dict, o: int, formula) -> np.ndarray | float:
-        moved = self.wobble.get(mode)
-        other = _formula(moved, direction, o, self.arrays) if moved is not None else None
-        if other is None:
-            return 0.0
-        with np.errstate(all="ignore"):
-            change = np.abs(other - formula)
-        return np.where(np.isfinite(change), change, 0.0) * WOBBLE_SPAN * self.eps / WOBBLE
+    def _wobble(self, mode: str, direction: dict, o: int) -> np.ndarray | float:
+        """The allowance for the formula's own rounding along ``direction``: the
+        sum over its inputs of each block's (``wobble.allowance``)."""
+        changes = [self.wobble.get(mode, {}).get((o, i)) for i in direction]
+        return sum(c for c in changes if c is not None)
 
 
-#: the relative scaling of the inputs that shows a formula's own rounding (``wobbled``),
-#: and how many such roundings its error may add up to
-WOBBLE = 2.0 ** -40
-WOBBLE_SPAN = 16.0
 #: the steps beside ``h`` at which a failing direction is measured again (``_resolved``)
 RUNGS = (16.0, 1 / 16, 1 / 4096)
 
 
 def _resolved(ev: Evaluator, arrays: dict, direction: dict, h: float, o: int, row: int,
-              formula: float, noise_of, at_h: list) -> bool:
-    """Whether the numerical side resolves the derivative at step ``h``: every
-    other step (``RUNGS``) agrees with ``h``'s one-sided derivatives ``at_h``
-    within their errors, and none brackets the formula that ``h`` excludes. A
+              formula: float, noise_of) -> bool:
+    """Whether the numerical side resolves the derivative of output ``o``'s
+    entry ``row`` at step ``h``: every other step (``RUNGS``) agrees with
+    ``h``'s one-sided derivatives within their errors (``noise_of``: that
+    entry's rounding), and none brackets the formula that ``h`` excludes. A
     forward that cancels (gelu's 1 + erf(x) at -7), jumps finer than the step
-    (fmod by 1e-8, rounding to decimals at 1e11) or is otherwise conditioned
-    worse than its rounding says gives quotients that depend on the step: not
-    judged there."""
-    here = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in at_h]
-    for rung in RUNGS:
+    (fmod by 1e-8 or 1e-30, rounding to decimals at 1e11) or is otherwise
+    conditioned worse than its rounding says gives quotients that depend on
+    the step: not judged there."""
+    here = None
+    for rung in (1.0,) + RUNGS:
         step = h * rung
         pairs = [_quotients(ev, arrays, direction, sign, step) for sign in (-1.0, 1.0)]
         if pairs[0] is None or pairs[1] is None:
             continue
+        pairs = [tuple({o: np.reshape(q[o], -1)[row:row + 1]} for q in pair) for pair in pairs]
         sides = [_extrapolated(pair, o, lambda slope: noise_of(slope) / step) for pair in pairs]
         if sides[0] is None or sides[1] is None:    # a jump within this step
             return False
-        there = [(np.reshape(v, -1)[row], np.reshape(e, -1)[row]) for v, e in sides]
+        there = [(v[0], e[0]) for v, e in sides]
+        if here is None:
+            here = there    # step h itself: the formula is outside its bracket
+            continue
         for (a, err_a), (b, err_b) in zip(here, there):
             if abs(a - b) > err_a + err_b + BRACKET_RTOL * max(abs(a), abs(b)):
                 return False

@@ -22,14 +22,14 @@ import numpy as np
 
 from adcheck.gradcheck.core import modules
 from adcheck.gradcheck.core.analytical import ad_blocks
-from adcheck.gradcheck.core.coords import rounding_unit
+from adcheck.gradcheck.core.coords import from_real, rounding_unit, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.explore import brackets, catalogue, point, quick, shrink, watch
+from adcheck.gradcheck.explore import brackets, catalogue, point, quick, shrink, watch, wobble
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
 from adcheck.gradcheck.verdict.compare import Result
 
@@ -305,20 +305,29 @@ class Explorer:
         except Exception:    # the function itself fails beside the point: no evidence
             return False
 
-    def _wobbled(self, ins, seed: int, modes) -> dict:
-        """The formula's Jacobians (by mode) at the inputs scaled by ``1 + WOBBLE``:
-        how far its own rounding moves it at this point (ill-conditioned: pinv
-        of a matrix with an entry of 1e8)."""
+    def _wobbled(self, ins, seed: int, jacobians: dict) -> dict:
+        """By mode, (output, input) block and row: the allowance for the formula's
+        own rounding (``wobble``), from its Jacobians at the inputs moved by their
+        rounding in norm (pinv at condition 5.8e10: ~2e-6 of a Jacobian of 0.54)."""
         E = self.engine
-        scaled = list(ins)
+        arrays = {i: to_real(E.to_numpy(ins[i])) for i in self.explored}
+        delta = wobble.step(arrays, list(jacobians.values()), seed)
+        if delta is None:
+            return {}
+        there = list(ins)
         for i in self.explored:
-            scaled[i] = E.from_numpy_like(E.to_numpy(ins[i]) * (1 + brackets.WOBBLE), ins[i],
-                                          requires_grad=E.requires_grad(self.inputs[i]))
+            native = E.to_numpy(ins[i])
+            there[i] = E.from_numpy_like(from_real(arrays[i] + delta[i], native.shape,
+                                                   native.dtype), ins[i],
+                                         requires_grad=E.requires_grad(self.inputs[i]))
         try:
-            ev = self._evaluator(scaled, seed)
-            return {m: ad_blocks(ev, SIDES[m]) for m in modes}
+            ev = self._evaluator(there, seed)
+            moved = {m: ad_blocks(ev, SIDES[m]) for m in jacobians}
         except Exception:    # the formula fails there: no estimate, none added
             return {}
+        sizes = {i: a.size for i, a in arrays.items()}
+        return {m: wobble.allowance(jac, moved[m], sizes, self.eps)
+                for m, jac in jacobians.items()}
 
     def _bracketed(self, ins, checked) -> tuple:
         failures = checked.failures
@@ -328,8 +337,8 @@ class Explorer:
         ev = self._evaluator(ins, checked.seed)
         jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
                      if m in checked.jacobians}
-        wobble = self._wobbled(ins, checked.seed, jacobians)
-        verdict = brackets.judge(ev, jacobians, self.explored, wobble)
+        rounding = self._wobbled(ins, checked.seed, jacobians)
+        verdict = brackets.judge(ev, jacobians, self.explored, rounding)
         if verdict.verdict == "fail":
             return ("fail", failures, verdict)
         if verdict.verdict == "agree":

@@ -156,6 +156,24 @@ def test_fmod_by_a_tiny_divisor_jumps_finer_than_any_step():
     assert verdict_at(E.fmod, (_t([x, 0.5]), _t([y, 0.3]))) in ("unresolved", "nondiff")
 
 
+def test_fmod_by_1e_minus_30_beside_entries_of_two_is_not_a_failure():
+    # the torch engine's run: d/dy = -trunc(x / y) = -8.0e29 (exact), but the jumps,
+    # ~y^2 / x = 1e-60 apart, are below one unit in the last place of y (1.7e-46): the
+    # quotients, noise within [0, y), agreed only within the noise of the output's
+    # largest entry (1.9), not this entry's
+    x = [[0.8010677, 1.2, 0.7], [1.1, 0.9, 1.3]]
+    y = [[1e-30, 1.93, 1.39], [1.54, 1.40, 1.36]]
+    exact = -int(mpmath.floor(mpmath.mpf(x[0][0]) / mpmath.mpf(y[0][0])))
+    assert exact < -8e29 and y[0][0] ** 2 / x[0][0] < math.ulp(y[0][0])
+    (_, gy) = _grad(lambda a, b: E.fmod(a, b).sum(), _t(x), _t(y))
+    assert gy[0, 0] == float(exact)
+    for func in (torch.fmod, torch.remainder, E.fmod, E.remainder):
+        engine = torch if func in (torch.fmod, torch.remainder) else E
+        for forward in (False, True):
+            assert verdict_at(func, (_t(x, engine), _t(y, engine)),
+                              check_forward_ad=forward) != "fail"
+
+
 def test_round_to_decimals_at_1e11_steps_every_few_ulps():
     x = -668042324509.6691
     (g,) = _grad(lambda t: E.round(t, decimals=3), _t(x))
@@ -170,12 +188,15 @@ PINV = [[0.4628024457747943, -1.5086003717618903, -1.0238700227191175],
         [-0.12516633256561976, -0.7383545678853641, -1.2182246084323505]]
 
 
+def mp_pinv(rows):
+    """(A^T A)^-1 A^T at mpmath's precision (A of full column rank)."""
+    A = mpmath.matrix(rows)
+    return (A.T * A) ** -1 * A.T
+
+
 def test_pinv_of_an_ill_conditioned_matrix_within_its_own_rounding():
     mpmath.mp.dps = 60
-
-    def pinv(rows):
-        A = mpmath.matrix(rows)
-        return (A.T * A) ** -1 * A.T
+    pinv = mp_pinv
     base, h = pinv(PINV), mpmath.mpf("1e-35")
     moved = [[mpmath.mpf(v) for v in row] for row in PINV]
     moved[0][1] += h

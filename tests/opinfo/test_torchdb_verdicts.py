@@ -31,6 +31,13 @@ FALSE_ALARMS = [
 ]
 
 
+#: samples whose quick explore pass finds a real error at a point beside the given
+#: inputs: torch's householder_product backward is wrong in tau there (mpmath, and
+#: torch's own gradcheck fails: tests/explore/test_explore_rounding.py); the false
+#: alarm this file is about is at the given inputs, judged without the quick pass
+EXPLORED_REAL = {"linalg.householder_product"}
+
+
 @pytest.mark.parametrize("op, dtype, index, kind, modes", FALSE_ALARMS,
                          ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in FALSE_ALARMS])
 def test_no_false_alarm_where_torch_passes(op, dtype, index, kind, modes):
@@ -38,8 +45,10 @@ def test_no_false_alarm_where_torch_passes(op, dtype, index, kind, modes):
     if kind != "discontinuity straddled":   # op_db skips round's gradient tests
         assert entry.torch_verdict(sample).passed
     for precise in modes:
-        report = gradcheck.check(call.func, call.inputs, name=op, seed=0,
-                                 **entry.adcheck_options("reverse", dtype, precise=precise))
+        options = entry.adcheck_options("reverse", dtype, precise=precise)
+        if op in EXPLORED_REAL:
+            options = dict(options, explore=False)
+        report = gradcheck.check(call.func, call.inputs, name=op, seed=0, **options)
         assert report.passed, f"{kind}, precise={precise}: {report.message()}"
 
 
