@@ -259,3 +259,89 @@ def copy_from_a_no_grad_view_of_the_destination(E):
     assert x.grad.tolist() == [0.0, 0.0, 0.0]     # y's value no longer depends on x
     with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
         same.grad_fn
+
+
+@case("std's gradient is 0 where std is 0, even for an infinite or NaN gradient of std (the "
+      "gradient divided by 2 std is masked after the division)", source=TORCH_BEHAVIOUR)
+def gradient_of_a_zero_std(E):
+    x = _f64(E, [[0.5, 0.5, 0.5], [1.0, 2.0, 3.0]], requires_grad=True)
+    x.std(1).backward(_f64(E, [-math.inf, 1.0]))
+    # row 1: d std / dx = (x - mean) / ((n - 1) std) = [-0.5, 0, 0.5] at std = 1
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [-0.5, 0.0, 0.5]]
+    y = _f64(E, [2.0, 2.0], requires_grad=True)
+    y.std().backward(_f64(E, math.nan))
+    assert y.grad.tolist() == [0.0, 0.0]
+
+
+@case("a view made while its base required grad keeps a history after the base is detached "
+      "in place and written: a node regenerated from the base (AsStridedBackward0) that leads "
+      "nowhere, so the view still requires grad and the base's old inputs get no gradient",
+      source=TORCH_BEHAVIOUR)
+def view_of_a_base_detached_in_place_then_written(E):
+    leaf = _f64(E, [1.0, 2.0], requires_grad=True)
+    calls = []
+    leaf.register_hook(calls.append)
+    base = leaf * 1
+    view = base[0:]
+    base.detach_()
+    assert view.grad_fn.name() == "SliceBackward0" and not base.requires_grad
+    base.add_(1)
+    assert view.grad_fn.name() == "AsStridedBackward0" and view.requires_grad
+    assert view.grad_fn.next_functions == ((None, 0),)
+    (view * 2).sum().backward()
+    assert leaf.grad is None and calls == []
+    plain = _f64(E, [1.0, 2.0])
+    alias = plain[0:]
+    plain.add_(1)
+    assert alias.grad_fn is None and not alias.requires_grad   # it never had a history
+
+
+@case("select, split, chunk and unbind of a 0-dim tensor raise torch's errors: select() "
+      "and unbind an IndexError (unbind after checking the dim's range), split and chunk a "
+      "RuntimeError asking for a 1-dimensional tensor", source=TORCH_BEHAVIOUR)
+def ops_of_several_views_refuse_a_0_dim_tensor(E):
+    x = _f64(E, [0.5]).squeeze()
+    for call, error, text in (
+            (lambda: x.select(-1, 0), IndexError, "select() cannot be applied to a 0-dim tensor."),
+            (lambda: x.unbind(-1), IndexError, "Dimension specified as 0 but tensor has no "
+                                               "dimensions"),
+            (lambda: x.unbind(1), IndexError, "Dimension out of range (expected to be in range "
+                                              "of [-1, 0], but got 1)"),
+            (lambda: x.split(1), RuntimeError, "split expects at least a 1-dimensional tensor"),
+            (lambda: x.chunk(2), RuntimeError, "chunk expects at least a 1-dimensional tensor")):
+        with pytest.raises(error, match=re.escape(text)):
+            call()
+
+
+@case("copy_ onto a view of the same data (same memory, shape and strides) does nothing, "
+      "even where the destination's elements share memory (a view of an expand); another "
+      "view of that memory is refused", source=TORCH_BEHAVIOUR)
+def copy_onto_a_view_of_the_same_data(E):
+    base = _f64(E, [[1.5, 0.5, 2.0], [-1.0, 3.0, 0.25]])
+    wide = base.unsqueeze(0).expand(2, 2, 3)
+    left = wide.narrow(-1, 0, 2)
+    assert left.narrow(-1, 0, 2).is_set_to(left) and not wide.narrow(-1, 1, 2).is_set_to(left)
+    left.narrow(-1, 0, 2).copy_(left)
+    assert base.tolist() == [[1.5, 0.5, 2.0], [-1.0, 3.0, 0.25]]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        wide.narrow(-1, 1, 2).copy_(left)
+
+
+@case("the hooks of a non-leaf tensor stay with it through detach_(): once it requires grad "
+      "again (a leaf), its gradient goes through them first, then through hooks registered "
+      "since; hooks registered before an in-place op on it stay with the old history",
+      source=TORCH_BEHAVIOUR)
+def hooks_of_a_tensor_detached_in_place(E):
+    grads = []
+    for write_first in (False, True):
+        t = _f64(E, [1.0, 2.0], requires_grad=True) * 1
+        t.register_hook(lambda g: g * 2)
+        if write_first:
+            t.mul_(1)
+        t.detach_()
+        t.requires_grad_()
+        t.register_hook(lambda g: g + 10)
+        (t * 3).sum().backward()
+        grads.append(t.grad.tolist())
+    # d/dt sum(3 t) = 3; then * 2 (the first hook, unless the write moved it), then + 10
+    assert grads == [[16.0, 16.0], [13.0, 13.0]]

@@ -189,6 +189,12 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def is_set_to(self, tensor) -> bool:
+        """Whether ``tensor`` is the same memory: storage, offset, size and stride."""
+        return (getattr(tensor, "_storage", None) is self._storage
+                and tensor.data_ptr() == self.data_ptr() and tensor.shape == self.shape
+                and tensor._data.strides == self._data.strides)
+
     # ----- autograd state ------------------------------------------------
     @property
     def requires_grad(self) -> bool:
@@ -336,6 +342,9 @@ class Tensor:
         if self._grad_accumulator is None:
             from .autograd.node import AccumulateGrad
             self._grad_accumulator = AccumulateGrad(self)
+            kept = self.__dict__.pop("_hooks_kept", None)
+            if kept is not None:    # the tensor hooks of a history detach_() cut
+                self._grad_accumulator._own("_tensor_hooks")[0] = kept
         return self._grad_accumulator
 
     def register_hook(self, hook):
@@ -388,6 +397,12 @@ class Tensor:
                 "called on these gradients. To fix this error, please refer to the "
                 "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._fw_grads = {}         # forward-mode tangents go too, as in PyTorch
+        if self._grad_fn is not None:
+            # torch keeps the tensor's hooks (the dict its grad_fn calls, shared): the
+            # leaf it may become again (requires_grad_()) calls them, and later ones
+            hooks = self._grad_fn._tensor_hooks.get(self._output_nr)
+            if hooks:
+                self.__dict__["_hooks_kept"] = hooks
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0

@@ -147,7 +147,9 @@ def regenerate_view_grad_fn(view, direct: bool = False) -> None:
     if not direct and view._view_meta is not None:
         raise RuntimeError(view_error(view, indirect=True))
     view._view_version = view._storage.version
-    if base.requires_grad and view._view_fn is not None:
+    # a view that had a history keeps one (into nothing) when its base stopped
+    # requiring grad (detach_()) and was written, as torch regenerates it
+    if (base.requires_grad or view._grad_fn is not None) and view._view_fn is not None:
         if view._retains_grad and view._grad_fn is not None:
             view._grad_fn._drop_retains_grad(view)
         view._grad_fn = _view_node(view)

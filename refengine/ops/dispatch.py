@@ -342,8 +342,8 @@ def _refuse_saved_inference(op: OpDef, tensors: dict) -> None:
 
 def _writes_one_value(op: OpDef, env: dict, out: Tensor) -> bool:
     """torch lets fill_ and zero_ write a tensor whose elements share memory
-    (every one gets the same value), and copy_ of a tensor onto itself does nothing."""
-    return op.name in ("fill", "zero") or (op.name == "copy" and env.get("src") is out)
+    (every one gets the same value), and copy_ of the same memory does nothing."""
+    return op.name in ("fill", "zero") or (op.name == "copy" and out.is_set_to(env.get("src")))
 
 
 def _write_inplace(out: Tensor, result: np.ndarray, one_value: bool = False) -> None:

@@ -333,9 +333,10 @@ def _half_inverse(r):
 
 
 defop("std", _std_forward,
+      # masked after the product, as torch: 0 where std is 0 even for an infinite grad
       vjp={"self": lambda grad, self, result, dim, correction, keepdim:
-           expand_reduced(grad * _half_inverse(result), self, dim, keepdim) *
-           _var_direction(self, dim, correction)},
+           expand_reduced((grad * _half_inverse(result)).masked_fill(result == 0, 0), self,
+                          dim, keepdim) * _var_direction(self, dim, correction)},
       # masked after the product, as torch: 0 where std is 0 even for a NaN tangent
       jvp=lambda self_t, self, result, dim, correction, keepdim:
       ((self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.view_nodes import multi_view
 from ..batching.batched import NotBatchable
 from ..batching.rules import (elementwise, item_rank, materialize_items, matrices, over_dims,
                               pad_to, shift_dim, shift_dims)
@@ -228,6 +227,8 @@ deflinear("unsqueeze", lambda self, dim: np.expand_dims(self, _norm_dim(dim, sel
 
 
 def _select(self, dim, index):
+    if self.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = _norm_dim(dim, self.ndim)
     size = self.shape[dim]
     if not -size <= index < size:
@@ -451,47 +452,3 @@ def tile(input, dims):
     """``repeat`` with ``dims`` padded with leading ones to the tensor's rank."""
     dims = _shape_arg((dims,) if isinstance(dims, int) else tuple(dims))
     return call(OPS["repeat"], input, (1,) * (input.ndim - len(dims)) + dims)
-
-
-# split, chunk and unbind return several views: each is computed as a narrow /
-# select view, then all become the outputs of one node (SplitBackward0 ...).
-@public()
-def split(tensor, split_size_or_sections, dim=0):
-    """Views of consecutive pieces along ``dim`` (of one size, or of the given sizes)."""
-    d = _norm_dim(dim, tensor.ndim)
-    n = tensor.shape[d]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        sizes = [min(step, n - s) for s in range(0, n, step)] if step > 0 else [n]
-        sizes = sizes or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                               f"(input tensor's size at dimension {d}), but got split_sizes="
-                               f"{sizes}")
-    pieces, start = [], 0
-    for size in sizes:
-        pieces.append(narrow(tensor, d, start, size))
-        start += size
-    saved = {"dim": d, "self_sym_sizes": tuple(tensor.shape)}
-    if isinstance(split_size_or_sections, int):
-        name, saved["split_size"] = "SplitBackward0", split_size_or_sections
-    else:
-        name, saved["split_sizes"] = "SplitWithSizesBackward0", tuple(sizes)
-    return multi_view(tuple(pieces), tensor, name, lambda g: call(OPS["cat"], g, d), saved)
-
-
-@public()
-def chunk(input, chunks, dim=0):
-    """At most ``chunks`` views of (nearly) equal size along ``dim``."""
-    n = input.shape[_norm_dim(dim, input.ndim)]
-    return split(input, max(-(-n // chunks), 1), dim)
-
-
-@public()
-def unbind(input, dim=0):
-    """The views ``input.select(dim, i)`` for every ``i``."""
-    d = _norm_dim(dim, input.ndim)
-    return multi_view(tuple(input.select(d, i) for i in range(input.shape[d])), input,
-                      "UnbindBackward0", lambda g: call(OPS["stack"], g, d), {"dim": d})

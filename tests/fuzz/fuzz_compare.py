@@ -78,3 +78,34 @@ def first_difference(ref: list, tor: list) -> Difference | None:
         return Difference("hooks" if "hook" in extra[0] else "raises", extra[1], extra[0],
                           _short(ref[len(tor):][:1]), _short(tor[len(ref):][:1]))
     return None
+
+
+def arrays_of(found):
+    """The two arrays the difference is about, or (None, None); the tensors of a
+    tuple (the gradients grad() returns) flattened into one."""
+    def pick(obs):
+        if obs is None:
+            return None
+        if obs[0] == "hook":
+            return obs[1]
+        if obs[0] == "tensor":
+            return obs[1].get(found.kind)
+        if obs[0] == "seq":
+            parts = [pick(x) for x in obs[1] if x[0] == "tensor"]
+            if parts and all(isinstance(p, np.ndarray) for p in parts):
+                return np.concatenate([p.ravel().astype(complex if any(
+                    np.iscomplexobj(q) for q in parts) else p.dtype) for p in parts])
+        return None
+    ref, tor = (pick(obs) for obs in found.raw)
+    if isinstance(ref, np.ndarray) and isinstance(tor, np.ndarray) and ref.shape == tor.shape:
+        return ref, tor
+    return None, None
+
+
+def elements_that_differ(ref, tor):
+    """Where the two differ beyond rounding, a complex element in either part
+    (nan + 0.3j is not nan + nanj)."""
+    with np.errstate(all="ignore"):
+        return ~(np.isclose(ref.real, tor.real, rtol=1e-9, atol=1e-12, equal_nan=True)
+                 & np.isclose(np.imag(ref), np.imag(tor), rtol=1e-9, atol=1e-12,
+                              equal_nan=True))

@@ -6,8 +6,9 @@ real differences not fixed, each saying why: none of them is a difference
 in a value, a gradient or whether an error is raised. A difference matches an
 entry when its kind is the entry's kind, its statement template matches the
 entry's pattern, and the entry's test accepts it (given the program's text).
-The second runs of ``fuzz_rerun.RERUNS`` and the hook-order check need the
-program and the engines (``classify``'s last arguments).
+The second runs of ``fuzz_rerun`` (``RERUNS``, the hook-order and the
+cancellation checks) need the program and the engines (``classify``'s last
+arguments).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from fuzz_rerun import RERUNS, rewritten
+from fuzz_compare import arrays_of as _arrays, elements_that_differ as _elements_that_differ
+from fuzz_rerun import RERUNS, cancelled_to_zero, hooks_in_another_order, rewritten
 
 
 @dataclass(frozen=True)
@@ -152,10 +154,12 @@ def _large_value_rounding(found, source: str) -> bool:
 
 def _masked_after_computing_twice(found, source: str) -> bool:
     """torch has NaN where refengine has a number, in a double backward through a
-    power or a norm: torch masks log(0) (d/dp x**p at x = 0) and grad / norm (at
-    norm 0) after computing them, and the second derivative meets 0 * inf;
-    refengine keeps them out of the graph."""
-    return (("E.pow(" in source or " ** " in source or ".norm()" in source)
+    power, a norm or a complex angle: torch masks log(0) (d/dp x**p at x = 0),
+    grad / norm (at norm 0) and grad * z / |z|**2 (angle at z = 0) after computing
+    them, and the second derivative meets 0 * inf; refengine keeps them out of
+    the graph."""
+    return (("E.pow(" in source or " ** " in source or ".norm()" in source
+             or "E.angle(" in source)
             and "create_graph" in source
             and _where_differ(found, lambda r: ~np.isnan(r), np.isnan))
 
@@ -165,20 +169,51 @@ def _products_of_the_others(found, source: str) -> bool:
     cumprod or prod: torch's formulas are result / input without a zero in the
     input (NaN everywhere once an element is NaN or inf) and skip the factors
     after a zero; refengine's are the products of the other elements (finite
-    where those are, 0 * NaN where a zero meets a NaN)."""
+    where those are, 0 * NaN where a zero meets a NaN). At every element that
+    differs one side at least is not finite (a gradient can have both kinds:
+    refengine's number beside torch's NaN, refengine's inf beside torch's NaN);
+    two numbers that differ are a finding."""
     if "E.cumprod(" not in source and ".prod(" not in source:
         return False
-    return (_where_differ(found, _not_finite, np.isfinite)
-            or _where_differ(found, np.isfinite, _not_finite))
+    ref, tor = _arrays(found)
+    if ref is None:
+        return False
+    off = _elements_that_differ(ref, tor)
+    return bool(off.any() and (_not_finite(ref[off]) | _not_finite(tor[off])).all())
+
+
+def _complex_zero_to_the_zero(found, source: str) -> bool:
+    """A complex power where, at every element that differs, refengine has
+    exactly 1 (0 ** 0, NumPy's cpow) and torch NaN (exp(0 * log 0)), or both
+    are not finite (0 ** -0.5: nan + nanj against inf + nanj)."""
+    ref, tor = _arrays(found)
+    if ref is None or not np.iscomplexobj(tor):
+        return False
+    off = _elements_that_differ(ref, tor)
+    with np.errstate(all="ignore"):
+        one_nan = (ref[off] == 1) & np.isnan(tor[off])
+        both = _not_finite(ref[off]) & _not_finite(tor[off])
+    return bool(off.any() and one_nan.any() and (one_nan | both).all())
 
 
 def _torch_is_leaf_assert(found, source: str) -> bool:
-    """torch's is_leaf raised (an internal assert) on a view_as_real view of a
-    base that detach_() cut and an in-place op then wrote."""
+    """torch's is_leaf raised (an internal assert) on a view_as_real view (or
+    .real, .imag: its select views) of a base that detach_() cut and an in-place
+    op then wrote."""
     obs = found.raw[1]
     flags = obs[1].get("flags") if obs and obs[0] == "tensor" else None
     return (flags is not None and flags[3] == ("raises", "RuntimeError")
-            and "view_as_real" in source and ".detach_()" in source)
+            and re.search(r"view_as_real\(|\.real\b|\.imag\b", source) is not None
+            and ".detach_()" in source)
+
+
+def _torch_new_fn_assert(found, source: str) -> bool:
+    """torch raised its internal assert "new_fn" (regenerating the history of a
+    view_as_real view, or of .real or .imag, which are its select views, whose
+    base was written in no_grad mode or detached in place) where refengine
+    computed."""
+    return ("'raises', 'RuntimeError', 'new_fn INTERNAL ASSERT FAILED" in found.torch
+            and re.search(r"view_as_real\(|\.real\b|\.imag\b", source) is not None)
 
 
 def _each(kinds: tuple, test, why: str) -> tuple:
@@ -233,12 +268,15 @@ KNOWN = (
            "docs/differences.md: ill-conditioned functions round otherwise: agreement to "
            "1e-8 relative at values of 1e6 and more"),
     *_each(("value", "grad", "hooks"), _masked_after_computing_twice,
-           "docs/differences.md: a double backward through pow at a zero base or norm at "
-           "0: torch NaN (0 * log 0, 0 * (grad / 0)), refengine the number (kept out of "
-           "the graph)"),
+           "docs/differences.md: a double backward through pow at a zero base, norm at 0 or "
+           "a complex angle at 0: torch NaN (0 * log 0, 0 * (grad / 0)), refengine the "
+           "number (kept out of the graph)"),
     *_each(("value", "grad", "tangent", "hooks"), _products_of_the_others,
            "docs/differences.md: cumprod and prod with a zero, NaN or inf element: torch's "
            "result / input and its zero path against refengine's products of the others"),
+    Entry("value", r"E\.pow\(|\*\* \{", _complex_zero_to_the_zero,
+          "docs/differences.md: a complex 0 ** 0 is 1 in refengine (NumPy's cpow), NaN in "
+          "torch (exp(0 * log 0)); beside it, which non-finite value 0 ** y has for y < 0"),
     Entry("raises", r"2\.0 \*\* ", lambda found, source: "inference_mode" in source
           and "functions with out=... arguments don't support automatic differentiation"
           in found.torch,
@@ -252,29 +290,11 @@ KNOWN = (
     Entry("flags", ".*", _torch_is_leaf_assert,
           "docs/differences.md: torch fails an internal assert reading is_leaf of a "
           "view_as_real view whose base was detached in place and then written"),
+    Entry("raises", ".*", _torch_new_fn_assert,
+          "docs/differences.md: torch fails the same internal assert (new_fn) using a "
+          "view_as_real view (or .real, .imag) whose base was detached in place or "
+          "written in no_grad mode"),
 )
-
-def _arrays(found):
-    """The two arrays the difference is about, or (None, None); the tensors of a
-    tuple (the gradients grad() returns) flattened into one."""
-    def pick(obs):
-        if obs is None:
-            return None
-        if obs[0] == "hook":
-            return obs[1]
-        if obs[0] == "tensor":
-            return obs[1].get(found.kind)
-        if obs[0] == "seq":
-            parts = [pick(x) for x in obs[1] if x[0] == "tensor"]
-            if parts and all(isinstance(p, np.ndarray) for p in parts):
-                return np.concatenate([p.ravel().astype(complex if any(
-                    np.iscomplexobj(q) for q in parts) else p.dtype) for p in parts])
-        return None
-    ref, tor = (pick(obs) for obs in found.raw)
-    if isinstance(ref, np.ndarray) and isinstance(tor, np.ndarray) and ref.shape == tor.shape:
-        return ref, tor
-    return None, None
-
 
 def _only_which_not_finite(found, source: str) -> bool:
     """Both are not finite wherever they differ: NaN against inf, inf against
@@ -286,15 +306,6 @@ def _only_which_not_finite(found, source: str) -> bool:
         return False
     off = _elements_that_differ(ref, tor)
     return bool(off.any() and not (np.isfinite(ref[off]).any() or np.isfinite(tor[off]).any()))
-
-
-def _elements_that_differ(ref, tor):
-    """Where the two differ beyond rounding, a complex element in either part
-    (nan + 0.3j is not nan + nanj)."""
-    with np.errstate(all="ignore"):
-        return ~(np.isclose(ref.real, tor.real, rtol=1e-9, atol=1e-12, equal_nan=True)
-                 & np.isclose(np.imag(ref), np.imag(tor), rtol=1e-9, atol=1e-12,
-                              equal_nan=True))
 
 
 def _tangent_of_a_value_not_finite(found, source: str) -> bool:
@@ -388,36 +399,12 @@ def classify(found, source: str = "", program=None, engines=None) -> str:
     return _classify(found, source, program, engines, frozenset())
 
 
-HOOK_ORDER = ("docs/differences.md: a double backward calls the hooks of several tensors in "
-              "another order (its graph is made of refengine's backward formulas); run again, "
-              "each hook gets the same gradients in both engines")
-
-
-def _hooks_in_another_order(found, program, engines) -> bool:
-    """A double backward whose hook calls, run again on both engines, are the
-    same calls (hook and gradient) in another order within each statement."""
-    if found.kind != "hooks" or program is None or engines is None or program.mode != "double":
-        return False
-    from fuzz_compare import same
-    from fuzz_engine import observe
-
-    def calls(E):
-        seen = {}
-        for label, _, obs in observe(program, E):
-            if " hook " in label:
-                step, k = label.split(" hook ")
-                seen.setdefault((step, int(k)), []).append(obs[1])
-        return seen
-    ref, tor = (calls(E) for E in engines)
-    return ref.keys() == tor.keys() and all(
-        len(ref[k]) == len(tor[k]) and all(same(a, b) for a, b in zip(ref[k], tor[k]))
-        for k in ref)
-
-
 def _classify(found, source: str, program, engines, done: frozenset) -> str:
     if any(e.matches(found, source) for e in KNOWN + SINGULAR):
         return "known"
-    if _hooks_in_another_order(found, program, engines):
+    if hooks_in_another_order(found, program, engines):
+        return "known"
+    if cancelled_to_zero(found, program, engines):
         return "known"
     if _gone_when_rewritten(found, program, engines, done):
         return "known"

@@ -186,5 +186,63 @@ def test_hooks_of_a_double_backward_in_another_order_are_known_only_with_the_sam
             if name == "xlogy":
                 return lambda a, b: torch.xlogy(a, b) * (1 + 1e-6)
             return getattr(torch, name)
-    from fuzz_known import _hooks_in_another_order
-    assert not _hooks_in_another_order(found, p, (refengine, ScaledXlogy()))
+    from fuzz_rerun import hooks_in_another_order
+    assert not hooks_in_another_order(found, p, (refengine, ScaledXlogy()))
+
+
+def _with_templates(program, templates):
+    """The program with each line that calls one of ``templates`` named by it."""
+    from dataclasses import replace
+    named = [next((t for t in templates if t.split("(")[0] in st.code), st.kind)
+             for st in program.stmts]
+    return replace(program, stmts=tuple(replace(st, kind=k)
+                                        for st, k in zip(program.stmts, named)))
+
+
+class _PlantedAtanh:
+    """torch with atanh off by 1e-6."""
+
+    def __getattr__(self, name):
+        if name == "atanh":
+            return lambda x: torch.atanh(x) + 1e-6
+        return getattr(torch, name)
+
+
+def test_a_branch_cut_met_by_rounding_is_known_only_when_snapped_operands_agree():
+    # z / sgn(z) is |z| with an imaginary part of +-1e-17 (rounding): atanh of a
+    # real > 1 then lands on either side of its cut (imaginary part pi/2 or -pi/2)
+    p = _with_templates(_program(
+        "v0 = E.autograd.forward_ad.make_dual(E.tensor(complex(0.044, 1.104), "
+        "dtype=E.complex128), E.tensor(complex(0.288, 0.367), dtype=E.complex128))",
+        "v1 = E.sgn(v0)", "v2 = v0 / v1", "v3 = E.atanh(v2)", mode="forward"),
+        ("E.sgn({a})", "E.atanh({a})"))
+    found = difference(p, (refengine, torch))
+    assert found is not None and found.stmt == "E.atanh({a})" and found.kind == "value"
+    assert classify(found, p.source(), p, (refengine, torch)) == "known"
+    assert classify(found, p.source()) == "new"          # known by the second run only
+    planted = difference(p, (refengine, _PlantedAtanh()))
+    assert classify(planted, p.source(), p, (refengine, _PlantedAtanh())) == "new"
+
+
+def test_a_result_cancelled_to_zero_is_known_only_below_the_programs_scale():
+    p = _program("v0 = E.tensor([1e4, 2.0], dtype=E.float64, requires_grad=True)",
+                 "v1 = v0.sum()", "v1.backward()")
+    pair = (refengine, torch)
+    # 2**-40 * 1e4 is 9.1e-9
+    assert classify(_found("grad", [1.0, 5e-9], [1.0, 0.0]), p.source(), p, pair) == "known"
+    assert classify(_found("grad", [1.0, 5e-9], [1.0, 0.0])) == "new"
+    assert classify(_found("grad", [1.0, 5e-8], [1.0, 0.0]), p.source(), p, pair) == "new"
+    assert classify(_found("grad", [1.0, 5e-9], [1.0, 1e-9]), p.source(), p, pair) == "new"
+
+
+def test_cumprod_and_complex_zero_powers_are_known_only_where_a_side_is_not_finite():
+    from dataclasses import replace
+    nan, inf = float("nan"), float("inf")
+    products = "v1 = E.cumprod(v0, 0)"
+    assert classify(_found("grad", [-2.0, inf], [nan, nan]), products) == "known"
+    assert classify(_found("grad", [-2.0, 1.0], [nan, 1.5]), products) == "new"
+    power = lambda ref, tor: replace(_found("value", ref, tor), stmt="E.pow({a}, {b})")  # noqa
+    assert classify(power([1 + 0j, complex(nan, nan)], [complex(nan, nan), complex(inf, nan)])) \
+        == "known"
+    assert classify(power([1 + 0j, 0.5 + 0j], [complex(nan, nan), 0.25 + 0j])) == "new"
+    assert classify(power([1 + 0j], [0j])) == "new"
