@@ -345,3 +345,25 @@ def hooks_of_a_tensor_detached_in_place(E):
         grads.append(t.grad.tolist())
     # d/dt sum(3 t) = 3; then * 2 (the first hook, unless the write moved it), then + 10
     assert grads == [[16.0, 16.0], [13.0, 13.0]]
+
+
+@case("requires_grad_() asks a view only for the history it has recorded: a view made in "
+      "no_grad or inference mode whose base was written since counts as a leaf (either flag "
+      "is accepted) until its grad_fn is read", source=TORCH_BEHAVIOUR)
+def requires_grad_of_a_view_whose_base_was_written(E):
+    x = _f64(E, [1.0, 2.0], requires_grad=True) * 1
+    with E.no_grad():
+        quiet = x[0:]
+    with E.inference_mode():
+        frozen = x.unsqueeze(0)
+    x.mul_(2)
+    for view in (quiet, frozen):
+        assert view.requires_grad_(False) is view and view.requires_grad_(True) is view
+        with pytest.raises(RuntimeError, match="its base or another view of its base has been "
+                                               "modified inplace"):
+            view.grad_fn
+    written = _f64(E, [1.0, 2.0], requires_grad=True) * 1
+    recorded = written[0:]
+    written.mul_(2)
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
+        recorded.requires_grad_(False)

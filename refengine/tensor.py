@@ -234,9 +234,10 @@ class Tensor:
     def _set_requires_grad(self, requires_grad: bool, refusal: str) -> None:
         # ``refusal``: PyTorch's method, attribute and factories word the
         # error for an integer tensor each in their own way
-        # the recorded grad_fn first: a view whose grad_fn cannot be regenerated
-        # is computed all the same (True is a no-op, False refused), as in torch
-        if self._grad_fn is not None or self.grad_fn is not None:
+        # the recorded grad_fn only, as torch's is_leaf in C++: a view whose base was
+        # written since is not asked for its history (a no_grad or inference view's
+        # would raise), so it counts as a leaf until its grad_fn is read
+        if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want "
