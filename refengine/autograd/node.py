@@ -6,7 +6,7 @@ import threading
 import weakref
 from types import MappingProxyType
 
-from ..grad_mode import no_grad
+from ..grad_mode import is_recording, no_grad
 from ..tensor import Tensor, wrap_array
 from .hooks import RemovableHandle
 from .saved import SAVED, SavedTensor, save_argument
@@ -269,10 +269,16 @@ def sum_to(g, shape: tuple):
         raise RuntimeError(f"gradient of shape {list(g.shape)} cannot be reduced to {list(shape)}")
     dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
                                 if s == 1 and g.shape[lead + i] != 1]
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
+    if lead and len(dims) == lead and not is_recording():
+        # only leading dims: the same sum without keepdim has the shape already
+        # (the same values; a reshape is the costliest step under vmap). A graph
+        # being recorded keeps torch's sum-then-view, whose nodes it names
+        g = g.sum(dim=dims)
+    else:
+        if dims:
+            g = g.sum(dim=dims, keepdim=True)
+        if lead:
+            g = g.reshape(shape)
     if tuple(g.shape) != tuple(shape):
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match input shape {list(shape)}")
     return g

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from ..ops.dispatch import VMAP, call as run_op, call_inplace
+from ..ops.dispatch import VMAP, _run as run_bound, call as run_op, call_inplace
 from ..ops.registry import OPS
 from .batched import BatchedTensor, NotBatchable, top_level
 
@@ -78,6 +78,10 @@ class BatchCall:
         (``this`` rather than ``self``: ops have an argument named ``self``)."""
         op = op or this.op
         env = {**this.env, **changes}
+        if op is this.op and not this.inplace and len(env) == len(this.env):
+            # the op's own arguments, as its binder made them (the changes replace
+            # some): bound already, so the dispatcher runs them as they are
+            return run_bound(op, env, None)
         args = {k: v for k, v in env.items() if k in op.signature.parameters}
         if this.inplace:
             self_ = args.pop("self")
