@@ -10,6 +10,7 @@ named inputs (``gradcheck.core.modules``); a front end that checks something els
 """
 from __future__ import annotations
 
+import secrets
 import sys
 import time
 from contextlib import contextmanager
@@ -133,7 +134,7 @@ def _run(func, inputs, options: Options) -> Report:
     func, inputs, names, name = modules.prepare(func, inputs, options)
     seed = options.seed
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
-        seed = int(np.random.SeedSequence().entropy % 2**53)
+        seed = secrets.randbits(53)   # (os.urandom: a fifth of a SeedSequence's time)
     rng = np.random.default_rng(seed)
     original, primals = func, len(inputs)
     if options.order == 2:

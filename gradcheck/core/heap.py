@@ -111,17 +111,20 @@ TRIM_FLOOR = 2 * 2**20
 _trimmed: dict = {"pid": None, "resident": 0}
 
 
-def _trim(libc) -> None:
+def _trim(libc) -> int | None:
     """``malloc_trim(0)``, unless the resident set grew by no more than
     ``TRIM_FLOOR`` since this process last trimmed (a heap that did not grow
-    has nothing new to give back)."""
+    has nothing new to give back); the resident set after it (``None``:
+    unknown)."""
     resident = _resident()
     if resident is not None and _trimmed["pid"] == os.getpid() and \
             resident <= _trimmed["resident"] + TRIM_FLOOR:
         _trimmed["resident"] = min(_trimmed["resident"], resident)
-        return
+        return resident
     libc.malloc_trim(0)
-    _trimmed.update(pid=os.getpid(), resident=_resident() or 0)
+    resident = _resident()
+    _trimmed.update(pid=os.getpid(), resident=resident or 0)
+    return resident
 
 
 #: during a measured call, blocks from this size up get pages of their own
@@ -171,9 +174,11 @@ def _status_bytes(key: str):
     return int(data[start + len(key) + 1:data.index(b"\n", start)].split()[0]) * 1024
 
 
-def _reset_peak():
+def _reset_peak(resident: int | None = None):
     """Start the kernel's high-water mark of the resident set afresh (Linux
-    4.0 or later); its value now, or ``None`` where it cannot be reset."""
+    4.0 or later); its value now, or ``None`` where it cannot be reset.
+    ``resident``: the resident set read just before (nothing allocated since),
+    which the mark now is."""
     fd = _files()["clear"]
     if fd is None:
         return None
@@ -182,8 +187,10 @@ def _reset_peak():
     except OSError:   # not writable here after all
         return None
     # the mark is now the resident set, which statm gives in a fifth of the time
-    resident = _resident()
+    if resident is None:
+        resident = _resident()
     return _status_bytes("VmHWM") if resident is None else resident
+
 
 
 def _resident() -> int | None:
@@ -210,10 +217,10 @@ def transient_bytes(call):
     libc = _libc()
     if libc is None or not keep_freed_blocks():
         return call(), None
-    _trim(libc)   # (free space kept in the heap would hide what small blocks reuse)
+    resident = _trim(libc)   # (free space kept in the heap would hide what small blocks reuse)
     libc.mallopt(_M_MMAP_THRESHOLD, MEASURED_MMAP_THRESHOLD)
     try:
-        before = _reset_peak()
+        before = _reset_peak(resident)
         result = call()
         peak = None if before is None else _status_bytes("VmHWM")
     finally:

@@ -141,7 +141,7 @@ class Options:
         Raises ``TypeError`` for a keyword that is not an option (naming the
         known ones) and ``ValueError`` for a value out of range.
         """
-        known = [f.name for f in fields(cls)]
+        known = _names(cls)
         unknown = sorted(set(keywords) - set(known))
         if "against" in unknown:   # issue 32: not reference=, which is an mpmath reference
             raise TypeError("check: against= judges a kernel by its float64 reference: call "
@@ -179,7 +179,17 @@ class Options:
 
     def settings(self) -> dict:
         """Every option but the reference function, for ``Report.settings``."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reference"}
+        return {name: getattr(self, name) for name in _names(type(self)) if name != "reference"}
+
+
+def _names(cls) -> tuple:
+    """The field names of ``cls``, looked up once (``dataclasses.fields`` builds
+    its list anew on every call: a tenth of a small check's option handling)."""
+    names = cls.__dict__.get("_field_names")
+    if names is None:
+        names = tuple(f.name for f in fields(cls))
+        setattr(cls, "_field_names", names)
+    return names
 
 
 #: keywords a caller running many checks gives each of them where the check's own
