@@ -33,8 +33,6 @@ batched alike and round alike. The cache is a part of its own
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
@@ -63,6 +61,7 @@ class Evaluator:
         #: what evaluations in flight hold beside them (``budget.for_arrays``)
         self.budget = budgets.for_arrays(budget, self.evaluation_bytes)
         self._unbatchable: set = set()
+        self._batch_size = None
         #: products asked for ahead and kept for later checks (``prefetch``, ``riding``)
         self.prefetched = Prefetch()
         #: a first derivative's vmappable twin (``gradcheck.core.twin``), looked for
@@ -199,7 +198,6 @@ class Evaluator:
         keep them for a later request of the same vectors, in the same order."""
         self.prefetched.ask(kind, idx, self._cast(kind, idx, vectors))
 
-    @contextmanager
     def riding(self, again: bool = False):
         """Within: vectors asked for ahead ride in the batch of the first request
         on their index; with ``again``, a request of the same size on an index
@@ -207,8 +205,7 @@ class Evaluator:
         not kept twice). A batch made once with riders and once without could
         round differently, which the reentrancy check would call
         nondeterminism: wrap both of its runs."""
-        with self.prefetched.riding(again):
-            yield
+        return self.prefetched.riding(again)   # (its context manager, one layer less)
 
     def engine_batch(self, kind: str, idx: int, vectors: np.ndarray) -> dict:
         """The engine's own batched call (``batched_grad`` or vmap over a jvp) on
@@ -230,8 +227,12 @@ class Evaluator:
         that the budget allows: each holds every input and output (and, in a
         function that differentiates inside, a copy of every input), and what
         one evaluation of the function allocates."""
-        return budgets.batch_size(self.budget, self.problem.example_size,
-                                  extra_bytes=self.evaluation_bytes)
+        key = (self.budget, self.evaluation_bytes)
+        if self._batch_size is None or self._batch_size[0] != key:
+            # (asked before every batch; what it depends on is fixed for a check)
+            self._batch_size = (key, budgets.batch_size(self.budget, self.problem.example_size,
+                                                        extra_bytes=self.evaluation_bytes))
+        return self._batch_size[1]
 
     def batch_bytes(self) -> int:
         """What one batch of ``batch_size`` vectors holds, as the budget counts it."""

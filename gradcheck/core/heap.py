@@ -192,7 +192,6 @@ def _reset_peak(resident: int | None = None):
     return _status_bytes("VmHWM") if resident is None else resident
 
 
-
 def _resident() -> int | None:
     """The resident set in bytes (``/proc/self/statm``), or ``None``."""
     statm = _files()["statm"]

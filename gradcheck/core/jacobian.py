@@ -39,19 +39,26 @@ class Layout:
     out_shapes: dict
     out_complex: dict
 
+    def __post_init__(self):
+        # the real sizes, asked for in every loop over the blocks (a layout's
+        # shapes do not change): each computed once, when first asked for
+        object.__setattr__(self, "_in_sizes", {})
+        object.__setattr__(self, "_out_sizes", {})
+
     def in_size(self, in_idx: int) -> int:
-        return self._sizes("in", in_idx, self.in_shapes, self.in_complex)
+        """Real coordinates of input ``in_idx``."""
+        size = self._in_sizes.get(in_idx)
+        if size is None:
+            size = self._in_sizes[in_idx] = coords.real_size(self.in_shapes[in_idx],
+                                                             self.in_complex[in_idx])
+        return size
 
     def out_size(self, out_idx: int) -> int:
-        return self._sizes("out", out_idx, self.out_shapes, self.out_complex)
-
-    def _sizes(self, side: str, idx: int, shapes: dict, complex_: dict) -> int:
-        """Real coordinates of input or output ``idx``, kept once computed (asked
-        for in every loop over the blocks; the shapes of a layout do not change)."""
-        known = self.__dict__.setdefault("_known", {})
-        size = known.get((side, idx))
+        """Real coordinates of output ``out_idx``."""
+        size = self._out_sizes.get(out_idx)
         if size is None:
-            size = known[side, idx] = coords.real_size(shapes[idx], complex_[idx])
+            size = self._out_sizes[out_idx] = coords.real_size(self.out_shapes[out_idx],
+                                                               self.out_complex[out_idx])
         return size
 
 

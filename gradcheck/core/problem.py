@@ -231,6 +231,16 @@ class Problem:
             found = self._epsilons[key] = self.engine.epsilon(tensor)
         return found
 
+    def least_epsilon(self) -> float:
+        """Machine epsilon of the least precise checked tensor (inputs that
+        require grad, float outputs), looked up once."""
+        found = self._epsilons.get("least")
+        if found is None:
+            found = self._epsilons["least"] = max(
+                [self.epsilon(in_idx=i) for i in self.diff_in] +
+                [self.epsilon(out_idx=o) for o in self.float_out])
+        return found
+
     def check_shape(self, array, shape, who: str, mode: str):
         """``array`` if it has ``shape``; else a ``GradcheckError`` saying the
         ``mode`` ("vjp", "jvp") returned the wrong shape for ``who``."""
