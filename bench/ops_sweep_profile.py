@@ -10,8 +10,8 @@ worker runs them, while a thread looks at the main thread's stack every few
 milliseconds (a statistical profile: unlike cProfile it does not slow the
 Python-heavy parts more than the rest, so the shares are the run's own).
 Each look is counted once per part of the work found on the stack
-(``PARTS``, innermost match first), then per check. bench/cli_startup.md
-quotes a run.
+(``PARTS``, innermost match first, but the explore pass whole), then per
+check. bench/cli_startup.md and bench/ops_sweep.md quote runs.
 """
 from __future__ import annotations
 
@@ -25,9 +25,17 @@ from collections import Counter
 PARTS = (
     ("explore pass", "explore", "gradcheck/explore/search.py"),
     ("noise floor of the differences", "noise_floor", "gradcheck/numerics/noisefloor.py"),
+    # (since the noise floor's moves ride in the differences' first evaluation, only
+    # the floor's own arithmetic is left to it)
+    ("noise floor of the differences", "measured_from", "gradcheck/numerics/noisefloor.py"),
     ("mpmath reference", "reference_blocks", "gradcheck/numerics/reference.py"),
-    ("numerical Jacobian (Richardson)", "expected_jacobian", "gradcheck/core/reuse.py"),
+    ("numerical: the function's evaluations", "perturbed_outputs", "gradcheck/core/numerical.py"),
+    ("numerical: Richardson's tableau, the rest", "expected_jacobian",
+     "gradcheck/core/reuse.py"),
     ("analytical Jacobian (vjps, jvps)", "ad_blocks", "gradcheck/core/analytical.py"),
+    ("setting up the problem", "__init__", "gradcheck/core/problem.py"),
+    ("determinism", "determinism_results", "gradcheck/verdict/faults.py"),
+    ("scaling, undefined gradients, dtypes", "other_checks", "gradcheck/flow.py"),
     ("making the samples", "samples", "runner/registry.py"),
 )
 #: the function that runs one check, and its first argument's name
@@ -35,13 +43,15 @@ CHECK = ("run_check", "runner/checks.py")
 
 
 def _part(frame) -> tuple:
-    """``(part, check)`` of one look at the stack."""
+    """``(part, check)`` of one look at the stack: the innermost part found,
+    except that everything under the explore pass is the explore pass's."""
     part = check = None
     while frame is not None:
         code = frame.f_code
-        if part is None:
-            part = next((name for name, func, path in PARTS
-                         if code.co_name == func and code.co_filename.endswith(path)), None)
+        found = next((name for name, func, path in PARTS
+                      if code.co_name == func and code.co_filename.endswith(path)), None)
+        if part is None or found == PARTS[0][0]:
+            part = found or part
         if check is None and code.co_name == CHECK[0] and code.co_filename.endswith(CHECK[1]):
             check = frame.f_locals.get("check") or frame.f_locals.get("name")
         frame = frame.f_back
@@ -92,9 +102,9 @@ def main(argv=None) -> int:
     print(f"{len(tasks)} tasks, {len(results)} results, {wall:.1f} s wall, {cpu:.1f} s CPU, "
           f"{looks} looks")
     for title, counts in (("part of the work", parts), ("check", checks)):
-        print(f"\n{title:34} {'share':>6}")
+        print(f"\n{title:44} {'share':>6}")
         for name, count in counts.most_common():
-            print(f"{name:34} {100 * count / looks:5.1f}%")
+            print(f"{name:44} {100 * count / looks:5.1f}%")
     return 0
 
 

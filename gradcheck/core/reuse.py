@@ -8,7 +8,10 @@ low-precision formula, on its float64 run with the rounding allowance) is
 most of a check's time, so the last few are kept and handed to a later check
 of the same function, at the same inputs, with the same options that shape
 it. Only dense Jacobians built without random draws are kept: compressed
-and probed ones depend on the check's seed.
+and probed ones depend on the check's seed. What a probed low-precision
+check measures without its directions (``kept``: the nearby points of the
+formula and its float64 run, the float64 run's allowance of each entry) is
+kept too, for the other second-order check of the same sample.
 
 Only inside ``shared()``, which a caller enters when it knows the function
 is the same computation from check to check (a sweep's sample call): a
@@ -41,6 +44,7 @@ def shared():
         _depth -= 1
         if _depth == 0:
             _kept.clear()
+            _parts.clear()
 
 
 def _options_key(options, plan) -> tuple:
@@ -71,3 +75,33 @@ def expected_jacobian(ev, options, plan, produce):
     _kept.insert(0, (origin[0], origin[1], key, {k: a.copy() for k, a in arrays.items()}, jac))
     del _kept[KEPT:]
     return jac
+
+
+#: how many measurements ``kept`` holds (a probed low-precision check makes two)
+KEPT_PARTS = 4
+
+_parts: list = []
+
+
+def kept(ev, what: tuple, produce) -> tuple:
+    """``(produce(), False)``, or (inside ``shared()``) ``(value, True)`` for
+    the value it gave a previous check of the same function (``ev.origin``) at
+    the same inputs, for the same ``what`` (a tuple compared with ``==``: the
+    measurement's name and what it depends on besides the function and the
+    point). For measurements that draw no random numbers of the check's own:
+    the nearby points of a low-precision formula and its float64 run's
+    allowance (``gradcheck.large.lowprobed``), which gradgrad and fwgrad_bwgrad
+    of one sample both make, with different directions."""
+    origin = ev.origin
+    if origin is None or not _depth:
+        return produce(), False
+    arrays = ev.problem.arrays
+    for func, order, their_what, their_arrays, value in _parts:
+        if func == origin[0] and order == origin[1] and their_what == what \
+                and _same_point(arrays, their_arrays):
+            return value, True
+    value = produce()
+    _parts.insert(0, (origin[0], origin[1], what, {k: a.copy() for k, a in arrays.items()},
+                      value))
+    del _parts[KEPT_PARTS:]
+    return value, False

@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 
 from adcheck.gradcheck.core import coords
-from adcheck.gradcheck.lowprec.adrounding import nudged, point_count
+from adcheck.gradcheck.lowprec.adrounding import nearby_points, point_spread
 from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -64,6 +64,7 @@ from adcheck.gradcheck.numerics.precision import Precision
 from adcheck.gradcheck.numerics.scheme import Extrapolated
 from adcheck.gradcheck.large.probed import ProbePlan, probe_plan, probed_reverse
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.core.reuse import kept
 from adcheck.gradcheck.large.seeds import Probes
 from adcheck.gradcheck.core.sides import REVERSE
 
@@ -119,10 +120,10 @@ def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Pro
         jac.blocks[key] = jac.blocks[key] * undo
         jac.errors[key] = jac.errors[key] * undo
     jac.seeds = plan.seeds
-    jac.allowance = _cell_allowance(p, wide, plan)
+    jac.allowance = _cell_allowance(ev, wide, plan)
     for key, block in jac.blocks.items():   # an output no vjp reaches: measured only
         jac.allowance.setdefault(key, np.zeros_like(block))
-    forward, reverse = measured_cells(p, plan, sides)
+    forward, reverse = measured_cells(ev, plan, sides)
     terms = dict(jac.allowance)
     for key, spread in forward.items():
         jac.allowance[key] = jac.allowance[key] + MARGIN * pooled(spread, terms[key], axis=1)
@@ -159,14 +160,16 @@ def pooled(spread: np.ndarray, scale: np.ndarray, axis) -> np.ndarray:
     return np.maximum(spread, scaled)
 
 
-def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
+def _cell_allowance(ev: Evaluator, wide: Problem, plan: ProbePlan) -> dict:
     """Terms 1 to 4 per entry, from the float64 run's reverse-mode Jacobian,
-    pushed through ``|S|``: one cell's allowance per block."""
-    exact = ad_blocks(Evaluator(wide), REVERSE)
-    problem.counts["vjp"] += exact.counts.get("vjp", 0)
-    relative, _ = forward_rounding(problem, wide)
-    entries = allowance(exact, formula_epsilon(problem), relative, None,
-                        sum_units(problem, wide))
+    pushed through ``|S|``: one cell's allowance per block. The entries' part
+    draws no directions: the second-order checks of one sample share it
+    (``reuse.kept``)."""
+    problem = ev.problem
+    (exact, entries), reused = kept(ev, ("low-precision allowance of each entry",),
+                                    lambda: _entry_allowance(problem, wide))
+    if not reused:
+        problem.counts["vjp"] += exact.counts.get("vjp", 0)
     spacing = SUBNORMAL_SPACING.get(formula_dtype(problem), 0.0)
     cells = {}
     for (o, i), block in entries.items():
@@ -182,45 +185,45 @@ def _cell_allowance(problem: Problem, wide: Problem, plan: ProbePlan) -> dict:
     return cells
 
 
-def measured_cells(problem: Problem, plan: ProbePlan, sides: tuple) -> tuple:
+def _entry_allowance(problem: Problem, wide: Problem) -> tuple:
+    """``(exact, entries)``: the float64 run's reverse-mode Jacobian and the
+    allowance of terms 1 to 4 of each of its entries."""
+    exact = ad_blocks(Evaluator(wide), REVERSE)
+    relative, _ = forward_rounding(problem, wide)
+    return exact, allowance(exact, formula_epsilon(problem), relative, None,
+                            sum_units(problem, wide))
+
+
+def measured_cells(ev: Evaluator, plan: ProbePlan, sides: tuple) -> tuple:
     """``(forward, reverse)``: per block, the spread over ``point_count`` nearby points
     of the low-precision forward cells' (``A S``) and reverse scalars'
     (``W^T A S``) distance to the float64 run's; ``{}`` for a side not in
     ``sides`` or when a point cannot be evaluated in both precisions (then
     the cell allowance of terms 1 to 4 stands alone)."""
-    from adcheck.gradcheck.lowprec.widening import widened
-    rng = np.random.default_rng(0)
+    problem = ev.problem
     wanted = [m for m in ("forward", "reverse") if m in sides]
     differences = {m: [] for m in wanted}
-    for _ in range(point_count(problem)):
+    from adcheck.gradcheck.lowprec.widening import widened
+    points, reused = kept(ev, ("nearby points of the formula and its float64 run",),
+                          lambda: nearby_points(problem, formula_epsilon(problem), widened))
+    if points is None:
+        return {}, {}
+    for low, wide in points:
+        # (a point another check made counts only what this one evaluates there)
+        before = low.counts["function"] + wide.counts["function"] if reused else 0
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                low = Problem(problem.source, nudged(problem, rng, formula_epsilon(problem)),
-                              problem.name, order=problem.order, warn_precision=False)
-                wide, _ = widened(low)
-                if wide is None:
-                    return {}, {}
                 for mode in wanted:
                     a, b = (_cells(mode, Evaluator(q), plan) for q in (low, wide))
                     differences[mode].append({key: a[key] - b[key] for key in a.blocks})
         except Exception:  # noqa: BLE001 - no derivative there: nothing is measured
             return {}, {}
-        problem.counts["function"] += low.counts["function"] + wide.counts["function"]
-    return tuple(_spread(differences.get(m, [])) for m in ("forward", "reverse"))
+        problem.counts["function"] += low.counts["function"] + wide.counts["function"] - before
+    return tuple(point_spread(differences.get(m, [])) for m in ("forward", "reverse"))
 
 
 def _cells(mode: str, ev: Evaluator, plan: ProbePlan) -> Jacobian:
     if mode == "forward":
         return seeded_forward(ev, plan.seeds, "probed", "")
     return probed_reverse(ev, plan)
-
-
-def _spread(differences: list) -> dict:
-    """Each entry's largest distance to the median over the points."""
-    spread = {}
-    for key in (differences[0] if differences else {}):
-        stacked = np.stack([d[key] for d in differences])
-        centre = np.median(stacked, axis=0)
-        spread[key] = np.nan_to_num(np.max(np.abs(stacked - centre), axis=0), nan=np.inf)
-    return spread

@@ -69,8 +69,29 @@ def measured_rounding(problem: Problem, epsilon: float, widened) -> dict:
     Jacobian's distance to the float64 one over ``point_count`` nearby points
     (``widened``: ``gradcheck.lowprec.widening.widened``); empty when a point cannot
     be evaluated in both precisions."""
-    rng = np.random.default_rng(0)
+    points = nearby_points(problem, epsilon, widened)
+    if points is None:
+        return {}
     differences = []
+    for low, wide in points:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                a_low, a_wide = ad_blocks(Evaluator(low), REVERSE), ad_blocks(Evaluator(wide),
+                                                                             REVERSE)
+        except Exception:  # noqa: BLE001 - no backward here: nothing is measured
+            return {}
+        problem.counts["function"] += low.counts["function"] + wide.counts["function"]
+        differences.append({key: a_low[key] - a_wide[key] for key in a_low.blocks})
+    return point_spread(differences)
+
+
+def nearby_points(problem: Problem, epsilon: float, widened) -> list | None:
+    """``[(low, wide)]``: ``problem`` at ``point_count`` nearby points (``nudged``)
+    in its dtype and in float64 (``widened``); ``None`` when a point cannot be
+    evaluated in both precisions."""
+    rng = np.random.default_rng(0)
+    points = []
     for _ in range(point_count(problem)):
         try:
             with warnings.catch_warnings():
@@ -78,17 +99,20 @@ def measured_rounding(problem: Problem, epsilon: float, widened) -> dict:
                 low = Problem(problem.source, nudged(problem, rng, epsilon), problem.name,
                               order=problem.order, warn_precision=False)
                 wide, _ = widened(low)
-                if wide is None:
-                    return {}
-                a_low, a_wide = ad_blocks(Evaluator(low), REVERSE), ad_blocks(Evaluator(wide),
-                                                                             REVERSE)
-        except Exception:  # noqa: BLE001 - no backward here: nothing is measured
-            return {}
-        problem.counts["function"] += low.counts["function"] + wide.counts["function"]
-        differences.append({key: a_low[key] - a_wide[key] for key in a_low.blocks})
-    spread = {}
-    for key in differences[0]:
+        except Exception:  # noqa: BLE001 - no derivative there: nothing is measured
+            return None
+        if wide is None:
+            return None
+        points.append((low, wide))
+    return points
+
+
+def point_spread(differences: list) -> dict:
+    """Per block, each entry's largest distance to its median over the points
+    (``differences``: one dict of blocks per point); NaN counts as infinite."""
+    found = {}
+    for key in (differences[0] if differences else {}):
         stacked = np.stack([d[key] for d in differences])
         centre = np.median(stacked, axis=0)
-        spread[key] = np.nan_to_num(np.max(np.abs(stacked - centre), axis=0), nan=np.inf)
-    return spread
+        found[key] = np.nan_to_num(np.max(np.abs(stacked - centre), axis=0), nan=np.inf)
+    return found

@@ -10,11 +10,18 @@ largest input (of its own size for a coordinate far smaller), and the
 second difference ``f(x + s) + f(x - s) - 2 f(x)`` of each output coordinate
 (about its noise, since the function's curvature over so small a move is
 negligible) becomes a floor under that coordinate's rounding noise.
+
+On small arrays an evaluation costs far more than its points, so the moves
+ride in the first evaluation of the finite differences of the same input
+(``riding_moves``, ``measured_from``; ``gradcheck.numerics.quotients``), and
+``noise_floor`` evaluates them on its own only where that does not fit the
+memory budget: the same points, the same floor.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core import coords
 
 MOVES = 4           # pairs of moves; the floor is the largest second difference
@@ -40,48 +47,125 @@ def noise_floor(ev, in_idx: int) -> dict:
     return cache[in_idx]
 
 
-def _measured(ev, in_idx: int) -> dict:
+def riding_moves(ev, in_idx: int):
+    """The moves (real rows: ``+m_1, -m_1, +m_2, ...``, added to the input)
+    whose outputs give ``noise_floor(ev, in_idx)`` when it is not measured yet
+    and the check's memory budget holds them all in one evaluation, to be
+    evaluated with other points of the same input (a call costs far more than
+    its points on small arrays); ``measured_from`` then takes their outputs.
+    ``None``: known already, or measured by ``noise_floor`` alone."""
+    if in_idx in ev.memo.get("noise_floors", {}) or _pairs_at_once(ev, in_idx) < MOVES:
+        return None
+    return np.stack([x for move in _moves(ev.problem, in_idx) for x in (move, -move)])
+
+
+def measured_from(ev, in_idx: int, outputs: dict) -> dict:
+    """``noise_floor(ev, in_idx)`` from ``outputs`` (by output, real rows) at
+    the input moved by each row of ``riding_moves``, kept as ``noise_floor``
+    keeps it."""
     p = ev.problem
-    base = p.arrays[in_idx]
-    vector = coords.to_real(base)
+    second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
+    for o in p.float_out:
+        _widest(second[o], outputs[o].reshape(MOVES, 2, -1), p.out_arrays[o])
+    floors = _floors(p, second)
+    ev.memo.setdefault("noise_floors", {})[in_idx] = floors
+    return floors
+
+
+def _moves(p, in_idx: int) -> list:
+    """The ``MOVES`` random moves of input ``in_idx`` (real coordinates)."""
+    vector = coords.to_real(p.arrays[in_idx])
     rng = np.random.default_rng(0)
     # moves of a few ulps of the largest input (inside the function a small input
     # may be added to a large one: logcumsumexp's backward adds the grad_output's
     # logarithm to inputs of 1e4, a staircase whose stairs smaller moves never
     # cross), but at most ``SPAN`` ulps of the coordinate itself: abs's sample
     # mixes 1e-30 and 1e30, and its small coordinates must not cross zero
-    largest = max([_largest(a) for a in p.arrays.values()
-                   if np.issubdtype(a.dtype, np.inexact)] + [0.0])
+    largest = _largest_input(p)
     size = np.abs(vector)
     unit = MOVE_ULPS * p.epsilon(in_idx=in_idx) * np.maximum(size, np.minimum(largest,
                                                                               SPAN * size))
+    return [unit * rng.uniform(-1.0, 1.0, vector.size) for _ in range(MOVES)]
+
+
+def _measured(ev, in_idx: int) -> dict:
+    p = ev.problem
+    base = p.arrays[in_idx]
+    vector = coords.to_real(base)
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
-    for _ in range(MOVES):   # a pair at a time: the check's memory budget holds
-        move = unit * rng.uniform(-1.0, 1.0, vector.size)
-        arrays = coords.from_real_rows(np.stack([vector + move, vector - move]), base.shape,
-                                       base.dtype)
+    moves = _moves(p, in_idx)
+    at_once = _pairs_at_once(ev, in_idx)
+    for start in range(0, MOVES, at_once):   # as many pairs at a time as the budget holds
+        group = moves[start:start + at_once]
+        rows = np.stack([x for move in group for x in (vector + move, vector - move)])
+        arrays = coords.from_real_rows(rows, base.shape, base.dtype)
         outs = ev.outputs_at(in_idx, arrays, f"measuring the rounding noise of the outputs "
                              f"(input {in_idx})", tolerant=True)
         for o in p.float_out:
-            plus, minus = coords.to_real_rows(outs.pop(o)).reshape(2, -1)
-            # (in place: a million outputs make each temporary 8 MB)
-            with np.errstate(invalid="ignore", over="ignore"):
-                pair = plus + minus
-                pair -= 2 * coords.to_real(p.out_arrays[o])
-                np.abs(pair, out=pair)
-            pair[~np.isfinite(pair)] = 0.0
-            np.fmax(second[o], pair, out=second[o])
-            del plus, minus, pair
+            _widest(second[o], coords.to_real_rows(outs.pop(o)).reshape(len(group), 2, -1),
+                    p.out_arrays[o])
+    return _floors(p, second)
+
+
+def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
+    """Raise ``second`` to each coordinate's largest ``|f(x + m) + f(x - m) - 2 f(x)|``
+    over ``pairs`` (real rows, shape (pairs, 2, size)); a non-finite one counts 0."""
+    # (in place: a million outputs make each temporary 8 MB)
+    with np.errstate(invalid="ignore", over="ignore"):
+        found = pairs[:, 0] + pairs[:, 1]
+        found -= 2 * coords.to_real(mid)
+        np.abs(found, out=found)
+    found[~np.isfinite(found)] = 0.0
+    np.fmax(second, np.max(found, axis=0, initial=0.0), out=second)
+
+
+def _floors(p, second: dict) -> dict:
+    """The floor of each output: its largest second differences, capped."""
+    factor = max(1.0, min(_largest_input(p), SPAN))
     floors = {}
     for o in p.float_out:
         mid = coords.to_real(p.out_arrays[o])
         finite = np.abs(mid[np.isfinite(mid)])
+        unit = CAP_ULPS * p.epsilon(out_idx=o)
+        if _below_cap(second[o], finite, unit * factor):
+            floors[o] = second[o]   # (what the cap leaves: its quantile is slow to find)
+            continue
         # a high quantile, not the largest: next to a pole (digamma at -4 in a
         # bfloat16 sample) a few values are huge, and their curvature is no noise
         typical = float(np.quantile(finite, TYPICAL)) if finite.size else 0.0
-        cap = CAP_ULPS * p.epsilon(out_idx=o) * typical * max(1.0, min(largest, SPAN))
+        cap = unit * typical * factor
         floors[o] = np.minimum(second[o], cap)
     return floors
 
-def _largest(array: np.ndarray) -> float:
-    return coords.largest_finite(array)
+
+def _below_cap(second: np.ndarray, finite: np.ndarray, unit: float) -> bool:
+    """Whether every entry of ``second`` is surely at most ``unit`` times the
+    ``TYPICAL`` quantile of ``finite`` (then the cap changes nothing), told by
+    counting: the quantile lies between the sorted values at the two positions
+    around ``TYPICAL * (n - 1)``, and it is at least a value ``need`` when
+    fewer values than the lower position lie below ``need`` (one fewer, and a
+    relative margin, for the rounding of the position and of the product)."""
+    top = float(np.max(second, initial=0.0))
+    if top == 0.0:
+        return True
+    need = top / unit * (1 + 1e-9)
+    lower = int(np.floor(TYPICAL * (finite.size - 1))) - 1
+    return bool(np.isfinite(need)) and lower >= 0 and \
+        int(np.count_nonzero(finite < need)) <= lower
+
+
+def _pairs_at_once(ev, in_idx: int) -> int:
+    """How many pairs of moves one evaluation takes: as many as a share of the
+    budget holds with their inputs and outputs (each pair two points; the
+    points and their engine copy, the outputs and their stacked copy), at
+    least one."""
+    p = ev.problem
+    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
+    per_pair = 2 * max(1, size) * budgets.BYTES * 4
+    return int(max(1, min(MOVES, ev.budget // budgets.SHARE // per_pair)))
+
+
+def _largest_input(p) -> float:
+    """The largest finite magnitude among the floating inputs (0 if none)."""
+    return max([coords.largest_finite(a) for a in p.arrays.values()
+                if np.issubdtype(a.dtype, np.inexact)] + [0.0])

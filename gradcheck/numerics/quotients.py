@@ -14,7 +14,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.numerics.noisefloor import noise_floor
+from adcheck.gradcheck.numerics.noisefloor import measured_from, noise_floor, riding_moves
 from adcheck.gradcheck.core.numerical import perturbed_outputs
 
 NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
@@ -29,22 +29,31 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     (``_level_groups``), each group's perturbed points dropped once differenced;
     ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates.
     ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
-    the first evaluation (one call fewer); theirs come last, as one more level."""
+    the first evaluation (one call fewer); theirs come last, as one more level.
+    The noise floor's moves ride in that evaluation too when it is not yet
+    measured (``noisefloor.riding_moves``): another call fewer."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
-    floor = noise_floor(ev, in_idx)
-    if window is not None:
-        floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
+    riding = riding_moves(ev, in_idx) if len(steps) else None
+    floor = noise_floor(ev, in_idx) if riding is None else None
     along = None
-    for group in _level_groups(ev, in_idx, steps.shape):
+    for number, group in enumerate(_level_groups(ev, in_idx, steps.shape)):
         part = steps[group]
-        extra = None if moves is None or along is not None else np.concatenate([moves, -moves])
+        extra = [] if number else [m for m in (moves, None if moves is None else -moves, riding)
+                                   if m is not None]
+        extra = np.concatenate(extra) if extra else None
         both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
                                  f"extrapolating finite differences for input {in_idx}",
                                  columns, tolerant=True, directions=directions, extra=extra)
         both, made = (both, None) if extra is None else both
+        if riding is not None and made is not None:   # (its rows come last)
+            floor = measured_from(ev, in_idx, {o: q[len(q) - len(riding):]
+                                               for o, q in made.items()})
+            made = None if moves is None else {o: q[:2 * len(moves)] for o, q in made.items()}
+        if window is not None and number == 0:
+            floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
         if window is not None:   # (copies: the whole outputs are dropped)
             both, made = ({o: q[o][..., a:b].copy() for o, (a, b) in window.items()}
                           if q is not None else None for q in (both, made))
