@@ -367,3 +367,18 @@ def requires_grad_of_a_view_whose_base_was_written(E):
     written.mul_(2)
     with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
         recorded.requires_grad_(False)
+
+
+@case("clone() keeps the strides of a dense input (the clone of a transposed tensor is "
+      "transposed, so view(-1) refuses it) and makes others contiguous; contiguous() copies "
+      "in C order, recorded as CloneBackward0", source=TORCH_BEHAVIOUR)
+def clone_preserves_the_layout_of_a_dense_tensor(E):
+    x = _f64(E, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    copy = x.t().clone()
+    assert copy.stride() == (1, 3) and E.ones(4, 6)[:, ::2].clone().stride() == (3, 1)
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's "
+                                           "size and stride"):
+        copy.view(-1)
+    flat = x.t().contiguous()
+    assert flat.stride() == (2, 1) and flat.grad_fn.name() == "CloneBackward0"
+    assert flat.view(-1).tolist() == [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]

@@ -288,7 +288,29 @@ deflinear("diagonal", _diagonal,
 # alias, clone and to_dtype act on each element alike: the batch dim passes through
 deflinear("alias", lambda self: self.view(), vjp={"self": lambda grad: grad},
           method=None, function=False, batch=elementwise, **V)
-deflinear("clone", lambda self: self.copy(), vjp={"self": lambda grad: grad}, batch=elementwise)
+
+
+def _dense(a: np.ndarray) -> bool:
+    """Non-overlapping and dense: ordered by stride, each dim steps over all the
+    dims inside it (dims of size 1 address nothing)."""
+    step = a.itemsize
+    for stride, n in sorted((s, n) for s, n in zip(a.strides, a.shape) if n > 1):
+        if stride != step:
+            return False
+        step *= n
+    return True
+
+
+def _clone(self, memory_format=None):
+    # torch's preserve_format: a dense input's strides are kept (the clone of a
+    # transposed tensor is transposed: view(-1) refuses it), C order otherwise;
+    # contiguous() asks for C order
+    if memory_format is None and not self.flags.c_contiguous and _dense(self):
+        return np.copy(self, order="K")
+    return self.copy()
+
+
+deflinear("clone", _clone, vjp={"self": lambda grad: grad}, batch=elementwise)
 deflinear("to_dtype", lambda self, dtype: self.astype(dtype.np),
           vjp={"self": lambda grad: grad}, node="ToCopyBackward0", method=None, function=False,
           batch=elementwise)
@@ -333,7 +355,7 @@ def _is_contiguous(t) -> bool:
 
 @public(function=False)
 def contiguous(self):
-    return self if _is_contiguous(self) else call(OPS["clone"], self)
+    return self if _is_contiguous(self) else call(OPS["clone"], self, "contiguous")
 
 
 def _cat(tensors, dim=0):

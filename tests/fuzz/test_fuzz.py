@@ -35,11 +35,14 @@ def _program(*lines, mode="backward"):
 
 
 class _Planted:
-    """torch with one planted bug: ``sin`` is off by 1e-6 (a value difference)."""
+    """torch with one planted bug: ``op`` (sin unless named) is off by 1e-6."""
+
+    def __init__(self, op: str = "sin"):
+        self.op = op
 
     def __getattr__(self, name):
-        if name == "sin":
-            return lambda x: torch.sin(x) + 1e-6
+        if name == self.op:
+            return lambda x: getattr(torch, name)(x) + 1e-6
         return getattr(torch, name)
 
 
@@ -199,15 +202,6 @@ def _with_templates(program, templates):
                                         for st, k in zip(program.stmts, named)))
 
 
-class _PlantedAtanh:
-    """torch with atanh off by 1e-6."""
-
-    def __getattr__(self, name):
-        if name == "atanh":
-            return lambda x: torch.atanh(x) + 1e-6
-        return getattr(torch, name)
-
-
 def test_a_branch_cut_met_by_rounding_is_known_only_when_snapped_operands_agree():
     # z / sgn(z) is |z| with an imaginary part of +-1e-17 (rounding): atanh of a
     # real > 1 then lands on either side of its cut (imaginary part pi/2 or -pi/2)
@@ -220,8 +214,8 @@ def test_a_branch_cut_met_by_rounding_is_known_only_when_snapped_operands_agree(
     assert found is not None and found.stmt == "E.atanh({a})" and found.kind == "value"
     assert classify(found, p.source(), p, (refengine, torch)) == "known"
     assert classify(found, p.source()) == "new"          # known by the second run only
-    planted = difference(p, (refengine, _PlantedAtanh()))
-    assert classify(planted, p.source(), p, (refengine, _PlantedAtanh())) == "new"
+    planted = difference(p, (refengine, _Planted("atanh")))
+    assert classify(planted, p.source(), p, (refengine, _Planted("atanh"))) == "new"
 
 
 def test_a_result_cancelled_to_zero_is_known_only_below_the_programs_scale():
