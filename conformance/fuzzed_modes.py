@@ -382,3 +382,13 @@ def clone_preserves_the_layout_of_a_dense_tensor(E):
     flat = x.t().contiguous()
     assert flat.stride() == (2, 1) and flat.grad_fn.name() == "CloneBackward0"
     assert flat.view(-1).tolist() == [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]
+
+
+@case("cumprod's gradient is the incoming gradient itself, with no graph to the input, for "
+      "an input of at most one element (an empty one too) or a dim of size 1",
+      source=TORCH_BEHAVIOUR)
+def cumprod_gradient_of_an_empty_input(E):
+    x = _f64(E, [1.5], requires_grad=True) * 1
+    empty = x[1:]
+    g, = E.autograd.grad(E.cumprod(empty, 0).sum() + x.sum(), [x], create_graph=True)
+    assert g.tolist() == [1.0] and not g.requires_grad

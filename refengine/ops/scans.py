@@ -68,8 +68,8 @@ def _cumprod_vjp(grad, self, dim, result):
     # ``result`` is not needed, but PyTorch saves it: an in-place write to the
     # output of cumprod then makes backward fail, as in torch
     del result
-    if self.ndim == 0 or self.shape[dim] == 1:
-        return grad         # torch's shortcut: the gradient itself, no graph to the input
+    if self.numel() <= 1 or self.shape[dim] == 1:
+        return grad         # torch's shortcuts: the gradient itself, no graph to the input
     P = _cumprod_partials(self, dim)
     # input i reaches outputs k >= i only: a NaN or inf gradient of an earlier
     # output is masked out of its sum, not multiplied by P's zero

@@ -45,7 +45,7 @@ def _operand_a_clone(code: str) -> str:
 
 def _signed_zero_normalised(code: str) -> str:
     # + 0 makes every zero (of a real or an imaginary part) +0, in both engines
-    return f"{code}.add_(0)" if code.endswith(".neg_()") else f"{code} + 0"
+    return f"{code} + 0" if " = " in code else f"{code}.add_(0)"
 
 
 def _explicit_power(code: str) -> str:
@@ -141,9 +141,11 @@ RERUNS = (
           "when, without the hooks, every gradient agrees", modes=("double",)),
     *(Rerun(template, _signed_zero_normalised, ("value", "tangent", "grad", "hooks"),
             "docs/differences.md: torch's neg (and complex mul) gives -0 or +0 (a part of a "
-            "complex number) by position in its vectorised loop, which a branch cut after it "
-            "turns into another value: gone when their zeros are all +0 in both engines")
-      for template in ("E.neg({a})", "{a}.neg_()", "{a} * {b}")),
+            "complex number) by position in its vectorised loop, and its complex add and sub "
+            "+0 where IEEE gives -0, which a branch cut after them turns into another value: "
+            "gone when their zeros are all +0 in both engines")
+      for template in ("E.neg({a})", "{a}.neg_()", "{a} * {b}", "{a} + {b}", "{a} - {b}",
+                       "{a}.add_({b})", "{a}.sub_(1.5)")),
     *(Rerun(template, _exact_self_division, ("value", "tangent", "grad", "hooks"),
             "docs/differences.md: a complex tensor divided by itself is exactly 1 in refengine, "
             "1 plus a rounding error in torch's vectorised kernel: gone when both give 1")
