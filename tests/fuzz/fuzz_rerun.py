@@ -97,12 +97,15 @@ def _operands_snapped(code: str) -> str:
 
 
 # ops with a branch cut, a jump or a kink, where two inputs equal to rounding
-# (1e-17 against -1e-17, +0 against -0) give results that differ
+# (1e-17 against -1e-17, +0 against -0, two maxima a last bit apart) give
+# results (or derivatives) that differ
 _DISCONTINUOUS = ("E.atanh({a})", "E.acosh({a})", "E.asinh({a})", "E.log({a})",
                   "E.log1p({a})", "E.sqrt({a})", "E.rsqrt({a})", "{a} ** 0.5", "E.sgn({a})",
                   "E.sign({a})", "E.angle({a})", "E.atan2({a}, {b})",
                   "E.where({a}.real > 0, {a}, {b})", "E.pow({a}, {b})", "2.0 ** {a}",
-                  "E.maximum({a}, {b})", "E.minimum({a}, {b})", "E.xlogy({a}, {b})")
+                  "E.maximum({a}, {b})", "E.minimum({a}, {b})", "E.xlogy({a}, {b})",
+                  "{a}.max()", "{a}.amax(0)", "E.abs({a})", "E.relu({a})", "{a}.norm()",
+                  "E.clamp({a}, min=-0.5, max=0.5)")
 
 
 def _no_hook(code: str) -> str:
