@@ -96,7 +96,7 @@ def _operands_snapped(code: str) -> str:
     return f"{target} = " + re.sub(r"\b(v\d+)\b", r"snap(\1)", call) if call else code
 
 
-# ops with a branch cut, a jump or a kink, where two inputs equal to rounding
+# ops with a branch cut, a pole, a jump or a kink, where two inputs equal to rounding
 # (1e-17 against -1e-17, +0 against -0, two maxima a last bit apart) give
 # results (or derivatives) that differ
 _DISCONTINUOUS = ("E.atanh({a})", "E.acosh({a})", "E.asinh({a})", "E.log({a})",
@@ -105,7 +105,8 @@ _DISCONTINUOUS = ("E.atanh({a})", "E.acosh({a})", "E.asinh({a})", "E.log({a})",
                   "E.where({a}.real > 0, {a}, {b})", "E.pow({a}, {b})", "2.0 ** {a}",
                   "E.maximum({a}, {b})", "E.minimum({a}, {b})", "E.xlogy({a}, {b})",
                   "{a}.max()", "{a}.amax(0)", "E.abs({a})", "E.relu({a})", "{a}.norm()",
-                  "E.clamp({a}, min=-0.5, max=0.5)")
+                  "E.clamp({a}, min=-0.5, max=0.5)", "E.reciprocal({a})", "{a} ** -1.0",
+                  "{a} / {b}")
 
 
 def _no_hook(code: str) -> str:
