@@ -33,6 +33,18 @@ def test_a_level_left_open_by_an_interrupted_point_is_closed(left_open):
     assert _tangent_of_3x() == 6.0
 
 
+def test_a_level_closed_in_cpp_but_still_recorded_in_python_is_put_right():
+    # the timer fired inside exit_dual_level after C++ closed the level: exiting it
+    # again raised in the guard, and Python's stale record made every later entry fail
+    with pytest.raises(Timeout):
+        with deadline(10.0, torch):
+            level = fw.enter_dual_level()
+            torch._C._exit_dual_level(level=level)
+            raise Timeout
+    assert fw._current_level == -1
+    assert _tangent_of_3x() == 6.0
+
+
 def test_the_callers_own_level_stays_open():
     with fw.dual_level():
         x = fw.make_dual(torch.tensor(1.0, dtype=torch.float64),
