@@ -392,3 +392,13 @@ def cumprod_gradient_of_an_empty_input(E):
     empty = x[1:]
     g, = E.autograd.grad(E.cumprod(empty, 0).sum() + x.sum(), [x], create_graph=True)
     assert g.tolist() == [1.0] and not g.requires_grad
+
+
+@case("zero_ and fill_ write a view of an expand of a diagonal (its places repeat): each "
+      "memory place gets the value once, the rest of the base is left", source=TORCH_BEHAVIOUR)
+def zero_of_an_expanded_diagonal(E):
+    base = _f64(E, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    base.diagonal().unsqueeze(0).expand(2, 2).zero_()
+    assert base.tolist() == [[0.0, 2.0, 3.0], [4.0, 0.0, 6.0]]
+    base.diagonal().unsqueeze(0).expand(3, 2).fill_(7.5)
+    assert base.tolist() == [[7.5, 2.0, 3.0], [4.0, 7.5, 6.0]]

@@ -380,11 +380,11 @@ def _distinct_index(a: np.ndarray) -> tuple:
 def _distinct_places(a: np.ndarray, storage: np.ndarray) -> np.ndarray:
     """A writable view of the memory places of ``a`` (read-only because an
     expand repeats some of them), each place once; ``storage`` is the array
-    when a's chain of bases ends in NumPy's stride tricks (a view of an expand)."""
+    when a's chain of bases ends in NumPy's stride tricks (an expand, a diagonal)."""
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base
-    root = root if root.flags.writeable else storage
+    root = root if root.flags.writeable and root.flags.c_contiguous else storage
     if not (root.flags.writeable and root.flags.c_contiguous):
         return a
     part = a[_distinct_index(a) + (Ellipsis,)]      # a view, a 0-d one too
