@@ -402,3 +402,20 @@ def zero_of_an_expanded_diagonal(E):
     assert base.tolist() == [[0.0, 2.0, 3.0], [4.0, 0.0, 6.0]]
     base.diagonal().unsqueeze(0).expand(3, 2).fill_(7.5)
     assert base.tolist() == [[7.5, 2.0, 3.0], [4.0, 7.5, 6.0]]
+
+
+@case("a view's retained grad follows the view's new history after an in-place op on it: "
+      "a backward through what read the view before the write leaves it None",
+      source=TORCH_BEHAVIOUR)
+def retained_grad_of_a_view_written_in_place(E):
+    grads = []
+    for also_after in (False, True):
+        x = _f64(E, [1.0, 2.0], requires_grad=True) * 1
+        view = x[1:]
+        view.retain_grad()
+        before = view * 3
+        view.mul_(2)
+        loss = before.sum() + (view.sum() if also_after else 0)
+        loss.backward()
+        grads.append(None if view.grad is None else view.grad.tolist())
+    assert grads == [None, [1.0]]

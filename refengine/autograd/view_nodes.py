@@ -172,6 +172,8 @@ def rebase_after_inplace(t, node: Node, old: Node | None, inputs=()) -> None:
             old._drop_retains_grad(t)
             node._set_retains_grad(t)
         return
+    if t._retains_grad and old is not None:
+        old._drop_retains_grad(t)       # the view's retained grad follows its new history
     old_base_fn = base._grad_fn
     base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node)
     base._output_nr = 0
