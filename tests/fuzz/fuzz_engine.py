@@ -94,8 +94,10 @@ SNAP = 2.0 ** -40       # the grid of ``snap``: far below ATOL, far above a last
 
 def snap(E, t):
     """``t`` moved onto a grid of 2**-40 (each part of a complex number), its
-    zeros all +0, its graph and tangent kept: the same tensor in both engines
-    when theirs agreed to rounding (fuzz_rerun's second run at a discontinuity)."""
+    zeros all +0, a complex element with an infinite or NaN part nan + nanj
+    (which non-finite pattern is the engines' own), its graph and tangent kept:
+    the same tensor in both engines when theirs agreed to rounding, or were both
+    not finite (fuzz_rerun's second run at a discontinuity)."""
     if not _is_tensor(t) or not (t.is_floating_point() or t.is_complex()):
         return t
     a = _to_numpy(t)
@@ -103,7 +105,9 @@ def snap(E, t):
         grid = (np.round(a.real / SNAP) * SNAP + 0) - a.real
         if np.iscomplexobj(a):
             grid = grid + 1j * ((np.round(a.imag / SNAP) * SNAP + 0) - a.imag)
-    shift = np.where(np.isfinite(grid), grid, 0)   # an infinite or NaN part stays
+    shift = np.where(np.isfinite(grid), grid, 0)   # a real inf or NaN stays
+    if np.iscomplexobj(a):
+        shift = np.where(np.isfinite(a), shift, complex(np.nan, np.nan))
     return t + E.tensor(shift, dtype=t.dtype)
 
 

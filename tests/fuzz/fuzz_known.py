@@ -134,9 +134,13 @@ def _not_finite(a):
 
 def _sgn_zero_tensor(found, source: str) -> bool:
     """torch has a number (0, or what the zero is added to) where refengine has NaN
-    or inf, in a program with sgn: torch's ZeroTensor gradient (or tangent) of sgn
-    stays zero through a NaN or inf factor, refengine's ordinary zeros do not."""
-    return "E.sgn(" in source and _where_differ(found, _not_finite, np.isfinite)
+    or inf, in a program with sgn (or abs in a double backward, whose backward is
+    grad * sgn(x)): torch's ZeroTensor gradient (or tangent) of sgn stays zero
+    through a NaN or inf factor, refengine's ordinary zeros do not."""
+    # abs's backward is grad * sgn(x): its gradient in a double backward is sgn's
+    sgn = "E.sgn(" in source or ("create_graph" in source and re.search(
+        r"E\.abs\(|\.abs_\(\)", source) is not None)
+    return sgn and _where_differ(found, _not_finite, np.isfinite)
 
 
 def _large_value_rounding(found, source: str) -> bool:
