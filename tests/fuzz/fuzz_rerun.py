@@ -109,6 +109,15 @@ _DISCONTINUOUS = ("E.atanh({a})", "E.acosh({a})", "E.asinh({a})", "E.log({a})",
                   "{a} / {b}")
 
 
+def _grads_cloned(code: str) -> str:
+    """A first backward (retain_graph=True) followed by every .grad replaced by a
+    clone of itself: no two .grad share memory before the next backward."""
+    if not code.endswith("retain_graph=True)"):
+        return code
+    return (f"{code}; [setattr(t, 'grad', t.grad.clone()) for t in list(globals().values()) "
+            f"if hasattr(t, 'retain_grad') and t.grad is not None]")
+
+
 def _no_hook(code: str) -> str:
     return "None"
 
@@ -138,6 +147,10 @@ RERUNS = (
                                                "{a}.sin_()", "{a}.tanh_()", "{a}.zero_()",
                                                "{a}.neg_()", "{a}.pow_(2)", "{a}.sqrt_()",
                                                "{a}.clamp_(min=0.0)", "{a}.abs_()")),
+    Rerun("backward", _grads_cloned, ("grad",),
+          "docs/differences.md: torch's first backward can leave two leaves' .grad sharing "
+          "memory (a real leaf's the real part of a complex one's), and the next backward "
+          "accumulates into both: gone when each .grad is cloned between the two"),
     Rerun("register_hook", _no_hook, ("hooks",),
           "docs/differences.md: in a double backward a hook on an intermediate tensor gets "
           "the share of the gradient that the backward formulas route through it, which "
