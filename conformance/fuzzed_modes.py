@@ -296,9 +296,9 @@ def view_of_a_base_detached_in_place_then_written(E):
     assert alias.grad_fn is None and not alias.requires_grad   # it never had a history
 
 
-@case("select, split, chunk and unbind of a 0-dim tensor raise torch's errors: select() "
-      "and unbind an IndexError (unbind after checking the dim's range), split and chunk a "
-      "RuntimeError asking for a 1-dimensional tensor", source=TORCH_BEHAVIOUR)
+@case("select, split, chunk, unbind and indexing of a 0-dim tensor raise torch's errors: "
+      "select(), unbind (after checking the dim's range) and [0] or [0:1] an IndexError, "
+      "split and chunk a RuntimeError asking for a 1-dimensional tensor", source=TORCH_BEHAVIOUR)
 def ops_of_several_views_refuse_a_0_dim_tensor(E):
     x = _f64(E, [0.5]).squeeze()
     for call, error, text in (
@@ -308,7 +308,9 @@ def ops_of_several_views_refuse_a_0_dim_tensor(E):
             (lambda: x.unbind(1), IndexError, "Dimension out of range (expected to be in range "
                                               "of [-1, 0], but got 1)"),
             (lambda: x.split(1), RuntimeError, "split expects at least a 1-dimensional tensor"),
-            (lambda: x.chunk(2), RuntimeError, "chunk expects at least a 1-dimensional tensor")):
+            (lambda: x.chunk(2), RuntimeError, "chunk expects at least a 1-dimensional tensor"),
+            (lambda: x[0], IndexError, "invalid index of a 0-dim tensor. Use `tensor.item()`"),
+            (lambda: x[0:1], IndexError, "slice() cannot be applied to a 0-dim tensor.")):
         with pytest.raises(error, match=re.escape(text)):
             call()
 

@@ -294,7 +294,8 @@ def zero_(self):
 def getitem(self, index):
     """Basic indices (ints, slices, None, ...) give views; others copy."""
     # a 0-d int tensor is an int, unless batched (under vmap): one int per example
-    if (isinstance(index, Tensor) and not isinstance(index, BatchedTensor)
+    was_tensor = isinstance(index, Tensor)
+    if (was_tensor and not isinstance(index, BatchedTensor)
             and index.dtype.name in ("int64", "int32") and index.ndim == 0):
         index = int(index)
     if not _is_basic(index):
@@ -302,6 +303,11 @@ def getitem(self, index):
     items = index if isinstance(index, tuple) else (index,)
     specified = sum(1 for i in items if i is not None and i is not Ellipsis)
     if specified > self.ndim:
+        first = next(i for i in items if i is not None and i is not Ellipsis)
+        if self.ndim == 0 and not was_tensor and type(first) in (int, slice):   # torch's words
+            raise IndexError("slice() cannot be applied to a 0-dim tensor." if type(first) is slice
+                             else "invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
+                             "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
     expanded = []       # (index, its position in ``items``: torch's error names it)
     for at, i in enumerate(items):

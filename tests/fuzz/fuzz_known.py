@@ -368,11 +368,13 @@ OPEN = (
           "regenerated view (torch: AsStrided) or of the op that saved it, and 0-dim complex "
           "tensors (torch: [CPUComplexDoubleType []])"),
     Entry("message", ".*", lambda found, source: "Inference tensors cannot be saved" in found.torch
-          or "A view was created in" in found.torch,
+          or "A view was created in" in found.torch
+          or "is the output of a function that returns multiple views" in found.torch,
           "torch checks an op's inputs for autograd (refusing to save inference tensors, reading "
-          "the grad_fn of a view made in no_grad or inference mode whose base was written) "
-          "before it computes the op; refengine after, so a program that meets another error "
-          "there too (shapes that do not broadcast, a view that needs a copy) gets that one. Not "
+          "the grad_fn of a view made in no_grad or inference mode, or of a multi-output view, "
+          "whose base was written) before it computes the op; refengine after, so a program "
+          "that meets another error there too (shapes that do not broadcast, a view that needs "
+          "a copy, an operand overlapping the written tensor) gets that one. Not "
           "fixed: refengine would need to know, before computing, which inputs the op saves"),
     Entry("message", ".*", _two_errors_in_one_backward,
           "which of two errors a backward meets first (a saved tensor's version error, a "
