@@ -25,11 +25,7 @@ from adcheck.gradcheck.verdict.compare import (
 from adcheck.gradcheck.errors import UncheckableError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.fast import draw_probes, fast_numerical, fast_projections
-from adcheck.gradcheck.lowprec.lowprecision import (
-    DOUBLE_EPS,
-    formula_dtype,
-    formula_epsilon,
-)
+from adcheck.gradcheck.lowprec.lowprecision import formula_dtype, formula_epsilon, is_narrow
 from adcheck.gradcheck.large.lowprobed import stated_relative
 from adcheck.gradcheck.core.numerical import central_blocks
 from adcheck.gradcheck.core.options import Options
@@ -55,7 +51,7 @@ def sides(options: Options) -> list:
 
 def _epsilon(ev: Evaluator) -> float:
     """Machine epsilon of the least precise dtype among the checked tensors."""
-    return ev.problem.least_epsilon()
+    return formula_epsilon(ev.problem)
 
 
 def _magnitudes(numerical, scale=None, layout=None) -> dict:
@@ -248,7 +244,7 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
 def advise(ev: Evaluator, report: Report, options: Options) -> None:
     """Failures against differences at a fixed step of a formula narrower than
     double precision: say why they may be the dtype's, and what judges it."""
-    if options.precise or options.reference is not None or _epsilon(ev) <= DOUBLE_EPS:
+    if options.precise or options.reference is not None or not is_narrow(ev.problem):
         return
     p = ev.problem
     dtype = formula_dtype(p)

@@ -29,6 +29,9 @@ import numpy as np
 KEPT = 2
 
 _kept: list = []
+#: how many measurements ``kept`` holds (a probed low-precision check makes two)
+KEPT_PARTS = 4
+_parts: list = []
 _depth = 0
 
 
@@ -62,25 +65,28 @@ def expected_jacobian(ev, options, plan, produce):
     """``produce(ev)``, or (inside ``shared()``) the Jacobian it gave a previous check of the same
     function (``ev.origin``: the function as the user gave it, and the order)
     at the same inputs with the same options."""
-    origin = ev.origin
-    if origin is None or plan.kind != "dense" or not _depth:
+    if plan.kind != "dense":
         return produce(ev)
-    key = _options_key(options, plan)
+    return _remembered(_kept, KEPT, ev, _options_key(options, plan), lambda: produce(ev))[0]
+
+
+def _remembered(store: list, limit: int, ev, key, produce) -> tuple:
+    """``(value, reused)``: the value ``store`` holds for ``ev``'s function
+    (``ev.origin``) at its inputs under ``key``, or ``produce()``'s, then kept
+    there (the newest first, at most ``limit``); outside ``shared()`` or for a
+    function of unknown origin, ``produce()``'s, kept nowhere."""
+    origin = ev.origin
+    if origin is None or not _depth:
+        return produce(), False
     arrays = ev.problem.arrays
-    for func, order, their_key, their_arrays, jac in _kept:
+    for func, order, their_key, their_arrays, value in store:
         if func == origin[0] and order == origin[1] and their_key == key \
                 and _same_point(arrays, their_arrays):
-            return jac
-    jac = produce(ev)
-    _kept.insert(0, (origin[0], origin[1], key, {k: a.copy() for k, a in arrays.items()}, jac))
-    del _kept[KEPT:]
-    return jac
-
-
-#: how many measurements ``kept`` holds (a probed low-precision check makes two)
-KEPT_PARTS = 4
-
-_parts: list = []
+            return value, True
+    value = produce()
+    store.insert(0, (origin[0], origin[1], key, {k: a.copy() for k, a in arrays.items()}, value))
+    del store[limit:]
+    return value, False
 
 
 def kept(ev, what: tuple, produce) -> tuple:
@@ -92,16 +98,4 @@ def kept(ev, what: tuple, produce) -> tuple:
     the nearby points of a low-precision formula and its float64 run's
     allowance (``gradcheck.large.lowprobed``), which gradgrad and fwgrad_bwgrad
     of one sample both make, with different directions."""
-    origin = ev.origin
-    if origin is None or not _depth:
-        return produce(), False
-    arrays = ev.problem.arrays
-    for func, order, their_what, their_arrays, value in _parts:
-        if func == origin[0] and order == origin[1] and their_what == what \
-                and _same_point(arrays, their_arrays):
-            return value, True
-    value = produce()
-    _parts.insert(0, (origin[0], origin[1], what, {k: a.copy() for k, a in arrays.items()},
-                      value))
-    del _parts[KEPT_PARTS:]
-    return value, False
+    return _remembered(_parts, KEPT_PARTS, ev, what, produce)

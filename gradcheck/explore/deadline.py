@@ -49,8 +49,9 @@ def _close_forward_levels(before: int) -> None:
     """Close the forward-AD levels opened since ``before`` and left open: a
     timer that fires inside ``dual_level``'s exit (before torch's C++ level is
     closed, or after it and before Python records that) or its entry (after it
-    is opened, before Python records it) leaves one, and every later forward-mode check in the process then fails with
-    "Nested forward mode AD is not supported" (233 of ``adcheck ops --engine
+    is opened, before Python records it) leaves one, and every later
+    forward-mode check in the process then fails with "Nested forward mode AD
+    is not supported" (233 of ``adcheck ops --engine
     torch --explore``'s forward checks, one worker's, until this guard)."""
     torch = sys.modules["torch"]
     forward_ad = torch.autograd.forward_ad

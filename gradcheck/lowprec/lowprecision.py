@@ -133,8 +133,7 @@ DOUBLE_EPS = float(np.finfo(np.float64).eps)
 def formula_epsilon(problem) -> float:
     """Machine epsilon of the least precise of the checked tensors (inputs that
     require grad, float outputs): the precision the formula runs in."""
-    return max([problem.epsilon(in_idx=i) for i in problem.diff_in] +
-               [problem.epsilon(out_idx=o) for o in problem.float_out])
+    return problem.least_epsilon()   # (looked up once per Problem)
 
 
 def is_narrow(problem) -> bool:

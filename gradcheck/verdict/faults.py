@@ -30,7 +30,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
-from adcheck.gradcheck.lowprec.lowprecision import DOUBLE_EPS, formula_epsilon
+from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
 from adcheck.gradcheck.numerics.precise import as_zero
 
 #: what each Jacobian's non-finite entries say about the function, by mode
@@ -89,9 +89,7 @@ def repeat_rounding(problem: Problem) -> float:
     beyond ``nondet_tol``: ``NONDET_ULPS`` units of rounding of a formula narrower
     than double precision (its kernels may reduce in another order each run,
     as torch's do in float32), none in double precision."""
-    least = getattr(problem, "least_epsilon", None)   # (a Problem keeps it)
-    epsilon = least() if least is not None else formula_epsilon(problem)
-    return NONDET_ULPS * epsilon if epsilon > DOUBLE_EPS else 0.0
+    return NONDET_ULPS * formula_epsilon(problem) if is_narrow(problem) else 0.0
 
 
 def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
