@@ -106,6 +106,6 @@ def elements_that_differ(ref, tor):
     """Where the two differ beyond rounding, a complex element in either part
     (nan + 0.3j is not nan + nanj)."""
     with np.errstate(all="ignore"):
-        return ~(np.isclose(ref.real, tor.real, rtol=1e-9, atol=1e-12, equal_nan=True)
-                 & np.isclose(np.imag(ref), np.imag(tor), rtol=1e-9, atol=1e-12,
+        return ~(np.isclose(ref.real, tor.real, rtol=RTOL, atol=1e-12, equal_nan=True)
+                 & np.isclose(np.imag(ref), np.imag(tor), rtol=RTOL, atol=1e-12,
                               equal_nan=True))
