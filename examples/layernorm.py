@@ -16,17 +16,22 @@ def _forward(x):
 
 
 class RowLayerNorm(torch.autograd.Function):
-    """y = (x - mean) / sqrt(var + 1e-5) per row; its backward, right."""
+    """y = (x - mean) / sqrt(var + 1e-5) per row; its backward, right (twice
+    differentiable: adcheck's default checks include gradgrad)."""
 
     @staticmethod
     def forward(ctx, x):
-        y, rstd = _forward(x)
-        ctx.save_for_backward(y, rstd)
+        y, _ = _forward(x)
+        # rstd is recomputed from x in backward rather than saved: computed
+        # here, it would be a constant to a double backward (forward runs
+        # without a graph), and the second derivative would be wrong
+        ctx.save_for_backward(x, y)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        y, rstd = ctx.saved_tensors
+        x, y = ctx.saved_tensors
+        _, rstd = _forward(x)
         gm = g.mean(dim=-1, keepdim=True)
         gy = (g * y).mean(dim=-1, keepdim=True)
         return rstd * (g - gm - y * gy)
@@ -37,7 +42,8 @@ class RowLayerNormBuggy(RowLayerNorm):
 
     @staticmethod
     def backward(ctx, g):
-        y, rstd = ctx.saved_tensors
+        x, y = ctx.saved_tensors
+        _, rstd = _forward(x)
         gm = g.mean(dim=-1, keepdim=True)
         gy = (g * y).mean(dim=0, keepdim=True)   # the bug: dim=-1 is right
         return rstd * (g - gm - y * gy)

@@ -102,3 +102,14 @@ def test_a_timeout_names_the_check_the_plan_the_stage_and_the_users_line(run_jso
     assert "while building the expected Jacobian by finite differences" in message
     assert f"in your code at {SLOW}:" in message
     assert "try --jacobian probed" in message
+
+
+def test_the_right_layer_norm_passes_every_default_check_as_torch_agrees():
+    """The example a newcomer runs first must be right to the second order: its
+    backward recomputes rstd from x, so a double backward sees rstd's
+    dependence on x (torch's own gradgradcheck is the independent judge)."""
+    from adcheck.gradcheck import check
+    right, _ = _layernorms()
+    x = _x(4, 5)
+    assert torch.autograd.gradgradcheck(right.apply, (x,))
+    assert check(right.apply, (x,), precise=True, seed=0, order=2).passed
