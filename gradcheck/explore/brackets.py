@@ -19,7 +19,9 @@ way beside it as all the way: eigenvectors at a repeated eigenvalue, Q of a
 rank-deficient matrix) makes the point not differentiable (``_discontinuous``).
 A direction that excludes a finite formula is measured again at other steps
 (``_resolved``): quotients that depend on the step (a forward that cancels,
-jumps finer than the step) leave the point unresolved, not failed. The
+jumps finer than the step) leave the point unresolved, not failed; so does a
+step that moves some entry by more than itself where the function is not
+linear in that entry over the step (``secants``). The
 formula's own rounding (how far its Jacobian moves with the inputs moved by
 their rounding in norm: ``wobble``) widens the tolerance where the point is
 ill-conditioned.
@@ -41,6 +43,7 @@ import numpy as np
 
 from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.explore.secants import linear_alone, overstepped
 
 #: relative agreement asked of the two steps of one side, and of the bracket
 SIDE_TOL = 1e-2
@@ -359,6 +362,10 @@ class _Judge:
             elif not _resolved(self.ev, self.arrays, direction, h, o, row, formula[row],
                                self._row_noise_of(o, row, peak)):
                 self.unresolved = True
+            elif not all(linear_alone(self.ev, self.arrays, entry, h, o, row,
+                                      self._row_noise_of(o, row, h))
+                         for entry in overstepped(self.arrays, direction, h)):
+                self.unresolved = True    # secants far from the point in an entry's own scale
             else:
                 return found
         return None

@@ -16,6 +16,7 @@ import adcheck.refengine as E
 from adcheck.gradcheck.api import check, run
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.explore import catalogue
+from adcheck.gradcheck.explore.brackets import fd_step
 from adcheck.gradcheck.explore.search import Explorer
 
 F64 = E.float64
@@ -172,6 +173,29 @@ def test_fmod_by_1e_minus_30_beside_entries_of_two_is_not_a_failure():
         for forward in (False, True):
             assert verdict_at(func, (_t(x, engine), _t(y, engine)),
                               check_forward_ad=forward) != "fail"
+
+
+FMOD_X = [[0.8010676727992122, 0.5187680158980307, 0.13313575661467925],
+          [0.725797067495752, -0.8497391236010099, -0.5922186550170845]]
+FMOD_Y = [[5.532167821563913e-09, 1.9302568578554313, 1.392310022951476],
+          [109110343691.60712, 1.3955664146288642, 1.3577022514981043]]
+
+
+def test_fmod_by_5e_minus_9_beside_a_divisor_of_1e11_is_not_a_failure():
+    # `adcheck ops --engine torch fmod --check forward --explore`: the direction moving
+    # every entry together takes its step, 2^-5, from the divisor of 1.1e11, and moves
+    # the divisor of 5.5e-9 across millions of fmod's jumps (~y^2 / x = 4e-17 apart):
+    # its secants (+-0.1) are no derivative; d/dy = -trunc(x / y) is exact between jumps
+    x, y = FMOD_X[0][0], FMOD_Y[0][0]
+    exact = -int(mpmath.floor(mpmath.mpf(x) / mpmath.mpf(y)))   # x, y > 0: trunc = floor
+    assert exact == -144801766 and fd_step(FMOD_Y[1][0], 2.0 ** -52) > 1e6 * y
+    for engine, funcs in ((torch, (torch.fmod, torch.remainder)), (E, (E.fmod, E.remainder))):
+        for func in funcs:
+            a, b = _t(FMOD_X, engine), _t(FMOD_Y, engine)
+            (gy,) = engine.autograd.grad(func(a, b).sum(), b)
+            assert gy[0, 0].item() == exact
+            for forward in (False, True):
+                assert verdict_at(func, (a, b), check_forward_ad=forward) != "fail"
 
 
 def test_round_to_decimals_at_1e11_steps_every_few_ulps():
