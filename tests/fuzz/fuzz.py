@@ -87,12 +87,9 @@ def run(count: int, seed: int, out: Path, report=print) -> dict:
             break
         crashed = int((out / "at").read_text())
         report(f"program {crashed}: an engine crashed (exit status {done.returncode})")
-        # which engine: the program again, on torch alone
-        alone = subprocess.run([sys.executable, __file__, "--torch-alone", "--seed", str(seed),
-                                "--start", str(crashed)], capture_output=True).returncode
+        alone = _whose_crash(seed, crashed, out)
         with (out / "findings.jsonl").open("a") as sink:
-            found = Difference("crash", "exit", "", "",
-                               f"exit {done.returncode}; torch alone: exit {alone}")
+            found = Difference("crash", "exit", "", "", f"exit {done.returncode}; {alone}")
             label = classify(found, program_for(seed, crashed).source())
             sink.write(json.dumps({"key": ["crash", "exit", label], "index": crashed,
                                    "source": program_for(seed, crashed).source(),
@@ -109,6 +106,37 @@ def run(count: int, seed: int, out: Path, report=print) -> dict:
             classes[key] = [1, record]
             report(f"program {record['index']}: {key[0]} at {key[1]!r} [{key[2]}]")
     return classes
+
+
+def _child(*args, env=None) -> int:
+    return subprocess.run([sys.executable, __file__, *args], capture_output=True,
+                          env=env).returncode
+
+
+def _whose_crash(seed: int, index: int, out: Path) -> str:
+    """Which engine crashed on program ``index``: "torch alone: exit N" for the
+    program run again on torch alone, or, when torch finishes it, for what the
+    worker was running when it crashed (a second run that classifying makes of
+    the program, a rerun or its leaves moved): the worker is run on that program
+    again with observe's trace, and the last program traced runs alone on the
+    engine that was running it (its text kept in ``crash_<index>.json``)."""
+    alone = _child("--torch-alone", "--seed", str(seed), "--start", str(index))
+    if alone != 0:
+        return f"torch alone: exit {alone}"
+    trace, scratch = out / f"crash_{index}.json", out / "replay"
+    trace.unlink(missing_ok=True)
+    scratch.mkdir(exist_ok=True)
+    (scratch / "findings.jsonl").write_text("")
+    again = _child("--worker", "--seed", str(seed), "--start", str(index), "--programs",
+                   str(index + 1), "--out", str(scratch),
+                   env=dict(os.environ, ADCHECK_FUZZ_TRACE=str(trace)))
+    if again == 0 or not trace.exists():
+        return f"torch alone: exit {alone}"
+    engine = json.loads(trace.read_text())["engine"]
+    status = _child("--replay-alone", str(trace))
+    name = "torch" if engine == "torch" else "refengine"
+    return f"torch alone: exit {alone}; a second run of it ({trace.name}) on {name} alone: " \
+           f"exit {status}"
 
 
 def write_findings(classes: dict, seed: int, count: int, out: Path) -> collections.Counter:
@@ -150,6 +178,7 @@ def main(argv=None) -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--torch-alone", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--replay-alone", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         work(args.seed, args.start, args.programs, args.out)
@@ -158,6 +187,14 @@ def main(argv=None) -> int:
         import torch
         from fuzz_engine import observe
         observe(program_for(args.seed, args.start), torch)
+        return 0
+    if args.replay_alone:
+        # a program a trace names, on the engine that was running it
+        from fuzz_engine import observe
+        traced = json.loads(args.replay_alone.read_text())
+        program = Program(tuple(Stmt(line, None) for line in _statements(traced["source"])),
+                          traced["mode"])
+        observe(program, dict(zip(("adcheck.refengine", "torch"), engines()))[traced["engine"]])
         return 0
     begin = time.time()
     classes = run(args.programs, args.seed, args.out,

@@ -12,9 +12,12 @@ observation where they disagree: that is what the shrinker keeps alive.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -112,7 +115,13 @@ def snap(E, t):
 
 
 def observe(program, E) -> list:
-    """Run ``program`` on ``E``; the list of (label, stmt kind, observation)."""
+    """Run ``program`` on ``E``; the list of (label, stmt kind, observation).
+    With ``ADCHECK_FUZZ_TRACE`` set, the program and the engine are written to
+    that file first: the last one written is the one an engine crashed on."""
+    trace = os.environ.get("ADCHECK_FUZZ_TRACE")
+    if trace:
+        Path(trace).write_text(json.dumps({"engine": E.__name__, "mode": program.mode,
+                                           "source": program.source()}))
     seen, log = [], []
 
     def hook(k, factor):

@@ -404,10 +404,11 @@ OPEN = (
           "differ"),
     Entry("crash", ".*", lambda found, source: re.search(r"torch alone: exit -\d", found.torch)
           is not None,
-          "torch 2.13 crashes (segmentation fault) in register_hook on a view, made in "
-          "inference or no_grad mode, whose base was written in place (and at times "
-          "elsewhere): the program crashes torch run alone; torch's bug, nothing in "
-          "refengine to fix"),
+          "torch 2.13 crashes (segmentation fault) in register_hook on a view whose base "
+          "was written in place since (v1[0], then v1.mul_(2), unless the view's grad_fn "
+          "was read in between), and at times elsewhere: the program, or the second run of "
+          "it the worker was on (a rerun, leaves moved), crashes torch run alone; torch's "
+          "bug, nothing in refengine to fix"),
 )
 
 

@@ -2,6 +2,7 @@
 short fixed-seed run that must find nothing outside the known and open lists."""
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -130,6 +131,20 @@ def test_a_crash_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
     assert (tmp_path / "at").read_text() == "2"      # the program after the crash ran
     # the planted crash is no crash of torch's: run alone, torch finishes the program
     assert crashes[0][0][2] == "new" and "torch alone: exit 0" in crashes[0][1]["torch"]
+
+
+def test_a_crash_in_a_second_run_is_put_down_to_the_engine_that_crashes_alone(tmp_path):
+    from fuzz import _whose_crash, program_for
+    from fuzz_engine import Difference
+    # program 11778 of seed 42 runs on torch alone; its conj() rerun (conj_physical, so
+    # v1 is written in place under its view v2) crashes torch in v2.register_hook
+    text = _whose_crash(42, 11778, tmp_path)
+    assert text.startswith("torch alone: exit 0; a second run of it (crash_11778.json)")
+    assert text.endswith("on torch alone: exit -11")
+    traced = json.loads((tmp_path / "crash_11778.json").read_text())
+    assert traced["engine"] == "torch" and "E.conj_physical(v0)" in traced["source"]
+    found = Difference("crash", "exit", "", "", f"exit -11; {text}")
+    assert classify(found, program_for(42, 11778).source()) == "open"
 
 
 def _conj_template(program):
