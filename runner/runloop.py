@@ -124,8 +124,6 @@ class RunLoop:
             worker.ready = True
         elif kind == "failed":
             worker.failure = message[1]
-        elif kind == "point":     # the explored point it is at, or None after it
-            worker.point = message[1]
         elif kind == "sample":
             worker.last_sample, worker.samples = message[1].sample, worker.samples + 1
             self.collector.sample(message[1])

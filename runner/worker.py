@@ -13,8 +13,10 @@ Messages to the parent: ``("ready",)``; ``("failed", text)`` when it cannot
 start; per task ``("sample", SampleOutcome)`` as each sample is done, then
 ``("done", index, warnings)``; or ``("broken", text)`` when a task cannot
 run in a worker at all (a plugin that loads in the parent but not here).
-While a check explores, ``("point", key)`` before each explored point and
-``("point", None)`` after it (``gradcheck.explore.watch``).
+While a check explores, it writes the key of each explored point on the
+``board`` it shares with the parent before trying the point, and clears it
+after (``gradcheck.explore.watch``): no message, the parent reads the board
+only when the worker dies.
 """
 from __future__ import annotations
 
@@ -110,9 +112,15 @@ def _prepare(task, context: dict) -> str | None:
             "independent of the state of the process that runs adcheck")
 
 
-def _serve(conn) -> None:
+def _serve(conn, board) -> None:
     from adcheck.gradcheck.explore.watch import watching
     from adcheck.runner.tasks import execute
+
+    def at(key: str) -> None:
+        board.value = key.encode()
+
+    def left() -> None:
+        board.value = b""
     while True:
         try:
             message = conn.recv()
@@ -125,16 +133,16 @@ def _serve(conn) -> None:
         if problem is not None:
             _send(conn, ("broken", problem))
             continue
-        # each explored point is announced, so that a death there names it
-        # (``runner.runloop``), and the points it died at before are not run again
-        with watching(lambda key: _send(conn, ("point", key)), lambda: _send(conn, ("point", None)),
-                      context.get("crashed")):
+        # each explored point is on the board while it runs, so that a death there
+        # names it (``runner.runloop``), and the points it died at before are not run again
+        with watching(at, left, context.get("crashed")):
             warnings = execute(task, lambda outcome: _send_sample(conn, outcome))
         _send(conn, ("done", task.index, warnings))
 
 
-def main(conn) -> None:
-    """A worker's life: start quietly, import once, serve tasks."""
+def main(conn, board) -> None:
+    """A worker's life: start quietly, import once, serve tasks; ``board``: shared
+    bytes where it writes the explored point it is at (``runner.pool.Worker``)."""
     _quiet()
     try:
         from adcheck import gradcheck  # noqa: F401 - imported once here, so that every task finds it warm
@@ -145,4 +153,4 @@ def main(conn) -> None:
         _send(conn, ("failed", f"importing adcheck's libraries raised {detail}"))
         return
     _send(conn, ("ready",))
-    _serve(conn)
+    _serve(conn, board)
