@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, check_named  # noqa: F401
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.reuse import shared
+from adcheck.gradcheck.explore.quick import sharing
 from adcheck.runner.policy import Policy, check_options, options  # noqa: F401
 from adcheck.gradcheck.errors import NoDoubleBackward
 from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
@@ -273,8 +274,9 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     if problem is not None:
         base.message = problem
         return [(base, None)]
-    # the sample's call is one pure computation: its checks share expected Jacobians
-    with shared():
+    # the sample's call is one pure computation: its checks share expected Jacobians,
+    # and the quick pass's screens of the same points
+    with shared(), sharing():
         return [_one_check(subject, check, policy, call, base, unsupported, keep_reports)
                 for check in checks]
 

@@ -12,8 +12,20 @@ screen never fails a formula by itself: it only decides which points get the
 full judgement. What it may miss is an error diluted in the projections (one
 entry of many off by less than ``SCREEN_RTOL`` of the whole); the full
 explore mode checks every entry.
+
+The checks of one sample (``runner.checks.run_checks``: reverse, forward,
+the reference check, of the same function at the same points) share their
+screens inside ``sharing()``: the first check to screen a point draws the
+directions and evaluates the point and its one-sided quotients; a later
+check of another mode adds only its own product (the forward check its jvp
+along the same ``u``), and one whose modes were all screened there (the
+reference check's reverse and forward) evaluates nothing. Each check's
+products are still compared, each by its own mode, with its own verdict.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -76,17 +88,77 @@ class _Point:
         return {k: to_real(E.to_numpy(outs[k])) for k in self.outs}
 
 
-def _formulas(point: _Point, v: dict, u: dict, modes) -> list:
-    """``v . J u`` by each mode asked for."""
-    values = []
+#: the screens of the points of one sample, inside ``sharing()``
+_SHARED: ContextVar[dict | None] = ContextVar("adcheck_quick_screens", default=None)
+
+
+@contextmanager
+def sharing():
+    """In the block, a point screened once is not evaluated again by another
+    check of the same function (see the module docstring): for the checks of one
+    pure computation, as ``gradcheck.core.reuse.shared`` is for its Jacobians."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _shared_key(E, func, ins: list, explored: list, eps: float):
+    """What makes two screens the same: the function, every input's bytes and the
+    explored inputs; ``None`` (not shared) where an input is not a tensor."""
+    if not all(E.is_tensor(x) for x in ins):
+        return None
+    arrays = [E.to_numpy(x) for x in ins]
+    return (func, tuple(explored), eps,
+            tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays))
+
+
+class _Screen:
+    """One point's screen: the point, the directions, the one-sided quotients, and
+    each mode's ``v . J u`` once asked (or what computing it raised)."""
+
+    def __init__(self, point: _Point, keys: list, rng, eps: float):
+        self.point = point
+        self.v = {k: rng.standard_normal(to_real(point.base[k]).size) for k in keys}
+        self.u = {i: rng.uniform(0.5, 1.5, to_real(a).size) for i, a in point.arrays.items()}
+        self.peak = max(float(np.max(np.abs(to_real(a)), initial=0.0))
+                        for a in point.arrays.values())
+        self.step = fd_step(self.peak, eps)
+        self.sides = [_quotient(point, self.v, self.u, sign * self.step) for sign in (-1.0, 1.0)]
+        self.scale = sum(float(np.abs(self.v[k]) @ np.abs(to_real(point.base[k])))
+                         for k in keys)
+        self._formulas: dict = {}
+        self._halves = None
+
+    def formula(self, mode: str) -> float:
+        """``v . J u`` by ``mode``; raises what computing it raised."""
+        if mode not in self._formulas:
+            try:
+                self._formulas[mode] = (True, _formula(self.point, self.v, self.u, mode))
+            except Exception as exc:  # noqa: BLE001 - raised again to each check asking
+                self._formulas[mode] = (False, exc)
+        done, value = self._formulas[mode]
+        if not done:
+            raise value
+        return value
+
+    def halves(self) -> list:
+        """The one-sided quotients at half the step."""
+        if self._halves is None:
+            self._halves = [_quotient(self.point, self.v, self.u, sign * self.step / 2)
+                            for sign in (-1.0, 1.0)]
+        return self._halves
+
+
+def _formula(point: _Point, v: dict, u: dict, mode: str) -> float:
+    """``v . J u`` by ``mode`` (reverse: a vjp; forward: a jvp)."""
     with np.errstate(all="ignore"):
-        if "reverse" in modes:
+        if mode == "reverse":
             rows = point.vjp_row(v)
-            values.append(sum(float(rows[i] @ u[i]) for i in u))
-        if "forward" in modes:
-            t = point.jvp(u)
-            values.append(sum(0.0 if t[k] is None else float(v[k] @ t[k]) for k in v))
-    return values
+            return sum(float(rows[i] @ u[i]) for i in u)
+        t = point.jvp(u)
+        return sum(0.0 if t[k] is None else float(v[k] @ t[k]) for k in v)
 
 
 def _quotient(point: _Point, v: dict, u: dict, step: float):
@@ -103,6 +175,19 @@ def screen(E, func, ins: list, explored: list, modes, rng, eps: float) -> str:
     one-sided quotients differ or do not form) or ``"judge"`` (the point needs
     the full judgement; see the module docstring); ``eps``: the rounding unit
     of the inputs' and outputs' dtypes."""
+    memo = _SHARED.get()
+    key = None if memo is None else _shared_key(E, func, ins, explored, eps)
+    found = None if key is None else memo.get(key)
+    if found is None:
+        found = _first_screen(E, func, ins, explored, rng, eps)
+        if key is not None:
+            memo[key] = found
+    return found if isinstance(found, str) else _verdict(found, modes, eps)
+
+
+def _first_screen(E, func, ins: list, explored: list, rng, eps: float):
+    """The point's ``_Screen``, or its word whatever the modes: "domain", or
+    "judge" (no output requires grad, or nothing is explored)."""
     try:
         point = _Point(E, func, ins, explored)
     except Exception:    # the forward raises: outside the domain
@@ -110,18 +195,16 @@ def screen(E, func, ins: list, explored: list, modes, rng, eps: float) -> str:
     if not all(np.all(np.isfinite(b)) for b in point.base.values()):
         return "domain"
     keys = [k for k, o in point.outs.items() if E.requires_grad(o)]
-    return "judge" if not keys or not point.arrays else _screened(point, keys, modes, rng, eps)
+    if not keys or not point.arrays:
+        return "judge"
+    return _Screen(point, keys, rng, eps)
 
 
-def _screened(point: _Point, keys: list, modes, rng, eps: float) -> str:
-    v = {k: rng.standard_normal(to_real(point.base[k]).size) for k in keys}
-    u = {i: rng.uniform(0.5, 1.5, to_real(a).size) for i, a in point.arrays.items()}
-    peak = max(float(np.max(np.abs(to_real(a)), initial=0.0)) for a in point.arrays.values())
-    step = fd_step(peak, eps)
-    formulas = _formulas(point, v, u, modes)
-    sides = [_quotient(point, v, u, sign * step) for sign in (-1.0, 1.0)]
+def _verdict(screened: _Screen, modes, eps: float) -> str:
+    """The screen's word for a check of ``modes`` (see ``screen``)."""
+    formulas = [screened.formula(m) for m in ("reverse", "forward") if m in modes]
+    sides, peak, step, scale = screened.sides, screened.peak, screened.step, screened.scale
     bracketed = all(q is not None and np.isfinite(q) for q in sides)
-    scale = sum(float(np.abs(v[k]) @ np.abs(to_real(point.base[k]))) for k in keys)
 
     def tol(*values):
         reach = max(abs(x) for x in values)
@@ -132,7 +215,7 @@ def _screened(point: _Point, keys: list, modes, rng, eps: float) -> str:
     if finite and all(min(sides) - tol(*sides, f) <= f <= max(sides) + tol(*sides, f)
                       for f in formulas):
         return "pass"
-    halves = [_quotient(point, v, u, sign * step / 2) for sign in (-1.0, 1.0)]
+    halves = screened.halves()
     if not finite:
         # NaN or inf: a failure only where the function is differentiable (as
         # ``brackets``): the sides, extrapolated from both steps, must agree
