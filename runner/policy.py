@@ -41,13 +41,21 @@ class Policy:
 
     def options(self) -> Options:
         """The ``Options`` every check of the run starts from: each check's own
-        keywords, seed and name go over them (``check_options``)."""
-        given = {"jacobian": self.jacobian, "batching": self.batching}
-        if self.memory_budget is not None:
-            given["memory_budget"] = self.memory_budget
-        if self.explore and self.explore != "quick":
-            given["explore_budget"] = self.explore
-        return Options(**given)
+        keywords, seed and name go over them (``check_options``). Made once per
+        policy (both are frozen; making them was a third of making a check's options)."""
+        made = _MADE.get(self)
+        if made is None:
+            given = {"jacobian": self.jacobian, "batching": self.batching}
+            if self.memory_budget is not None:
+                given["memory_budget"] = self.memory_budget
+            if self.explore and self.explore != "quick":
+                given["explore_budget"] = self.explore
+            made = _MADE[self] = Options(**given)
+        return made
+
+
+#: ``Policy.options()`` of each policy seen in this process
+_MADE: dict = {}
 
 
 def options(check: str, policy: Policy, tolerance=None, forward: bool = True,

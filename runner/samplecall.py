@@ -84,6 +84,7 @@ class SampleCall:
         self.tensor_type = _tensor_type(engine)
         self.inputs = tuple(t for t in tree_leaves(structure) if self._is_diff(t))
         self.process = sample.output_process_fn_grad
+        self._slots = _slots(structure, self._is_diff)
 
     def _is_tensor(self, value) -> bool:
         return isinstance(value, self.tensor_type)
@@ -98,8 +99,29 @@ class SampleCall:
             lambda t: next(it) if t.requires_grad else (t if others is None else others(t)))
 
     def func(self, *inputs):
-        inp, args, kwargs = self._rebuild(inputs)
+        if self._slots is None:
+            inp, args, kwargs = self._rebuild(inputs)
+        else:
+            inp, args, kwargs = self._placed(inputs)
         return self.process(self.op(inp, *args, **kwargs))
+
+    def _placed(self, inputs):
+        """``_rebuild(inputs)`` of a flat sample (see ``_slots``): each input put in
+        its slot, without a walk over the structure (gradcheck calls ``func``
+        some hundred times a check; the walk was 4 % of a registry sweep)."""
+        inp, args, kwargs = self.structure
+        first, in_args, in_kwargs = self._slots
+        if first is not None:
+            inp = inputs[first]
+        if in_args:
+            args = list(args)
+            for position, k in in_args:
+                args[position] = inputs[k]
+        if in_kwargs:
+            kwargs = dict(kwargs)
+            for name, k in in_kwargs:
+                kwargs[name] = inputs[k]
+        return inp, args, kwargs
 
     @property
     def reference(self):
@@ -145,6 +167,29 @@ class SampleCall:
         with np.errstate(all="ignore"):
             result = self.info.ref(inp, *args, **kwargs)
         return [np.isnan(np.asarray(a)) for a in _flat(result)]
+
+
+def _slots(structure, is_diff):
+    """Where each differentiable tensor of a flat sample (its input a leaf, its
+    args a tuple of leaves, its kwargs a dict of leaves) sits: ``(k or None,
+    [(position, k)], [(name, k)])``, ``k`` its index among the inputs (their
+    order in ``tree_leaves``); ``None`` for a sample nesting containers deeper."""
+    inp, args, kwargs = structure
+    if type(args) is not tuple or type(kwargs) is not dict:
+        return None
+    leaves = [inp, *args, *kwargs.values()]
+    if not all(_is_leaf(v) for v in leaves):
+        return None
+    count = iter(range(len(leaves)))
+    first = next(count) if is_diff(inp) else None
+    in_args = [(p, next(count)) for p, a in enumerate(args) if is_diff(a)]
+    in_kwargs = [(name, next(count)) for name, v in kwargs.items() if is_diff(v)]
+    return first, in_args, in_kwargs
+
+
+def _is_leaf(value) -> bool:
+    leaves = tree_leaves(value)
+    return len(leaves) == 1 and leaves[0] is value
 
 
 def _flat(value) -> list:

@@ -52,3 +52,31 @@ def test_the_nan_guard_reads_torch_result_tuples():
     assert type(result).__module__ == "torch.return_types"
     assert np.isnan(result.logabsdet.item())          # torch's own answer has the NaN
     assert call.nan_outputs() is not None and "is NaN" in call.nan_outputs()
+
+
+def _flat_samples(opinfo, dtype):
+    yield SampleInput(make((2,), values=[1.0, 2.0]),
+                      args=(make((2,), requires_grad=False, values=[5.0, 6.0]), 3,
+                            make((2,), values=[0.5, -1.0])),
+                      kwargs={"shift": make((), values=0.25), "power": 2})
+
+
+def _affine(x, const, k, y, *, shift, power):
+    return (x * const + k * y ** power) - shift
+
+
+def test_a_flat_sample_places_its_inputs_where_they_came_from():
+    # the usual sample (a tensor input, args and kwargs of leaves), whose inputs
+    # are put in their slots without walking the structure, against the same
+    # formula evaluated by hand with NumPy
+    info = OpInfo("affine", _affine, sample_func=_flat_samples, dtypes=(refengine.float64,))
+    sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
+    call = SampleCall(info, sample)
+    assert [t.tolist() for t in call.inputs] == [[1.0, 2.0], [0.5, -1.0], 0.25]
+    x, y, shift = np.array([2.0, -1.0]), np.array([1.5, 0.5]), 0.75
+    got = call.func(*(refengine.tensor(v, dtype=refengine.float64) for v in (x, y, shift)))
+    np.testing.assert_array_equal(got.numpy(), x * np.array([5.0, 6.0]) + 3 * y ** 2 - shift)
+    # the sample itself is untouched: its own inputs give its own value again
+    np.testing.assert_array_equal(call.func(*call.inputs).detach().numpy(),
+                                  np.array([1.0, 2.0]) * [5.0, 6.0] + 3 * np.array([0.5, -1.0]) ** 2
+                                  - 0.25)
