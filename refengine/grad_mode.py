@@ -103,30 +103,34 @@ class _BareDecorator(_Mode):
 
     def __new__(cls, orig_func=None):
         if orig_func is None:
-            return super().__new__(cls)
+            return object.__new__(cls)   # (the usual call, ``no_grad()``: no super() lookup)
         return cls()(orig_func)
 
 
 class no_grad(_BareDecorator):
     """Disable recording: results behave as if no input required grad."""
 
+    # (the thread's state read and written here, not through is_grad_enabled and
+    # _set_grad: a check enters these modes around every evaluation)
     def __enter__(self):
-        self.prev = is_grad_enabled()
-        _set_grad(False)
+        state = _state
+        self.prev = state.grad
+        state.grad = False
 
     def __exit__(self, *exc):
-        _set_grad(self.prev)
+        _state.grad = self.prev
 
 
 class enable_grad(_BareDecorator):
     """Enable recording inside a no-grad region."""
 
     def __enter__(self):
-        self.prev = is_grad_enabled()
-        _set_grad(True)
+        state = _state
+        self.prev = state.grad
+        state.grad = True
 
     def __exit__(self, *exc):
-        _set_grad(self.prev)
+        _state.grad = self.prev
 
 
 class set_grad_enabled(_Mode):

@@ -31,13 +31,14 @@ def norm(values) -> float:
     entries wakes BLAS's threads, and they spin on the cores for a while after
     it, slowing what the check does next (a convolution's check: 15 ms more)."""
     values = np.asarray(values)
-    if np.iscomplexobj(values):
+    if values.dtype.kind == "c":   # (np.iscomplexobj's answer for an array, a third of its cost)
         values = np.abs(values)
     return float(np.sqrt(np.square(values).sum()))
 
 
 def is_complex(array: np.ndarray) -> bool:
-    return np.iscomplexobj(array)
+    """Whether ``array`` (an array, not a list) holds complex numbers."""
+    return array.dtype.kind == "c"   # (np.iscomplexobj's answer, without its Python frames)
 
 
 def real_size(shape, complex_: bool) -> int:

@@ -88,10 +88,12 @@ def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1,
     return Probes(dict(zip(problem.diff_in, rows[:n])), dict(zip(problem.float_out, rows[n:])))
 
 
-def _directional(ev: Evaluator, in_idx: int, direction: np.ndarray, step: float) -> dict:
-    """Outputs (real coordinates) at ``input + step * direction`` (real)."""
+def _directional(ev: Evaluator, in_idx: int, direction: np.ndarray, step: float,
+                 real_base: np.ndarray) -> dict:
+    """Outputs (real coordinates) at ``input + step * direction`` (real);
+    ``real_base``: the input's real coordinates."""
     base = ev.problem.arrays[in_idx]
-    moved = coords.from_real(coords.to_real(base) + step * direction, base.shape, base.dtype)
+    moved = coords.from_real(real_base + step * direction, base.shape, base.dtype)
     outs = ev.evaluate({in_idx: moved}, "computing a directional finite difference")
     return {o: coords.to_real(v) for o, v in outs.items()}
 
@@ -106,10 +108,11 @@ def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
         for o in p.float_out:
             jac.blocks[o, in_idx] = np.zeros((probes.k, 1))
             scale[o, in_idx] = np.zeros((probes.k, 1))
+        real_base = coords.to_real(p.arrays[in_idx])   # (once for both steps)
         for k in range(probes.k):
             direction = probes.u[in_idx][k]
-            plus = _directional(ev, in_idx, direction, eps)
-            minus = _directional(ev, in_idx, direction, -eps)
+            plus = _directional(ev, in_idx, direction, eps, real_base)
+            minus = _directional(ev, in_idx, direction, -eps, real_base)
             for o in p.float_out:
                 ju = (plus[o] - minus[o]) / (2 * eps)
                 jac.blocks[o, in_idx][k, 0] = probes.v[o][k] @ ju

@@ -105,6 +105,8 @@ def _flatten(value) -> tuple:
 
 
 def _is_tree(value) -> bool:
+    if is_tensor(value):   # (a tensor flattens to itself: no flattening asked for)
+        return False
     leaves, _, _ = _flatten(value)
     return any(is_tensor(leaf) for leaf in leaves) and not (len(leaves) == 1
                                                             and leaves[0] is value)

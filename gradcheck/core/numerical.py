@@ -14,6 +14,7 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
+from adcheck.gradcheck.core.quiet import quiet, restore
 
 
 def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
@@ -75,8 +76,11 @@ def central_columns(ev: Evaluator, in_idx: int, eps: float, columns=None,
 
 
 def _central(p, both: dict, eps: float) -> dict:
-    with np.errstate(invalid="ignore"):  # inf - inf: a NaN the report names
+    token = quiet()   # inf - inf: a NaN the report names
+    try:
         return {o: ((both[o][0] - both[o][1]) / (2 * eps)).T for o in p.float_out}
+    finally:
+        restore(token)
 
 
 def central_every_input(ev: Evaluator, eps: float) -> dict:

@@ -104,13 +104,10 @@ class Options:
                 raise ValueError(f"check: input_names must be a sequence of strings, one per "
                                  f"input, not {names!r}")
             object.__setattr__(self, "input_names", tuple(names))
-        if not isinstance(self.probes, numbers.Integral) or isinstance(self.probes, bool) \
-                or self.probes < 1:
+        if not _integer(self.probes) or self.probes < 1:
             raise ValueError(f"check: probes must be an integer >= 1 (the number of random "
                              f"probes), not {self.probes!r}")
-        if not isinstance(self.memory_budget, numbers.Integral) \
-                or isinstance(self.memory_budget, bool) \
-                or self.memory_budget < MIN_MEMORY_BUDGET:
+        if not _integer(self.memory_budget) or self.memory_budget < MIN_MEMORY_BUDGET:
             raise ValueError(f"check: memory_budget must be a number of bytes >= "
                              f"{MIN_MEMORY_BUDGET} (1 MiB), not {self.memory_budget!r}; "
                              "for example memory_budget=512 * 2**20")
@@ -141,6 +138,11 @@ class Options:
         Raises ``TypeError`` for a keyword that is not an option (naming the
         known ones) and ``ValueError`` for a value out of range.
         """
+        memo = _memo_key(cls, keywords)
+        if memo is not None:
+            found = _MEMO.get(memo)
+            if found is not None:
+                return found
         known = _names(cls)
         unknown = sorted(set(keywords) - set(known))
         if "against" in unknown:   # issue 32: not reference=, which is an mpmath reference
@@ -153,7 +155,12 @@ class Options:
         for name, value in _CALLER_DEFAULTS.get().items():
             if name not in keywords and not _own_plan(name, keywords):
                 keywords[name] = value() if callable(value) else value
-        return cls(**keywords)
+        options = cls(**keywords)
+        if memo is not None:
+            if len(_MEMO) >= MEMO_SIZE:
+                _MEMO.clear()
+            _MEMO[memo] = options
+        return options
 
     def derive(self, **keywords) -> Options:
         """These options as the defaults of another check: ``keywords`` over them,
@@ -179,7 +186,35 @@ class Options:
 
     def settings(self) -> dict:
         """Every option but the reference function, for ``Report.settings``."""
-        return {name: getattr(self, name) for name in _names(type(self)) if name != "reference"}
+        # (the instance's dict holds the fields in their order, set once by
+        # __init__: a copy of it is a tenth of the cost of a getattr per field)
+        found = dict(self.__dict__)
+        found.pop("reference", None)
+        return found
+
+
+#: ``Options`` made from keywords of plain values, by those keywords (their types
+#: included: ``probes=True`` is refused where ``probes=1`` is not): a frozen
+#: dataclass of 35 fields costs 2 % of a small check to build and validate, and
+#: ``gradcheck()`` asks for the same options call after call
+_MEMO: dict = {}
+MEMO_SIZE = 256
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _memo_key(cls, keywords: dict) -> tuple | None:
+    """The key of ``keywords`` in ``_MEMO``, or ``None`` when they are not kept: a
+    value not of a plain type (a reference function, grad_outputs, input names),
+    or defaults given by a caller (``caller_defaults``, a time limit per check)."""
+    if cls is not Options or _CALLER_DEFAULTS.get():
+        return None
+    key = []
+    for name, value in keywords.items():
+        kind = type(value)
+        if kind not in _PLAIN:
+            return None
+        key.append((name, kind, value))
+    return tuple(key)
 
 
 def _names(cls) -> tuple:
@@ -232,4 +267,14 @@ def _own_plan(name: str, keywords: dict) -> bool:
 
 
 def _number(value) -> bool:
+    if type(value) is float or type(value) is int:   # (the usual: no ABC's check)
+        return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _integer(value) -> bool:
+    """An integer, not a bool (an ``int`` answers without ``numbers.Integral``'s
+    check, a microsecond a call, several a check)."""
+    if type(value) is int:
+        return True
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -87,9 +87,9 @@ class Problem:
         self._classify_outputs()
         self.layout = Layout(
             {i: self.arrays[i].shape for i in self.diff_in},
-            {i: np.iscomplexobj(self.arrays[i]) for i in self.diff_in},
-            {o: self.out_arrays[o].shape for o in self.float_out},
-            {o: np.iscomplexobj(self.out_arrays[o]) for o in self.float_out})
+            {i: self.arrays[i].dtype.kind == "c" for i in self.diff_in},   # (np.iscomplexobj's
+            {o: self.out_arrays[o].shape for o in self.float_out},          # answer for arrays)
+            {o: self.out_arrays[o].dtype.kind == "c" for o in self.float_out})
 
     def _validate_inputs(self, warn_precision: bool):
         E = self.engine
@@ -218,7 +218,7 @@ class Problem:
     def example_size(self) -> int:
         """Real coordinates of every input and output (one example of a batch)."""
         if self._example_size is None:   # (asked before every batch; the arrays stay)
-            self._example_size = sum(a.size * (2 if np.iscomplexobj(a) else 1)
+            self._example_size = sum(a.size * (2 if a.dtype.kind == "c" else 1)
                                      for a in (*self.arrays.values(), *self.out_arrays.values()))
         return self._example_size
 

@@ -36,15 +36,17 @@ def _jax_engine():
 
 def _engine_of(value):
     """The adapter for one value, or ``None`` if it is not a tensor we know."""
+    # refengine's first: a plain isinstance, where torch's Tensor answers through a
+    # metaclass in Python (no tensor is both)
+    refengine = sys.modules.get("adcheck.refengine")
+    if refengine is not None and isinstance(value, getattr(refengine, "Tensor", ())):
+        return _refengine_engine
     if type(value).__module__.partition(".")[0] in ("jax", "jaxlib"):
         jax = sys.modules.get("jax")
         return _jax_engine if jax is not None and isinstance(value, jax.Array) else None
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return _torch_engine
-    refengine = sys.modules.get("adcheck.refengine")
-    if refengine is not None and isinstance(value, getattr(refengine, "Tensor", ())):
-        return _refengine_engine
     return None
 
 

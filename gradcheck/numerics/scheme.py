@@ -23,6 +23,7 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import central_columns
+from adcheck.gradcheck.core.quiet import quiet, restore
 from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance, precise_tolerances
 from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, extrapolated_columns, step_scale
 
@@ -30,8 +31,11 @@ from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, extrapolated_
 def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     """PyTorch's tolerance of each entry, ``atol + rtol * |expected|`` (complex
     form): the rule of every comparison that is not precise, whatever the plan."""
-    with np.errstate(invalid="ignore"):  # 0 * inf: NaN, which never passes
+    token = quiet()   # 0 * inf: NaN, which never passes
+    try:
         return atol + rtol * np.abs(expected)
+    finally:
+        restore(token)
 
 
 class Central:
