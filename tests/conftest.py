@@ -13,7 +13,9 @@ def restored_registry():
     from adcheck.runner import registry as runner_registry
     ops, by_name = list(registry.op_db), dict(registry._by_name)
     loaded, modules = dict(runner_registry._PLUGIN_OPS), set(sys.modules)
+    plugins = runner_registry.OPINFO.plugins
     yield
+    runner_registry.OPINFO.plugins = plugins
     for name in set(sys.modules) - modules:
         if name.startswith("adcheck_plugin_"):
             del sys.modules[name]

@@ -25,6 +25,13 @@ WRONG_OPS = str(FIXTURES / "wrong_ops.py")
 USER_MODULES = str(FIXTURES / "user_modules.py")
 
 
+@pytest.fixture(autouse=True)
+def _plugins_do_not_outlive_their_test(restored_registry):
+    """The plugin ops these tests load into the process-wide registry must not
+    be seen by a later test in the same process (``adcheck list`` would list them)."""
+    yield
+
+
 def _run(patterns, checks, seed=0, plugins=()):
     OPINFO.load_plugins(plugins)
     settings = Settings(checks, Policy(True, "refengine", seed), plugins=plugins)
