@@ -18,10 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    # NumPy 2 keeps the error state in a context variable
+    # NumPy 2 keeps the error state in a context variable. These names are
+    # private: they are tried once here, and any NumPy where they are missing
+    # or behave otherwise gets np.errstate itself
     from numpy._core.umath import _extobj_contextvar as _STATE
     from numpy._core.umath import _make_extobj
-except ImportError:   # older NumPy: np.errstate itself
+    _STATE.reset(_STATE.set(_make_extobj(invalid="ignore")))
+except Exception:   # older or newer NumPy: np.errstate itself
     def quiet():
         """Ignore invalid operations until ``restore(token)``; returns the token."""
         state = np.errstate(invalid="ignore")
