@@ -224,8 +224,11 @@ def nonfinite_result(mode: str, key, count: int, size: int, where: tuple, value,
     else:
         there = ""
         if expected is not None:
-            there = (f", where finite differences are {_kind(expected)} too: the function is "
-                     "not differentiable there" if not np.isfinite(expected) else
+            # central differences can be NaN where one-sided ones are finite (a step
+            # that overflows or leaves the domain): they cannot say it is a kink
+            there = (f", where central differences are {_kind(expected)} too: the function "
+                     "is not differentiable there, or a step overflows or leaves its "
+                     "domain" if not np.isfinite(expected) else
                      f", where finite differences give {expected:.6g}: the formula produces "
                      "it (a 0/0, inf * 0, log(0), an input outside its domain, or a NaN "
                      "constant)")
