@@ -61,6 +61,31 @@ def active_levels() -> tuple:
     return tuple(_levels)
 
 
+def forward_state() -> tuple:
+    """The open levels and this thread's excluded ones, for ``restore_forward_state``."""
+    return tuple(_levels), frozenset(_excluded())
+
+
+def restore_forward_state(state: tuple) -> None:
+    """Put the forward-AD state back as ``forward_state`` found it: close the
+    levels opened since (dropping their tangents) and exclude exactly the levels
+    excluded then. For an interruption that may have left a level half entered
+    or half closed, or excluded (a timer firing in ``dual_level`` or in
+    ``excluding``): every later jvp would be zero or refused."""
+    levels, excluded = state
+    with _lock:
+        while len(_levels) > len(levels) or tuple(_levels) != levels[:len(_levels)]:
+            _levels.pop()
+        for level in [k for k in _members if k not in _levels]:
+            for t in list(_members.pop(level).values()):
+                t._fw_grads.pop(level, None)
+        for level in _levels:
+            _members.setdefault(level, weakref.WeakValueDictionary())
+    ex = _excluded()
+    ex.clear()
+    ex.update(excluded)
+
+
 def set_tangent(t, level: int, tangent) -> None:
     t._fw_grads[level] = tangent
     _members[level][id(t)] = t  # keyed by id: tensors compare elementwise
