@@ -11,7 +11,8 @@ The timer may fire inside ``torch.func.vmap`` or another transform,
 between the push of its level and the pop. The level then stays on torch's
 dynamic layer stack, and every later call in the process behaves as if inside
 that transform ("You are attempting to call Tensor.requires_grad_() ... inside
-of a function being transformed"). ``kept_level`` undoes it.
+of a function being transformed"). ``kept_level`` undoes it, and
+``kept_forward_state`` does the same for refengine's forward-AD levels.
 """
 from __future__ import annotations
 
@@ -42,6 +43,23 @@ def kept_level():
 
 
 @contextlib.contextmanager
+def kept_forward_state():
+    """The block leaves refengine's forward-AD state (open and excluded levels) as
+    it found it: a timer firing inside ``dual_level`` or ``excluding`` left level
+    0 excluded, and every later refengine jvp of the process was zero (404
+    forward checks of one ``adcheck ops --explore`` run: "analytical is zero")."""
+    tangents = sys.modules.get("adcheck.refengine.autograd.tangents")
+    if tangents is None:
+        yield
+        return
+    before = tangents.forward_state()
+    try:
+        yield
+    finally:
+        tangents.restore_forward_state(before)
+
+
+@contextlib.contextmanager
 def interrupting(seconds: float, error):
     """Raise ``error()`` in the block after ``seconds`` where a timer can (see
     the module docstring); torch.func's transform stack is left as it was."""
@@ -55,7 +73,7 @@ def interrupting(seconds: float, error):
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        with kept_level():
+        with kept_level(), kept_forward_state():
             yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

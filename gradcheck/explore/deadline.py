@@ -76,23 +76,14 @@ def _close_forward_levels(before: int) -> None:
         torch._C._exit_dual_level(level=level)
 
 
-def _refengine_forward():
-    """``(tangents module, its forward-AD state)`` where refengine is loaded: a
-    timer firing inside ``dual_level`` or ``excluding`` left level 0 excluded,
-    and every later refengine jvp of the process zero (404 forward checks of
-    one ``adcheck ops --explore`` run failed with "analytical is zero")."""
-    tangents = sys.modules.get("adcheck.refengine.autograd.tangents")
-    return None if tangents is None else (tangents, tangents.forward_state())
-
-
 @contextmanager
 def deadline(seconds: float, module=None):
     """Raise ``Timeout`` in the body after ``seconds``; the grad modes of
-    ``module`` (the engine's) and torch, torch's forward-AD levels and
-    refengine's, are as they were after it (see the module docstring)."""
+    ``module`` (the engine's) and torch, and torch's forward-AD levels, are as
+    they were after it (see the module docstring; refengine's forward-AD levels:
+    ``interrupt.kept_forward_state``)."""
     modes = _grad_modes(module)
     level = _forward_level()
-    refengine = _refengine_forward()
     try:
         with interrupting(seconds, Timeout):
             yield
@@ -101,5 +92,3 @@ def deadline(seconds: float, module=None):
             put(mode)
         if level is not None and "torch" in sys.modules:
             _close_forward_levels(level)
-        if refengine is not None:
-            refengine[0].restore_forward_state(refengine[1])

@@ -51,3 +51,18 @@ def test_the_callers_own_level_and_tangents_stay():
             tangents.enter_dual_level()
         assert tangents.active_levels() == (level,)
         assert float(fw.unpack_dual(3 * dual).tangent.item()) == 6.0
+
+
+def test_a_task_timeout_puts_it_back_too():
+    """The runner's --timeout stops a task with the same timer (``interrupting``)."""
+    from adcheck.gradcheck.core.interrupt import interrupting
+
+    class Stopped(BaseException):
+        pass
+
+    with pytest.raises(Stopped):
+        with interrupting(10.0, Stopped):
+            _level_left_excluded()
+            raise Stopped
+    assert tangents.active_levels() == () and not tangents._excluded()
+    assert _tangent_of_sin(0.3) == pytest.approx(np.cos(0.3), rel=1e-15)
