@@ -21,6 +21,12 @@ def _tangent_of_sin(x: float) -> float:
         return float(fw.unpack_dual(E.sin(dual)).tangent.item())
 
 
+def _assert_put_back():
+    """No level open or excluded, and a jvp is cos again."""
+    assert tangents.active_levels() == () and not tangents._excluded()
+    assert _tangent_of_sin(0.3) == pytest.approx(np.cos(0.3), rel=1e-15)
+
+
 def _level_left_excluded():
     tangents._excluded().add(tangents.enter_dual_level())
 
@@ -38,8 +44,7 @@ def test_the_forward_state_is_put_back_after_a_timeout(interrupted):
         with deadline(10.0, E):
             interrupted()
             raise Timeout
-    assert tangents.active_levels() == () and not tangents._excluded()
-    assert _tangent_of_sin(0.3) == pytest.approx(np.cos(0.3), rel=1e-15)
+    _assert_put_back()
     x = E.tensor(np.linspace(-1, 1, 6), dtype=E.float64, requires_grad=True)
     assert check(E.sin, (x,), check_forward_ad=True, explore=False, seed=0).passed
 
@@ -64,5 +69,4 @@ def test_a_task_timeout_puts_it_back_too():
         with interrupting(10.0, Stopped):
             _level_left_excluded()
             raise Stopped
-    assert tangents.active_levels() == () and not tangents._excluded()
-    assert _tangent_of_sin(0.3) == pytest.approx(np.cos(0.3), rel=1e-15)
+    _assert_put_back()
