@@ -421,3 +421,16 @@ def retained_grad_of_a_view_written_in_place(E):
         loss.backward()
         grads.append(None if view.grad is None else view.grad.tolist())
     assert grads == [None, [1.0]]
+
+
+@case("an empty view is a view all the same: the diagonal of an empty slice shares its "
+      "base's version counter (a write to the base counts for it), as a non-empty one does",
+      source=TORCH_BEHAVIOUR)
+def empty_views_share_the_version_counter(E):
+    base = _f64(E, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    base.add_(1)
+    for view in (base[2:], base[2:].diagonal(), base[1:].diagonal(), base.diagonal()):
+        assert view._version == base._version == 1
+    empty = base[2:].diagonal()
+    base.mul_(2)
+    assert empty._version == 2 and tuple(empty.shape) == (0,)

@@ -298,8 +298,8 @@ def broadcast_error(shapes) -> str:
 def _same_root(a: np.ndarray, b: np.ndarray) -> bool:
     """``a`` and ``b`` view one array: NumPy says an empty view shares no
     memory, but torch's empty slice is a view of its base all the same."""
-    def root(x):
-        while isinstance(x.base, np.ndarray):
+    def root(x):    # (as_strided's result has a non-array base holding the array)
+        while getattr(x, "base", None) is not None:
             x = x.base
         return x
     return root(a) is root(b)
