@@ -434,3 +434,18 @@ def empty_views_share_the_version_counter(E):
     empty = base[2:].diagonal()
     base.mul_(2)
     assert empty._version == 2 and tuple(empty.shape) == (0,)
+
+
+@case("the gradient a base gets through an in-place write on one of its views is laid out "
+      "as the base, not as the incoming gradient: a double backward whose gradient arrives "
+      "transposed still replays view(-1) on it", source=TORCH_BEHAVIOUR)
+def copy_slices_lays_its_gradient_out_as_the_base(E):
+    leaf = E.tensor([[0.5 + 0.15j, 0.5 + 1.0j, -1.0], [0.47, 0.65 + 0.35j, 2.0 - 0.36j]],
+                    dtype=E.complex128, requires_grad=True)
+    w = leaf * 1
+    w.view(-1).neg_()
+    (g,) = E.autograd.grad(E.abs(w.transpose(0, 1)).sum(), [w], create_graph=True)
+    (g * g.conj()).real.sum().backward()
+    # sum |w|'s gradient is w / |w|, of norm 1 everywhere: |g|^2 is constant, so the
+    # leaf's gradient is zero (to rounding) wherever w is not 0
+    assert max(abs(z) for row in leaf.grad.tolist() for z in row) < 1e-12

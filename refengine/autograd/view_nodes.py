@@ -15,16 +15,20 @@ from .saved import _op_name as op_name
 class CopySlices(Node):
     """Backward of a base whose region (``view_fn``) was written by ``fn``."""
 
-    def __init__(self, base_edge, view_fn, fn: Node):
+    def __init__(self, base_edge, view_fn, fn: Node, base_c_order: bool = True):
         super().__init__((base_edge,) + tuple(fn._next[1:]))
         self.view_fn = view_fn
         self.fn = fn
+        self.base_c_order = base_c_order
 
     def apply(self, grads: list) -> list:
         g = grads[0]
         if g is None:
             return [None] * len(self._next)
-        result = g.clone()
+        # laid out as the base, as torch's CopySlices does, not as the gradient: the
+        # view ops replayed on it (view(-1)) must find the strides they were made on
+        # (a transposed gradient of a double backward refused view(-1))
+        result = g.clone(memory_format="contiguous") if self.base_c_order else g.clone()
         region = self.view_fn(result)
         inner = self.fn.apply([region.clone()])
         if inner[0] is None:
@@ -175,7 +179,8 @@ def rebase_after_inplace(t, node: Node, old: Node | None, inputs=()) -> None:
     if t._retains_grad and old is not None:
         old._drop_retains_grad(t)       # the view's retained grad follows its new history
     old_base_fn = base._grad_fn
-    base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node)
+    base._grad_fn = CopySlices(base._grad_edge(), t._view_fn, node,
+                               bool(base._data.flags.c_contiguous))
     base._output_nr = 0
     if base._retains_grad and old_base_fn is not None:
         # the base's retained grad follows its new history, as torch's hooks do
