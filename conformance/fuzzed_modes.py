@@ -449,3 +449,33 @@ def copy_slices_lays_its_gradient_out_as_the_base(E):
     # sum |w|'s gradient is w / |w|, of norm 1 everywhere: |g|^2 is constant, so the
     # leaf's gradient is zero (to rounding) wherever w is not 0
     assert max(abs(z) for row in leaf.grad.tolist() for z in row) < 1e-12
+
+
+@case("a tensor's later hooks join the node its first hook went to, without reading its "
+      "grad_fn again: a split view whose base was written since accepts them (its grad_fn "
+      "would raise), and they run with the first, on the history from before the write",
+      source=TORCH_BEHAVIOUR)
+def later_hooks_join_the_first_hooks_node(E):
+    calls = []
+    for make in (lambda b: b.split(1)[0], lambda b: b[0]):
+        base = _f64(E, [[1.0, 4.0], [9.0, 16.0]], requires_grad=True) * 1
+        view = make(base)
+        view.register_hook(lambda g: calls.append(("first", g.tolist())))
+        before = view * 3
+        base.mul_(2)
+        view.register_hook(lambda g: calls.append(("second", g.tolist())))
+        before.sum().backward()
+    assert calls == [("first", [[3.0, 3.0]]), ("second", [[3.0, 3.0]]),
+                     ("first", [3.0, 3.0]), ("second", [3.0, 3.0])]
+    # a first hook after the write reads grad_fn, which raises for a split view;
+    # the hook after it is accepted and never called
+    base = _f64(E, [[1.0, 4.0], [9.0, 16.0]], requires_grad=True) * 1
+    view = base.split(1)[0]
+    before = view * 3
+    base.mul_(2)
+    with pytest.raises(RuntimeError, match="is the output of a function that returns "
+                                           "multiple views"):
+        view.register_hook(lambda g: calls.append(("raised", g)))
+    view.register_hook(lambda g: calls.append(("accepted", g)))
+    before.sum().backward()
+    assert len(calls) == 4

@@ -348,6 +348,32 @@ class Tensor:
                 self._grad_accumulator._own("_tensor_hooks")[0] = kept
         return self._grad_accumulator
 
+    def _hook_edge(self):
+        """The (node, input number) this tensor's hooks go to.
+
+        As torch's ``Tensor.register_hook``, which reads ``grad_fn`` only at a
+        tensor's first hook: later hooks join the node the tensor had then,
+        until its ``grad_fn`` changes (an in-place op on it, a view's history
+        regenerated when read), without reading it again (which, for a view of
+        a written base, could raise or regenerate it). torch keeps the hooks'
+        dict from before that read: when the read raises, later hooks join a
+        dict no node calls.
+        """
+        import weakref
+        kept = self.__dict__.get("_hooks_at")
+        fn = self._grad_fn
+        # weakly: a node the tensor has left must not be kept alive by it
+        if kept is not None and (kept[0] is None if fn is None
+                                 else kept[0] is not None and kept[0]() is fn):
+            node = kept[1]() if kept[1] is not None else None
+            return (node, kept[2]) if node is not None else (None, 0)
+        self.__dict__["_hooks_at"] = (weakref.ref(fn) if fn is not None else None, None, 0)
+        node, nr = self._grad_edge()
+        fn = self._grad_fn      # a view's history may have been regenerated
+        self.__dict__["_hooks_at"] = (weakref.ref(fn) if fn is not None else None,
+                                      weakref.ref(node) if node is not None else None, nr)
+        return node, nr
+
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed.
 
@@ -357,7 +383,7 @@ class Tensor:
         """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        node, nr = self._grad_edge()
+        node, nr = self._hook_edge()
         if node is None:
             # a view that requires grad through its base but is not in the
             # graph (made in no_grad mode, or before its base required grad):

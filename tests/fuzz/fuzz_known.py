@@ -232,13 +232,15 @@ def _torch_real_tangent_of_copy(found, source: str) -> bool:
 
 def _torch_is_leaf_assert(found, source: str) -> bool:
     """torch's is_leaf raised (an internal assert) on a view_as_real view (or
-    .real, .imag: its select views) of a base that detach_() cut and an in-place
-    op then wrote."""
-    obs = found.raw[1]
-    flags = obs[1].get("flags") if obs and obs[0] == "tensor" else None
-    return (flags is not None and flags[3] == ("raises", "RuntimeError")
+    .real, .imag: its select views) of a base that detach_() cut, or that was made
+    to require grad in place while its root does not (make_dual's result is a view
+    of its primal), and an in-place op then wrote."""
+    ref, tor = (obs[1].get("flags") if obs and obs[0] == "tensor" else None
+                for obs in found.raw)
+    return (tor is not None and ref is not None and tor[3] == ("raises", "RuntimeError")
+            and ref[3] != tor[3]
             and re.search(r"view_as_real\(|\.real\b|\.imag\b", source) is not None
-            and ".detach_()" in source)
+            and (".detach_()" in source or ".requires_grad_()" in source))
 
 
 def _torch_new_fn_assert(found, source: str) -> bool:
@@ -327,7 +329,8 @@ KNOWN = (
           "tangent: torch's tangent is the real one of the source, refengine's complex"),
     Entry("flags", ".*", _torch_is_leaf_assert,
           "docs/differences.md: torch fails an internal assert reading is_leaf of a "
-          "view_as_real view whose base was detached in place and then written"),
+          "view_as_real view whose base was detached in place, or made to require grad "
+          "in place while its root does not, and then written"),
     Entry("raises", ".*", _torch_new_fn_assert,
           "docs/differences.md: torch fails the same internal assert (new_fn) using a "
           "view_as_real view (or .real, .imag) whose base was detached in place or "

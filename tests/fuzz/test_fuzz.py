@@ -270,3 +270,17 @@ def test_gradients_that_share_memory_in_torch_are_known_only_when_clones_agree()
     assert found is not None and found.kind == "grad"     # torch's z.grad is 3, not 2
     assert classify(found, p.source(), p, (refengine, torch)) == "known"
     assert classify(found, p.source()) == "new"
+
+
+def test_torchs_is_leaf_assert_is_known_only_for_a_view_as_real_of_a_base_made_to_require_grad():
+    # seed 49, program 10071 without make_dual: b is a view of a tensor that does not
+    # require grad; torch replays b.real from that root and fails its own assert
+    lines = ("v0 = E.tensor([complex(1.0, 2.0), complex(3.0, -1.0)], dtype=E.complex128)[:]",
+             "v1 = v0[1]", "v0.requires_grad_()", "v2 = v0.real", "v1.neg_()")
+    p = _program(*lines)
+    found = difference(p, (refengine, torch))
+    assert found is not None and found.kind == "flags"      # torch's v2.is_leaf raises
+    assert classify(found, p.source(), p, (refengine, torch)) == "known"
+    # the same difference in a program with a slice instead, or no in-place requires_grad_
+    assert classify(found, p.source().replace("v0.real", "v0[0:1]")) == "new"
+    assert classify(found, p.source().replace("v0.requires_grad_()", "v0.sum()")) == "new"
