@@ -76,7 +76,10 @@ def check(func, inputs, **keywords) -> Report:
     - ``input_names``: a name per input, shown beside its index in messages
       and kept in ``Result.in_name`` and ``Report.input_names``.
     - ``buffers`` (False): with a module, also check its floating point buffers.
-    - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s): ``gradcheck.explore``.
+    - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s): ``gradcheck.explore``;
+      ``explore_reference``: an mpmath reference that judges a failing explored point
+      again (``gradcheck.explore.arbiter``: cleared where it agrees with the formula
+      and not with finite differences).
 
     ``func`` may be a torch or refengine ``nn.Module``: its floating point
     parameters that require grad are then checked too, after the inputs, each

@@ -73,15 +73,21 @@ def check_options(subject, check: str, policy: Policy, call) -> Options:
     the check's own keywords over them (``subject.keywords``), exploring for the
     first sample when the policy explores, the check's seed and the subject's name."""
     return policy.options().derive(**subject.keywords(check, policy, call),
-                                   **_explore_keywords(subject, policy),
+                                   **_explore_keywords(subject, policy, call),
                                    seed=subject.seed(policy.seed, check), name=subject.name)
 
 
-def _explore_keywords(subject, policy: Policy) -> dict:
+def _explore_keywords(subject, policy: Policy, call=None) -> dict:
     """``explore`` for the first sample (or input set) of a subject when the
-    policy explores (its budget is among the run's options), else nothing."""
+    policy explores (its budget is among the run's options), else nothing; with
+    the op's mpmath reference, if any, to judge a failing explored point again
+    (``gradcheck.explore.arbiter``)."""
     if policy.explore is None or subject.index != 0:
         return {}
     # with torch's tolerances too (--torch-tolerances): as check(precise=False), the
     # given inputs keep them, and every explored point is judged precisely
-    return {"explore": "quick" if policy.explore == "quick" else True}
+    found = {"explore": "quick" if policy.explore == "quick" else True}
+    reference = getattr(call, "reference", None)
+    if reference is not None:
+        found["explore_reference"] = reference
+    return found

@@ -76,6 +76,10 @@ class Options:
     time_limit: float | None = None
     explore: bool | str = False
     explore_budget: float = DEFAULT_EXPLORE_BUDGET
+    #: an mpmath reference (``numerics.reference``'s convention) that judges a failing
+    #: explored point again: a point where it agrees with the formula and not with
+    #: finite differences is not failed (``gradcheck.explore.arbiter``)
+    explore_reference: Callable | None = None
     #: build Jacobians in batches (one vmapped evaluation for many vectors); False:
     #: one vector at a time. Never changes what a check finds, only its speed
     batching: bool = True
@@ -190,6 +194,7 @@ class Options:
         # __init__: a copy of it is a tenth of the cost of a getattr per field)
         found = dict(self.__dict__)
         found.pop("reference", None)
+        found.pop("explore_reference", None)
         return found
 
 

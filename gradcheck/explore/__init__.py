@@ -9,7 +9,11 @@ at another input (the one comparator, the one report), in precise mode so
 that an entry off by 10 % of itself fails at 1e-8 as at 40. A failing point
 is judged again with one-sided derivatives where the function may have a kink
 or a tie (``brackets``), shrunk to as few special entries as possible
-(``shrink``), and described with a reproducer in the report (``point``).
+(``shrink``), and described with a reproducer in the report (``point``). A
+point still failing is judged by the op's mpmath reference when the check
+carries one (``Options.explore_reference``, ``arbiter``): where it agrees with
+the formula and not with finite differences, the forward loses precision there
+and the point is counted apart, not failed.
 ``search`` runs it all within a budget of seconds, each point stopped at its
 own deadline (``deadline``). The quick pass (``explore="quick"``, ``check()``'s
 default; ``gradcheck()``'s is False, as PyTorch's) runs once the given inputs
@@ -19,7 +23,8 @@ few evaluations (``quick``) before any full check. Explored points are judged
 precisely whatever tolerances the given inputs were judged with. A process that checks for another (the runner's workers)
 announces each point and skips those it died at before (``watch``).
 
-Owns: the catalogue of special points, the one-sided verdicts, the quick
+Owns: the catalogue of special points, the one-sided verdicts, the mpmath
+arbiter of a failing point, the quick
 screen, the search, the shrinking, the description of an explored point and
 the announcement of each point to a watching parent process.
 

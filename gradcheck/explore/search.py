@@ -29,7 +29,8 @@ from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.explore import brackets, catalogue, point, quick, shrink, watch, wobble
+from adcheck.gradcheck.explore import (arbiter, brackets, catalogue, point, quick, shrink,
+                                       watch, wobble)
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
 from adcheck.gradcheck.verdict.compare import Result
 
@@ -59,6 +60,12 @@ class Tally:
     not_differentiable: int = 0
     kinks: int = 0
     unresolved: int = 0
+    #: failing points cleared by the op's mpmath reference (``arbiter``): the formula
+    #: agrees with it, finite differences do not (the forward loses precision there)
+    forward_cancels: int = 0
+    #: failing points judged against the mpmath reference, and their seconds
+    arbitrated: int = 0
+    arbiter_seconds: float = 0.0
     timeouts: int = 0
     #: points where the process died in an earlier run (``watch``): failures
     crashes: int = 0
@@ -81,6 +88,11 @@ class Tally:
                 f"(kinks, ties: the formula lies between the one-sided derivatives), "
                 f"{self.unresolved} unresolved (the difference quotients depend on the "
                 f"step there), {self.timeouts} timed out"
+                + (f", {self.forward_cancels} where the forward loses precision (the mpmath "
+                   f"reference agrees with the formula, finite differences do not)"
+                   if self.forward_cancels else "")
+                + (f", {self.arbitrated} judged again by the mpmath reference"
+                   if self.arbitrated else "")
                 + (f", {self.crashes} crashed the process" if self.crashes else ""))
 
 
@@ -143,7 +155,7 @@ class Explorer:
         kind = outcome[0]
         field = {"pass": "passed", "domain": "outside_domain", "nondiff": "not_differentiable",
                  "kink": "kinks", "timeout": "timeouts", "unresolved": "unresolved",
-                 "crash": "crashes"}.get(kind)
+                 "crash": "crashes", "cancels": "forward_cancels"}.get(kind)
         if field:
             setattr(self.tally, field, getattr(self.tally, field) + 1)
 
@@ -340,10 +352,30 @@ class Explorer:
         rounding = self._wobbled(ins, checked.seed, jacobians)
         verdict = brackets.judge(ev, jacobians, self.explored, rounding)
         if verdict.verdict == "fail":
-            return ("fail", failures, verdict)
+            return self._arbitrated(ev, checked, failures, verdict)
         if verdict.verdict == "agree":
             return ("pass", [], None)
         return (verdict.verdict, [], None)
+
+    def _arbitrated(self, ev, checked, failures, verdict) -> tuple:
+        """A point the one-sided verdicts fail, judged by the op's mpmath reference
+        when the check carries one (``arbiter``): "cancels" where it agrees with the
+        formula and not with finite differences; else the failure, with what it found."""
+        ref = self.options.explore_reference
+        if ref is None or self.options.reference is not None or self.options.order != 1:
+            return ("fail", failures, verdict)
+        start = time.perf_counter()
+        jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
+                     if m in checked.jacobians}
+        found, note = arbiter.arbitrate(ev, jacobians, checked.jacobians.get("numerical"), ref)
+        self.tally.arbitrated += 1
+        self.tally.arbiter_seconds += time.perf_counter() - start
+        if found == "cancels":
+            return ("cancels", [], None)
+        for result in failures:
+            if note:
+                result.detail = note if not result.detail else f"{result.detail}\n  {note}"
+        return ("fail", failures, verdict)
 
 
 def explore(run, func, inputs, options, report, quick_only: bool = False,

@@ -1,0 +1,139 @@
+"""The mpmath arbiter of a failing explored point (gradcheck/explore/arbiter.py).
+
+Where the forward cancels, finite differences see a quantized function and fail
+a correct formula; the op's mpmath reference tells the two apart. Each test
+takes its expected derivative from mpmath, independently of the code under test.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import mpmath
+import numpy as np
+import torch
+
+import adcheck.refengine as E
+from adcheck.gradcheck.api import check, run
+from adcheck.gradcheck.core.options import Options
+from adcheck.gradcheck.explore import arbiter
+from adcheck.gradcheck.explore.search import Explorer, Tally
+from adcheck.runner.reproduction import rebuild
+
+#: found by an idle `adcheck ops --check reverse,forward --explore --explore-budget 2`
+X = -7.850276256330784
+
+
+def _t(values, engine=E):
+    return engine.tensor(values, dtype=engine.float64, requires_grad=True)
+
+
+def _point(func, inputs, **keywords):
+    """What exploring says at exactly these inputs: ``(kind, results, tally)``."""
+    report = SimpleNamespace(seed=0, name="f", results=[])
+    explorer = Explorer(run, func, inputs, Options.from_keywords(
+        seed=0, precise=True, explore=True, explore_budget=60.0, **keywords), report,
+        False, False)
+    kind, results, _ = explorer.try_point({})
+    return kind, results, explorer.tally
+
+
+def _gelu_reference():
+    """The registry's own mpmath reference of gelu, as `adcheck ops --explore` hands
+    it to the check (the sample's other arguments bound)."""
+    ref = rebuild("nn.functional.gelu", "float64", 0, "reverse",
+                  explore=2).keywords["explore_reference"]
+    assert ref is not None
+    return ref
+
+
+def _true_gelu_derivative(x: float) -> float:
+    mpmath.mp.dps = 50
+    x = mpmath.mpf(x)
+    return float(mpmath.ncdf(x) + x * mpmath.npdf(x))       # d/dx x Phi(x)
+
+
+def test_the_runner_hands_an_explored_check_its_ops_mpmath_reference():
+    ref = _gelu_reference()
+    mpmath.mp.dps = 60     # (its 1 + erf cancels 15 of them, as the forward's does)
+    (value,) = ref(np.array([mpmath.mpf(X)], dtype=object))
+    exact = mpmath.mpf(X) * mpmath.ncdf(mpmath.mpf(X))
+    assert abs(value - exact) <= 1e-40 * abs(exact)
+    # only an explored check carries it (the given inputs are judged as before)
+    assert "explore_reference" not in rebuild("nn.functional.gelu", "float64", 0,
+                                              "reverse").keywords
+
+
+def test_gelu_at_minus_7_85_a_forward_that_cancels_is_not_a_failure():
+    true = _true_gelu_derivative(X)
+    ref = _gelu_reference()
+    for engine, gelu in ((E, E.nn.functional.gelu), (torch, torch.nn.functional.gelu)):
+        leaf = _t([X], engine)
+        (g,) = engine.autograd.grad(gelu(leaf).sum(), leaf)
+        # the formula is right to its own rounding (Phi = (1 + erf) / 2 rounds)
+        assert abs(g.item() - true) < 1e-3 * abs(true)
+        # the forward's 1 + erf is 4e-15 in steps of 1.1e-16: its quotient is Phi alone
+        h = 2.0 ** -20
+        with engine.no_grad():
+            quotient = (gelu(_t([X + h], engine)).item() - gelu(_t([X - h], engine)).item()) / (2 * h)
+        assert abs(quotient - true) > 0.5 * abs(true)
+        for forward in (False, True):
+            modes = dict(check_forward_ad=forward, check_backward_ad=not forward)
+            kind, _, tally = _point(gelu, (_t([X], engine),), explore_reference=ref, **modes)
+            assert kind == "cancels" and tally.arbitrated == 1
+            # an op without an mpmath reference keeps the verdict of the quotients
+            assert _point(gelu, (_t([X], engine),), **modes)[0] == "fail"
+
+
+class _OffInTheTail(torch.autograd.Function):
+    """gelu with a backward 1 % off below x = -2 (exact, by erfc, elsewhere)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.gelu(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        d = 0.5 * torch.erfc(-x / math.sqrt(2)) + x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+        return g * d * torch.where(x < -2, 1.01, 1.0)
+
+
+def test_a_gelu_backward_1_percent_off_still_fails_at_that_very_point():
+    true = _true_gelu_derivative(X)
+    leaf = _t([X], torch)
+    (g,) = torch.autograd.grad(_OffInTheTail.apply(leaf).sum(), leaf)
+    assert abs(g.item() / true - 1.01) < 1e-6
+    # (reverse only: a custom Function without a jvp has no forward mode)
+    kind, results, tally = _point(_OffInTheTail.apply, (_t([X], torch),),
+                                  explore_reference=_gelu_reference())
+    assert kind == "fail" and tally.arbitrated == 1
+    assert any("the mpmath reference: the formula is 1.0e-02 off it" in r.detail
+               for r in results)
+
+
+def test_a_gelu_backward_1_percent_off_still_fails_at_explored_points():
+    x = _t([0.31, -1.24, 0.83, -0.52], torch)     # where the formula is right
+    report = check(_OffInTheTail.apply, (x,), precise=True, explore=True, explore_budget=10,
+                   seed=0, explore_reference=_gelu_reference())
+    assert not report.passed
+    (finding,) = report.counts["explore"]["findings"]
+    point = finding["inputs"]["0"]
+    assert min(point) < -2          # an entry in the tail, where it is off
+    failing = [r for r in report.failures if "at the explored point" in (r.detail or "")]
+    assert failing and all("the mpmath reference" in r.detail for r in failing)
+
+
+def test_the_arbiter_clears_nothing_where_the_formula_is_not_finite():
+    # a NaN formula agrees with no reference: the point stays failed, unarbitrated
+    jac = SimpleNamespace(blocks={(0, 0): np.array([[np.nan]])}, seeds=None)
+    assert arbiter.arbitrate(None, {"reverse": jac}, jac, lambda x: x) == ("fail", "")
+
+
+def test_the_message_names_the_points_the_reference_cleared():
+    assert "2 where the forward loses precision (the mpmath reference agrees with the " \
+        "formula, finite differences do not)" in Tally(forward_cancels=2).text()
+    assert "3 judged again by the mpmath reference" in Tally(arbitrated=3).text()
+    assert "forward loses precision" not in Tally().text()
+    assert "mpmath" not in Tally().text()
