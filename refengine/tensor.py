@@ -5,6 +5,7 @@ attached to ``Tensor`` as a method (and in-place variant) from there.
 """
 from __future__ import annotations
 
+import weakref
 from types import MappingProxyType
 
 import numpy as np
@@ -359,7 +360,6 @@ class Tensor:
         dict from before that read: when the read raises, later hooks join a
         dict no node calls.
         """
-        import weakref
         kept = self.__dict__.get("_hooks_at")
         fn = self._grad_fn
         # weakly: a node the tensor has left must not be kept alive by it
