@@ -12,6 +12,13 @@ Python-heavy parts more than the rest, so the shares are the run's own).
 Each look is counted once per part of the work found on the stack
 (``PARTS``, innermost match first, but the explore pass whole), then per
 check. bench/cli_startup.md and bench/ops_sweep.md quote runs.
+
+The thread looks only when the main thread lets go of the GIL: at a system
+call (reading /proc, a pipe) far more often than in NumPy or Python code, so
+parts that make system calls come out larger than they are (in one run,
+"setting up the problem" 29 % here and 4 % by py-spy, which samples from
+outside: ``py-spy record -f raw -- python bench/ops_sweep_profile.py``). The
+shares by check hold; for the parts, prefer py-spy where it is installed.
 """
 from __future__ import annotations
 

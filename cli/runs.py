@@ -118,10 +118,11 @@ def recorded(settings, **about):
 
 def prestart(registry=None) -> None:
     """Start the workers' imports now, so that they run while this process
-    selects: a worker, or for a registry with a ``preload`` (PyTorch's op_db) the
-    fork server that imports it (a worker would wait for it here). None for
-    ``adcheck check`` of torch code: its workers are forks of this process once
-    it has imported the file (``forks_here``)."""
+    imports and selects: the fork server, which imports the libraries (and a
+    registry's ``preload``, PyTorch's op_db's) once, without waiting for it (a
+    worker started here would wait for it); where there is no fork server, a
+    worker. None for ``adcheck check`` of torch code: its workers are forks of
+    this process once it has imported the file (``forks_here``)."""
     from adcheck.runner.pool import shared_pool
     preload = () if registry is None else registry.preload
     if _checks_torch_code():
@@ -129,7 +130,7 @@ def prestart(registry=None) -> None:
     try:
         if preload:
             shared_pool().warm(preload)
-        else:
+        elif not shared_pool().start_server():
             shared_pool().prestart(1)
     except Exception:  # noqa: BLE001 - the run starts them again and says why it cannot
         pass

@@ -197,6 +197,19 @@ class WorkerPool:
         from multiprocessing import forkserver
         forkserver.ensure_running()
 
+    def start_server(self) -> bool:
+        """Start the fork server now, without waiting for it: it imports the
+        libraries (``preload``) while this process goes on (its own imports, the
+        plan), and the workers forked from it later start warm. False where
+        workers are not forked from a server (``prestart`` them instead).
+        (Starting a worker waits until the server has imported everything and
+        forked it: started early, it held the command up for as long.)"""
+        if self.context.get_start_method() != "forkserver":
+            return False
+        from multiprocessing import forkserver
+        forkserver.ensure_running()
+        return True
+
     def prestart(self, count: int) -> None:
         """Start workers until ``count`` are alive (they import in the background)."""
         while len(self.workers) < count:

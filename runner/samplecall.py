@@ -130,8 +130,18 @@ class SampleCall:
         if ref is None or not self.has_plain_output():
             return None
 
+        # the other tensors as mpmath arrays, converted once (an entry at a time, they
+        # cost as much as the op's reference itself), a copy handed to each call
+        converted: dict = {}
+
+        def constant(tensor):
+            if id(tensor) not in converted:
+                converted[id(tensor)] = (tensor, _constant_to_mp(tensor))
+            value = converted[id(tensor)][1]
+            return value.copy() if isinstance(value, np.ndarray) else value
+
         def reference(*mp_inputs):
-            inp, args, kwargs = self._rebuild(mp_inputs, _constant_to_mp)
+            inp, args, kwargs = self._rebuild(mp_inputs, constant)
             return ref(inp, *args, **kwargs)
         return reference
 

@@ -74,6 +74,8 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
     level = verbosity(verbose, quiet)
     check_writable(junit_xml, write_baseline, html)
     registry = open_registry(registry_name, plugins)
+    # (first: the workers' libraries import while this process imports its own)
+    prestart(registry)
     checks, engine = registry_defaults(registry, checks, engine)
     chosen_checks = parse_checks(checks)
     chosen_dtypes = parse_dtypes(dtypes, registry.dtype_names)
@@ -84,7 +86,6 @@ def ops(patterns, families, dtypes, low_precision, registry_name, checks, engine
         # (a registry's own default, torch's op_db's, has every dtype the op supports)
         chosen_dtypes = planned_dtypes(chosen_dtypes, low_precision, engine)
     accepted = load_baseline(baseline, registry.name)
-    prestart(registry)
     load_registry(plugins, registry)
     infos = select(registry, patterns, families, engine)
     if engine == "torch" and not infos:

@@ -12,6 +12,7 @@ import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..entrywise import entrywise
 from ..registry import register
 from ..samples import binary, index, make, mask
 
@@ -20,7 +21,7 @@ FAMILY = "binary"
 
 def mp_binary(fn):
     """An mpmath reference applying ``fn`` entrywise with broadcasting."""
-    vec = np.vectorize(fn, otypes=[object])
+    vec = entrywise(fn)   # (each distinct entry computed once: see opinfo.entrywise)
     return lambda x, y, *args, **kwargs: vec(x, y, **kwargs)
 
 

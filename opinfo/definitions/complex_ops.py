@@ -9,6 +9,7 @@ import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..entrywise import entrywise
 from ..registry import register
 from ..samples import make, unary
 
@@ -17,7 +18,7 @@ COMPLEX = (E.complex64, E.complex128)
 
 
 def _mp(fn):
-    vec = np.vectorize(fn, otypes=[object])
+    vec = entrywise(fn)   # (each distinct entry computed once: see opinfo.entrywise)
     return lambda x, *args, **kwargs: vec(x)
 
 

@@ -10,6 +10,7 @@ import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..entrywise import entrywise
 from ..registry import register
 from ..samples import make, unary
 
@@ -20,7 +21,7 @@ FAMILY = "elementwise"
 
 def mp_elementwise(fn):
     """An mpmath reference applying ``fn`` to each entry (object arrays in and out)."""
-    vec = np.vectorize(fn, otypes=[object])
+    vec = entrywise(fn)   # (each distinct entry computed once: see opinfo.entrywise)
 
     def ref(x, *args, **kwargs):
         return vec(x)

@@ -15,6 +15,7 @@ import adcheck.refengine.nn.functional as F
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..entrywise import entrywise
 from ..registry import register
 from ..samples import index, make, unary
 
@@ -23,7 +24,7 @@ _SHAPES = ((), (4,), (2, 3), (2, 1, 3))
 
 
 def _mp_map(fn):
-    vec = np.vectorize(fn, otypes=[object])
+    vec = entrywise(fn)   # (each distinct entry computed once: see opinfo.entrywise)
 
     def ref(x, *args, **kwargs):
         return vec(x, *args, **kwargs) if x.ndim else np.array(fn(x.item(), *args, **kwargs),
