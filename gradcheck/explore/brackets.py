@@ -56,7 +56,8 @@ MAX_DIRECTIONS = 64
 class Bracket:
     """Where the verdict came from: the direction (input index: flat entries),
     the two one-sided derivatives and the formula's, for output ``out_idx``
-    at its flat real coordinate ``row``."""
+    at its flat real coordinate ``row``; ``note``: what the op's mpmath reference
+    found at a failing point (``arbiter``), if it was consulted."""
 
     verdict: str
     mode: str | None = None
@@ -66,6 +67,7 @@ class Bracket:
     left: float | None = None
     right: float | None = None
     formula: float | None = None
+    note: str = ""
 
 
 def directions(arrays: dict, real_inputs: list) -> list:

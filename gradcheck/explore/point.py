@@ -122,6 +122,8 @@ def annotate(results: list, description: str, code: str, bracket=None) -> list:
                  f"outside the one-sided derivatives [{bracket.left:.6e}, {bracket.right:.6e}]"
                  f" for output {bracket.out_idx} at [{bracket.row}] along "
                  + ", ".join(f"input {i} entries {ks}" for i, ks in bracket.direction.items()))
+    if bracket is not None and bracket.note:
+        text += f"; {bracket.note}"
     text += f"; reproduce with: {code}"
     for result in results:
         result.detail = text if not result.detail else f"{result.detail}\n  {text}"

@@ -372,9 +372,7 @@ class Explorer:
         self.tally.arbiter_seconds += time.perf_counter() - start
         if found == "cancels":
             return ("cancels", [], None)
-        for result in failures:
-            if note:
-                result.detail = note if not result.detail else f"{result.detail}\n  {note}"
+        verdict.note = note   # on the report's line of the point (``point.annotate``)
         return ("fail", failures, verdict)
 
 
