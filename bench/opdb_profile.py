@@ -3,6 +3,7 @@
     python bench/opdb_profile.py                                  # the slice of opdb_profile.md
     python bench/opdb_profile.py --ops 'atan2,asinh' --dtype complex64,float32 --top 30
     python bench/opdb_profile.py --from-json sweep.json            # shares of a saved run
+    python bench/opdb_profile.py --ops 'a*' --cpu                   # CPU seconds, no profiler
 
 Runs the tasks ``adcheck ops --registry torch`` would run for the selected
 ops (every dtype torch supports backward for, the checks op_db's gradient
@@ -77,21 +78,26 @@ def _layers(stats: pstats.Stats) -> str:
         f"{k} {v:.1f} s ({100 * v / total:.0f}%)" for k, v in by.most_common())
 
 
-def profile(ops: list, dtypes: list | None, top: int) -> None:
+def profile(ops: list, dtypes: list | None, top: int, cpu_only: bool = False) -> None:
     from adcheck.runner.run import run_tasks
     started = time.perf_counter()
     tasks = _tasks(ops, dtypes)
     print(f"{len(tasks)} tasks (op x dtype), planned in {time.perf_counter() - started:.1f} s "
           "(op_db imported and its entries built)")
     profiler = cProfile.Profile()
-    started = time.perf_counter()
-    profiler.enable()
+    started, cpu = time.perf_counter(), time.process_time()
+    if not cpu_only:
+        profiler.enable()
     outcome = run_tasks(tasks, in_process=True)
     profiler.disable()
-    print(f"ran in {time.perf_counter() - started:.1f} s, status {outcome.status}")
+    # (CPU seconds: what a loaded machine does not inflate, unlike the wall time)
+    print(f"ran in {time.perf_counter() - started:.1f} s, {time.process_time() - cpu:.1f} CPU s"
+          f"{'' if cpu_only else ' under cProfile'}, status {outcome.status}")
     results = [dict(op=r.op, dtype=r.dtype, check=r.check, seconds=r.seconds,
                     plan=getattr(r, "plan", None), status=r.status) for r in outcome.results]
     print(shares(results))
+    if cpu_only:
+        return
     stats = pstats.Stats(profiler)
     print(_layers(stats))
     for order in ("cumulative", "tottime"):
@@ -112,11 +118,14 @@ def main(argv=None) -> int:
     parser.add_argument("--from-json", metavar="PATH",
                         help="a saved 'adcheck ops --registry torch --format json' run: its "
                              "shares only")
+    parser.add_argument("--cpu", action="store_true",
+                        help="no cProfile: the CPU seconds of the run and its shares only")
     args = parser.parse_args(argv)
     if args.from_json:
         print(shares(json.loads(Path(args.from_json).read_text())["results"]))
         return 0
-    profile(args.ops.split(","), args.dtype.split(",") if args.dtype else None, args.top)
+    profile(args.ops.split(","), args.dtype.split(",") if args.dtype else None, args.top,
+            args.cpu)
     return 0
 
 

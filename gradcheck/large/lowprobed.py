@@ -66,6 +66,7 @@ from adcheck.gradcheck.large.probed import ProbePlan, probe_plan, probed_reverse
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.reuse import kept
 from adcheck.gradcheck.large.seeds import Probes
+from adcheck.gradcheck.large.lowstacked import stacked_forward
 from adcheck.gradcheck.core.sides import REVERSE
 
 #: the spacing of each dtype's subnormal numbers (its absolute rounding below
@@ -208,19 +209,37 @@ def measured_cells(ev: Evaluator, plan: ProbePlan, sides: tuple) -> tuple:
                           lambda: nearby_points(problem, formula_epsilon(problem), widened))
     if points is None:
         return {}, {}
-    for low, wide in points:
+    stacked = _stacked_cells(points, plan) if "forward" in wanted else None
+    for n, (low, wide) in enumerate(points):
         # (a point another check made counts only what this one evaluates there)
         before = low.counts["function"] + wide.counts["function"] if reused else 0
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 for mode in wanted:
-                    a, b = (_cells(mode, Evaluator(q), plan) for q in (low, wide))
-                    differences[mode].append({key: a[key] - b[key] for key in a.blocks})
+                    if mode == "forward" and stacked is not None:
+                        a, b = stacked[0][n], stacked[1][n]
+                    else:
+                        a, b = (_cells(mode, Evaluator(q), plan).blocks for q in (low, wide))
+                    differences[mode].append({key: a[key] - b[key] for key in a})
         except Exception:  # noqa: BLE001 - no derivative there: nothing is measured
             return {}, {}
         problem.counts["function"] += low.counts["function"] + wide.counts["function"] - before
     return tuple(point_spread(differences.get(m, [])) for m in ("forward", "reverse"))
+
+
+def _stacked_cells(points: list, plan: ProbePlan) -> tuple | None:
+    """``(low, wide)``: the forward cells at every point in each precision from
+    one call per input (``gradcheck.large.lowstacked``), or ``None``: then one
+    call per point."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            low = stacked_forward([q for q, _ in points], plan.seeds)
+            wide = None if low is None else stacked_forward([q for _, q in points], plan.seeds)
+    except Exception:  # noqa: BLE001 - the points one at a time say what fails
+        return None
+    return None if wide is None else (low, wide)
 
 
 def _cells(mode: str, ev: Evaluator, plan: ProbePlan) -> Jacobian:
