@@ -33,6 +33,7 @@ from adcheck.gradcheck.core.jacobian import cell_layout
 from adcheck.gradcheck.numerics.precise import annotate
 from adcheck.gradcheck.large.probed import escape_odds
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
+from adcheck.gradcheck.core.repeat import repeat_first_run
 from adcheck.gradcheck.core.reuse import expected_jacobian
 from adcheck.gradcheck.large.streamed import streamed
 from adcheck.gradcheck.large.probestream import streamed_probed
@@ -101,8 +102,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
                         _epsilon(ev))
         report.results += annotate(found, expected, side_tols or {})
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
-            with ev.riding(again=True):   # batched as the first run was
-                again = produce(ev)
+            again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
@@ -118,6 +118,25 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         report.results += checks.detached(ev, numerical, options.atol)
     if numerical.mode == "reference":
         _who_is_wrong(ev, report, options)
+
+
+#: plans whose reverse Jacobian is made of more than product batches (every
+#: other plan here is ``ad_blocks``', whose repeat may be its batches made again:
+#: ``gradcheck.core.repeat``)
+UNREPLAYABLE = ("probed", "compressed")
+
+
+def _repeat(ev: Evaluator, build, first, replayable: bool = True):
+    """The reverse side's second build for the reentrancy check, batched as the
+    first was: ``first`` itself when its batches made again give the same bits
+    (nothing to assemble), else ``build()`` from the batches made again."""
+    if replayable and repeat_first_run(ev):
+        return first
+    try:
+        with ev.riding(again=True):   # batched as the first run was
+            return build()
+    finally:
+        ev.prefetched.replay([])   # (none left over for a later build)
 
 
 def _cover(report: Report, plan, numerical, compared: dict, epsilon) -> None:
@@ -180,8 +199,7 @@ def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
             jac, products[side.mode] = fast_projections(ev, side, probes)
         report.results += compare_jacobians(jac.mode, numerical, jac, 0, 0, tols)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
-            with ev.riding(again=True):
-                again, _ = fast_projections(ev, side, probes)
+            again = _repeat(ev, lambda: fast_projections(ev, side, probes)[0], jac)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
         built[side.mode] = report.jacobians[jac.mode] = jac
     if len(built) == 2 and options.check_adjoint:

@@ -254,6 +254,7 @@ class Evaluator:
             return join(parts, lambda r, n: self._zeros(kind, n)(r))
         kept = self.prefetched.kept(kind, idx, vectors)
         if kept is not None:
+            self.prefetched.unrecorded()
             return {r: None if s is None else np.array(s) for r, s in kept.items()}
         pending = self.prefetched.pending(kind, idx)
         riders = self.prefetched.riders(kind, idx, len(vectors), pending, size)
@@ -275,7 +276,7 @@ class Evaluator:
             # way every time they are asked for (a vmapped product may round
             # differently with other companions, and reentrancy compares repeats)
             self._keep(kind, idx, pending,
-                       self._batched_call(kind, idx, np.concatenate(pending), what), 0)
+                       self._batched_call(kind, idx, np.concatenate(pending), what, False), 0)
         return whole
 
     def _ridden(self, kind, idx, vectors, riders: list, keep: bool, what) -> dict | None:
@@ -311,13 +312,20 @@ class Evaluator:
         result = self._batched_call(kind, idx, batch, what)
         return None if result is None else self._shaped(kind, result, 0, len(batch))
 
-    def _batched_call(self, kind, idx, batch, what) -> dict | None:
+    def _batched_call(self, kind, idx, batch, what, record: bool = True) -> dict | None:
         """One batched call's stacked products by receiver (``None`` where a
-        receiver gets none), counted; ``None`` when the loop must do it."""
+        receiver gets none), counted; ``None`` when the loop must do it.
+        ``record``: a batch of a first run inside ``riding`` that its repeat
+        makes again (``gradcheck.core.repeat``)."""
         p = self.problem
+        replayed = self.prefetched.replayed(kind, idx, batch)
+        if replayed is not None:   # the repeat made (and counted) it already
+            return replayed
         supported = (p.engine.supports_batched_grad if kind == "vjp"
                      else p.engine.supports_batched_forward_grad)
         if not supported:
+            if record:
+                self.prefetched.record(kind, idx, batch, None, what)
             return None
         compute = self._batched_vjps if kind == "vjp" else self._batched_jvps
 
@@ -332,6 +340,8 @@ class Evaluator:
                                   f"{'input' if kind == 'vjp' else 'output'} {r}", kind)
             return result
         result = self._batched(kind, what, len(batch), shaped)
+        if record:
+            self.prefetched.record(kind, idx, batch, result, what)
         if result is None:
             return None
         p.counts[kind] += len(batch)

@@ -29,6 +29,13 @@ class Prefetch:
         #: request size and the blocks its first batch carried
         self._riding = None
         self._rode: dict = {}
+        #: the engine batches of the last first run inside ``riding``, in order:
+        #: ``(kind, index, batch, result, what)``; ``None`` once a request of that run
+        #: was met otherwise (kept, looped), when only the whole run repeated
+        #: is the same repeat (``gradcheck.core.repeat``)
+        self.recorded: list | None = []
+        #: results a repeat already made, handed to the batches asked again
+        self._replay: list = []
 
     def ask(self, kind: str, idx: int, vectors: np.ndarray) -> None:
         """Wait for the next batch of ``kind`` on ``idx`` with the block ``vectors``."""
@@ -58,6 +65,8 @@ class Prefetch:
         """See ``Evaluator.riding``."""
         before = self._riding
         self._riding = "again" if again else "first"
+        if not again:
+            self.recorded = []
         try:
             yield
         finally:
@@ -72,4 +81,36 @@ class Prefetch:
             return pending
         if self._riding == "again" and not pending and self._rode.get((kind, idx), (0,))[0] == n:
             return self._rode.pop((kind, idx))[1]
+        return None
+
+    def record(self, kind: str, idx: int, batch: np.ndarray, result: dict | None,
+               what: str) -> None:
+        """Note an engine batch of a first run, made while ``what`` (``result``:
+        ``None`` when the loop makes it instead, which no replay of batches repeats)."""
+        if self._riding != "first" or self.recorded is None:
+            return
+        if result is None:
+            self.recorded = None
+        else:
+            self.recorded.append((kind, idx, batch, result, what))
+
+    def unrecorded(self) -> None:
+        """A request of a first run met without an engine batch (a kept product)."""
+        if self._riding == "first":
+            self.recorded = None
+
+    def replay(self, results: list) -> None:
+        """Hand ``results`` (``(kind, idx, batch, result)``, in order) to the
+        batches the repeat asks for next."""
+        self._replay = list(results)
+
+    def replayed(self, kind: str, idx: int, batch: np.ndarray) -> dict | None:
+        """The result a repeat already made of this very batch, once, or ``None``."""
+        if not self._replay:
+            return None
+        k, i, made, result = self._replay[0]
+        if k == kind and i == idx and made.shape == batch.shape and \
+                made.tobytes() == batch.tobytes():
+            del self._replay[0]
+            return result
         return None
