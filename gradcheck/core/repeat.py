@@ -26,6 +26,7 @@ def repeat_first_run(ev) -> bool:
     when each gave the bits it gave first. False: the caller builds the repeat
     under ``riding(again=True)``, served the batches made here."""
     recorded = ev.prefetched.recorded
+    ev.prefetched.recorded = []   # (its products are not held past the repeat)
     if not recorded:
         return False
     made, same = [], True
