@@ -34,7 +34,7 @@ from adcheck.gradcheck.numerics.precise import annotate
 from adcheck.gradcheck.large.probed import escape_odds
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
 from adcheck.gradcheck.core.repeat import repeat_first_run
-from adcheck.gradcheck.core.reuse import expected_jacobian
+from adcheck.gradcheck.core.reuse import ad_kept, expected_jacobian
 from adcheck.gradcheck.large.streamed import streamed
 from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
@@ -91,7 +91,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     tols = plan.scheme.tolerances(numerical, _epsilon(ev))
     built, compared = {}, {}
     for side in sides(options):
-        produce = ad_producer(side, options, plan)
+        # (a dense Jacobian an earlier check of the sample built here is taken: core.reuse_ad)
+        produce = ad_kept(ev, options, plan, side, ad_producer(side, options, plan))
         with ev.riding():   # the other checks' vectors ride in its batches
             jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
         expected, side_tols = compared[side.mode] = plan.against(side, numerical, tols)

@@ -32,6 +32,10 @@ _kept: list = []
 #: how many measurements ``kept`` holds (a probed low-precision check makes two)
 KEPT_PARTS = 4
 _parts: list = []
+#: the AD Jacobians of dense checks (``ad_kept``): a sample's reverse and forward
+#: ones, and those of its second-order checks' first derivatives
+KEPT_AD = 4
+_built: list = []
 _depth = 0
 
 
@@ -48,6 +52,7 @@ def shared():
         if _depth == 0:
             _kept.clear()
             _parts.clear()
+            _built.clear()
 
 
 def _options_key(options, plan) -> tuple:
@@ -67,7 +72,68 @@ def expected_jacobian(ev, options, plan, produce):
     at the same inputs with the same options."""
     if plan.kind != "dense":
         return produce(ev)
-    return _remembered(_kept, KEPT, ev, _options_key(options, plan), lambda: produce(ev))[0]
+    return _remembered(_kept, KEPT, ev, _options_key(options, plan),
+                       lambda: _second_order(ev, options) or produce(ev))[0]
+
+
+def _second_order(ev, options):
+    """A second-order check's Richardson Jacobian with its block in the
+    grad_outputs taken from the reverse check of the same sample
+    (``gradcheck.core.reuse_gg``), or ``None``: differenced whole."""
+    if ev.origin is None or ev.origin[1] != 2 or not options.precise \
+            or options.reference is not None:
+        return None
+    from adcheck.gradcheck.core import reuse_gg
+    from adcheck.gradcheck.lowprec.lowprecision import is_narrow
+    first, p = ev.problem.func, ev.problem
+    n = getattr(first, "primals", None)
+    if n is None or is_narrow(p):
+        return None
+    entry = _find(_built, _Origin(ev.origin[0], 1, {i: a for i, a in p.arrays.items() if i < n}),
+                  ("reverse", options.memory_budget))
+    taken = None if entry is None else reuse_gg.grad_output_blocks(ev, entry[4].jac)
+    if not taken:
+        return None
+    from adcheck.gradcheck.numerics.richardson import richardson_blocks
+    return richardson_blocks(ev, taken)
+
+
+class _Origin:
+    """What ``_find`` reads of an evaluator, for the first-order function at ``x``."""
+
+    def __init__(self, func, order, arrays):
+        self.origin = (func, order)
+        self.problem = type("Point", (), {"arrays": arrays})
+
+
+def ad_kept(ev, options, plan, side, produce):
+    """``produce`` (a producer of ``side``'s Jacobian), or (inside ``shared()``,
+    for a dense plan) a producer that hands ``ev`` the Jacobian a previous check
+    of the same function built at the same inputs (``gradcheck.core.reuse_ad``)."""
+    if plan.kind != "dense" or ev.origin is None or not _depth:
+        return produce
+    from adcheck.gradcheck.core.reuse_ad import KeptProducer
+    return KeptProducer(ev, (side.mode, options.memory_budget), produce, _built)
+
+
+def _find(store: list, ev, key):
+    """The entry of ``store`` for ``ev``'s function at its inputs under ``key``, or ``None``."""
+    origin, arrays = ev.origin, ev.problem.arrays
+    for entry in store:
+        func, order, their_key, their_arrays = entry[:4]
+        if func == origin[0] and order == origin[1] and their_key == key \
+                and _same_point(arrays, their_arrays):
+            return entry
+    return None
+
+
+def _keep(store: list, limit: int, ev, key, value) -> list:
+    """Keep ``value`` for ``ev``'s function at its inputs under ``key`` (the newest first)."""
+    entry = [ev.origin[0], ev.origin[1], key,
+             {k: a.copy() for k, a in ev.problem.arrays.items()}, value]
+    store.insert(0, entry)
+    del store[limit:]
+    return entry
 
 
 def _remembered(store: list, limit: int, ev, key, produce) -> tuple:
@@ -75,17 +141,13 @@ def _remembered(store: list, limit: int, ev, key, produce) -> tuple:
     (``ev.origin``) at its inputs under ``key``, or ``produce()``'s, then kept
     there (the newest first, at most ``limit``); outside ``shared()`` or for a
     function of unknown origin, ``produce()``'s, kept nowhere."""
-    origin = ev.origin
-    if origin is None or not _depth:
+    if ev.origin is None or not _depth:
         return produce(), False
-    arrays = ev.problem.arrays
-    for func, order, their_key, their_arrays, value in store:
-        if func == origin[0] and order == origin[1] and their_key == key \
-                and _same_point(arrays, their_arrays):
-            return value, True
+    entry = _find(store, ev, key)
+    if entry is not None:
+        return entry[4], True
     value = produce()
-    store.insert(0, (origin[0], origin[1], key, {k: a.copy() for k, a in arrays.items()}, value))
-    del store[limit:]
+    _keep(store, limit, ev, key, value)
     return value, False
 
 

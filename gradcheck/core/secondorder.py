@@ -102,6 +102,9 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
 
     first.functional = functional
+    # what ``core.reuse_gg`` maps the reverse check's Jacobian by: the function's inputs
+    # come first, the gradients returned are of ``diff_in[used[0][j]]``
+    first.primals, first.used, first.diff_in, first.diff_out = n, used, diff_in, problem.diff_out
     first.builds_graph = lambda: builds_graph(E, graph[0] if graph else None)
     # whether the function under the derivative draws random numbers (vmap cannot
     # tell through autograd.grad): see ``gradcheck.lowprec.widening``

@@ -406,13 +406,21 @@ def _agree(diffs: list, noises: list) -> np.ndarray:
     return agree
 
 
-def richardson_blocks(ev: Evaluator) -> Jacobian:
-    """The numerical Jacobian by extrapolation, with ``errors`` filled."""
+def richardson_blocks(ev: Evaluator, taken: dict | None = None) -> Jacobian:
+    """The numerical Jacobian by extrapolation, with ``errors`` filled;
+    ``taken``: blocks (by key, every output of their input) known otherwise,
+    whose input's columns are not differenced (``gradcheck.core.reuse_gg``)."""
     problem = ev.problem
     start, before = time.perf_counter(), problem.counts["function"]
     jac = Jacobian("numerical", problem.layout, errors={})
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES)
+    known = {i for _, i in taken} if taken else set()
     for in_idx in problem.diff_in:
+        if in_idx in known:   # (exact products: no truncation error, only rounding)
+            for o in problem.float_out:
+                jac.blocks[o, in_idx] = taken[o, in_idx]
+                jac.errors[o, in_idx] = np.zeros_like(taken[o, in_idx])
+            continue
         x = coords.to_real(problem.arrays[in_idx])
         steps = _steps(x)
         parts = [extrapolated_columns(ev, in_idx, steps[:, a:b], columns=np.arange(a, b))
