@@ -91,7 +91,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     tols = plan.scheme.tolerances(numerical, _epsilon(ev))
     built, compared = {}, {}
     for side in sides(options):
-        # (a dense Jacobian an earlier check of the sample built here is taken: core.reuse_ad)
+        # (a sample's dense reverse Jacobian is kept for its gradgrad check: core.reuse_ad)
         produce = ad_kept(ev, options, plan, side, ad_producer(side, options, plan))
         with ev.riding():   # the other checks' vectors ride in its batches
             jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)

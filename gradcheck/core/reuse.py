@@ -32,9 +32,8 @@ _kept: list = []
 #: how many measurements ``kept`` holds (a probed low-precision check makes two)
 KEPT_PARTS = 4
 _parts: list = []
-#: the AD Jacobians of dense checks (``ad_kept``): a sample's reverse and forward
-#: ones, and those of its second-order checks' first derivatives
-KEPT_AD = 4
+#: the reverse Jacobians of dense first-order checks (``ad_kept``), for gradgrad
+KEPT_AD = 2
 _built: list = []
 _depth = 0
 
@@ -91,7 +90,7 @@ def _second_order(ev, options):
         return None
     entry = _find(_built, _Origin(ev.origin[0], 1, {i: a for i, a in p.arrays.items() if i < n}),
                   ("reverse", options.memory_budget))
-    taken = None if entry is None else reuse_gg.grad_output_blocks(ev, entry[4].jac)
+    taken = None if entry is None else reuse_gg.grad_output_blocks(ev, entry[4])
     if not taken:
         return None
     from adcheck.gradcheck.numerics.richardson import richardson_blocks
@@ -108,9 +107,10 @@ class _Origin:
 
 def ad_kept(ev, options, plan, side, produce):
     """``produce`` (a producer of ``side``'s Jacobian), or (inside ``shared()``,
-    for a dense plan) a producer that hands ``ev`` the Jacobian a previous check
-    of the same function built at the same inputs (``gradcheck.core.reuse_ad``)."""
-    if plan.kind != "dense" or ev.origin is None or not _depth:
+    for the reverse side of a dense first-order check) the same producer keeping
+    what it built for the sample's gradgrad check (``gradcheck.core.reuse_ad``)."""
+    if plan.kind != "dense" or ev.origin is None or ev.origin[1] != 1 or not _depth \
+            or side.mode != "reverse":
         return produce
     from adcheck.gradcheck.core.reuse_ad import KeptProducer
     return KeptProducer(ev, (side.mode, options.memory_budget), produce, _built)

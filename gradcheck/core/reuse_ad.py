@@ -1,43 +1,21 @@
-"""The AD Jacobians of one sample's checks, built once (``reuse.ad_kept``).
+"""The reverse-mode Jacobian a sample's first-order check built, kept for its
+gradgrad check (``reuse.ad_kept``; ``gradcheck.core.reuse_gg`` reads it).
 
-A sweep's reverse check of a sample builds the reverse-mode Jacobian (twice:
-reentrancy), its forward check the forward-mode one, and its reference check
-both again: the same products of the same function at the same point, only
-judged against the mpmath reference instead of finite differences. Inside
-``reuse.shared()`` (the sample's call is one pure computation), for a dense
-plan, a later check of the same function at the same inputs and memory budget
-takes the Jacobian an earlier one built.
+Only kept, not handed to a later first-order check: the reference check of the
+same sample builds the same Jacobian again, and taking it from the reverse
+check was tried and measured (bench/ops_sweep.md, 2026-11-29, H34d): the
+vectors other checks ask for ahead (scaling, undefined gradients) ride in the
+batches of a build, and without one they need batches of their own, which
+cost more than the build saved (+1.7 % instructions over a sweep's slice).
 
-What a build establishes besides the Jacobian, and what a check that takes
-it instead sees:
-
-- reentrancy: its second reverse build is the earlier check's second build,
-  so it compares the same two Jacobians the earlier check compared (with its
-  own ``nondet_tol``). Where the earlier check made no second build (its
-  batches made again gave the first build's bits, ``gradcheck.core.repeat``),
-  the first build stands for the second, as it did there.
-- inputs or grad_outputs changed in place, a batch that fell back to the
-  loop: a build that recorded any of these is not kept, and a second build
-  that does makes its first unkept: the later check builds its own and
-  reports what it sees.
-- ops without a batching rule: their names join the later check's record
-  (the result says which ops ran once per example, as it did).
-- the vectors other checks ask for ahead ride in no batch of the taken
-  Jacobian: they are made in a batch of their own when asked for.
+A build that changed an input or a grad_output in place, or whose batches fell
+back to the loop, is not kept: its products are not the backward's plain ones.
 """
 from __future__ import annotations
 
 
-class _Built:
-    """A kept Jacobian, its second build (reentrancy) once made, and the ops
-    its batches looped over."""
-
-    def __init__(self, jac, looped: dict):
-        self.jac, self.again, self.looped = jac, None, looped
-
-
 def _state(ev) -> tuple:
-    """What a build may record on ``ev`` that a taken Jacobian would not."""
+    """What a build may record on ``ev`` besides its Jacobian."""
     p = ev.problem
     # (entries are only ever added: their keys say whether a build added one)
     return (frozenset(p.mutations), frozenset(p.grad_output_changes), p.batching["fallback"],
@@ -45,55 +23,21 @@ def _state(ev) -> tuple:
 
 
 class KeptProducer:
-    """A producer of one side's Jacobian for the check of ``ev``: its first call
-    on ``ev`` takes a kept Jacobian or builds and keeps one; its second (the
-    reentrancy check's repeat) takes the kept second build, or builds and keeps
-    it; any other call (another evaluator: the AD rounding's moved points) builds."""
+    """A producer of the reverse Jacobian for the check of ``ev``: its first
+    call on ``ev`` builds and keeps what it built in ``store`` (under ``key``);
+    every other call (the reentrancy repeat, another evaluator) only builds."""
 
     def __init__(self, ev, key: tuple, produce, store: list):
         self.ev, self.key, self.produce, self.store = ev, key, produce, store
-        self.calls = 0
-        self.entry = None       # the kept entry this check built or took
-        self.taken = False
+        self.called = False
 
     def __call__(self, ev):
-        if ev is not self.ev:
+        if ev is not self.ev or self.called:
             return self.produce(ev)
-        self.calls += 1
-        if self.calls == 1:
-            return self._first()
-        if self.calls == 2 and self.entry is not None:
-            return self._again()
-        return self.produce(ev)
-
-    def _first(self):
+        self.called = True
         from adcheck.gradcheck.core import reuse
-        ev = self.ev
-        entry = reuse._find(self.store, ev, self.key)
-        if entry is not None:
-            built = entry[4]
-            looped = ev.problem.batching["looped_ops"]
-            for name, count in built.looped.items():
-                looped[name] = looped.get(name, 0) + count
-            self.entry, self.taken = entry, True
-            return built.jac
         before = _state(ev)
-        looped = dict(ev.problem.batching["looped_ops"])
         jac = self.produce(ev)
         if _state(ev) == before:
-            now = ev.problem.batching["looped_ops"]
-            grew = {k: n - looped.get(k, 0) for k, n in now.items() if n != looped.get(k, 0)}
-            self.entry = reuse._keep(self.store, reuse.KEPT_AD, ev, self.key, _Built(jac, grew))
+            reuse._keep(self.store, reuse.KEPT_AD, ev, self.key, jac)
         return jac
-
-    def _again(self):
-        built = self.entry[4]
-        if self.taken:
-            return built.jac if built.again is None else built.again
-        before = _state(self.ev)
-        again = self.produce(self.ev)
-        if _state(self.ev) == before:
-            built.again = again
-        elif self.entry in self.store:
-            self.store.remove(self.entry)
-        return again
