@@ -73,13 +73,10 @@ def check(func, inputs, **keywords) -> Report:
       ``Report.escape`` (``gradcheck.large.probed``, ``lowprobed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in chunks;
       probed where that would exceed half of ``time_limit`` (seconds; None).
-    - ``input_names``: a name per input, shown beside its index in messages
-      and kept in ``Result.in_name`` and ``Report.input_names``.
+    - ``input_names``: a name per input, in messages, ``Result.in_name``, ``Report.input_names``.
     - ``buffers`` (False): with a module, also check its floating point buffers.
-    - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s): ``gradcheck.explore``;
-      ``explore_reference``: an mpmath reference that judges a failing explored point
-      again (``gradcheck.explore.arbiter``: cleared where it agrees with the formula
-      and not with finite differences).
+    - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s), ``explore_reference``
+      (an mpmath reference judging failing explored points): ``gradcheck.explore``.
 
     ``func`` may be a torch or refengine ``nn.Module``: its floating point
     parameters that require grad are then checked too, after the inputs, each

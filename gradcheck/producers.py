@@ -77,6 +77,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import central_blocks
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.core.reuse import grad_output_taken
 from adcheck.gradcheck.numerics.reference import reference_blocks
 from adcheck.gradcheck.numerics.richardson import richardson_blocks
 from adcheck.gradcheck.numerics.scheme import Central, Extrapolated, scheme
@@ -316,15 +317,23 @@ def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
         return partial(low_precision_reference, reference=reference) if options.precise \
             else reference
     if options.precise:
-        return partial(precise_blocks, low_precision=options.low_precision)
+        # a dense second-order check may take its block in the grad_outputs from
+        # the sample's reverse check instead of differencing it (core.reuse_gg)
+        shared = ("reverse", options.memory_budget) if plan is not None and plan.kind == "dense" \
+            else None
+        return partial(precise_blocks, low_precision=options.low_precision, shared=shared)
     return partial(central_blocks, eps=options.eps)
 
 
-def precise_blocks(ev: Evaluator, low_precision: str = "auto") -> Jacobian:
+def precise_blocks(ev: Evaluator, low_precision: str = "auto",
+                  shared: tuple | None = None) -> Jacobian:
     """Richardson extrapolation; for a low-precision formula, on its float64 run
-    or in its own dtype as ``low_precision`` says (see ``Options``)."""
+    or in its own dtype as ``low_precision`` says (see ``Options``). ``shared``:
+    the key under which a sample's reverse Jacobian may have been kept for this
+    second-order check (``core.reuse.grad_output_taken``)."""
     if not is_narrow(ev.problem):
-        return richardson_blocks(ev)
+        taken = grad_output_taken(ev, shared) if shared is not None else None
+        return richardson_blocks(ev, taken or None)
     why = "low_precision='dtype' was asked for"
     if low_precision != "dtype":
         wide, why = widened(ev.problem)

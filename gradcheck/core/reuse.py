@@ -22,8 +22,12 @@ would judge the new formula against the old function, a false pass.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
+
+from adcheck.gradcheck.core import reuse_gg
+from adcheck.gradcheck.core.reuse_ad import KeptProducer
 
 #: how many expected Jacobians are kept (the checks of one sample come in a row)
 KEPT = 2
@@ -71,38 +75,22 @@ def expected_jacobian(ev, options, plan, produce):
     at the same inputs with the same options."""
     if plan.kind != "dense":
         return produce(ev)
-    return _remembered(_kept, KEPT, ev, _options_key(options, plan),
-                       lambda: _second_order(ev, options) or produce(ev))[0]
+    return _remembered(_kept, KEPT, ev, _options_key(options, plan), lambda: produce(ev))[0]
 
 
-def _second_order(ev, options):
-    """A second-order check's Richardson Jacobian with its block in the
-    grad_outputs taken from the reverse check of the same sample
-    (``gradcheck.core.reuse_gg``), or ``None``: differenced whole."""
-    if ev.origin is None or ev.origin[1] != 2 or not options.precise \
-            or options.reference is not None:
+def grad_output_taken(ev, key: tuple) -> dict | None:
+    """For a second-order check: the blocks of its first derivative in the
+    grad_outputs, taken from the reverse Jacobian the sample's first-order check
+    built at the same ``x`` under ``key`` (``ad_kept``; ``gradcheck.core.reuse_gg``
+    says when they may stand for differences), or ``None``."""
+    if ev.origin is None or ev.origin[1] != 2:
         return None
-    from adcheck.gradcheck.core import reuse_gg
-    from adcheck.gradcheck.lowprec.lowprecision import is_narrow
-    first, p = ev.problem.func, ev.problem
-    n = getattr(first, "primals", None)
-    if n is None or is_narrow(p):
+    n = getattr(ev.problem.func, "primals", None)
+    if n is None:
         return None
-    entry = _find(_built, _Origin(ev.origin[0], 1, {i: a for i, a in p.arrays.items() if i < n}),
-                  ("reverse", options.memory_budget))
-    taken = None if entry is None else reuse_gg.grad_output_blocks(ev, entry[4])
-    if not taken:
-        return None
-    from adcheck.gradcheck.numerics.richardson import richardson_blocks
-    return richardson_blocks(ev, taken)
-
-
-class _Origin:
-    """What ``_find`` reads of an evaluator, for the first-order function at ``x``."""
-
-    def __init__(self, func, order, arrays):
-        self.origin = (func, order)
-        self.problem = type("Point", (), {"arrays": arrays})
+    x = {i: a for i, a in ev.problem.arrays.items() if i < n}
+    entry = _find(_built, (ev.origin[0], 1), x, key)
+    return None if entry is None else reuse_gg.grad_output_blocks(ev, entry[4])
 
 
 def ad_kept(ev, options, plan, side, produce):
@@ -112,13 +100,13 @@ def ad_kept(ev, options, plan, side, produce):
     if plan.kind != "dense" or ev.origin is None or ev.origin[1] != 1 or not _depth \
             or side.mode != "reverse":
         return produce
-    from adcheck.gradcheck.core.reuse_ad import KeptProducer
-    return KeptProducer(ev, (side.mode, options.memory_budget), produce, _built)
+    return KeptProducer(ev, (side.mode, options.memory_budget), produce,
+                        partial(_keep, _built, KEPT_AD))
 
 
-def _find(store: list, ev, key):
-    """The entry of ``store`` for ``ev``'s function at its inputs under ``key``, or ``None``."""
-    origin, arrays = ev.origin, ev.problem.arrays
+def _find(store: list, origin: tuple, arrays: dict, key):
+    """The entry of ``store`` for the function ``origin`` (function, order) at
+    ``arrays`` under ``key``, or ``None``."""
     for entry in store:
         func, order, their_key, their_arrays = entry[:4]
         if func == origin[0] and order == origin[1] and their_key == key \
@@ -143,7 +131,7 @@ def _remembered(store: list, limit: int, ev, key, produce) -> tuple:
     function of unknown origin, ``produce()``'s, kept nowhere."""
     if ev.origin is None or not _depth:
         return produce(), False
-    entry = _find(store, ev, key)
+    entry = _find(store, ev.origin, ev.problem.arrays, key)
     if entry is not None:
         return entry[4], True
     value = produce()

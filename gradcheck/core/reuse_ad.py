@@ -24,20 +24,20 @@ def _state(ev) -> tuple:
 
 class KeptProducer:
     """A producer of the reverse Jacobian for the check of ``ev``: its first
-    call on ``ev`` builds and keeps what it built in ``store`` (under ``key``);
-    every other call (the reentrancy repeat, another evaluator) only builds."""
+    call on ``ev`` builds, and hands what it built to ``keep(ev, key, jac)``
+    when the build recorded nothing else on ``ev``; every other call (the
+    reentrancy repeat, another evaluator) only builds."""
 
-    def __init__(self, ev, key: tuple, produce, store: list):
-        self.ev, self.key, self.produce, self.store = ev, key, produce, store
+    def __init__(self, ev, key: tuple, produce, keep):
+        self.ev, self.key, self.produce, self.keep = ev, key, produce, keep
         self.called = False
 
     def __call__(self, ev):
         if ev is not self.ev or self.called:
             return self.produce(ev)
         self.called = True
-        from adcheck.gradcheck.core import reuse
         before = _state(ev)
         jac = self.produce(ev)
         if _state(ev) == before:
-            reuse._keep(self.store, reuse.KEPT_AD, ev, self.key, jac)
+            self.keep(ev, self.key, jac)
         return jac

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import budget as budgets
-from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.core import budget as budgets, coords
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
 from adcheck.gradcheck.verdict.diagnosis import integer_cause, whole_numbers
@@ -411,8 +410,7 @@ def _undefined_vjp(ev: Evaluator) -> list:
 def _undefined_result(in_idx: int, array) -> Result:
     found = np.zeros((1, 0)) if array is None else np.asarray(array).reshape(1, -1)
     if found.size and not found.any():
-        # exact zeros (no NaN: it is nonzero), the usual case: what compare finds
-        # there, its largest error 0 at the first entry, without its array passes
+        # exact zeros (NaN counts as nonzero): compare's own result, without its passes
         return Result("undefined-grad", "reverse", "zero", None, in_idx, True, 0.0, (0, 0),
                       0.0, np.zeros_like(found), found)
     result = compare("undefined-grad", "reverse", "zero", None, in_idx, np.zeros_like(found),
