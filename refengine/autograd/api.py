@@ -18,7 +18,6 @@ def _as_tuple(x) -> tuple:
 
 
 def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) -> list:
-    from .. import creation
     if len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     made = []
@@ -30,6 +29,9 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                 if out.is_complex():
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
+                # (imported where it is used, not on every call: a from-import
+                # of a package runs importlib's Python code, 6,000 instructions)
+                from .. import creation
                 g = creation.ones_like(out)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got "
@@ -156,7 +158,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool,
             create_graph: bool, batch: tuple = ()) -> tuple:
-    from .. import creation
     result = []
     for i, (g, t) in enumerate(zip(captured, ins)):
         if g is None:
@@ -165,6 +166,7 @@ def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool,
                                    "been used in the graph. Set allow_unused=True if this is "
                                    "the desired behavior.")
             if materialize:
+                from .. import creation   # (only here: see _make_grads)
                 # as in PyTorch, zeros that can be differentiated again under
                 # create_graph: leaves that require grad
                 g = creation.zeros(batch + tuple(t.shape), dtype=t.dtype,

@@ -167,12 +167,12 @@ class OpNode(Node):
         op = self.op
         if len(op.outputs) == 1:
             return None if grads[0] is None else {"grad": grads[0]}
-        from .. import creation
         picked = []
         for i, name in enumerate(op.outputs):
             if name in op.diff_outputs:
                 g = grads[i] if i < len(grads) else None
                 if g is None:
+                    from .. import creation   # (only here: see autograd.api._make_grads)
                     shape, dt = self._outputs_meta[i]
                     g = creation.zeros(shape, dtype=dt)
                 picked.append(g)
