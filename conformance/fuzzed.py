@@ -263,3 +263,17 @@ def one_element_self_copy_in_forward_mode(E):
         v = x.view(-1)
         v.copy_(v)
         assert fw.unpack_dual(v).tangent.tolist() == [2.0]
+
+
+@case("the gradient of a product over a slice of one element, where the input holds a zero, "
+      "is the incoming gradient itself, with no graph through the input (without a zero it "
+      "keeps one); found by the fuzzer at seed 55, program 24598",
+      source=TORCH_BEHAVIOUR)
+def prod_over_one_element_with_a_zero_has_no_graph(E):
+    seen = []
+    for values, reduce in (([0.0], lambda x: x.prod()), ([[0.0, 3.0]], lambda x: x.prod(0).sum()),
+                           ([2.0], lambda x: x.prod()), ([0.0, 2.0], lambda x: x.prod())):
+        x = E.tensor(values, dtype=E.float64, requires_grad=True)
+        (g,) = E.autograd.grad(reduce(x), [x], create_graph=True)
+        seen.append((g.requires_grad, g.tolist()))
+    assert seen == [(False, [1.0]), (False, [[1.0, 1.0]]), (True, [1.0]), (True, [2.0, 0.0])]

@@ -342,3 +342,19 @@ def leaf_moved_into_the_graph_interior(E):
     with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph "
                                            "interior"):
         E.minimum(r, x).sum().backward()
+
+
+@case("copy_ from a source that would grow the destination raises torch's error, with or "
+      "without forward AD (found by the fuzzer at seed 56, program 23320)",
+      source=TORCH_BEHAVIOUR)
+def copy_into_a_smaller_destination_raises(E):
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the "
+                                           r"broadcast shape \[1, 3\]"):
+        _f64(E, [1.0, 2.0, 3.0]).copy_(_f64(E, [[1.0, 2.0, 3.0]]))
+    with E.autograd.forward_ad.dual_level():
+        dual = E.autograd.forward_ad.make_dual(_f64(E, [1.0, 2.0, 3.0]), _f64(E, [1.0, 0.5, 2.0]))
+        with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match"):
+            E.maximum(dual, dual).copy_(dual.unsqueeze(0))
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size "
+                                           r"of tensor b \(2\) at non-singleton dimension 0"):
+        _f64(E, [1.0, 2.0, 3.0]).copy_(_f64(E, [1.0, 2.0]))

@@ -8,7 +8,7 @@ import numpy as np
 from ..batching.batched import BatchedTensor, NotBatchable
 from ..batching.rules import elementwise, pad_to, shift_dim
 from ..tensor import Tensor
-from .dispatch import call, call_inplace
+from .dispatch import broadcast_error, call, call_inplace
 from .opdef import OPS, deflinear, defop, public
 
 
@@ -255,7 +255,19 @@ def _zeros_of(t):
     return t.new_zeros(t.shape)   # not t * 0: an inf or nan in t must not leak
 
 
-defop("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
+def _copy(self, src):
+    """``src`` broadcast to ``self``'s shape; torch's error where it would grow it."""
+    try:
+        shape = np.broadcast_shapes(np.shape(self), np.shape(src))
+    except ValueError:
+        raise RuntimeError(broadcast_error([np.shape(self), np.shape(src)])) from None
+    if shape != np.shape(self):
+        raise RuntimeError(f"output with shape {list(np.shape(self))} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+    return np.broadcast_to(src, np.shape(self)).astype(self.dtype)
+
+
+defop("copy", _copy,
       vjp={"self": lambda grad: _zeros_of(grad), "src": lambda grad: grad},
       jvp=lambda src_t, self_shape, self_dtype: src_t.expand(self_shape).to(self_dtype),
       inputs=("self", "src"), node="CopyBackwards", method=None, function=False,

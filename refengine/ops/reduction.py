@@ -85,6 +85,11 @@ def _prod_others(self, dim):
         return _prod_others(self.reshape(-1), 0).reshape(tuple(self.shape))
     d = int(dim) % self.ndim
     n = self.shape[d]
+    if n == 1 and not np.all(self._data):
+        # torch's rule for slices of one element where the input holds a zero: the
+        # gradient is grad itself, with no graph through the input (without a zero,
+        # grad * result / input keeps one): the same values, and the same flags
+        return creation.ones_like(self.detach())
     mask = np.eye(n, dtype=bool).reshape((n,) + (1,) * d + (n,) + (1,) * (self.ndim - d - 1))
     others = self.unsqueeze(0).masked_fill(creation.tensor(mask), 1).prod(d + 1)
     return others.movedim(0, d)
