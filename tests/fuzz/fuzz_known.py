@@ -151,15 +151,21 @@ def _not_finite(a):
     return ~np.isfinite(a)
 
 
+def _anything(a):
+    return np.ones(np.shape(a), dtype=bool)
+
+
 def _sgn_zero_tensor(found, source: str) -> bool:
     """torch has a number (0, or what the zero is added to) where refengine has NaN
     or inf, in a program with sgn (or abs in a double backward, whose backward is
     grad * sgn(x)): torch's ZeroTensor gradient (or tangent) of sgn stays zero
-    through a NaN or inf factor, refengine's ordinary zeros do not."""
+    through a NaN or inf factor, refengine's ordinary zeros do not. What the zero
+    is added to may itself be inf (``v / sgn(v ** v)`` at v = -1.405: torch inf,
+    refengine NaN), so torch may be non-finite too where refengine is."""
     # abs's backward is grad * sgn(x): its gradient in a double backward is sgn's
     sgn = "E.sgn(" in source or ("create_graph" in source and re.search(
         r"E\.abs\(|\.abs_\(\)", source) is not None)
-    return sgn and _where_differ(found, _not_finite, np.isfinite)
+    return sgn and _where_differ(found, _not_finite, _anything)
 
 
 def _large_value_rounding(found, source: str) -> bool:

@@ -284,3 +284,16 @@ def test_torchs_is_leaf_assert_is_known_only_for_a_view_as_real_of_a_base_made_t
     # the same difference in a program with a slice instead, or no in-place requires_grad_
     assert classify(found, p.source().replace("v0.real", "v0[0:1]")) == "new"
     assert classify(found, p.source().replace("v0.requires_grad_()", "v0.sum()")) == "new"
+
+
+def test_sgns_zero_tensor_is_known_where_what_it_is_added_to_is_inf_too():
+    # seed 57, program 19978: v / sgn(v ** v) at v = [1, -1, -1.405]; torch's ZeroTensor
+    # gradient of sgn skips pow's NaN backward (log of a negative base): torch's gradient
+    # is 1 / sgn = [1, -1, inf] (sgn(NaN) is 0), refengine's [1, NaN, NaN]
+    nan, inf = float("nan"), float("inf")
+    with_sgn = "v1 = E.pow(v0, v0)\nv2 = E.sgn(v1)\nv3 = v0 / v2"
+    assert classify(_found("grad", [1.0, nan, nan], [1.0, -1.0, inf]), with_sgn) == "known"
+    assert classify(_found("grad", [1.0, nan, nan], [1.0, -1.0, inf]),
+                    "v1 = E.pow(v0, v0)\nv3 = v0 / v1") == "new"
+    assert classify(_found("grad", [1.0, nan, 2.0], [1.0, -1.0, 3.0]), with_sgn) == "new"
+
