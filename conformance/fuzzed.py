@@ -277,3 +277,24 @@ def prod_over_one_element_with_a_zero_has_no_graph(E):
         (g,) = E.autograd.grad(reduce(x), [x], create_graph=True)
         seen.append((g.requires_grad, g.tolist()))
     assert seen == [(False, [1.0]), (False, [[1.0, 1.0]]), (True, [1.0]), (True, [2.0, 0.0])]
+
+
+@case("std's gradient is grad / (2 std) masked to 0 where std is 0, as torch computes it: "
+      "0 at a constant input, and a double backward through it NaN there (found by the "
+      "fuzzer at seed 59, program 3791)",
+      source=TORCH_BEHAVIOUR)
+def std_at_zero_spread_masks_its_gradient_but_not_the_second(E):
+    x = E.zeros(3, dtype=E.float64, requires_grad=True)
+    (g,) = E.autograd.grad(x.std(), [x], create_graph=True)
+    assert g.tolist() == [0.0, 0.0, 0.0]
+    # the masked division's own derivative at std = 0 is 0 * inf: NaN reaches x
+    # through the std that multiplies the first derivative
+    x = E.tensor([-0.385, -1.0, 1.0], dtype=E.float64, requires_grad=True)
+    d = x - x
+    (g,) = E.autograd.grad((d * x * E.abs(d).std()).sum(), [x], create_graph=True)
+    (g * g).sum().backward()
+    assert all(math.isnan(v) for v in x.grad.tolist())
+    y = E.tensor([1.0, 2.0, 4.0], dtype=E.float64, requires_grad=True)
+    (g,) = E.autograd.grad(y.std(), [y], create_graph=True)
+    (g * g).sum().backward()
+    assert all(math.isfinite(v) for v in y.grad.tolist())

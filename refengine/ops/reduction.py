@@ -332,18 +332,14 @@ def _std_forward(self, dim=None, correction=1, keepdim=False):
     return _degenerate(np.std, "std", self, dim, correction, keepdim)
 
 
-def _half_inverse(r):
-    # 1 / (2 std), taken as 0 at std = 0 (PyTorch masks it); 0 at std = inf
-    return (r != 0).to(r.dtype) / (r.masked_fill(r == 0, 1) * 2)
-
-
 defop("std", _std_forward,
-      # masked after the product, as torch: 0 where std is 0 even for an infinite grad
+      # grad / (2 std) masked to 0 where std is 0, as torch computes it: 0 there even
+      # for an infinite grad, and a double backward through it NaN (0 * inf), as torch's
       vjp={"self": lambda grad, self, result, dim, correction, keepdim:
-           expand_reduced((grad * _half_inverse(result)).masked_fill(result == 0, 0), self,
+           expand_reduced((grad / (result * 2)).masked_fill(result == 0, 0), self,
                           dim, keepdim) * _var_direction(self, dim, correction)},
-      # masked after the product, as torch: 0 where std is 0 even for a NaN tangent
+      # the same masked division, as torch: 0 where std is 0 even for a NaN tangent
       jvp=lambda self_t, self, result, dim, correction, keepdim:
       ((self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)
-       * _half_inverse(result)).masked_fill(result == 0, 0),
+       / (result * 2)).masked_fill(result == 0, 0),
       promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
