@@ -136,23 +136,39 @@ _CLEAR_REFS = "/proc/self/clear_refs"
 _PAGE = mmap.PAGESIZE
 #: the two files above, opened once per process (``_files``): opening and
 #: parsing them afresh cost 50 us a check, a tenth of a small check's time
-_open: dict = {"pid": None, "status": None, "statm": None, "clear": None}
+_open: dict = {"pid": None, "status": None, "statm": None, "clear": None, "ids": None}
 
 
 def _files() -> dict:
     """``_open`` for this process: a forked child reopens them, since its
-    parent's descriptors would read the parent's counters."""
+    parent's descriptors would read the parent's counters; so does a process
+    whose descriptors something else closed (a test session's fixtures, a
+    library): the number may by now name another file, whose text holds no
+    counter (every evaluation was measured as 0 bytes in a long test session)."""
     pid = os.getpid()
-    if _open["pid"] != pid:
+    if _open["pid"] != pid or _ids() != _open["ids"]:
         for name in ("status", "statm", "clear"):
-            if _open[name] is not None and _open["pid"] is not None:
+            if _open[name] is not None and _open["pid"] == pid:
                 try:
                     os.close(_open[name])
-                except OSError:   # (closed already by the caller of fork)
+                except OSError:   # (closed already)
                     pass
         _open.update(pid=pid, status=_opened(_STATUS, os.O_RDONLY),
                      statm=_opened(_STATM, os.O_RDONLY), clear=_opened(_CLEAR_REFS, os.O_WRONLY))
+        _open["ids"] = _ids()
     return _open
+
+
+def _ids():
+    """What each kept descriptor names now (device and inode), ``None`` where closed."""
+    found = []
+    for name in ("status", "statm", "clear"):
+        try:
+            st = os.fstat(_open[name]) if _open[name] is not None else None
+        except OSError:
+            st = None
+        found.append(None if st is None else (st.st_dev, st.st_ino))
+    return tuple(found)
 
 
 def _opened(path: str, flags: int):

@@ -136,3 +136,25 @@ def test_a_mapped_arrays_pages_are_mapped_when_it_is_made():
     a.fill(1.0)
     written = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     assert made - before >= 1024 and written - made < 64
+
+
+@measurable
+def test_descriptors_closed_and_reused_by_another_file_are_reopened():
+    # a long test session failed the test above with 0 bytes: something closed the
+    # descriptors kept for /proc/self/status, statm and clear_refs, and other files
+    # took their numbers; reading those found no counter
+    import os
+    import adcheck.refengine as E
+    from adcheck.gradcheck.core.problem import Problem
+    x = E.tensor(np.linspace(-1, 1, 4096), dtype=E.float64, requires_grad=True)
+    assert Problem(_heavy_function(E, 128), (x,), "heavy").evaluation_bytes >= 7.5 * 2**20
+    kept = [heap._open[name] for name in ("status", "statm", "clear")]
+    for fd in kept:
+        os.close(fd)
+    others = [os.open(__file__, os.O_RDONLY) for _ in kept]
+    try:
+        assert sorted(others) == sorted(kept)   # the numbers now name this file
+        assert Problem(_heavy_function(E, 128), (x,), "heavy").evaluation_bytes >= 7.5 * 2**20
+    finally:
+        for fd in others:
+            os.close(fd)
