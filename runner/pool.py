@@ -194,8 +194,7 @@ class WorkerPool:
             return
         self.preload += missing
         self.context.set_forkserver_preload(self.preload)
-        from multiprocessing import forkserver
-        forkserver.ensure_running()
+        self.start_server()
 
     def start_server(self) -> bool:
         """Start the fork server now, without waiting for it: it imports the
