@@ -194,6 +194,11 @@ def test_a_stop_signal_writes_every_partial_report(tmp_path, signal_name, status
                        "--html", html, marker=marker, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, start_new_session=True)
     _wait_for(marker, process)
+    if jobs == "2":
+        # the other worker checks fault_fine while the hang starts; its result is
+        # what the assertion below is about, so give it time to arrive (it takes
+        # about 0.1 s; the report has no earlier sign of it to wait for)
+        time.sleep(3)
     number = getattr(signal, signal_name)
     for _ in range(3 if signal_name == "SIGINT" else 1):    # a second Ctrl-C changes nothing
         os.killpg(process.pid, number) if group else process.send_signal(number)
