@@ -7,6 +7,7 @@ from ..batching.runtime import exit_level, new_level
 from ..ops.dispatch import VMAP
 from ..tensor import Tensor
 from .engine import GraphTask
+from .onenode import one_node_grads
 
 
 def _as_tuple(x) -> tuple:
@@ -150,10 +151,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     edges = _root_edges(outs)
     grads = _make_grads(outs, grads)
     targets = [_input_edge(t, i) for i, t in enumerate(ins)]
+    captured = _run_grad(edges, grads, targets, retain_graph, create_graph)
+    return _finish(captured, ins, allow_unused, materialize_grads, create_graph)
+
+
+def _run_grad(edges: list, grads: list, targets: list, retain_graph: bool,
+              create_graph: bool) -> list:
+    """The gradients captured at ``targets``: by the one-node path when the
+    graph is that plain case (``onenode``), else by a graph task."""
+    if not create_graph:
+        captured = one_node_grads(edges, grads, targets, retain_graph)
+        if captured is not None:
+            return captured
     task = GraphTask(edges, grads, keep_graph=retain_graph, create_graph=create_graph,
                      accumulate=False, targets=targets)
     task.run()
-    return _finish(task.captured, ins, allow_unused, materialize_grads, create_graph)
+    return task.captured
 
 
 def _finish(captured: list, ins: tuple, allow_unused: bool, materialize: bool,
@@ -241,10 +254,8 @@ def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, ma
     level = new_level()
     try:
         wrapped = [None if g is None else BatchedTensor(g, level) for g in batched]
-        task = GraphTask(edges, wrapped, keep_graph=retain_graph, create_graph=create_graph,
-                         accumulate=False, targets=targets)
-        task.run()
-        captured = [None if g is None else unwrap(g, level, n) for g in task.captured]
+        captured = _run_grad(edges, wrapped, targets, retain_graph, create_graph)
+        captured = [None if g is None else unwrap(g, level, n) for g in captured]
     finally:
         exit_level()
     return _finish(captured, ins, allow_unused, materialize, create_graph, batch=(n,))

@@ -173,9 +173,13 @@ def _tangent_env(op, env: dict, tensors: dict, outs: list, level: int) -> dict:
             tenv[f"{n}_t"] = _tangent_or_zeros(t, level)
     for name, o in zip(op.outputs, outs):
         tenv[name] = o
+    # an input's shape and dtype only where the jvp rule asks for them (a
+    # Rule reads nothing but its params; most ask for neither)
+    wanted = op.jvp.params
     for name in tensors:
         for suffix in ("_shape", "_dtype"):
-            tenv[name + suffix] = input_meta(name + suffix, tensors)[0]
+            if name + suffix in wanted:
+                tenv[name + suffix] = input_meta(name + suffix, tensors)[0]
     return tenv
 
 

@@ -32,17 +32,48 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        leaves, spec = tree_flatten(args, is_leaf=_is_dict)
-        dims = _dims_per_leaf(in_dims, spec, "in_dims")
+        dims = _tensor_dims(args, in_dims)
+        if dims is None:
+            leaves, spec = tree_flatten(args, is_leaf=_is_dict)
+            dims = _dims_per_leaf(in_dims, spec, "in_dims")
+        else:
+            leaves, spec = args, None
         size = _batch_size(leaves, dims)
         level = new_level()
         try:
-            batched = tree_unflatten([_wrap(a, d, level) for a, d in zip(leaves, dims)], spec)
+            batched = [_wrap(a, d, level) for a, d in zip(leaves, dims)]
+            if spec is not None:
+                batched = tree_unflatten(batched, spec)
             result = func(*batched, **kwargs)
-            return _unwrap_tree(result, out_dims, level, size)
+            return _unwrap_result(result, out_dims, level, size)
         finally:
             exit_level()
     return wrapped
+
+
+def _tensor_dims(args: tuple, in_dims):
+    """``in_dims`` per argument when every argument is a tensor (the usual
+    call: the tree of the arguments is the tuple itself, nothing to flatten);
+    None otherwise, or when ``in_dims`` does not fit (the tree's path then
+    says why)."""
+    for a in args:
+        if not isinstance(a, Tensor):
+            return None
+    if in_dims is None or isinstance(in_dims, int):
+        return [in_dims] * len(args)
+    if isinstance(in_dims, (tuple, list)) and len(in_dims) == len(args):
+        return list(in_dims)
+    return None
+
+
+def _unwrap_result(result, out_dims, level, size):
+    """``_unwrap_tree`` without the tree for a tensor or a tuple of tensors."""
+    if out_dims is None or isinstance(out_dims, int):
+        if isinstance(result, Tensor):
+            return unwrap(result, level, size, out_dims)
+        if type(result) is tuple and all(isinstance(r, Tensor) for r in result):
+            return tuple(unwrap(r, level, size, out_dims) for r in result)
+    return _unwrap_tree(result, out_dims, level, size)
 
 
 def _is_dict(value) -> bool:

@@ -28,26 +28,14 @@ class BatchedTensor(Tensor):
 
     def __init__(self, value: Tensor, level: int):
         # Not Tensor.__init__: a BatchedTensor has no array of its own. The
-        # autograd attributes exist so that generic code reading them works;
+        # autograd attributes that generic code reads (_base, _grad_fn,
+        # _requires_grad, _wrapped_number...) are Tensor's class defaults
+        # (no view, no history, no grad; one is made for every op under vmap);
         # the graph itself lives on the physical tensor.
         self._value = value
         self._level = level
-        self._base = None
-        self._view_fn = None
-        self._view_version = 0
-        self._requires_grad = False
-        self._grad_fn = None
-        self._output_nr = 0
-        self._grad = None
-        self._grad_accumulator = None
-        self._retains_grad = False
-        self._post_acc_hooks = {}
         self._fw_grads = {}
-        self._fw_base = None
-        self._fw_view_fn = None
         self._is_inference = value._is_inference
-        self._wrapped_number = None
-        self._view_meta = None
 
     @property
     def _data(self):

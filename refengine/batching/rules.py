@@ -52,9 +52,16 @@ def elementwise(call):
     """Broadcasting ops (``exp``, ``add``, ``where``, ``clamp``...)."""
     if call.items:
         raise NotBatchable("list arguments are not elementwise")
-    changes = pad_batched(call)
-    for name, dtype in _example_promotion(call).items():
-        changes[name] = changes.get(name, call.env[name]).to(dtype)
+    # pad_batched's padding, with each argument's rank read once (this rule
+    # runs for every elementwise op under vmap: a batched backward's products)
+    batched = call.batched
+    ranks = {n: v.ndim - 1 if n in batched else v.ndim
+             for n, v in call.env.items() if isinstance(v, Tensor)}
+    rank = max(ranks.values(), default=0)
+    changes = {n: pad_to(call.env[n], rank) for n in batched if ranks[n] < rank}
+    if any(ranks[n] == 0 for n in batched):     # (only a 0-d example promotes otherwise)
+        for name, dtype in _example_promotion(call).items():
+            changes[name] = changes.get(name, call.env[name]).to(dtype)
     return call.run(**changes)
 
 

@@ -99,10 +99,9 @@ class BatchCall:
 def run(op, env: dict, out) -> object:
     """The dispatcher's entry while vmap runs (``VMAP.run``): the op on the
     batched arguments of the top level, or ``NotImplemented`` without any."""
-    values = list(env.values())
+    level = top_level(env.values())
     if out is not None:
-        values.append(out)
-    level = top_level(values)
+        level = max(level, top_level((out,)))
     if not level:
         return NotImplemented
     if out is not None:
