@@ -298,3 +298,25 @@ def std_at_zero_spread_masks_its_gradient_but_not_the_second(E):
     (g,) = E.autograd.grad(y.std(), [y], create_graph=True)
     (g * g).sum().backward()
     assert all(math.isfinite(v) for v in y.grad.tolist())
+
+
+@case("an elementwise result is laid out as torch's TensorIterator lays it out, in the order of "
+      "its operands' strides (the first operand that orders two dims decides; broadcast dims "
+      "defer), not in C order: the product of a transposed difference and a narrow is "
+      "transposed, and its view(-1) raises (found by the fuzzer at seed 61, program 26761)",
+      source=TORCH_BEHAVIOUR)
+def elementwise_result_follows_its_operands_layout(E):
+    b = E.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], dtype=E.float64)
+    v3 = b.narrow(1, 0, 2)
+    r = (E.ones(2, 2, dtype=E.float64) - v3).t() * v3
+    assert r.stride() == (1, 2) and not r.is_contiguous()
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size"):
+        r.view(-1)
+    assert (v3 * (1 - v3).t()).stride() == (2, 1)      # the narrow comes first: C order
+    # three dims: a permuted operand of the result's shape orders them unless the
+    # first operand, dense with other strides, does; a broadcast operand defers
+    p = E.arange(24, dtype=E.float64).reshape(2, 3, 4).permute(2, 0, 1)
+    c = E.ones(4, 2, 3, dtype=E.float64)
+    assert (p * c).stride() == (1, 12, 4) and (c * p).stride() == (6, 3, 1)
+    assert E.where(p > 3, p, E.zeros(3, dtype=E.float64)).stride() == (1, 12, 4)
+    assert E.exp(p[:, :, 1:]).stride() == (1, 8, 4)

@@ -227,8 +227,9 @@ defop("minimum", lambda self, other: np.minimum(self, other),
       jvp=lambda self_t, other_t, self, other: other_t + _tie_share(other, self) * (self_t - other_t),
       promote=("self", "other"), refuse=no_complex("minimum"), batch=elementwise)
 deflinear("where", lambda condition, self, other: np.where(condition, self, other),
-          vjp={"self": lambda grad, condition: grad.masked_fill(~condition, 0),
-               "other": lambda grad, condition: grad.masked_fill(condition, 0)},
+          # torch's where(condition, grad, 0): laid out as the condition (layout.py)
+          vjp={"self": lambda grad, condition: call(OPS["where"], condition, grad, 0),
+               "other": lambda grad, condition: call(OPS["where"], condition, 0, grad)},
           inputs=("condition", "self", "other"), nondiff=("condition",),
           promote=("self", "other"), method="where", batch=elementwise)
 

@@ -422,7 +422,8 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
                 t._view_version = out._storage.version
         outs = [out]
     else:
-        outs = _wrap_outputs(op, results, tensors) if op.view else [wrap_array(r) for r in results]
+        outs = _wrap_outputs(op, results, tensors) if op.view else [wrap_array(r) for r in (
+            op.layout(op, results, tensors) if op.layout is not None else results)]
         if numbers_only and op.promote is not None:
             for t in outs:   # still a number: it promotes like one
                 t._wrapped_number = dtypes.scalar_dtype(t._data.item())
@@ -435,9 +436,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None):
             rebase_after_inplace(out, node, old, tensors.values())
     if levels:
         tangents.push_tangents(op, env, tensors, outs, levels, inplace=out is not None)
-    if out is not None:
-        return out
-    return tuple(outs) if len(op.outputs) > 1 else outs[0]
+    return out if out is not None else tuple(outs) if len(op.outputs) > 1 else outs[0]
 
 
 def _original(t: Tensor) -> Tensor:

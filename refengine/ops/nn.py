@@ -19,6 +19,7 @@ from .. import creation
 from ..batching.batched import NotBatchable
 from ..batching.rules import along_dim, pad_batched
 from .dispatch import call
+from .layout import c_order
 from .elementwise import _np_erf
 from .opdef import OPS, defelementwise, deflinear, defop
 
@@ -97,7 +98,7 @@ def _log_softmax(self, dim, dtype=None):
     return x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))
 
 
-S = dict(promote=("self",), to_float=True, batch=along_dim())
+S = dict(promote=("self",), to_float=True, batch=along_dim(), layout=c_order)
 defop("softmax", _softmax,
       vjp={"self": lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True))},
       jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)),

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes
 from ..batching.rules import reduction
 from .dispatch import call
+from .layout import c_order
 from .linalg import L
 from .opdef import OPS, defop, public
 from .reduction import _np_axis, expand_reduced
@@ -68,7 +69,7 @@ defop("linalg_vector_norm", _vector_norm, promote=("self",), to_float=True,
            expand_reduced(grad, self, dim, keepdim) * _norm_direction(self, result, ord, dim, keepdim)},
       jvp=lambda self_t, self, result, ord, dim, keepdim: _norm_jvp(self_t, self, result, ord, dim,
                                                                    keepdim),
-      batch=reduction(), **L)
+      layout=c_order, batch=reduction(), **L)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

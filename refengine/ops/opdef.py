@@ -22,6 +22,7 @@ from typing import Callable
 from ..autograd.tangents import absent
 from ..batching.rules import elementwise
 from .dispatch import call
+from .layout import NOT_ITERATED, arrange
 # the data these helpers fill, re-exported for the op families
 from .registry import METHODS, OPS, PUBLIC, OpDef, Rule, _register, public  # noqa: F401
 
@@ -48,6 +49,10 @@ def no_complex(name: str) -> Callable:
 def defop(name: str, forward: Callable, *, vjp: dict | None, jvp=None, **options) -> OpDef:
     """Define an op with its rules written out (``vjp=None``: not differentiable)."""
     inputs = options.pop("inputs", None) or _tensor_params(forward)
+    # an elementwise op is computed by torch's TensorIterator, whose result's
+    # layout follows the operands' (layout.py), unless it is a view or a copy
+    if options.get("batch") is elementwise and name not in NOT_ITERATED:
+        options.setdefault("layout", arrange)
     return _register(OpDef(name, forward, inputs, vjp, jvp, **options))
 
 

@@ -15,6 +15,7 @@ from .. import dtypes
 from ..batching.batched import NotBatchable
 from ..batching.rules import over_dims, reduction
 from .dispatch import call
+from .layout import c_order
 from .opdef import OPS, defop, deflinear, no_complex, public
 
 
@@ -63,12 +64,12 @@ deflinear("sum", lambda self, dim=None, keepdim=False: np.sum(self, axis=_np_axi
                                                              keepdims=keepdim),
           vjp={"self": lambda grad, self_shape, dim, keepdim: expand_reduced(grad, self_shape, dim, keepdim)},
           promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
-          variant=_variant("Sum", "0", "1"), batch=reduction())
+          variant=_variant("Sum", "0", "1"), layout=c_order, batch=reduction())
 deflinear("mean", lambda self, dim=None, keepdim=False: np.mean(self, axis=_np_axis(dim, self.ndim),
                                                                keepdims=keepdim),
           vjp={"self": lambda grad, self_shape, dim, keepdim:
                expand_reduced(grad, self_shape, dim, keepdim) / _count(self_shape, dim)},
-          promote=("self",), variant=_variant("Mean", "0", "1"), batch=reduction())
+          promote=("self",), variant=_variant("Mean", "0", "1"), layout=c_order, batch=reduction())
 
 
 def _prod_others(self, dim):
@@ -107,7 +108,7 @@ defop("prod", _prod_forward,
       jvp=lambda self_t, self, dim, keepdim: (self_t * _prod_others(self, dim)).sum(
           dim=dim, keepdim=keepdim),
       promote=("self",), result_dtype=lambda d: dtypes.int64 if d._category < 2 else d,
-      variant=_variant("Prod", "0", "1"), batch=reduction(int_dim=True))
+      variant=_variant("Prod", "0", "1"), layout=c_order, batch=reduction(int_dim=True))
 
 
 def _evenly(grad, self, result, dim, keepdim):
@@ -161,7 +162,7 @@ def _all(fn, name):
 # Max-like reductions order their input: complex numbers are refused, as in PyTorch.
 for _name, _fn in (("amax", np.max), ("amin", np.min)):
     defop(_name, _amax(_fn, _name), vjp={"self": _evenly}, jvp=_evenly_jvp, refuse=no_complex(_name),
-          batch=reduction())
+          layout=c_order, batch=reduction())
 
 
 def _all_dims_batch(amax: str):
@@ -229,7 +230,7 @@ for _name, _arg in (("max_dim", np.argmax), ("min_dim", np.argmin)):
           if not keepdim else self_t.gather(dim, indices),
           outputs=("values", "indices"), diff_outputs=("values",),
           node=f"{_name[:3].capitalize()}Backward0", method=None, function=False,
-          refuse=no_complex(_name[:3]), batch=over_dims("dim"))
+          refuse=no_complex(_name[:3]), layout=c_order, batch=over_dims("dim"))
 
 
 class return_types:
@@ -275,7 +276,7 @@ defop("logsumexp", _logsumexp,
            (self - expand_reduced(result, self, dim, keepdim)).exp().conj()},
       jvp=lambda self_t, self, result, dim, keepdim:
       (self_t * (self - expand_reduced(result, self, dim, keepdim)).exp()).sum(dim=dim, keepdim=keepdim),
-      promote=("self",), to_float=True, batch=reduction())
+      promote=("self",), to_float=True, layout=c_order, batch=reduction())
 
 
 def _degenerate(fn, name: str, self, dim, correction, keepdim):
@@ -325,7 +326,8 @@ defop("var", _var_forward,
            expand_reduced(grad, self, dim, keepdim) * _var_direction(self, dim, correction)},
       jvp=lambda self_t, self, dim, correction, keepdim:
       (self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim),
-      promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real, layout=c_order,
+      batch=reduction())
 
 
 def _std_forward(self, dim=None, correction=1, keepdim=False):
@@ -342,4 +344,5 @@ defop("std", _std_forward,
       jvp=lambda self_t, self, result, dim, correction, keepdim:
       ((self_t * _var_direction(self, dim, correction).conj()).real.sum(dim=dim, keepdim=keepdim)
        / (result * 2)).masked_fill(result == 0, 0),
-      promote=("self",), to_float=True, result_dtype=dtypes.to_real, batch=reduction())
+      promote=("self",), to_float=True, result_dtype=dtypes.to_real, layout=c_order,
+      batch=reduction())

@@ -66,6 +66,8 @@ class OpDef:
     # exponent, clamp's bounds): such a number is no input of the node
     scalar_inputs: tuple = ()
     batch: Callable | None = None      # vmap batching rule (refengine/batching); None: a loop
+    # (op, results, tensors) -> the results laid out as torch lays them out (layout.py)
+    layout: Callable | None = None
     signature: inspect.Signature = field(init=False, repr=False)
 
     def __post_init__(self):

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..batching.rules import along_dim
 from .dispatch import call
+from .layout import c_order
 from .opdef import OPS, deflinear, defop
 
 
@@ -36,14 +37,14 @@ def _reversed_cumsum(self, dim):
     return np.flip(np.cumsum(np.flip(self, axis), axis=axis), axis)
 
 
-_INT = dict(promote=("self",), inplace=True, batch=along_dim(),
+_INT = dict(promote=("self",), inplace=True, batch=along_dim(), layout=c_order,
             result_dtype=lambda d: dtypes.int64 if d._category < 2 else d)
 deflinear("cumsum", _scan(np.cumsum),
           vjp={"self": lambda grad, dim: call(OPS["reversed_cumsum"], grad, dim)
                if grad.ndim else grad},
           **_INT)
 deflinear("reversed_cumsum", _reversed_cumsum, vjp={"self": lambda grad, dim: grad.cumsum(dim)},
-          batch=along_dim(), function=False, method=None)
+          batch=along_dim(), layout=c_order, function=False, method=None)
 
 
 def _below_diagonal(n: int):

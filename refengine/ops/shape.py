@@ -9,6 +9,7 @@ from ..batching.batched import NotBatchable
 from ..batching.rules import (elementwise, item_rank, materialize_items, matrices, over_dims,
                               pad_to, shift_dim, shift_dims)
 from .dispatch import call
+from .layout import preserved
 from .opdef import OPS, deflinear, public
 
 V = dict(view=True)
@@ -290,28 +291,15 @@ deflinear("alias", lambda self: self.view(), vjp={"self": lambda grad: grad},
           method=None, function=False, batch=elementwise, **V)
 
 
-def _dense(a: np.ndarray) -> bool:
-    """Non-overlapping and dense: ordered by stride, each dim steps over all the
-    dims inside it (dims of size 1 address nothing)."""
-    step = a.itemsize
-    for stride, n in sorted((s, n) for s, n in zip(a.strides, a.shape) if n > 1):
-        if stride != step:
-            return False
-        step *= n
-    return True
-
-
 def _clone(self, memory_format=None):
     # torch's preserve_format: a dense input's strides are kept (the clone of a
-    # transposed tensor is transposed: view(-1) refuses it), C order otherwise;
-    # contiguous() asks for C order
-    if memory_format is None and not self.flags.c_contiguous and _dense(self):
-        return np.copy(self, order="K")
-    return self.copy()
+    # transposed tensor is transposed: view(-1) refuses it), and one with gaps
+    # keeps its order of dims; contiguous() asks for C order
+    return preserved(self) if memory_format is None else self.copy()
 
 
 deflinear("clone", _clone, vjp={"self": lambda grad: grad}, batch=elementwise)
-deflinear("to_dtype", lambda self, dtype: self.astype(dtype.np),
+deflinear("to_dtype", lambda self, dtype: preserved(self, dtype.np),
           vjp={"self": lambda grad: grad}, node="ToCopyBackward0", method=None, function=False,
           batch=elementwise)
 
@@ -351,6 +339,12 @@ def _is_contiguous(t) -> bool:
         # examples; otherwise a copy is the safe answer
         return _is_contiguous(t._value)
     return t._data.flags.c_contiguous
+
+
+@public(function=False)
+def is_contiguous(self, memory_format=None):
+    """Whether ``self`` is in C order (as torch: dims of size 1 address nothing)."""
+    return _is_contiguous(self)
 
 
 @public(function=False)
