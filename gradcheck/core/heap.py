@@ -111,13 +111,16 @@ TRIM_FLOOR = 2 * 2**20
 _trimmed: dict = {"pid": None, "resident": 0}
 
 
-def _trim(libc) -> int | None:
-    """``malloc_trim(0)``, unless the resident set grew by no more than
-    ``TRIM_FLOOR`` since this process last trimmed (a heap that did not grow
-    has nothing new to give back); the resident set after it (``None``:
-    unknown)."""
+def _trim(libc, always: bool = False) -> int | None:
+    """``malloc_trim(0)``, unless (``always`` false) the resident set grew by
+    no more than ``TRIM_FLOOR`` since this process last trimmed; the resident
+    set after it (``None``: unknown).
+
+    Skipping is only a saving: memory in use at the last trim and freed since
+    stays resident without any growth, so a heap that did not grow may still
+    hold free resident pages (``always`` for a measure, which they would hide)."""
     resident = _resident()
-    if resident is not None and _trimmed["pid"] == os.getpid() and \
+    if not always and resident is not None and _trimmed["pid"] == os.getpid() and \
             resident <= _trimmed["resident"] + TRIM_FLOOR:
         _trimmed["resident"] = min(_trimmed["resident"], resident)
         return resident
@@ -232,7 +235,10 @@ def transient_bytes(call):
     libc = _libc()
     if libc is None or not keep_freed_blocks():
         return call(), None
-    resident = _trim(libc)   # (free space kept in the heap would hide what small blocks reuse)
+    # free resident space in the heap would hide whatever reuses it: 0 bytes measured
+    # after every check in a long test session, whose earlier tests' arrays were freed
+    # after the last trim without the resident set growing
+    resident = _trim(libc, always=True)
     libc.mallopt(_M_MMAP_THRESHOLD, MEASURED_MMAP_THRESHOLD)
     try:
         before = _reset_peak(resident)
