@@ -192,11 +192,14 @@ class Evaluator:
         """``vjps`` (``kind="vjp"``) or ``jvps`` (``"jvp"``)."""
         return self._products(kind, idx, vectors, what, each)
 
-    def prefetch(self, kind: str, idx: int, vectors) -> None:
+    def prefetch(self, kind: str, idx: int, vectors) -> np.ndarray:
         """Compute the ``kind`` products of ``vectors`` on ``idx`` when the next
         batch of that kind there is asked for (in a batch of their own), and
-        keep them for a later request of the same vectors, in the same order."""
-        self.prefetched.ask(kind, idx, self._cast(kind, idx, vectors))
+        keep them for a later request of the same vectors, in the same order.
+        Returns the block as kept: asked for as it is, it is found at once."""
+        block = self._cast(kind, idx, vectors)
+        self.prefetched.ask(kind, idx, block)
+        return block
 
     def riding(self, again: bool = False):
         """Within: vectors asked for ahead ride in the batch of the first request

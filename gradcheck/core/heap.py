@@ -137,41 +137,51 @@ _STATUS = "/proc/self/status"
 _STATM = "/proc/self/statm"
 _CLEAR_REFS = "/proc/self/clear_refs"
 _PAGE = mmap.PAGESIZE
-#: the two files above, opened once per process (``_files``): opening and
+#: the three files above, opened once per process (``_fd``): opening and
 #: parsing them afresh cost 50 us a check, a tenth of a small check's time
-_open: dict = {"pid": None, "status": None, "statm": None, "clear": None, "ids": None}
+_open: dict = {"pid": None, "status": None, "statm": None, "clear": None,
+               "ids": {"status": None, "statm": None, "clear": None}}
+_PATHS = {"status": (_STATUS, os.O_RDONLY), "statm": (_STATM, os.O_RDONLY),
+          "clear": (_CLEAR_REFS, os.O_WRONLY)}
 
 
-def _files() -> dict:
-    """``_open`` for this process: a forked child reopens them, since its
-    parent's descriptors would read the parent's counters; so does a process
-    whose descriptors something else closed (a test session's fixtures, a
-    library): the number may by now name another file, whose text holds no
-    counter (every evaluation was measured as 0 bytes in a long test session)."""
+def _fd(name: str):
+    """The descriptor kept for ``name`` ("status", "statm", "clear") in this
+    process, or ``None``: a forked child reopens them all, since its parent's
+    descriptors would read the parent's counters; one that something else
+    closed (a test session's fixtures, a library) is reopened: its number may
+    by now name another file, whose text holds no counter (every evaluation
+    was measured as 0 bytes in a long test session). Only the descriptor about
+    to be used is looked at (an ``fstat`` of a /proc file costs 4 us on these
+    machines; all three before every read were 50 us a check)."""
     pid = os.getpid()
-    if _open["pid"] != pid or _ids() != _open["ids"]:
-        for name in ("status", "statm", "clear"):
-            if _open[name] is not None and _open["pid"] == pid:
-                try:
-                    os.close(_open[name])
-                except OSError:   # (closed already)
-                    pass
-        _open.update(pid=pid, status=_opened(_STATUS, os.O_RDONLY),
-                     statm=_opened(_STATM, os.O_RDONLY), clear=_opened(_CLEAR_REFS, os.O_WRONLY))
-        _open["ids"] = _ids()
-    return _open
+    if _open["pid"] != pid:
+        # (a parent's numbers are this child's too: closing them would close the
+        # child's copies only, and the child needs descriptors of its own anyway)
+        _open.update(pid=pid, status=None, statm=None, clear=None,
+                     ids=dict.fromkeys(_PATHS))
+    fd = _open[name]
+    if fd is None and _open["ids"][name] == _UNOPENED:
+        return None   # (not ours here: a sandbox; not asked again)
+    if fd is None or _identity(fd) != _open["ids"][name]:
+        # (a number that names another file now is no longer ours to close)
+        path, flags = _PATHS[name]
+        fd = _open[name] = _opened(path, flags)
+        _open["ids"][name] = _UNOPENED if fd is None else _identity(fd)
+    return fd
 
 
-def _ids():
-    """What each kept descriptor names now (device and inode), ``None`` where closed."""
-    found = []
-    for name in ("status", "statm", "clear"):
-        try:
-            st = os.fstat(_open[name]) if _open[name] is not None else None
-        except OSError:
-            st = None
-        found.append(None if st is None else (st.st_dev, st.st_ino))
-    return tuple(found)
+#: ``_open["ids"]`` of a file that could not be opened in this process
+_UNOPENED = "unopened"
+
+
+def _identity(fd: int):
+    """What ``fd`` names now (device and inode), ``None`` where it is closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _opened(path: str, flags: int):
@@ -183,7 +193,7 @@ def _opened(path: str, flags: int):
 
 def _status_bytes(key: str):
     """A size from ``/proc/self/status`` in bytes (``VmRSS``, ``VmHWM``)."""
-    fd = _files()["status"]
+    fd = _fd("status")
     if fd is None:
         return None
     data = os.pread(fd, 1 << 14, 0)   # (read from the start: the kernel writes it anew)
@@ -198,7 +208,7 @@ def _reset_peak(resident: int | None = None):
     4.0 or later); its value now, or ``None`` where it cannot be reset.
     ``resident``: the resident set read just before (nothing allocated since),
     which the mark now is."""
-    fd = _files()["clear"]
+    fd = _fd("clear")
     if fd is None:
         return None
     try:
@@ -213,7 +223,7 @@ def _reset_peak(resident: int | None = None):
 
 def _resident() -> int | None:
     """The resident set in bytes (``/proc/self/statm``), or ``None``."""
-    statm = _files()["statm"]
+    statm = _fd("statm")
     return None if statm is None else int(os.pread(statm, 256, 0).split()[1]) * _PAGE
 
 

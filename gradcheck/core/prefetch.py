@@ -55,7 +55,9 @@ class Prefetch:
         serves one request), or ``None``."""
         held = self._kept.get((kind, idx))
         for k, (block, products) in enumerate(held or ()):
-            if block.shape == vectors.shape and block.tobytes() == vectors.tobytes():
+            # (the very block asked for ahead, handed back, is its own equal)
+            if block is vectors or block.shape == vectors.shape and \
+                    block.tobytes() == vectors.tobytes():
                 del held[k]
                 return products
         return None

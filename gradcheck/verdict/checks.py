@@ -63,7 +63,8 @@ PREFETCH_SHARE = 16
 
 
 def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
-    """Draw the random vectors of the scaling check, by (mode, carrier index).
+    """Draw the random vectors of the scaling check, by (mode, carrier index):
+    each a block of two rows, the vector and ``SCALE`` times it.
 
     They are drawn before the Jacobians are built and prefetched, so the
     batched Jacobian producers compute their products too; unless they and
@@ -77,9 +78,10 @@ def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
         for idx in side.carriers(p):
             draw = rng.standard_normal((1, side.carrier_size(p.layout, idx)))
             vector = side.vectors(p, idx, draw)[0]
-            probes[side.mode, idx] = vector
-            if _small(ev, side, idx):
-                ev.prefetch(side.product, idx, [vector, SCALE * vector])
+            pair = [vector, SCALE * vector]
+            # (the pair as kept: ``scaling`` asks for that very block, found at once)
+            probes[side.mode, idx] = ev.prefetch(side.product, idx, pair) \
+                if _small(ev, side, idx) else np.stack(pair)
     return probes
 
 
@@ -105,17 +107,17 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     p = ev.problem
     magnitudes = magnitudes or {}
     results = []
-    for (mode, idx), vector in probes.items():
-        side = SIDES[mode]
+    for (mode, idx), block in probes.items():   # (each: a vector, SCALE times it)
+        side, vector = SIDES[mode], block[0]
         norm = (1 + abs(SCALE)) * coords.norm(coords.to_real(vector))
-        pair = side.products(ev, idx, np.stack([vector, SCALE * vector]), "checking scaling")
+        pair = side.products(ev, idx, block, "checking scaling")
         for r in side.receivers(p):
             key = side.key(idx, r)
             rows = side.real_rows(p, r, pair[r], 2)
             floor = norm * magnitudes.get(key, 0.0)
             result = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor)
             if not result.passed and not _rounded(rows[0], rows[1], SCALE * rows[0]):
-                noise = product_noise(ev, side, idx, r, [vector, SCALE * vector], rows,
+                noise = product_noise(ev, side, idx, r, list(block), rows,
                                       epsilon)
                 if noise:
                     again = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor,
@@ -371,8 +373,9 @@ def request_undefined_grad(ev: Evaluator) -> None:
     p = ev.problem
     if not p.engine.supports_undefined_grad and len(p.diff_out) == 1 and \
             _small(ev, SIDES["reverse"], p.diff_out[0]):
-        out_idx = p.diff_out[0]
-        ev.prefetch("vjp", out_idx, [np.zeros_like(p.out_arrays[out_idx])])
+        out = p.out_arrays[p.diff_out[0]]   # (its block, kept to be asked for as it is)
+        ev.memo["undefined zeros"] = ev.prefetch("vjp", p.diff_out[0],
+                                                 np.zeros((1, *out.shape), out.dtype))
 
 
 def undefined_grad(ev: Evaluator) -> list:
@@ -384,7 +387,9 @@ def undefined_grad(ev: Evaluator) -> list:
             grads = _undefined_vjp(ev)
         elif len(p.diff_out) == 1:   # prefetched by request_undefined_grad
             out_idx = p.diff_out[0]
-            stacked = ev.vjps(out_idx, np.zeros_like(p.out_arrays[out_idx])[None], what)
+            zeros = ev.memo.pop("undefined zeros", None)
+            stacked = ev.vjps(out_idx, np.zeros_like(p.out_arrays[out_idx])[None]
+                              if zeros is None else zeros, what)
             grads = [None if g is None else g[0] for g in stacked.values()]
         else:
             zeros = {o: np.zeros_like(p.out_arrays[o]) for o in p.diff_out}
@@ -409,7 +414,7 @@ def _undefined_vjp(ev: Evaluator) -> list:
 
 def _undefined_result(in_idx: int, array) -> Result:
     found = np.zeros((1, 0)) if array is None else np.asarray(array).reshape(1, -1)
-    if found.size and not found.any():
+    if found.size and not np.count_nonzero(found):   # (.any(): a Python frame more)
         # exact zeros (NaN counts as nonzero): compare's own result, without its passes
         return Result("undefined-grad", "reverse", "zero", None, in_idx, True, 0.0, (0, 0),
                       0.0, np.zeros_like(found), found)
@@ -475,13 +480,8 @@ def batched_products(ev: Evaluator, side: Side, rng, atol: float, rtol: float,
 def detached(ev: Evaluator, numerical: Jacobian, atol: float) -> list:
     """Outputs that do not require grad must not depend on the inputs."""
     p = ev.problem
-    results = []
-    for out_idx in p.float_out:
-        if out_idx in p.diff_out:
-            continue
-        for in_idx in p.diff_in:
-            results.append(detached_result(out_idx, in_idx, numerical[out_idx, in_idx], atol))
-    return results
+    return [detached_result(o, i, numerical[o, i], atol)
+            for o in p.float_out if o not in p.diff_out for i in p.diff_in]
 
 
 def detached_result(out_idx: int, in_idx: int, block: np.ndarray, atol: float) -> Result:
