@@ -85,6 +85,9 @@ class SampleCall:
         self.inputs = tuple(t for t in tree_leaves(structure) if self._is_diff(t))
         self.process = sample.output_process_fn_grad
         self._slots = _slots(structure, self._is_diff)
+        #: where the other tensors of a flat sample sit (``_placed``'s ``others``)
+        self._constants = None if self._slots is None else _slots(
+            structure, lambda v: self._is_tensor(v) and not self._is_diff(v))
 
     def _is_tensor(self, value) -> bool:
         return isinstance(value, self.tensor_type)
@@ -105,10 +108,11 @@ class SampleCall:
             inp, args, kwargs = self._placed(inputs)
         return self.process(self.op(inp, *args, **kwargs))
 
-    def _placed(self, inputs):
-        """``_rebuild(inputs)`` of a flat sample (see ``_slots``): each input put in
-        its slot, without a walk over the structure (gradcheck calls ``func``
-        some hundred times a check; the walk was 4 % of a registry sweep)."""
+    def _placed(self, inputs, others=None):
+        """``_rebuild(inputs, others)`` of a flat sample (see ``_slots``): each input
+        put in its slot, without a walk over the structure (gradcheck calls ``func``
+        some hundred times a check; the walk was 4 % of a registry sweep, and as
+        much again in the calls of the mpmath reference, which passes ``others``)."""
         inp, args, kwargs = self.structure
         first, in_args, in_kwargs = self._slots
         if first is not None:
@@ -121,6 +125,18 @@ class SampleCall:
             kwargs = dict(kwargs)
             for name, k in in_kwargs:
                 kwargs[name] = inputs[k]
+        if others is not None:
+            tensor, at_args, at_kwargs = self._constants
+            if tensor is not None:
+                inp = others(inp)
+            if at_args:
+                args = list(args)
+                for position, _ in at_args:
+                    args[position] = others(args[position])
+            if at_kwargs:
+                kwargs = dict(kwargs)
+                for name, _ in at_kwargs:
+                    kwargs[name] = others(kwargs[name])
         return inp, args, kwargs
 
     @property
@@ -141,7 +157,8 @@ class SampleCall:
             return value.copy() if isinstance(value, np.ndarray) else value
 
         def reference(*mp_inputs):
-            inp, args, kwargs = self._rebuild(mp_inputs, constant)
+            inp, args, kwargs = self._rebuild(mp_inputs, constant) if self._slots is None \
+                else self._placed(mp_inputs, constant)
             return ref(inp, *args, **kwargs)
         return reference
 

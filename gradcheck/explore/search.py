@@ -74,7 +74,9 @@ class Tally:
     findings: list = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
+        # (the fields are numbers; ``asdict`` would deep-copy each finding's arrays and
+        # results only for them to be replaced: 0.4 ms of every explored check)
+        out = {f.name: getattr(self, f.name) for f in _TALLY_FIELDS}
         out["findings"] = [f.to_dict() for f in self.findings]
         return out
 
@@ -94,6 +96,9 @@ class Tally:
                 + (f", {self.arbitrated} judged again by the mpmath reference"
                    if self.arbitrated else "")
                 + (f", {self.crashes} crashed the process" if self.crashes else ""))
+
+
+_TALLY_FIELDS = dataclasses.fields(Tally)
 
 
 class Explorer:

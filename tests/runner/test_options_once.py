@@ -51,13 +51,42 @@ def test_the_same_options_as_derived_afresh(keywords, policy):
     assert made[0] is not made[3] and made[0] == made[3]
 
 
-def test_a_reference_keyword_is_derived_afresh():
+def _sine():
     def reference(x):
         return np.vectorize(mpmath.sin, otypes=[object])(x)
-    subject = _Subject({"precise": True, "reference": reference, "check_forward_ad": True})
-    chosen = check_options(subject, "reference", Policy(), None)
-    assert chosen.reference is reference
-    assert chosen == _afresh(subject, "reference", Policy())
+    return reference
+
+
+@pytest.mark.parametrize("keyword", ["reference", "explore_reference"])
+def test_each_samples_reference_is_its_own(keyword):
+    # every sample brings a new reference function: each check gets its own, and
+    # every other field as deriving afresh with it gives (a reference also gives
+    # the check its own Jacobian plan)
+    made = []
+    for index in (1, 2, 1):
+        reference = _sine()
+        subject = _Subject({"precise": True, keyword: reference, "check_forward_ad": True},
+                           index)
+        chosen = check_options(subject, "reference", Policy(jacobian="dense"), None)
+        assert getattr(chosen, keyword) is reference
+        assert chosen == _afresh(subject, "reference", Policy(jacobian="dense"))
+        assert chosen.settings() == _afresh(subject, "reference",
+                                            Policy(jacobian="dense")).settings()
+        made.append(chosen)
+    assert getattr(made[0], keyword) is not getattr(made[2], keyword)
+    without = check_options(_Subject({"precise": True, "check_forward_ad": True}),
+                            "reference", Policy(jacobian="dense"), None)
+    assert getattr(without, keyword) is None
+    assert (without.jacobian == made[0].jacobian) == (keyword != "reference")
+
+
+def test_a_reference_with_an_asked_plan_is_refused_as_afresh():
+    # validation still sees a reference: a probed plan with one is refused
+    subject = _Subject({"precise": True, "reference": _sine(), "jacobian": "probed"})
+    with pytest.raises(ValueError, match="mpmath reference"):
+        _afresh(subject, "reference", Policy())
+    with pytest.raises(ValueError, match="mpmath reference"):
+        check_options(subject, "reference", Policy(), None)
 
 
 def test_a_callers_time_limit_reaches_every_check():

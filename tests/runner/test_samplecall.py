@@ -80,3 +80,47 @@ def test_a_flat_sample_places_its_inputs_where_they_came_from():
     np.testing.assert_array_equal(call.func(*call.inputs).detach().numpy(),
                                   np.array([1.0, 2.0]) * [5.0, 6.0] + 3 * np.array([0.5, -1.0]) ** 2
                                   - 0.25)
+
+
+def test_the_mpmath_reference_of_a_flat_sample_gets_its_constants_in_place():
+    # the reference's calls put each input and each other tensor (as mpmath values,
+    # a fresh copy per call) in its slot without the walk: the same formula by hand
+    import mpmath
+
+    def mp_affine(x, const, k, y, *, shift, power):
+        assert all(isinstance(v, mpmath.mpf) for v in (*x, *const, *y, shift))
+        return np.array([a * c + k * b ** power - shift for a, c, b in zip(x, const, y)])
+    info = OpInfo("affine", _affine, sample_func=_flat_samples, dtypes=(refengine.float64,),
+                  mpmath_ref=mp_affine)
+    sample = next(iter(info.sample_inputs(refengine.float64, requires_grad=True)))
+    call = SampleCall(info, sample)
+    x, y = np.array([mpmath.mpf(2), mpmath.mpf(-1)]), np.array([mpmath.mpf(1.5), mpmath.mpf(0.5)])
+    reference = call.reference
+    for _ in range(2):    # the constant's copy is the sample's each time
+        got = reference(x, y, mpmath.mpf(0.75))
+        assert [float(v) for v in got] == [2 * 5 + 3 * 1.5 ** 2 - 0.75, -1 * 6 + 3 * 0.5 ** 2 - 0.75]
+
+
+def test_placing_the_reference_arguments_matches_the_walk_on_every_registry_sample():
+    # every first sample of the built-in registry, flat or not: the arguments the
+    # reference receives placed in their slots are the tree walk's, leaf for leaf
+    from adcheck.refengine.pytree import tree_leaves
+    from adcheck.runner.registry import OpinfoRegistry
+    registry = OpinfoRegistry()
+    flat = 0
+    for info in registry.ops():
+        for sample in list(info.sample_inputs(refengine.float64, requires_grad=True))[:1]:
+            call = SampleCall(info, sample)
+            if call._slots is None:
+                continue
+            flat += 1
+            inputs = tuple(object() for _ in call.inputs)
+            marks: dict = {}
+
+            def other(t):
+                return marks.setdefault(id(t), object())
+            placed = call._placed(inputs, other)
+            walked = call._rebuild(inputs, other)
+            assert [id(v) for v in tree_leaves(list(placed))] == \
+                [id(v) for v in tree_leaves(list(walked))], info.name
+    assert flat > 150
