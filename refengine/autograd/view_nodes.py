@@ -63,17 +63,28 @@ class AsStridedBackward0(Node):
             return [full]
         # elements of the view that share memory (an expand) each add their
         # gradient to the one base element, as torch's as_strided backward does
-        flat = creation.zeros((full.numel(),), dtype=g.dtype if g.is_complex() else self.base_dtype)
-        return [flat.index_add(0, creation.tensor(places.reshape(-1)), g.reshape(-1))
-                .reshape(self.base_shape)]
+        index = creation.tensor(places.reshape(-1))
+        if view.dtype == full.dtype:
+            flat = creation.zeros((full.numel(),),
+                                  dtype=g.dtype if g.is_complex() else self.base_dtype)
+            return [flat.index_add(0, index, g.reshape(-1)).reshape(self.base_shape)]
+        # a real view of a complex base (``.real``, ``.imag``, ``view_as_real``):
+        # places count its parts, two to each of the base's elements
+        flat = creation.zeros((2 * full.numel(),), dtype=view.dtype)
+        parts = flat.index_add(0, index, g.reshape(-1)).reshape(full.numel(), 2)
+        return [parts.view_as_complex().reshape(self.base_shape)]
 
 
 def _storage_places(view, full):
-    """The flat index into ``full`` of each element of ``view`` when some
-    elements share one place, else None (a plain copy is then right)."""
+    """The flat index into ``full``'s memory, in elements of ``view``'s dtype
+    (a real view of a complex base counts its parts), of each element of
+    ``view`` when some elements share one place, else None (a plain copy is
+    then right)."""
     import numpy as np
     v, f = view._data, full._data
-    if v.size <= 1 or v.dtype != f.dtype or not f.flags.c_contiguous:
+    real_of_complex = f.dtype.kind == "c" and v.dtype.kind == "f" and \
+        2 * v.itemsize == f.itemsize
+    if v.size <= 1 or not f.flags.c_contiguous or (v.dtype != f.dtype and not real_of_complex):
         return None
     start = v.__array_interface__["data"][0] - f.__array_interface__["data"][0]
     offsets = np.full(v.shape, start, dtype=np.int64)
@@ -81,7 +92,7 @@ def _storage_places(view, full):
         shape = [1] * v.ndim
         shape[axis] = v.shape[axis]
         offsets = offsets + (np.arange(v.shape[axis]) * stride).reshape(shape)
-    places = offsets // f.itemsize
+    places = offsets // v.itemsize
     return places if np.unique(places).size < places.size else None
 
 
