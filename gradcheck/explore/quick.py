@@ -49,6 +49,8 @@ class _Point:
                      if E.is_tensor(o) and E.is_differentiable_dtype(o)}
         self.base = {k: E.to_numpy(o) for k, o in self.outs.items()}
         self.arrays = {i: E.to_numpy(ins[i]) for i in explored}
+        #: whether a moved point is evaluated with grad (found on the first move)
+        self.needs_grad = False
 
     def vjp_row(self, v: dict) -> dict:
         """``v^T J`` in the real coordinates of each explored input."""
@@ -76,16 +78,31 @@ class _Point:
     def moved(self, u: dict, step: float) -> dict | None:
         """The outputs at the point moved ``step`` along ``u``; None where the
         function raises there."""
-        E, ins = self.E, list(self.ins)
-        for i, d in u.items():
-            a = self.arrays[i]
-            ins[i] = E.from_numpy_like(a + step * from_real(d, a.shape, a.dtype), self.ins[i])
+        E = self.E
+        if not self.needs_grad:
+            try:
+                with E.no_grad():
+                    outs = as_tuple(self.func(*self._moved_inputs(u, step, False)))
+                return {k: to_real(E.to_numpy(outs[k])) for k in self.outs}
+            except Exception:    # noqa: BLE001 - judged by the call with grad below
+                pass
+        # a function that differentiates inside (gradgrad's first derivative) needs
+        # grad and inputs that require it: without them it raised at every point
         try:
-            with E.no_grad():
-                outs = as_tuple(self.func(*ins))
+            with E.enable_grad():
+                outs = as_tuple(self.func(*self._moved_inputs(u, step, True)))
         except Exception:    # outside the domain beside the point: no quotient
             return None
+        self.needs_grad = True
         return {k: to_real(E.to_numpy(outs[k])) for k in self.outs}
+
+    def _moved_inputs(self, u: dict, step: float, with_grad: bool) -> list:
+        E, ins = self.E, list(self.ins)
+        for i, d in u.items():
+            a, x = self.arrays[i], self.ins[i]
+            ins[i] = E.from_numpy_like(a + step * from_real(d, a.shape, a.dtype), x,
+                                       requires_grad=with_grad and E.requires_grad(x))
+        return ins
 
 
 #: the screens of the points of one sample, inside ``sharing()``
