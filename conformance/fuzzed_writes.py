@@ -358,3 +358,18 @@ def copy_into_a_smaller_destination_raises(E):
     with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size "
                                            r"of tensor b \(2\) at non-singleton dimension 0"):
         _f64(E, [1.0, 2.0, 3.0]).copy_(_f64(E, [1.0, 2.0]))
+
+
+@case("an expanded real view (.imag) of a complex tensor whose base is then written in place "
+      "differentiates through the regenerated view: each copy's gradient adds into the one "
+      "part it reads (found by the fuzzer at seed 90, program 20540)",
+      source=TORCH_BEHAVIOUR)
+def expanded_imag_view_of_a_rewritten_base(E):
+    z = E.tensor([complex(0.5, 0.37), complex(0.0, -1.0), complex(0.5, -1.592)],
+                 dtype=E.complex128, requires_grad=True)
+    w = z * 1
+    twice = w.imag.unsqueeze(0).expand(2, 3)
+    w.neg_()
+    E.abs(twice).sum().backward()
+    # sum |-Im z| taken twice: d/dy = 2 sign(y), the gradient 2i sign(Im z)
+    assert z.grad.tolist() == [2j, -2j, -2j]
