@@ -320,3 +320,18 @@ def elementwise_result_follows_its_operands_layout(E):
     assert (p * c).stride() == (1, 12, 4) and (c * p).stride() == (6, 3, 1)
     assert E.where(p > 3, p, E.zeros(3, dtype=E.float64)).stride() == (1, 12, 4)
     assert E.exp(p[:, :, 1:]).stride() == (1, 8, 4)
+
+
+@case("the gradient add and sub pass on with alpha 1 is the incoming gradient itself, not "
+      "times 1 (torch's maybe_multiply): a complex gradient's NaN imaginary part does not "
+      "reach a real operand's gradient (found by the fuzzer at seed 74, program 2698)",
+      source=TORCH_BEHAVIOUR)
+def add_and_sub_pass_their_gradient_without_multiplying(E):
+    g = E.tensor([complex(2.0, NAN)], dtype=E.complex128)
+    # another alpha multiplies (as complex numbers: NaN * 0 reaches the real part)
+    for f, want in ((lambda z, x: z - x, -2.0), (lambda z, x: z + x, 2.0),
+                    (lambda z, x: 1j - x, -2.0), (lambda z, x: E.sub(z, x, alpha=3), NAN)):
+        z = E.tensor([complex(1.0, 1.0)], dtype=E.complex128, requires_grad=True)
+        x = E.tensor([0.5], dtype=E.float64, requires_grad=True)
+        f(z, x).backward(g)
+        assert _same(x.grad.tolist(), [want])

@@ -20,18 +20,28 @@ def _conj(x):
     return x.conjugate() if isinstance(x, complex) else x
 
 
+def _times(grad, alpha, copy=False):
+    # torch's maybe_multiply: alpha 1 multiplies nothing (a complex gradient times
+    # 1 would carry a NaN imaginary part into the real part, NaN * 0). ``copy``: the
+    # gradient would reach both inputs as one tensor, whose .grad then share memory
+    # (torch's aliasing, docs/differences.md: refengine's do not)
+    if alpha != 1:
+        return grad * _conj(alpha)
+    return grad.clone() if copy else grad
+
+
 deflinear("add", lambda self, other, alpha=1: self + alpha * other if alpha != 1 else self + other,
-          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: grad * _conj(alpha)},
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: _times(grad, alpha, copy=True)},
           batch=elementwise, **B)
 _NO_BOOL_SUB = no_bool("Subtraction, the `-` operator, with a bool tensor is not supported. If "
                        "you are trying to invert a mask, use the `~` or `logical_not()` "
                        "operator instead.")
 deflinear("sub", lambda self, other, alpha=1: self - alpha * other if alpha != 1 else self - other,
-          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: -grad * _conj(alpha)},
+          vjp={"self": lambda grad: grad, "other": lambda grad, alpha: _times(-grad, alpha)},
           refuse=_NO_BOOL_SUB, batch=elementwise, **B)
 # ``2 - x``: the number is ``other`` here, as in PyTorch's rsub.
 deflinear("rsub", lambda self, other, alpha=1: other - alpha * self,
-          vjp={"self": lambda grad, alpha: -grad * _conj(alpha), "other": lambda grad: grad},
+          vjp={"self": lambda grad, alpha: _times(-grad, alpha), "other": lambda grad: grad},
           promote=("self", "other"), method=None, node="RsubBackward1", refuse=_NO_BOOL_SUB,
           scalar_inputs=("other",),
           batch=elementwise)

@@ -437,7 +437,9 @@ deflinear("index_select", _index_select,
           inputs=("self", "index"), nondiff=("index",), batch=_index_select_rule)
 deflinear("index_add", _index_add,
           vjp={"self": lambda grad: grad,
-               "source": lambda grad, dim, index, alpha: grad.index_select(dim, index) * _conj(alpha)},
+               # torch's maybe_multiply: alpha 1 leaves the gradient as it is
+               "source": lambda grad, dim, index, alpha: grad.index_select(dim, index)
+               if alpha == 1 else grad.index_select(dim, index) * _conj(alpha)},
           inputs=("self", "index", "source"), nondiff=("index",), promote=("self", "source"),
           inplace=True, batch=_index_add_rule)
 
