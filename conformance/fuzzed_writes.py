@@ -373,3 +373,26 @@ def expanded_imag_view_of_a_rewritten_base(E):
     E.abs(twice).sum().backward()
     # sum |-Im z| taken twice: d/dy = 2 sign(y), the gradient 2i sign(Im z)
     assert z.grad.tolist() == [2j, -2j, -2j]
+
+
+@case("an in-place write to a view made before its base required grad, untouched since the "
+      "base's in-place write gave it a history, is refused as a write to a leaf; reading its "
+      "grad_fn first regenerates its node and the write is recorded (found by the fuzzer at "
+      "seed 93, program 4366)",
+      source=TORCH_BEHAVIOUR)
+def view_untouched_since_its_base_gained_a_history(E):
+    scale = _f64(E, [0.5, 1.0, 2.0], requires_grad=True) * 1
+    for read_first in (False, True):
+        base = _f64(E, [0.75, -1.25, -2.0])
+        view = base.unsqueeze(0)
+        base.div_(scale)
+        if not read_first:
+            with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is "
+                                                   "being used in an in-place operation"):
+                view.sub_(1.5)
+            continue
+        assert view.grad_fn is not None
+        view.sub_(1.5)
+        (g,) = E.autograd.grad(base.sum(), scale)
+        # base = (b / s) - 1.5: d/ds sum = -b / s**2
+        assert g.tolist() == [-0.75 / 0.25, 1.25 / 1.0, 2.0 / 4.0]

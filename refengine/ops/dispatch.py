@@ -160,13 +160,14 @@ def _check_inplace(self: Tensor) -> None:
         raise RuntimeError(INFERENCE_INPLACE)
     if not is_recording() or not self.requires_grad:
         return
-    # PyTorch's order: how the view was made, then a view of a leaf, then a leaf
+    # PyTorch's order: how the view was made, a view of a leaf, a leaf; its leaf test reads a
+    # view's node unregenerated (a view untouched since its base's write gave it a history)
     if self._base is not None:
         check_view_inplace(self)
         if self._base.is_leaf:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
-    elif self.is_leaf:
+    if self.is_leaf if self._base is None else self._grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
 
