@@ -42,24 +42,23 @@ def pad_batched(call, names=None, rank: int | None = None) -> dict:
     """Size-1 dims after the batch dim, so each batched argument has ``rank``
     logical dims (default: the largest among ``names``)."""
     names = _tensor_names(call) if names is None else names
+    # each rank read once: this runs for every elementwise op under vmap (a batched
+    # backward's products)
+    env, batched = call.env, call.batched   # (``call.rank`` inlined: a call per name)
+    ranks = {n: env[n].ndim - 1 if n in batched else env[n].ndim for n in names
+             if rank is None or n in batched}
     if rank is None:
-        rank = max((call.rank(n) for n in names), default=0)
-    return {n: pad_to(call.env[n], rank) for n in names
-            if n in call.batched and call.rank(n) < rank}
+        rank = max(ranks.values(), default=0)
+    return {n: pad_to(env[n], rank) for n in names if n in batched and ranks[n] < rank}
 
 
 def elementwise(call):
     """Broadcasting ops (``exp``, ``add``, ``where``, ``clamp``...)."""
     if call.items:
         raise NotBatchable("list arguments are not elementwise")
-    # pad_batched's padding, with each argument's rank read once (this rule
-    # runs for every elementwise op under vmap: a batched backward's products)
-    batched = call.batched
-    ranks = {n: v.ndim - 1 if n in batched else v.ndim
-             for n, v in call.env.items() if isinstance(v, Tensor)}
-    rank = max(ranks.values(), default=0)
-    changes = {n: pad_to(call.env[n], rank) for n in batched if ranks[n] < rank}
-    if any(ranks[n] == 0 for n in batched):     # (only a 0-d example promotes otherwise)
+    changes = pad_batched(call)
+    # (only a 0-d example, a batch of one dim, promotes otherwise)
+    if any(call.env[n].ndim == 1 for n in call.batched):
         for name, dtype in _example_promotion(call).items():
             changes[name] = changes.get(name, call.env[name]).to(dtype)
     return call.run(**changes)
