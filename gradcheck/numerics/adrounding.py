@@ -60,6 +60,21 @@ def floors(second: dict, expected, epsilon: float) -> dict:
             for key, value in second.items()}
 
 
+def unsteady(second: float, expected, key, epsilon: float) -> str | None:
+    """What to say of a failed block whose AD values moved by ``second`` under moves
+    of a few ulps, more than ``CAP`` allows a floor for: None below it. Above it the
+    values are no sharper than that, so the failure may be the formula's evaluation
+    losing digits (torch's householder_product backward at reflectors of norm 30
+    moves by 1e-5 of its largest entry) as well as a wrong formula or a jump."""
+    largest = largest_finite(np.abs(expected.complex_form(*key)))
+    if not largest or second <= CAP * np.sqrt(epsilon) * largest:
+        return None
+    return (f"the AD values themselves move by up to {second:.1e} ({second / largest:.0e} of "
+            f"the block's largest entry) when the inputs move by a few ulps: a jump within "
+            f"a few ulps, or a formula whose evaluation loses that many digits here, so "
+            f"differences of that size need not be a wrong formula")
+
+
 def widened(tolerances: dict, floor: dict) -> dict:
     """``tolerances`` with each block's ``floor`` added to every entry."""
     return {key: tol + floor.get(key, 0.0) for key, tol in tolerances.items()}

@@ -46,4 +46,9 @@ def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: lis
                                 f"{second[key]:.1e} when the inputs move by a few ulps, and "
                                 f"{adrounding.FACTOR:g} times that is added to the tolerance")
                 again[key] = found
+    for r in failed:
+        unsteady = adrounding.unsteady(second[(r.out_idx, r.in_idx)], expected,
+                                       (r.out_idx, r.in_idx), epsilon)
+        if (r.out_idx, r.in_idx) not in again and unsteady:
+            r.detail = f"{r.detail}; {unsteady}" if r.detail else unsteady
     return [again.get((r.out_idx, r.in_idx), r) for r in results]

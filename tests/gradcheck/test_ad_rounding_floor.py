@@ -113,3 +113,18 @@ def test_the_floor_is_capped_at_sqrt_eps_of_the_blocks_largest_entry():
     expected = Jacobian("numerical", layout, {(0, 0): C * np.eye(6)})
     floor = adrounding.floors({(0, 0): 1.0}, expected, EPS)
     assert floor[(0, 0)] == pytest.approx(adrounding.FACTOR * adrounding.CAP * math.sqrt(EPS) * C)
+
+
+def test_values_that_move_beyond_the_cap_fail_and_say_they_are_no_sharper():
+    # noise of 1e-6 of the entry (70 times the cap of sqrt(eps)): the floor may
+    # not excuse it, but the report must say that the AD values move that much,
+    # so that a reader does not take unstable digits for a wrong branch or mask
+    results = _reverse(_noisy(1e-6))
+    assert results and not any(r.passed for r in results)
+    assert "the AD values themselves move by up to" in results[0].detail
+
+
+def test_a_wrong_formula_whose_values_do_not_move_is_not_called_unsteady():
+    results = _reverse(_noisy(0.0, delta=1e-4))
+    assert results and not any(r.passed for r in results)
+    assert "themselves move" not in (results[0].detail or "")
