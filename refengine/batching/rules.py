@@ -34,22 +34,31 @@ from ..tensor import Tensor
 from .batched import NotBatchable
 
 
-def _tensor_names(call) -> list:
-    return [n for n, v in call.env.items() if isinstance(v, Tensor)]
-
-
 def pad_batched(call, names=None, rank: int | None = None) -> dict:
     """Size-1 dims after the batch dim, so each batched argument has ``rank``
     logical dims (default: the largest among ``names``)."""
-    names = _tensor_names(call) if names is None else names
     # each rank read once: this runs for every elementwise op under vmap (a batched
-    # backward's products)
+    # backward's products); plain loops, not comprehensions (each a frame of its own)
     env, batched = call.env, call.batched   # (``call.rank`` inlined: a call per name)
-    ranks = {n: env[n].ndim - 1 if n in batched else env[n].ndim for n in names
-             if rank is None or n in batched}
-    if rank is None:
-        rank = max(ranks.values(), default=0)
-    return {n: pad_to(env[n], rank) for n in names if n in batched and ranks[n] < rank}
+    ranks, top = {}, 0
+    for n in (env if names is None else names):
+        value = env[n]
+        if names is None and not isinstance(value, Tensor):
+            continue
+        if n in batched:
+            r = ranks[n] = value.ndim - 1
+        elif rank is None:
+            r = value.ndim
+        else:
+            continue
+        if r > top:
+            top = r
+    rank = top if rank is None else rank
+    changes = {}
+    for n, r in ranks.items():
+        if r < rank:
+            changes[n] = pad_to(env[n], rank)
+    return changes
 
 
 def elementwise(call):

@@ -39,13 +39,14 @@ def exit_level() -> None:
 class BatchCall:
     """One op call at one vmap level, in physical terms."""
 
-    __slots__ = ("op", "env", "batched", "items", "size", "inplace", "level")
+    __slots__ = ("op", "env", "batched", "items", "size", "inplace", "level", "lower")
 
     def __init__(self, op, env: dict, level: int, inplace: bool):
         self.op, self.level, self.inplace = op, level, inplace
         self.env = dict(env)
         self.batched: set = set()       # tensor arguments batched at this level
         self.items: dict = {}           # list argument -> which items are batched
+        self.lower = False              # a batched tensor left in env (another level)
         sizes = set()
         # every argument, not only op.inputs: a tensor may also come as a
         # scalar parameter (clamp's min, a fill value)
@@ -56,10 +57,16 @@ class BatchCall:
                     self.items[name] = flags
                     self.env[name] = [v._value if f else v for v, f in zip(value, flags)]
                     sizes.update(v._value.shape[0] for v, f in zip(value, flags) if f)
-            elif isinstance(value, BatchedTensor) and value._level == level:
+                self.lower = self.lower or top_level(self.env[name]) > 0
+            elif isinstance(value, BatchedTensor):
+                if value._level != level:
+                    self.lower = True
+                    continue
                 self.batched.add(name)
-                self.env[name] = value._value
-                sizes.add(value._value.shape[0])
+                value = self.env[name] = value._value
+                sizes.add(value.shape[0])
+                # (nested vmap: the physical tensor is batched at a level below)
+                self.lower = self.lower or isinstance(value, BatchedTensor)
         if len(sizes) > 1:
             raise ValueError(f"vmap: the batched inputs of {op.name} have different batch sizes "
                              f"{sorted(sizes)}; every batched input must have the same size")
@@ -80,8 +87,11 @@ class BatchCall:
         env = {**this.env, **changes}
         if op is this.op and not this.inplace and len(env) == len(this.env):
             # the op's own arguments, as its binder made them (the changes replace
-            # some): bound already, so the dispatcher runs them as they are
-            return run_bound(op, env, None)
+            # some): bound already, so the dispatcher runs them as they are; with no
+            # batched tensor left among them it need not look for one (VMAP.run
+            # would find none and return NotImplemented)
+            unbatched = not this.lower and not (changes and top_level(changes.values()))
+            return run_bound(op, env, None, unbatched)
         args = {k: v for k, v in env.items() if k in op.signature.parameters}
         if this.inplace:
             self_ = args.pop("self")

@@ -393,8 +393,8 @@ def _distinct_places(a: np.ndarray, storage: np.ndarray) -> np.ndarray:
     return np.ndarray(part.shape, part.dtype, buffer=root, offset=offset, strides=part.strides)
 
 
-def _run(op: OpDef, env: dict, out: Tensor | None):
-    if VMAP.active:
+def _run(op: OpDef, env: dict, out: Tensor | None, unbatched: bool = False):
+    if VMAP.active and not unbatched:   # (unbatched: the caller saw no BatchedTensor in env)
         batched = VMAP.run(op, env, out)
         if batched is not NotImplemented:
             return batched

@@ -3,6 +3,8 @@ select, slice, diagonal, alias) return NumPy views sharing the input's
 storage; their vjps put ``grad`` back where the view came from."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..batching.batched import NotBatchable
@@ -48,19 +50,21 @@ def _view(self, shape):
 def _infer(shape: tuple, numel: int) -> tuple:
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    known = int(np.prod([s for s in shape if s != -1])) if shape else 1
+    # math.prod: the same integers as np.prod without NumPy's reduction machinery
+    # (several calls per reshape, a tenth of a small convolution's check)
+    known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
-    if int(np.prod(shape)) != numel:
+    if math.prod(shape) != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
 
 
 def _reshape_rule(c):
     # the batch dim stays whole in front; only each example's dims are regrouped
-    numel = int(np.prod(c.env["self"].shape[1:]))
+    numel = math.prod(c.env["self"].shape[1:])
     return c.run(shape=(c.size,) + _infer(tuple(c.env["shape"]), numel))
 
 
@@ -310,7 +314,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):
         return reshape(input, 1)
     s, e = _norm_dim(start_dim, input.ndim), _norm_dim(end_dim, input.ndim)
     shape = tuple(input.shape)
-    return reshape(input, shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:])
+    return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 @public()
