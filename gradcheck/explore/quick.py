@@ -41,7 +41,7 @@ class _Point:
     """The function at one point, called directly on the engine (no checked
     problem is built: the screen makes four calls, the least it can)."""
 
-    def __init__(self, E, func, ins: list, explored: list):
+    def __init__(self, E, func, ins: list, explored: list, needs_grad: bool = False):
         self.E, self.func, self.ins = E, func, ins
         with E.enable_grad():
             outs = as_tuple(func(*ins))
@@ -49,8 +49,9 @@ class _Point:
                      if E.is_tensor(o) and E.is_differentiable_dtype(o)}
         self.base = {k: E.to_numpy(o) for k, o in self.outs.items()}
         self.arrays = {i: E.to_numpy(ins[i]) for i in explored}
-        #: whether a moved point is evaluated with grad (found on the first move)
-        self.needs_grad = False
+        #: whether a moved point is evaluated with grad (said by the caller, as a
+        #: second-order check's first derivative needs it, or found on the first move)
+        self.needs_grad = needs_grad
 
     def vjp_row(self, v: dict) -> dict:
         """``v^T J`` in the real coordinates of each explored input."""
@@ -186,27 +187,30 @@ def _quotient(point: _Point, v: dict, u: dict, step: float):
         return sum(float(v[k] @ (outs[k] - to_real(point.base[k]))) for k in v) / step
 
 
-def screen(E, func, ins: list, explored: list, modes, rng, eps: float) -> str:
+def screen(E, func, ins: list, explored: list, modes, rng, eps: float,
+           needs_grad: bool = False) -> str:
     """``"pass"``, ``"domain"`` (the forward is not finite there), ``"nondiff"``
     (the function jumps along the direction, or the formula is NaN where the
     one-sided quotients differ or do not form) or ``"judge"`` (the point needs
     the full judgement; see the module docstring); ``eps``: the rounding unit
-    of the inputs' and outputs' dtypes."""
+    of the inputs' and outputs' dtypes; ``needs_grad``: ``func`` differentiates
+    inside (a first derivative), so its moved points are evaluated with grad at
+    once, not first tried without it, where it can only raise."""
     memo = _SHARED.get()
     key = None if memo is None else _shared_key(E, func, ins, explored, eps)
     found = None if key is None else memo.get(key)
     if found is None:
-        found = _first_screen(E, func, ins, explored, rng, eps)
+        found = _first_screen(E, func, ins, explored, rng, eps, needs_grad)
         if key is not None:
             memo[key] = found
     return found if isinstance(found, str) else _verdict(found, modes, eps)
 
 
-def _first_screen(E, func, ins: list, explored: list, rng, eps: float):
+def _first_screen(E, func, ins: list, explored: list, rng, eps: float, needs_grad: bool):
     """The point's ``_Screen``, or its word whatever the modes: "domain", or
     "judge" (no output requires grad, or nothing is explored)."""
     try:
-        point = _Point(E, func, ins, explored)
+        point = _Point(E, func, ins, explored, needs_grad)
     except Exception:    # the forward raises: outside the domain
         return "domain"
     if not all(np.all(np.isfinite(b)) for b in point.base.values()):

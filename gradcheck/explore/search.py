@@ -246,7 +246,7 @@ class Explorer:
                                              np.random.default_rng(self.report.seed or 0),
                                              self.options.name)
             return quick.screen(self.engine, func, ins, self.explored, self.modes, self.rng,
-                                self.eps)
+                                self.eps, needs_grad=self.options.order == 2)
         except Exception:    # raised: the full check says why
             return "judge"
 
