@@ -89,13 +89,11 @@ def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1,
 
 
 def _directional(ev: Evaluator, in_idx: int, direction: np.ndarray, step: float,
-                 real_base: np.ndarray) -> dict:
-    """Outputs (real coordinates) at ``input + step * direction`` (real);
-    ``real_base``: the input's real coordinates."""
-    base = ev.problem.arrays[in_idx]
+                 real_base: np.ndarray, base: np.ndarray) -> dict:
+    """Outputs (by ``out_idx``, as the evaluation gives them) at ``input + step *
+    direction`` (real); ``real_base``: the real coordinates of ``base``, the input."""
     moved = coords.from_real(real_base + step * direction, base.shape, base.dtype)
-    outs = ev.evaluate({in_idx: moved}, "computing a directional finite difference")
-    return {o: coords.to_real(v) for o, v in outs.items()}
+    return ev.evaluate({in_idx: moved}, "computing a directional finite difference")
 
 
 def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
@@ -103,20 +101,22 @@ def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
     p = ev.problem
     start, before = time.perf_counter(), p.counts["function"]
     jac = Jacobian("numerical", projection_layout(p.layout))
-    scale = {}
+    scale, k_rows, outs = {}, probes.k, p.float_out
     for in_idx in p.diff_in:
-        for o in p.float_out:
-            jac.blocks[o, in_idx] = np.zeros((probes.k, 1))
-            scale[o, in_idx] = np.zeros((probes.k, 1))
-        real_base = coords.to_real(p.arrays[in_idx])   # (once for both steps)
-        for k in range(probes.k):
-            direction = probes.u[in_idx][k]
-            plus = _directional(ev, in_idx, direction, eps, real_base)
-            minus = _directional(ev, in_idx, direction, -eps, real_base)
-            for o in p.float_out:
-                ju = (plus[o] - minus[o]) / (2 * eps)
-                jac.blocks[o, in_idx][k, 0] = probes.v[o][k] @ ju
-                scale[o, in_idx][k, 0] = coords.norm(probes.v[o][k] * ju)
+        blocks = [np.zeros((k_rows, 1)) for _ in outs]
+        scales = [np.zeros((k_rows, 1)) for _ in outs]
+        base = p.arrays[in_idx]
+        real_base = coords.to_real(base)   # (once for both steps)
+        for k, direction in enumerate(probes.u[in_idx]):
+            plus = _directional(ev, in_idx, direction, eps, real_base, base)
+            minus = _directional(ev, in_idx, direction, -eps, real_base, base)
+            for o, block, scaled in zip(outs, blocks, scales):
+                ju = (coords.to_real(plus[o]) - coords.to_real(minus[o])) / (2 * eps)
+                v = probes.v[o][k]
+                block[k, 0] = v @ ju
+                scaled[k, 0] = coords.norm(v * ju)
+        for o, block, scaled in zip(outs, blocks, scales):
+            jac.blocks[o, in_idx], scale[o, in_idx] = block, scaled
     jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac, scale
@@ -129,13 +129,13 @@ def fast_projections(ev: Evaluator, side: Side, probes: Probes):
     start, before = time.perf_counter(), p.counts[side.product]
     jac = Jacobian(f"fast-{side.mode}", projection_layout(p.layout))
     carried, received = probes.along(side)
-    products = {}
+    products, k_rows = {}, probes.k
     for idx in side.carriers(p):
         results = side.products(ev, idx, side.vectors(p, idx, carried[idx]), "fast mode")
         for r in side.receivers(p):
             key = side.key(idx, r)
-            rows = products[key] = side.real_rows(p, r, results[r], probes.k)
-            jac.blocks[key] = np.array([[rows[k] @ received[r][k]] for k in range(probes.k)])
+            rows = products[key] = side.real_rows(p, r, results[r], k_rows)
+            jac.blocks[key] = np.array([[rows[k] @ received[r][k]] for k in range(k_rows)])
     jac.counts = {side.product: p.counts[side.product] - before}
     jac.seconds = time.perf_counter() - start
     return jac, products

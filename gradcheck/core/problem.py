@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from adcheck.gradcheck.core import heap
+from adcheck.gradcheck.core.measured import first_evaluation
 from adcheck.gradcheck.engines import Engine, engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.jacobian import Layout
@@ -77,7 +77,8 @@ class Problem:
         def first():
             return self.call(self.inputs, "evaluating it at the given inputs", self.arrays)
         with self.engine.enable_grad():
-            self.outputs, measured = heap.transient_bytes(first) if measure else (first(), 0)
+            self.outputs, measured = first_evaluation(first, func, self.inputs, self.engine) \
+                if measure else (first(), 0)
         #: bytes this first evaluation held at its peak, its outputs and graph
         #: included (0: not measurable here); the budget counts it per evaluation
         self.evaluation_bytes = measured or 0
