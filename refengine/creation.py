@@ -7,7 +7,7 @@ import numpy as np
 
 from . import dtypes
 from .pytree import tree_leaves, tree_map
-from .tensor import Tensor
+from .tensor import Tensor, wrap_array
 
 # One generator for the process, as PyTorch's default generator: a seed set
 # in one thread decides the draws of all. NumPy's Generator locks its bit
@@ -79,7 +79,7 @@ def _is_dict(value) -> bool:
 
 
 def _new(arr: np.ndarray, requires_grad: bool = False) -> Tensor:
-    t = Tensor(_array=arr)
+    t = wrap_array(arr)   # Tensor(_array=arr) without the keyword handling
     if requires_grad:
         t._set_requires_grad(True, "Only Tensors of floating point and complex dtype can "
                                    "require gradients")

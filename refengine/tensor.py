@@ -11,7 +11,8 @@ from types import MappingProxyType
 import numpy as np
 
 from . import dtypes
-from .grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .grad_mode import _state as _MODES
+from .grad_mode import is_inference_mode_enabled
 from .storage import Storage
 
 _BY_NP = dtypes._BY_NP    # NumPy dtype -> refengine dtype, read on every .dtype
@@ -29,7 +30,7 @@ def wrap_array(array: np.ndarray) -> "Tensor":
     t._data = array
     t._storage = Storage(array)
     t._fw_grads = {}
-    t._is_inference = is_inference_mode_enabled()
+    t._is_inference = _MODES.inference   # (is_inference_mode_enabled() without its frame)
     return t
 
 
@@ -78,7 +79,7 @@ class Tensor:
         if _base is not None:
             self._base = _base
         self._fw_grads = {}              # dual level -> tangent (shared with saved outputs)
-        self._is_inference = is_inference_mode_enabled()
+        self._is_inference = _MODES.inference
 
     # ----- data and shape ------------------------------------------------
     @property
@@ -120,7 +121,7 @@ class Tensor:
         Refused for a tensor that requires grad while grad mode is on (the
         array would escape autograd); ``force=True`` returns it anyway.
         """
-        if not force and is_grad_enabled() and self.requires_grad:
+        if not force and _MODES.grad and self.requires_grad:   # (is_grad_enabled())
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data

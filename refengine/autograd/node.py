@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import itertools
-import threading
 import weakref
+from _thread import RLock as _RLock   # threading.RLock's own class, without its frame
 from types import MappingProxyType
 
 from ..grad_mode import is_recording, no_grad
@@ -43,7 +43,7 @@ class Node:
     @property
     def _lock(self):
         found = self.__dict__.get("_lock_")
-        return found if found is not None else self.__dict__.setdefault("_lock_", threading.RLock())
+        return found if found is not None else self.__dict__.setdefault("_lock_", _RLock())
 
     @property
     def metadata(self) -> dict:

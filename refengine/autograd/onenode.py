@@ -35,12 +35,16 @@ def one_node_grads(edges: list, grads: list, targets: list, keep_graph: bool):
     for child, _ in node._next:
         if child is not None and (type(child) is not AccumulateGrad or not _plain(child)):
             return None
+    # plain loops, not comprehensions (a frame each, on every batched backward)
+    wanted = set()
     for target, _ in targets:
         if type(target) is not AccumulateGrad:
             return None
-    wanted = {target for target, _ in targets}
-    needed = [child is not None and child in wanted for child, _ in node._next]
-    if not any(needed):
+        wanted.add(target)
+    needed = []
+    for child, _ in node._next:
+        needed.append(child is not None and child in wanted)
+    if True not in needed:
         # no target lies below the node: the engine does not run it
         return [None] * len(targets)
     buffer = [None] * node._num_outputs

@@ -66,10 +66,14 @@ def elementwise(call):
     if call.items:
         raise NotBatchable("list arguments are not elementwise")
     changes = pad_batched(call)
-    # (only a 0-d example, a batch of one dim, promotes otherwise)
-    if any(call.env[n].ndim == 1 for n in call.batched):
-        for name, dtype in _example_promotion(call).items():
-            changes[name] = changes.get(name, call.env[name]).to(dtype)
+    # (only a 0-d example, a batch of one dim, promotes otherwise; a loop, not
+    # any() over a generator: a frame less on every elementwise op under vmap)
+    env = call.env
+    for n in call.batched:
+        if env[n].ndim == 1:
+            for name, dtype in _example_promotion(call).items():
+                changes[name] = changes.get(name, env[name]).to(dtype)
+            break
     return call.run(**changes)
 
 
