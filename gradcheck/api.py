@@ -20,7 +20,7 @@ import numpy as np
 
 from adcheck.gradcheck.verdict import checks, faults
 from adcheck.gradcheck import flow
-from adcheck.gradcheck.core import heap, modules, seeded
+from adcheck.gradcheck.core import heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -135,7 +135,7 @@ def _run(func, inputs, options: Options) -> Report:
     seed = options.seed
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = secrets.randbits(53)   # (os.urandom: a fifth of a SeedSequence's time)
-    rng = seeded.generator(seed)   # (default_rng(seed)'s stream)
+    rng = np.random.default_rng(seed)
     original, primals = func, len(inputs)
     if options.order == 2:
         from adcheck.gradcheck.core.secondorder import first_derivative
