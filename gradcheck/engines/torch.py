@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import warnings
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -55,10 +54,6 @@ class TorchEngine(Engine):
     supports_undefined_grad = True
     #: torch.func.vmap cannot map a function that calls autograd.grad inside
     vmap_differentiates = False
-
-    def __init__(self):
-        #: functions whose jvps ``_all_dual`` cannot make (see ``batched_jvp``)
-        self._mixed_only = weakref.WeakSet()
 
     def is_tensor(self, value) -> bool:
         return isinstance(value, torch.Tensor)
@@ -212,80 +207,11 @@ class TorchEngine(Engine):
         return _laid_out_as(tensor, wide).requires_grad_(self.requires_grad(tensor))
 
     def batched_jvp(self, func, primals, in_idx, tangents):
-        """As ``Engine.batched_jvp``; for a function with other inputs that require
-        grad (a first derivative: its inputs and grad_outputs), first with a zero
-        tangent on each of them (``_all_dual``), else as ``jvp_outputs``."""
         from torch._vmap_internals import _vmap  # the batching forward AD supports
-        others = [i for i, x in enumerate(primals) if i != in_idx and _differentiated(x)]
-        if others and not self._marked(func):
-            versions = _versions(primals)
-            try:
-                outs = _vmap(lambda t: _all_dual(func, primals, in_idx, t, others))(tangents)
-                refused = None
-            except Exception as exc:  # noqa: BLE001 - torch refuses some mixes: the plain way
-                outs, refused = None, exc
-            if outs is not None and all(bool(torch.isfinite(o).all()) for o in outs):
-                return outs
-            self._marked(func, mark=True)
-            if versions != _versions(primals):
-                # (the function wrote into an input: a second run would see other values)
-                if refused is not None:
-                    raise refused
-                return outs
         return _vmap(lambda t: self.jvp_outputs(func, primals, in_idx, t))(tangents)
-
-    def _marked(self, func, mark: bool = False) -> bool:
-        """Whether ``batched_jvp`` found ``_all_dual`` cannot stand for ``func``'s
-        jvps (``mark``: record that it cannot); ``True`` for a function it cannot
-        remember (not weakly referenceable: then never tried)."""
-        try:
-            if mark:
-                self._mixed_only.add(func)
-            return func in self._mixed_only
-        except TypeError:
-            return True
 
     def undefined_grad(self, tensor):
         return torch._C._functions.UndefinedGrad()(tensor)
-
-
-def _differentiated(x) -> bool:
-    return isinstance(x, torch.Tensor) and x.requires_grad and (x.is_floating_point()
-                                                                  or x.is_complex())
-
-
-def _versions(primals) -> list:
-    """The version counters of ``primals``' tensors (an in-place write moves one)."""
-    return [x._version for x in primals if isinstance(x, torch.Tensor)]
-
-
-def _all_dual(func, primals, in_idx, tangent, others) -> tuple:
-    """``func``'s output tangents with ``tangent`` on input ``in_idx`` and a zero
-    tangent on each input of ``others``.
-
-    The same tangents as with the others left without one (``jvp_outputs``),
-    where every value is finite: torch then passes a zero tensor of its own
-    through each formula (``_efficientzerotensor``), whose every mixed
-    operation works out its result's shape in Python (``torch._refs``), most
-    of a first derivative's forward-mode time; a real zero adds ``0 * x``
-    terms, exactly zero for finite ``x`` (to the sign of a zero). Where ``x``
-    is infinite or NaN they are NaN, so a result that is not finite is made
-    again the plain way (``TorchEngine.batched_jvp``), as is one torch
-    refuses (group_norm's double backward cannot take a tangent on its weight
-    under vmap). torch's own gradcheck gives every input a zero tangent."""
-    from torch.autograd import forward_ad
-    with forward_ad.dual_level():
-        args = list(primals)
-        args[in_idx] = forward_ad.make_dual(args[in_idx], tangent)
-        for i in others:
-            args[i] = forward_ad.make_dual(args[i], torch.zeros_like(args[i]))
-        outs = func(*args)
-        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-        result = []
-        for out in outs:
-            t = forward_ad.unpack_dual(out).tangent if isinstance(out, torch.Tensor) else None
-            result.append(torch.zeros_like(out) if t is None else t)
-        return tuple(result)
 
 
 def _first_example(func, args, in_dims):
