@@ -61,7 +61,8 @@ class Engine:
         tensor = self.module.from_numpy(array if shared else np.array(array, copy=True))
         if dtype is not None and tensor.dtype != dtype:
             tensor = tensor.to(dtype)
-        return tensor.requires_grad_(requires_grad)
+        # (a new leaf's requires_grad is False already: set only to make it True)
+        return tensor.requires_grad_(True) if requires_grad else tensor
 
     def dtype_name(self, tensor) -> str:
         """The name of ``tensor``'s dtype: ``"float32"``, ``"bfloat16"``."""

@@ -238,12 +238,7 @@ def _batched_grad(outs, ins, grads, retain_graph, create_graph, allow_unused, ma
     rule runs once on the whole batch through its op's batching rule.
     """
     batched = _make_grads(outs, grads, is_grads_batched=True)
-    zero_dim = False
-    for g in batched:   # (a loop, not any() over a generator: a frame less)
-        if g is not None and g.ndim == 0:
-            zero_dim = True
-            break
-    if zero_dim:
+    if any(g is not None and g.ndim == 0 for g in batched):
         raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but "
                          "that input is a Tensor of dimensionality 0 so expected in_dim to "
                          "satisfy 0 <= in_dim < 0: with is_grads_batched=True pass a "

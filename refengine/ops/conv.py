@@ -59,9 +59,7 @@ def _im2col(self, kernel_size, dilation, padding, stride):
         x, x.shape[:lead] + tuple(kernel_size) + tuple(outs),
         x.strides[:lead] + tuple(d * s for d, s in zip(dilation, steps))
         + tuple(st * s for st, s in zip(stride, steps)), writeable=False)
-    cols = np.empty(windows.shape, dtype=x.dtype)
-    np.copyto(cols, windows)
-    return cols
+    return windows.copy()
 
 
 def _padded(a, lead: int, padding):
@@ -89,8 +87,7 @@ def _col2im(self, input_size, kernel_size, dilation, padding, stride):
     for offset, window, _ in _windows(input_size, kernel_size, dilation, padding, stride):
         part = acc[window]      # a view: the sum written in place, no setitem
         np.add(part, cols[offset], out=part)
-    x = np.empty(self.shape[:lead] + padded, dtype=self.dtype)
-    np.copyto(x, acc.transpose(tuple(range(nk, nk + lead)) + tuple(range(nk))))
+    x = np.ascontiguousarray(acc.transpose(tuple(range(nk, nk + lead)) + tuple(range(nk))))
     crop = tuple(slice(p[0], p[0] + s) for s, p in zip(input_size, padding))
     return x[(Ellipsis,) + crop]
 
