@@ -28,7 +28,9 @@ def wrap_array(array: np.ndarray) -> "Tensor":
     """
     t = _new(Tensor)
     t._data = array
-    t._storage = Storage(array)
+    # Storage(array) without its __init__ frame (it sets these two slots)
+    t._storage = storage = _new(Storage)
+    storage.array, storage.version = array, 0
     t._fw_grads = {}
     t._is_inference = _MODES.inference   # (is_inference_mode_enabled() without its frame)
     return t

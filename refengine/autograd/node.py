@@ -6,6 +6,7 @@ import weakref
 from _thread import RLock as _RLock   # threading.RLock's own class, without its frame
 from types import MappingProxyType
 
+from ..dtypes import _BY_NP
 from ..grad_mode import is_recording, no_grad
 from ..tensor import Tensor, wrap_array
 from .hooks import RemovableHandle
@@ -119,7 +120,9 @@ class OpNode(Node):
     """The node of a refengine op: applies the op's vjp rules."""
 
     def __init__(self, op, name: str, edges, inputs, saved, outputs_meta):
-        super().__init__(edges)
+        # Node.__init__ written out: a node per recorded op, a frame less each
+        self._next = tuple(edges)
+        self._sequence_nr = next(_sequence)
         self.op = op
         self._name = name
         self._inputs = inputs            # [(name, needs_grad, [(shape, dtype), ...] or (shape, dtype))]
@@ -145,10 +148,15 @@ class OpNode(Node):
             else:
                 edge = t._grad_edge()
                 edges.append(edge)
-                inputs.append((n, (t._data.shape, t.dtype)))
+                a = t._data     # (the dtype without the property's frame, as Tensor.dtype maps it)
+                inputs.append((n, (a.shape, _BY_NP.get(a.dtype) or t.dtype)))
                 needs[n] = edge[0] is not None   # t.requires_grad, already worked out
         name = op.variant(raw) if op.variant else op.node
-        node = cls(op, name, edges, inputs, {}, [(o._data.shape, o.dtype) for o in outs])
+        meta = []    # (a loop: a comprehension is a frame of its own)
+        for o in outs:
+            a = o._data
+            meta.append((a.shape, _BY_NP.get(a.dtype) or o.dtype))
+        node = cls(op, name, edges, inputs, {}, meta)
         node._needs = needs
         node._num_outputs = len(outs)
         for i, o in enumerate(outs):
@@ -160,8 +168,11 @@ class OpNode(Node):
         return node
 
     def _unpack(self) -> dict:
+        found = {}
         with self._lock:
-            return {k: (v.unpack() if isinstance(v, SAVED) else v) for k, v in self._saved.items()}
+            for k, v in self._saved.items():    # (a loop: a comprehension is a frame)
+                found[k] = v.unpack() if isinstance(v, SAVED) else v
+        return found
 
     def _grad_env(self, grads: list) -> dict | None:
         op = self.op

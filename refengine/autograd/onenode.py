@@ -50,10 +50,9 @@ def one_node_grads(edges: list, grads: list, targets: list, keep_graph: bool):
     buffer = [None] * node._num_outputs
     buffer[nr] = grads[0]
     with no_grad():
-        with node._lock:
+        with node._lock:    # (once: the release follows the vjp under the same lock)
             outputs = node.apply(buffer, needed)
-        if not keep_graph:
-            with node._lock:
+            if not keep_graph:
                 node._release()
         summed: dict = {}
         for (child, _), g, need in zip(node._next, outputs, needed):

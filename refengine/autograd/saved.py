@@ -87,7 +87,7 @@ class SavedTensor:
         self._version = storage.version if version is None else version
         self._is_output = is_output
         # for the error message, formatted only if it is ever needed
-        self._described = (tensor.dtype, tensor._data.shape)
+        self._described = (tensor._data.dtype, tensor._data.shape)   # (NumPy's dtype: no frame)
         nr = self._output_nr = tensor._output_nr
         # what is needed to give an unpacked tensor its autograd identity
         self._requires_grad = tensor._requires_grad
@@ -102,7 +102,8 @@ class SavedTensor:
             # seen), so forward-over-reverse through a saved result works
             self._fw_grads = tensor._fw_grads
         else:
-            grad_fn = tensor.grad_fn
+            # (the property's regeneration concerns views only: a frame less for the rest)
+            grad_fn = tensor._grad_fn if tensor._base is None else tensor.grad_fn
             self._producer = None if grad_fn is None else (grad_fn.name(), nr)
             leaf = grad_fn is None and tensor._requires_grad
             self._edge = (grad_fn, nr, tensor._get_grad_accumulator() if leaf else None)
@@ -124,7 +125,8 @@ class SavedTensor:
                 producer = None if fn is None else (fn.name(), self._output_nr)
             where = (f", which is output {producer[1]} of {_op_name(producer[0])},"
                      if producer else "")
-            desc = _describe(*self._described)
+            np_dtype, shape = self._described
+            desc = _describe(dtypes.from_numpy_dtype(np_dtype), shape)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {desc}{where} is at version {current}; expected "

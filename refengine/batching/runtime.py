@@ -16,7 +16,9 @@ import threading
 
 from ..ops.dispatch import VMAP, _run as run_bound, call as run_op, call_inplace
 from ..ops.registry import OPS
+from ..tensor import Tensor
 from .batched import BatchedTensor, NotBatchable, top_level
+from .rules import elementwise, pad_to
 
 _fallbacks = threading.local()
 _levels = itertools.count(1)
@@ -109,6 +111,10 @@ class BatchCall:
 def run(op, env: dict, out) -> object:
     """The dispatcher's entry while vmap runs (``VMAP.run``): the op on the
     batched arguments of the top level, or ``NotImplemented`` without any."""
+    if out is None and op.batch is elementwise:
+        result = _elementwise_direct(op, env)
+        if result is not None:
+            return result
     level = top_level(env.values())
     if out is not None:
         level = max(level, top_level((out,)))
@@ -132,6 +138,52 @@ def run(op, env: dict, out) -> object:
         result = loop(call)
     if out is not None:
         return out
+    if isinstance(result, tuple):
+        return tuple(BatchedTensor(r, level) for r in result)
+    return BatchedTensor(result, level)
+
+
+def _elementwise_direct(op, env: dict):
+    """The elementwise rule's plain case without a ``BatchCall``: tensors and
+    numbers only, batched at one level with no level below, one batch size,
+    no batched 0-d example (whose promotion the rule adjusts). Every op of a
+    batched backward through an elementwise node is such a call, and the
+    general path scans the arguments three times to reach the same physical
+    call. ``None`` for anything else: the general path then decides.
+    """
+    level = size = 0
+    ranks = {}          # batched argument -> its logical rank
+    top = 0             # the largest logical rank
+    for name, value in env.items():
+        if isinstance(value, BatchedTensor):
+            phys = value._value
+            if (level and value._level != level) or isinstance(phys, BatchedTensor):
+                return None
+            level = value._level
+            n = phys.ndim - 1
+            if n == 0 or (size and phys.shape[0] != size):
+                return None
+            size = phys.shape[0]
+            ranks[name] = n
+        elif isinstance(value, Tensor):
+            n = value.ndim
+        elif isinstance(value, (list, tuple)):
+            return None
+        else:
+            continue
+        if n > top:
+            top = n
+    if not level:
+        return None
+    args = dict(env)
+    for name, value in env.items():
+        if name in ranks:
+            args[name] = value._value if ranks[name] == top else pad_to(value._value, top)
+    try:
+        # (the rule's own call: bound already, no batched tensor left among them)
+        result = run_bound(op, args, None, True)
+    except NotBatchable:
+        return None
     if isinstance(result, tuple):
         return tuple(BatchedTensor(r, level) for r in result)
     return BatchedTensor(result, level)

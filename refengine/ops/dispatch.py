@@ -221,11 +221,11 @@ def _promoted_dtype(op: OpDef, tensors: dict, numbers_only: bool):
         if t._wrapped_number:
             common = False
         elif common is None:
-            common = t.dtype
-        elif common is not False and common is not t.dtype:
+            common = t._data.dtype   # (NumPy's: no frame) tensors of one dtype promote to it
+        elif common is not False and common is not t._data.dtype:
             common = False
-    # tensors (no numbers) of one dtype promote to it: no walk up the lattice
-    dt = common if common else dtypes.result_type(*members)
+    dt = dtypes.result_type(*members) if common is None or common is False else (
+        dtypes._BY_NP.get(common) or dtypes.from_numpy_dtype(common))
     if op.to_float and not (dt.is_floating_point or dt.is_complex):
         dt = dtypes.get_default_dtype()
     if numbers_only:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Callable
 
 OPS: dict[str, "OpDef"] = {}
@@ -16,7 +17,7 @@ OPS: dict[str, "OpDef"] = {}
 class Rule:
     """A derivative rule: a function called with the names it asks for."""
 
-    __slots__ = ("_positional", "fn", "params")
+    __slots__ = ("_positional", "fn", "params", "_get")
 
     def __init__(self, fn: Callable, params: tuple | None = None):
         self.fn = fn
@@ -29,11 +30,19 @@ class Rule:
             self._positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                                    for p in found)
         self.params = params
+        # the values looked up in C: a comprehension was a frame on every rule call
+        self._get = itemgetter(*params) if len(params) > 1 else None
 
     def __call__(self, env: dict):
+        get = self._get
+        if get is None:     # one name or none (itemgetter of one name gives no tuple)
+            if not self.params:
+                return self.fn()
+            name = self.params[0]
+            return self.fn(env[name]) if self._positional else self.fn(**{name: env[name]})
         if self._positional:
-            return self.fn(*[env[p] for p in self.params])
-        return self.fn(**{p: env[p] for p in self.params})
+            return self.fn(*get(env))
+        return self.fn(**dict(zip(self.params, get(env))))
 
 
 def _camel(name: str) -> str:
