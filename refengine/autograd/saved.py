@@ -5,7 +5,7 @@ import threading
 import weakref
 
 from .. import dtypes
-from ..grad_mode import is_inference_mode_enabled
+from ..grad_mode import _state as _MODES
 from ..tensor import Tensor
 from .hooks import current_saved_hooks
 
@@ -78,7 +78,7 @@ class SavedTensor:
     _node = _edge = _fw_grads = _view_fn = None
 
     def __init__(self, tensor, node, is_output: bool, version: int | None = None):
-        if tensor._is_inference and not is_inference_mode_enabled():
+        if tensor._is_inference and not _MODES.inference:   # (is_inference_mode_enabled())
             raise RuntimeError(INFERENCE_SAVED)
         self._lock = threading.Lock()
         storage = self._storage = tensor._storage
@@ -105,8 +105,12 @@ class SavedTensor:
             # (the property's regeneration concerns views only: a frame less for the rest)
             grad_fn = tensor._grad_fn if tensor._base is None else tensor.grad_fn
             self._producer = None if grad_fn is None else (grad_fn.name(), nr)
-            leaf = grad_fn is None and tensor._requires_grad
-            self._edge = (grad_fn, nr, tensor._get_grad_accumulator() if leaf else None)
+            acc = None
+            if grad_fn is None and tensor._requires_grad:   # a leaf: its accumulator, read
+                acc = tensor._grad_accumulator              # without a frame once it is made
+                if acc is None:
+                    acc = tensor._get_grad_accumulator()
+            self._edge = (grad_fn, nr, acc)
             if hooks is None:
                 self._tensor = tensor
         if hooks is not None:

@@ -22,7 +22,7 @@ from ..autograd.node import OpNode
 from ..autograd.saved import INFERENCE_SAVED
 from ..autograd.view_nodes import (check_view_inplace, creation_kind, inherit_kind,
                                     rebase_after_inplace)
-from ..grad_mode import is_inference_mode_enabled, is_recording, no_grad
+from ..grad_mode import _state as _MODES, is_inference_mode_enabled, is_recording, no_grad
 from ..tensor import Tensor, wrap_array
 from .registry import OPS, OpDef
 
@@ -172,13 +172,13 @@ def _check_inplace(self: Tensor) -> None:
                            "operation.")
 
 
-def _inputs(op: OpDef, env: dict, grad_on: bool) -> tuple[dict, bool, bool]:
+def _inputs(op: OpDef, env: dict) -> tuple[dict, bool, bool]:
     """The tensor arguments (Python numbers wrapped, also in ``env``), whether
-    all of them are numbers, and whether the call is recorded for backward.
-
-    One pass does all three; ``requires_grad`` is read only when grad mode is
-    on and only until one input needs a gradient, as ``any`` would.
+    all of them are numbers, and whether the call is recorded for backward. One pass
+    does all three; ``requires_grad`` is read only when the op is recorded now and
+    only until one input needs a gradient, as ``any`` would.
     """
+    grad_on = op.vjp is not None and _MODES.grad and not _MODES.inference   # (is_recording())
     tensors = {}
     numbers_only = record = False
     nondiff = op.nondiff
@@ -399,7 +399,7 @@ def _run(op: OpDef, env: dict, out: Tensor | None, unbatched: bool = False):
         if batched is not NotImplemented:
             return batched
     raw = dict(env) if op.variant is not None else env   # only a variant reads the unwrapped args
-    tensors, numbers_only, record = _inputs(op, env, op.vjp is not None and is_recording())
+    tensors, numbers_only, record = _inputs(op, env)
     if op.refuse is not None:
         op.refuse(tensors)
     results, _ = _forward(op, env, tensors, numbers_only)
