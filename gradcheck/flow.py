@@ -12,6 +12,8 @@ undefined gradients, dtypes, batched products). Every step reads the
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from adcheck.gradcheck.verdict import checks
@@ -66,7 +68,8 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
     if scale is None:
         norms = {key: _finite_norm(numerical[key]) for key in numerical.blocks}
     else:
-        norms = {(o, i): largest_finite(s) * float(np.sqrt(layout.out_size(o) * layout.in_size(i)))
+        # (math.sqrt of the integer, correctly rounded as np.sqrt's, without NumPy's scalar)
+        norms = {(o, i): largest_finite(s) * math.sqrt(layout.out_size(o) * layout.in_size(i))
                  for (o, i), s in scale.items()}
     return shared_magnitude(norms)
 

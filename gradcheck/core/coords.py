@@ -19,6 +19,13 @@ def largest_finite(values, axis=None):
     block, whose NaN and inf entries are no scale. A float, or with ``axis`` an
     array along it."""
     magnitudes = np.abs(values)
+    if axis is None and magnitudes.dtype.kind == "f" and magnitudes.size:
+        # (the usual block holds no NaN or inf: its plain maximum, which a NaN would
+        # propagate and an inf exceed every finite entry by, is then the answer, in a
+        # third of the masked maximum's instructions; |x| >= 0 is the initial 0 too)
+        top = float(np.maximum.reduce(magnitudes, axis=None))
+        if math.isfinite(top):
+            return top
     # (the array's own max: NumPy's np.max wrapper costs as much again on small blocks)
     top = magnitudes.max(axis=axis, initial=0.0, where=np.isfinite(magnitudes))
     return float(top) if axis is None else top
@@ -33,7 +40,10 @@ def norm(values) -> float:
     values = np.asarray(values)
     if values.dtype.kind == "c":   # (np.iscomplexobj's answer for an array, a third of its cost)
         values = np.abs(values)
-    return float(np.sqrt(np.square(values).sum()))
+    # (the reduction ``sum()`` makes, without its Python frame; a float64 sum's root
+    # by math.sqrt, correctly rounded as np.sqrt's, without a NumPy scalar's call)
+    total = np.add.reduce(np.square(values), axis=None)
+    return math.sqrt(total) if type(total) is np.float64 else float(np.sqrt(total))
 
 
 def is_complex(array: np.ndarray) -> bool:
@@ -46,6 +56,14 @@ def real_size(shape, complex_: bool) -> int:
     # (math.prod of Python ints: this is asked for in inner loops, and NumPy's
     # prod costs microseconds per call)
     return math.prod(int(k) for k in shape) * (2 if complex_ else 1)
+
+
+def real_view(array: np.ndarray) -> np.ndarray:
+    """``to_real(array)``'s values, for reading only: a float64 array's own entries,
+    flattened (a view where they are contiguous), else ``to_real``'s copy."""
+    if type(array) is np.ndarray and array.dtype == np.float64:
+        return array.reshape(-1)
+    return to_real(array)
 
 
 def to_real(array: np.ndarray) -> np.ndarray:
@@ -76,8 +94,10 @@ def from_real_rows(vectors: np.ndarray, shape, dtype) -> np.ndarray:
 def from_real(vector: np.ndarray, shape, dtype) -> np.ndarray:
     """Build an array of ``shape`` and ``dtype`` from its real coordinates (it
     may share memory with ``vector``)."""
-    vector = np.asarray(vector, dtype=np.float64)
-    if np.dtype(dtype).kind == "c":   # (np.issubdtype's test, in a fifth of its time)
+    if type(vector) is not np.ndarray or vector.dtype != np.float64:
+        vector = np.asarray(vector, dtype=np.float64)
+    # (a dtype's own kind; np.dtype(...) and np.issubdtype cost more, asked per evaluation)
+    if (dtype.kind if isinstance(dtype, np.dtype) else np.dtype(dtype).kind) == "c":
         pairs = vector.reshape(-1, 2)
         values = pairs[:, 0] + 1j * pairs[:, 1]
         return values.reshape(shape).astype(dtype, copy=False)

@@ -222,8 +222,11 @@ class Evaluator:
     def _cast(self, kind: str, idx: int, vectors) -> np.ndarray:
         p = self.problem
         dtype = (p.out_arrays[idx] if kind == "vjp" else p.arrays[idx]).dtype
-        return np.asarray(np.stack(vectors) if isinstance(vectors, list) else vectors,
-                          dtype=dtype)
+        if isinstance(vectors, list):   # (np.array stacks equal shapes, without np.stack's Python)
+            return np.array(vectors, dtype=dtype)
+        if type(vectors) is np.ndarray and vectors.dtype == dtype:
+            return vectors   # (what asarray returns: the block itself, without its call)
+        return np.asarray(vectors, dtype=dtype)
 
     def batch_size(self, kind: str) -> int:
         """Vectors per batched ``kind`` evaluation ("function", "vjp", "jvp")

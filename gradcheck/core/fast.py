@@ -69,7 +69,8 @@ def _unit_rows(rng, k, size):
 
 def _normalized(rows):
     norms = np.sqrt(np.add.reduce(rows * rows, axis=1, keepdims=True))   # (np.linalg.norm's)
-    return rows / np.where(norms == 0, 1, norms)
+    norms[norms == 0] = 1.0   # (a zero row stays zero; np.where with 1 costs twice this)
+    return rows / norms
 
 
 def draw_probes(problem: Problem, rng: np.random.Generator, k: int = 1,
@@ -106,12 +107,13 @@ def fast_numerical(ev: Evaluator, probes: Probes, eps: float):
         blocks = [np.zeros((k_rows, 1)) for _ in outs]
         scales = [np.zeros((k_rows, 1)) for _ in outs]
         base = p.arrays[in_idx]
-        real_base = coords.to_real(base)   # (once for both steps)
+        real_base = coords.real_view(base)   # (once for both steps; only read)
         for k, direction in enumerate(probes.u[in_idx]):
             plus = _directional(ev, in_idx, direction, eps, real_base, base)
             minus = _directional(ev, in_idx, direction, -eps, real_base, base)
             for o, block, scaled in zip(outs, blocks, scales):
-                ju = (coords.to_real(plus[o]) - coords.to_real(minus[o])) / (2 * eps)
+                # (the evaluations' own arrays, read in place: they hold the outputs' copies)
+                ju = (coords.real_view(plus[o]) - coords.real_view(minus[o])) / (2 * eps)
                 v = probes.v[o][k]
                 block[k, 0] = v @ ju
                 scaled[k, 0] = coords.norm(v * ju)

@@ -44,6 +44,7 @@ class Layout:
         # shapes do not change): each computed once, when first asked for
         object.__setattr__(self, "_in_sizes", {})
         object.__setattr__(self, "_out_sizes", {})
+        object.__setattr__(self, "_projection", None)   # (``projection_layout``'s, once)
 
     def in_size(self, in_idx: int) -> int:
         """Real coordinates of input ``in_idx``."""
@@ -64,9 +65,12 @@ class Layout:
 
 def projection_layout(layout: Layout) -> Layout:
     """All-real layout with the same indices: projections are (k, 1) columns of scalars."""
-    ins = {i: (1,) for i in layout.in_shapes}
-    outs = {o: (1,) for o in layout.out_shapes}
-    return Layout(ins, {i: False for i in ins}, outs, {o: False for o in outs})
+    if layout._projection is None:   # (fast mode asks once per side and for the numbers)
+        ins = {i: (1,) for i in layout.in_shapes}
+        outs = {o: (1,) for o in layout.out_shapes}
+        object.__setattr__(layout, "_projection",
+                           Layout(ins, {i: False for i in ins}, outs, {o: False for o in outs}))
+    return layout._projection
 
 
 def cell_layout(layout: Layout, seeds: dict | None) -> Layout:

@@ -95,8 +95,12 @@ def first_evaluation(call, func, inputs: tuple, engine):
     keyed = key(func, inputs, engine)
     if keyed is not None:
         found = _KEPT.get(keyed[0])
-        if found is not None and all(r() is not None for r in found[1]):
-            return call(), found[0]
+        if found is not None:
+            for ref in found[1]:   # (a loop: all() of a generator is a frame more)
+                if ref() is None:
+                    break
+            else:
+                return call(), found[0]
     result, measured = heap.transient_bytes(call)
     if keyed is not None and measured is not None:
         if len(_KEPT) >= KEPT_SIZE:

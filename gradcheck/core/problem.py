@@ -178,7 +178,9 @@ class Problem:
                 continue
             now = np.asarray(args[i]) if isinstance(args[i], (np.ndarray, np.generic)) else \
                 self.engine.to_numpy(args[i], copy=False)
-            before = np.asarray(sources[i])
+            before = sources[i]
+            if type(before) is not np.ndarray:   # (an array as it is: asarray's call spared)
+                before = np.asarray(before)
             if unchanged(now, before):
                 continue
             self.mutations[i] = (who, what, *_largest_change(now, before))

@@ -87,7 +87,9 @@ class Side:
             return np.zeros((n, size))
         if self.receiver_complex(problem.layout, receiver):
             return coords.to_real_rows(stacked.astype(np.complex128))
-        return coords.to_real_rows(np.real(stacked))
+        # (an array's own real part: np.real is a Python frame around it)
+        return coords.to_real_rows(stacked.real if type(stacked) is np.ndarray
+                                   else np.real(stacked))
 
     def block(self, real_rows: np.ndarray) -> np.ndarray:
         """The Jacobian block whose ``part``s are ``real_rows``."""

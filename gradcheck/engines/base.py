@@ -71,7 +71,7 @@ class Engine:
     def epsilon(self, tensor) -> float:
         """Machine epsilon of ``tensor``'s dtype (of its real part when complex):
         the spacing of its numbers at 1 (2**-23 for float32, 2**-7 for bfloat16)."""
-        dtype = self.to_numpy(tensor).dtype
+        dtype = self.to_numpy(tensor, copy=False).dtype   # (its dtype: no copy needed)
         found = _EPSILONS.get(dtype)
         if found is None:   # (np.finfo answers in microseconds; asked in every check)
             found = _EPSILONS[dtype] = float(np.finfo(dtype).eps)

@@ -9,6 +9,7 @@ a pair of Jacobian blocks, with PyTorch's tolerance and ``diagnosis``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,10 +139,13 @@ def compare(check: str, mode: str, against: str, out_idx: int | None, in_idx: in
     passes, unless ``same_nonfinite`` and both are NaN: see ``entry_errors``).
     The ``Result`` holds the largest error (one that fails first), where it
     is, the tolerance there, and both arrays; no diagnosis."""
-    e, a = np.asarray(expected), np.asarray(actual)
-    tol = np.asarray(tol, dtype=np.float64)
+    # (arrays as they are: asarray's calls cost as much as the subtraction on a small block)
+    e = expected if type(expected) is np.ndarray else np.asarray(expected)
+    a = actual if type(actual) is np.ndarray else np.asarray(actual)
+    if type(tol) is not np.ndarray or tol.dtype != np.float64:
+        tol = np.asarray(tol, dtype=np.float64)
     err = _errors_where(e, a, None, fix_nan=False)
-    if err.size and (err <= tol).all():
+    if err.size and np.logical_and.reduce(err <= tol, axis=None):   # (all(), no frame)
         # the usual case, every check ends here several times: no NaN (it never
         # passes), so no entry holds the same non-finite value twice either
         max_error, where = _worst(err, err)
@@ -230,8 +234,12 @@ def _compared_with_itself(check: str, jac: Jacobian, out_idx: int, in_idx: int, 
         return Result(check, jac.mode, jac.mode, out_idx, in_idx, True, 0.0, None, None, e, a)
     where = (0,) * e.ndim
     first = e[(slice(0, 1),) * e.ndim]
-    tol = float(torch_tolerance(first, atol, rtol).reshape(-1)[0]) \
-        if np.isfinite(first).all() else np.inf
+    if e.dtype == np.float64:   # (torch_tolerance's float64 arithmetic on one number)
+        value = float(first.reshape(-1)[0])
+        tol = float(atol + rtol * abs(value)) if math.isfinite(value) else np.inf
+    else:
+        tol = float(torch_tolerance(first, atol, rtol).reshape(-1)[0]) \
+            if np.logical_and.reduce(np.isfinite(first), axis=None) else np.inf
     return Result(check, jac.mode, jac.mode, out_idx, in_idx, True, 0.0, where, tol, e, a)
 
 

@@ -105,7 +105,10 @@ def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
     p = ev.problem
     what = "evaluating it twice at the given inputs"
     second = ev.evaluate({}, what)
-    if all(_same_bits(second[o], p.out_arrays[o]) for o in p.float_out):
+    for o in p.float_out:   # (a loop: all() of a generator is a frame more)
+        if not _same_bits(second[o], p.out_arrays[o]):
+            break
+    else:
         # the same bits (NaN payloads included) differ by 0 within any tolerance,
         # and a NaN twice passes here: what the comparison below would say
         return []
@@ -147,8 +150,9 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
     bad_outputs = {}
     for o in problem.float_out:
         values = problem.out_arrays[o].reshape(-1)
-        bad = ~np.isfinite(values)
-        if bad.any():
+        finite = np.isfinite(values)
+        if not np.logical_and.reduce(finite):   # (all(), without its Python frame)
+            bad = ~finite
             where = _where(bad)
             bad_outputs[o] = f"output {o} is {_kind(values[where])} at [{where[0]}]"
             results.append(Result(
@@ -166,7 +170,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if jac.unresolved and key in jac.unresolved:
                 results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
                 block = as_zero(block, jac.unresolved[key])
-            if not np.isfinite(block).all():
+            if not np.logical_and.reduce(np.isfinite(block), axis=None):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
                 results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
