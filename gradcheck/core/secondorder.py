@@ -60,6 +60,42 @@ def _raise_for_graph(E, outs, primals, gos, exc: Exception):
         "(create_graph=True), and runs without one: it has no double backward") from exc
 
 
+#: engines whose backward computes the same values with and without a graph of them:
+#: refengine's formulas do not depend on the grad mode (every screen of the registry
+#: sweep identical to the bit); torch's do (linalg.solve, det and slogdet differentiate
+#: through other kernels when asked to build a graph: last bits apart)
+SAME_WITHOUT_GRAPH = frozenset({"refengine"})
+
+
+class Reshaped(Exception):
+    """A first derivative reused at another point (``first.expect``) where the
+    function raises, or its outputs are not shaped as at the point its
+    grad_outputs were drawn for: build the first derivative anew there."""
+
+
+def _signature(E, outs) -> tuple:
+    """What the grad_outputs drawn for outputs ``outs`` depend on: each
+    differentiable output's index, shape, dtype, layout and whether it
+    requires grad."""
+    return tuple((o, tuple(out.shape), out.dtype, E.layout_of(out), E.requires_grad(out))
+                 for o, out in enumerate(outs)
+                 if E.is_tensor(out) and E.is_differentiable_dtype(out))
+
+
+def _outputs(E, func, ins, expected) -> tuple:
+    """``func(*ins)``; with ``expected`` (a signature, see ``_vjp_function``'s
+    ``expect``), ``Reshaped`` where it raises or its outputs differ from it."""
+    if expected is None:
+        return as_tuple(func(*ins))
+    try:
+        outs = as_tuple(func(*ins))
+    except Exception as exc:   # as building the first derivative here would
+        raise Reshaped("the function raised here") from exc
+    if _signature(E, outs) != expected:
+        raise Reshaped("the function's outputs are shaped otherwise here")
+    return outs
+
+
 def first_derivative(func, inputs, grad_outputs, rng, name=None):
     """``(func', inputs + grad_outputs)`` where ``func'`` returns the vjp.
 
@@ -67,32 +103,43 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     that require grad, with ``create_graph=True``; gradients that are
     ``None`` (unused inputs) are left out. ``grad_outputs`` default to
     uniform random values in [-1, 1) (real and imaginary parts), requiring
-    grad.
+    grad. ``func'.without_graph`` (on the engines of ``SAME_WITHOUT_GRAPH``)
+    returns the same values without building their graph, for callers that
+    only read them (``gradcheck.explore``'s screens at their moved points).
     """
     # the check's own Problem (of the first derivative) warns about the dtypes, if
     # anyone, and measures what an evaluation holds
     problem = Problem(func, inputs, name, warn_precision=False, measure=False)
-    E = problem.engine
     if grad_outputs is None:
         grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)
     grad_outputs = as_tuple(grad_outputs)
-    n = len(problem.inputs)
-    diff_in = problem.diff_in
+    return _vjp_function(func, problem, grad_outputs), problem.inputs + grad_outputs
 
+
+def _vjp_function(func, problem, grad_outputs):
+    """``first_derivative``'s ``func'`` of ``func`` at ``problem``'s inputs."""
+    E, n, diff_in = problem.engine, len(problem.inputs), problem.diff_in
     used: list = []   # which gradients the first call returned (None: an unused input)
     graph: list = []  # the first call's inputs and gradients (``builds_graph``)
+    armed: list = []  # the outputs' signature the next call must find (``expect``)
 
-    def first(*args):
+    def gradients(args, create_graph: bool):
         ins, gos = args[:n], args[n:]
-        outs = [o for o in as_tuple(func(*ins)) if E.is_tensor(o) and E.requires_grad(o)]
+        outs = _outputs(E, func, ins, armed.pop() if armed else None)
+        outs = [o for o in outs if E.is_tensor(o) and E.requires_grad(o)]
         try:
-            grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=True)
+            grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=create_graph)
         except Exception as exc:
+            if not create_graph:
+                raise
             _raise_for_graph(E, outs, [ins[i] for i in diff_in], gos, exc)
-        if not used:
+        if create_graph and not used:
             used.append(tuple(k for k, g in enumerate(grads) if g is not None))
             graph.append(([ins[i] for i in diff_in], grads))
         return tuple(g for g in grads if g is not None)
+
+    def first(*args):
+        return gradients(args, True)
 
     def functional():
         """``first`` as the engine's vmap maps it, or ``None`` (see
@@ -101,7 +148,20 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
             return None
         return E.functional_vjp(func, diff_in, problem.diff_out, used[0])
 
-    first.functional = functional
+    def expect():
+        """Reuse at another point of the same shapes (``gradcheck.explore``'s
+        screens): the next call raises ``Reshaped`` where the function raises or
+        its outputs are not shaped as where ``grad_outputs`` were drawn (the
+        caller then builds the first derivative there anew)."""
+        armed[:] = [_signature(E, problem.outputs)]
+
+    first.functional, first.expect = functional, expect
+    # reusable at other points, and its values had without a graph, only where the
+    # engine holds no state of the function (``Engine.wrap_function``: JAX's records
+    # its calls, and its vjp without a graph is the recorded call's)
+    first.reusable = problem.func is func
+    if first.reusable and E.name in SAME_WITHOUT_GRAPH:
+        first.without_graph = lambda *args: gradients(args, False)
     # what ``core.reuse_gg`` maps the reverse check's Jacobian by: the function's inputs
     # come first, the gradients returned are of ``diff_in[used[0][j]]``
     first.primals, first.used, first.diff_in, first.diff_out = n, used, diff_in, problem.diff_out
@@ -109,4 +169,4 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     # whether the function under the derivative draws random numbers (vmap cannot
     # tell through autograd.grad): see ``gradcheck.lowprec.widening``
     first.draws_random = lambda: E.draws_random(func, problem.inputs)
-    return first, problem.inputs + grad_outputs
+    return first

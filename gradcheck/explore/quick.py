@@ -31,6 +31,7 @@ import numpy as np
 
 from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.problem import as_tuple
+from adcheck.gradcheck.core.secondorder import Reshaped
 from adcheck.gradcheck.explore.brackets import fd_step
 
 #: the relative tolerance of a screened projection (a failing one goes to the full check)
@@ -88,10 +89,13 @@ class _Point:
             except Exception:    # noqa: BLE001 - judged by the call with grad below
                 pass
         # a function that differentiates inside (gradgrad's first derivative) needs
-        # grad and inputs that require it: without them it raised at every point
+        # grad and inputs that require it: without them it raised at every point.
+        # Only the values are read here: no graph of them where the function can
+        # leave it out (``secondorder.first_derivative``'s ``without_graph``)
+        valued = getattr(self.func, "without_graph", self.func)
         try:
             with E.enable_grad():
-                outs = as_tuple(self.func(*self._moved_inputs(u, step, True)))
+                outs = as_tuple(valued(*self._moved_inputs(u, step, True)))
         except Exception:    # outside the domain beside the point: no quotient
             return None
         self.needs_grad = True
@@ -211,6 +215,8 @@ def _first_screen(E, func, ins: list, explored: list, rng, eps: float, needs_gra
     "judge" (no output requires grad, or nothing is explored)."""
     try:
         point = _Point(E, func, ins, explored, needs_grad)
+    except Reshaped:     # a first derivative reused where it does not apply: the caller's
+        raise
     except Exception:    # the forward raises: outside the domain
         return "domain"
     if not all(np.all(np.isfinite(b)) for b in point.base.values()):

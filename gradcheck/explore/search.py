@@ -25,7 +25,7 @@ from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.core.coords import from_real, rounding_unit, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem, as_tuple
-from adcheck.gradcheck.core.secondorder import first_derivative
+from adcheck.gradcheck.core import secondorder
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -130,6 +130,9 @@ class Explorer:
         self.eps = max((rounding_unit(self.given[i].dtype) for i in self.explored),
                        default=rounding_unit(np.float64))
         self.tally = Tally(budget=self.budget)
+        #: a second-order check's first derivative and grad_outputs, built at the first
+        #: point screened and reused at the others (``_screened_first``)
+        self._first = None
         self.start = time.perf_counter()
 
     def remaining(self) -> float:
@@ -242,13 +245,33 @@ class Explorer:
         func, ins = self.func, self.rebuilt(arrays)
         try:
             if self.options.order == 2:
-                func, ins = first_derivative(func, ins, self.options.grad_outputs,
-                                             np.random.default_rng(self.report.seed or 0),
-                                             self.options.name)
+                return self._screened_first(ins)
             return quick.screen(self.engine, func, ins, self.explored, self.modes, self.rng,
-                                self.eps, needs_grad=self.options.order == 2)
+                                self.eps)
         except Exception:    # raised: the full check says why
             return "judge"
+
+    def _screened_first(self, ins: list) -> str:
+        """``_screened`` of a second-order check: the screen of the first
+        derivative at ``ins``. Its grad_outputs are drawn from the same seed at
+        every point, so one first derivative serves every point where the
+        function's outputs are shaped alike (``first.expect``; elsewhere, and at
+        the first point, it is built there)."""
+        if self._first is not None:
+            first, gos = self._first
+            first.expect()
+            try:
+                return quick.screen(self.engine, first, ins + gos, self.explored, self.modes,
+                                    self.rng, self.eps, needs_grad=True)
+            except secondorder.Reshaped:
+                pass
+        first, args = secondorder.first_derivative(
+            self.func, ins, self.options.grad_outputs,
+            np.random.default_rng(self.report.seed or 0), self.options.name)
+        if self._first is None and first.reusable:
+            self._first = (first, list(args[len(ins):]))
+        return quick.screen(self.engine, first, list(args), self.explored, self.modes, self.rng,
+                            self.eps, needs_grad=True)
 
     def _judged(self, arrays: dict) -> tuple:
         ins = self.rebuilt(arrays)
@@ -303,7 +326,7 @@ class Explorer:
         of ``func`` with the check's grad_outputs when the check is second order)."""
         func, inputs = self.func, ins
         if self.options.order == 2:
-            func, inputs = first_derivative(func, ins, self.options.grad_outputs,
+            func, inputs = secondorder.first_derivative(func, ins, self.options.grad_outputs,
                                             np.random.default_rng(seed), self.options.name)
         return Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
 
