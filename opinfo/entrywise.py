@@ -14,13 +14,17 @@ same result, so a kept one is returned as it is (an ``mpf`` is immutable).
 A key holds each argument's type and exact value (an ``mpf``'s mantissa and
 exponent), so 2, 2.0, ``mpf(2)`` and ``mpc(2)`` are kept apart. Results are
 identical to calling ``fn`` on every entry; only their number changes.
+
+``slicewise(fn)`` does the same for a reduction's ``fn`` of one slice (a list
+of entries): moving one coordinate changes one slice, and the others, the
+same values again, are taken as kept.
 """
 from __future__ import annotations
 
 import mpmath
 import numpy as np
 
-#: entries kept per reference before it forgets them all (a sample has hundreds)
+#: entries (or slices) kept per reference before it forgets them all (a sample has hundreds)
 KEPT = 4096
 
 
@@ -32,22 +36,42 @@ def _exact(value):
     return type(value), value if raw is None else raw
 
 
-def entrywise(fn):
-    """``fn`` over every entry of its (broadcast) array arguments, as
-    ``np.vectorize(fn, otypes=[object])`` gives it, with each distinct entry
-    computed once (see the module docstring)."""
+def _key(args: tuple, kwargs: dict):
+    """The exact key of a call's arguments at the working precision; raises
+    ``TypeError`` when one is no number."""
+    key = (mpmath.mp.prec, tuple(_exact(a) for a in args),
+           tuple((k, _exact(v)) for k, v in kwargs.items()))
+    hash(key)
+    return key
+
+
+def _kept(fn, key_of):
+    """``fn`` with each result kept by ``key_of(args, kwargs)`` (a call whose
+    key raises ``TypeError``, an argument that is no number, is not kept)."""
     kept: dict = {}
 
     def once(*args, **kwargs):
         try:
-            key = (mpmath.mp.prec, tuple(_exact(a) for a in args),
-                   tuple((k, _exact(v)) for k, v in kwargs.items()))
-            hash(key)
-        except TypeError:   # an argument that is no number: not kept
+            key = key_of(args, kwargs)
+        except TypeError:
             return fn(*args, **kwargs)
         if key not in kept:
             if len(kept) >= KEPT:
                 kept.clear()
             kept[key] = fn(*args, **kwargs)
         return kept[key]
-    return np.vectorize(once, otypes=[object])
+    return once
+
+
+def entrywise(fn):
+    """``fn`` over every entry of its (broadcast) array arguments, as
+    ``np.vectorize(fn, otypes=[object])`` gives it, with each distinct entry
+    computed once (see the module docstring)."""
+    return np.vectorize(_kept(fn, _key), otypes=[object])
+
+
+def slicewise(fn):
+    """``fn`` of a list of entries (and keyword numbers), each distinct list
+    computed once (see the module docstring)."""
+    # (every call has one list: its entries flattened into the key are unambiguous)
+    return _kept(fn, lambda args, kwargs: _key(tuple(args[0]) + args[1:], kwargs))

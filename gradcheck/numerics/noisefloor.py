@@ -23,6 +23,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.numerics.fixed import kept
 
 MOVES = 4           # pairs of moves; the floor is the largest second difference
 MOVE_ULPS = 4       # each coordinate moves by up to this many units of its rounding
@@ -56,7 +57,7 @@ def riding_moves(ev, in_idx: int):
     ``None``: known already, or measured by ``noise_floor`` alone."""
     if in_idx in ev.memo.get("noise_floors", {}) or _pairs_at_once(ev, in_idx) < MOVES:
         return None
-    return np.stack([x for move in _moves(ev.problem, in_idx) for x in (move, -move)])
+    return np.stack([x for move in _moves(ev, in_idx) for x in (move, -move)])
 
 
 def measured_from(ev, in_idx: int, outputs: dict) -> dict:
@@ -67,25 +68,31 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
     for o in p.float_out:
         _widest(second[o], outputs[o].reshape(MOVES, 2, -1), p.out_arrays[o])
-    floors = _floors(p, second)
+    floors = _floors(ev, second)
     ev.memo.setdefault("noise_floors", {})[in_idx] = floors
     return floors
 
 
-def _moves(p, in_idx: int) -> list:
+def _moves(ev, in_idx: int) -> list:
     """The ``MOVES`` random moves of input ``in_idx`` (real coordinates)."""
+    p = ev.problem
     vector = coords.to_real(p.arrays[in_idx])
-    rng = np.random.default_rng(0)
     # moves of a few ulps of the largest input (inside the function a small input
     # may be added to a large one: logcumsumexp's backward adds the grad_output's
     # logarithm to inputs of 1e4, a staircase whose stairs smaller moves never
     # cross), but at most ``SPAN`` ulps of the coordinate itself: abs's sample
     # mixes 1e-30 and 1e30, and its small coordinates must not cross zero
-    largest = _largest_input(p)
+    largest = _largest_input(ev)
     size = np.abs(vector)
     unit = MOVE_ULPS * p.epsilon(in_idx=in_idx) * np.maximum(size, np.minimum(largest,
                                                                               SPAN * size))
-    return [unit * rng.uniform(-1.0, 1.0, vector.size) for _ in range(MOVES)]
+    return [unit * draw for draw in kept(_draws, vector.size)]
+
+
+def _draws(size: int) -> np.ndarray:
+    """``MOVES`` rows of ``size`` uniform numbers in [-1, 1) from seed 0."""
+    rng = np.random.default_rng(0)
+    return np.stack([rng.uniform(-1.0, 1.0, size) for _ in range(MOVES)])
 
 
 def _measured(ev, in_idx: int) -> dict:
@@ -93,7 +100,7 @@ def _measured(ev, in_idx: int) -> dict:
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
-    moves = _moves(p, in_idx)
+    moves = _moves(ev, in_idx)
     at_once = _pairs_at_once(ev, in_idx)
     for start in range(0, MOVES, at_once):   # as many pairs at a time as the budget holds
         group = moves[start:start + at_once]
@@ -104,7 +111,7 @@ def _measured(ev, in_idx: int) -> dict:
         for o in p.float_out:
             _widest(second[o], coords.to_real_rows(outs.pop(o)).reshape(len(group), 2, -1),
                     p.out_arrays[o])
-    return _floors(p, second)
+    return _floors(ev, second)
 
 
 def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
@@ -119,9 +126,10 @@ def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
     np.fmax(second, np.max(found, axis=0, initial=0.0), out=second)
 
 
-def _floors(p, second: dict) -> dict:
+def _floors(ev, second: dict) -> dict:
     """The floor of each output: its largest second differences, capped."""
-    factor = max(1.0, min(_largest_input(p), SPAN))
+    p = ev.problem
+    factor = max(1.0, min(_largest_input(ev), SPAN))
     floors = {}
     for o in p.float_out:
         mid = coords.to_real(p.out_arrays[o])
@@ -165,7 +173,13 @@ def _pairs_at_once(ev, in_idx: int) -> int:
     return int(max(1, min(MOVES, ev.budget // budgets.SHARE // per_pair)))
 
 
-def _largest_input(p) -> float:
-    """The largest finite magnitude among the floating inputs (0 if none)."""
-    return max([coords.largest_finite(a) for a in p.arrays.values()
-                if np.issubdtype(a.dtype, np.inexact)] + [0.0])
+def _largest_input(ev) -> float:
+    """The largest finite magnitude among the check's floating inputs (0 if
+    none), found once per check (``ev.memo``: every input's moves and floors
+    ask)."""
+    largest = ev.memo.get("largest_input")
+    if largest is None:
+        largest = ev.memo["largest_input"] = max(
+            [coords.largest_finite(a) for a in ev.problem.arrays.values()
+             if np.issubdtype(a.dtype, np.inexact)] + [0.0])
+    return largest

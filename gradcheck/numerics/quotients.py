@@ -21,7 +21,7 @@ NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
 def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
-                        window=None, moves=None) -> tuple:
+                        window=None, moves=None, tail: int = 0) -> tuple:
     """Central differences and their rounding noise at ``+-steps[k, j]`` on
     coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
     output, a (columns, output size) matrix. A step where the function raises
@@ -31,7 +31,8 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
     the first evaluation (one call fewer); theirs come last, as one more level.
     The noise floor's moves ride in that evaluation too when it is not yet
-    measured (``noisefloor.riding_moves``): another call fewer."""
+    measured (``noisefloor.riding_moves``): another call fewer. The last
+    ``tail`` levels' points come after the others' (``_signed``)."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
@@ -44,7 +45,8 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
         extra = [] if number else [m for m in (moves, None if moves is None else -moves, riding)
                                    if m is not None]
         extra = np.concatenate(extra) if extra else None
-        both = perturbed_outputs(ev, in_idx, np.concatenate([part, -part]),
+        signed, rows = _signed(part, max(0, group.stop - max(group.start, len(steps) - tail)))
+        both = perturbed_outputs(ev, in_idx, signed,
                                  f"extrapolating finite differences for input {in_idx}",
                                  columns, tolerant=True, directions=directions, extra=extra)
         both, made = (both, None) if extra is None else both
@@ -58,10 +60,9 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
             both, made = ({o: q[o][..., a:b].copy() for o, (a, b) in window.items()}
                           if q is not None else None for q in (both, made))
         along = along if made is None else made
-        for k in range(len(part)):
+        for k, (up, down) in enumerate(rows):
             width = 2 * part[k][:, None]
-            pairs = {o: (both[o][k], both[o][len(part) + k], p.layout.out_complex[o])
-                     for o in outs}
+            pairs = {o: (both[o][up], both[o][down], p.layout.out_complex[o]) for o in outs}
             diffs.append({o: _quotient(plus, minus, width) for o, (plus, minus, _) in pairs.items()})
             noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
                            for o, (plus, minus, cplx) in pairs.items()})
@@ -72,6 +73,18 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
         noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
                                  floor[o], 2.0) for o in outs})
     return diffs, noises
+
+
+def _signed(part: np.ndarray, tail: int) -> tuple:
+    """The steps of ``part`` (levels, columns) as evaluated, ``+part, -part``
+    with its last ``tail`` levels after the others (``+, -`` of their own: the
+    points of a level added to an evaluation sit where they would alone, a
+    kernel's vector lanes likewise), and per level the rows of its plus and
+    minus steps."""
+    main, last = part[:len(part) - tail], part[len(part) - tail:]
+    m, t = len(main), len(last)
+    rows = [(k, m + k) for k in range(m)] + [(2 * m + k, 2 * m + t + k) for k in range(t)]
+    return np.concatenate([main, -main, last, -last]), rows
 
 
 def _quotient(plus, minus, width):
@@ -117,14 +130,15 @@ def magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
 
 
 def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
-    """``(levels, which, moves=None) -> stacked_differences`` for the columns ``which`` of
-    ``steps`` (coordinates ``columns[which]``, or ``directions[which]``), of
-    the output coordinates ``window`` (all of every output if ``None``)."""
+    """``(levels, which, moves=None, tail=0) -> stacked_differences`` for the
+    columns ``which`` of ``steps`` (coordinates ``columns[which]``, or
+    ``directions[which]``), of the output coordinates ``window`` (all of every
+    output if ``None``)."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 
-    def differences(levels, which, moves=None):
+    def differences(levels, which, moves=None, tail=0):
         return stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
                                    None if directions is None else directions[which], window,
-                                   moves)
+                                   moves, tail)
     return differences

@@ -67,10 +67,13 @@ def _outputs_real(problem: Problem, result) -> dict:
     for o in problem.float_out:
         array = np.asarray(results[o], dtype=object).reshape(-1)
         complex_ = problem.layout.out_complex[o]
-        vals = []
-        for v in array:
-            parts = _real_mp(v)
-            vals += (parts + [mpmath.mpf(0)] * (2 - len(parts))) if complex_ else parts[:1]
+        if complex_:
+            vals = []
+            for v in array:
+                parts = _real_mp(v)
+                vals += parts + [mpmath.mpf(0)] * (2 - len(parts))
+        else:   # (an mpf as it is: the one kind a real output's reference mostly gives)
+            vals = [v if type(v) is mpmath.mpf else _real_mp(v)[0] for v in array]
         if len(vals) != problem.layout.out_size(o):
             raise ValueError(
                 f"{problem.name}: the mpmath reference's output {o} has {array.size} elements, "
@@ -105,18 +108,20 @@ def _moved(array, coordinate, step, complex_):
     return moved
 
 
-def mp_column(problem: Problem, ref, in_idx: int, coordinate: int) -> dict:
-    """d(outputs)/d(input coordinate) as mpf lists by ``out_idx`` (at WORK_DPS)."""
+def mp_column(problem: Problem, ref, in_idx: int, coordinate: int, real=None) -> dict:
+    """d(outputs)/d(input coordinate) as mpf lists by ``out_idx`` (at WORK_DPS);
+    ``real``: the input's real coordinates, when the caller has them."""
     with mpmath.workdps(WORK_DPS):
         if not hasattr(problem, "mp_arrays"):
             problem.mp_arrays = {i: to_mp(problem.arrays[i]) for i in problem.arrays}
         base = problem.mp_arrays[in_idx]
-        x = coords.to_real(problem.arrays[in_idx])[coordinate]
-        h = STEP * max(1, abs(mpmath.mpf(x)))
+        real = coords.to_real(problem.arrays[in_idx]) if real is None else real
+        h = STEP * max(1, abs(mpmath.mpf(real[coordinate])))
         cplx = problem.layout.in_complex[in_idx]
         plus = _call(problem, ref, {in_idx: _moved(base, coordinate, h, cplx)})
         minus = _call(problem, ref, {in_idx: _moved(base, coordinate, -h, cplx)})
-        return {o: [(p - m) / (2 * h) for p, m in zip(plus[o], minus[o])]
+        width = 2 * h   # (exact: a power of two)
+        return {o: [(p - m) / width for p, m in zip(plus[o], minus[o])]
                 for o in problem.float_out}
 
 
@@ -130,8 +135,9 @@ def reference_blocks(ev: Evaluator, ref) -> Jacobian:
     for in_idx in problem.diff_in:
         n_in = problem.layout.in_size(in_idx)
         cols = {o: np.zeros((problem.layout.out_size(o), n_in)) for o in problem.float_out}
+        real = coords.to_real(problem.arrays[in_idx])
         for c in range(n_in):
-            for o, column in mp_column(problem, ref, in_idx, c).items():
+            for o, column in mp_column(problem, ref, in_idx, c, real).items():
                 cols[o][:, c] = [float(v) for v in column]
             evaluations += 2
         for o, block in cols.items():

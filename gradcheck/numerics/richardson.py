@@ -59,6 +59,9 @@ CLEAN = 3           # levels free of a jump needed below it (an extrapolation an
 SIGNIFICANT = 8     # a move of the quotient this many times its noise is not noise
 GROWTH = 1.5        # a move this many times every earlier one is a break (a jump)
 PIECE = 2 ** 16     # entries per level taken at once by the elementwise tableau work
+_AGREE = np.arange(AGREE_LEVELS)                        # the first phase's levels
+_SECOND = np.arange(AGREE_LEVELS, FIRST_LEVELS)         # the second's
+_SECOND_AND_SENTINEL = np.append(_SECOND, LEVELS - 1)   # with the deferred sentinels
 
 
 def _tableau(diffs: list, noises: list) -> tuple:
@@ -254,7 +257,8 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
     already agree to rounding (``_agree``) and with the sentinel, the
     smallest of ``LEVELS`` (a staircase can give equal quotients at two wide
     steps; ``sentinel.first`` takes it a group of such columns at a time, and
-    alone for every other); then up to ``FIRST_LEVELS``; coordinates not converged, or
+    alone for every other that would stop; the rest get theirs with the next
+    levels, in their evaluation); then up to ``FIRST_LEVELS``; coordinates not converged, or
     disagreeing with the sentinel (a staircase converges to its slope at
     wide steps), or whose smallest steps straddle a jump, get all
     ``LEVELS``; those still straddling one get more, down to ``DEEPEST``,
@@ -282,8 +286,7 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
         # the groups' sentinel moves go with the first levels; each column's own
         # sentinel comes once those tell which columns need it
         parts, weights, moves = sentinels.grouped(source, LEVELS - 1, p.layout.in_size(in_idx))
-        diffs, noises = differences_of(ev, *source, window)(np.r_[0:AGREE_LEVELS], np.arange(n),
-                                                            moves)
+        diffs, noises = differences_of(ev, *source, window)(_AGREE, np.arange(n), moves)
         group = (parts, weights, (diffs.pop(), noises.pop()))
         _phases(ev, source, window, (diffs, noises, None), np.arange(n), AGREE_LEVELS, found,
                 group)
@@ -326,8 +329,9 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
             if group is not None:   # (the top call's first phase: no sentinel yet)
                 sentinel = sentinels.first(ev, source, window, current, settled, LEVELS - 1,
                                            group)
-            keep = ~settled if sentinel is None else ~settled | sentinels.disagree(
-                sentinels.rounding(problem, current), current, sentinel, active)
+            keep = ~settled if sentinel is None or sentinel is sentinels.DEFERRED else \
+                ~settled | sentinels.disagree(sentinels.rounding(problem, current), current,
+                                              sentinel, active)
         else:
             keep = _open(problem, depth, straddled, sentinel, current, active)
         keep = np.flatnonzero(keep)
@@ -341,13 +345,16 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                                                              DEEPEST))   # (as _deeper goes)
         sizes = {o: q.shape[-1] for o, q in diffs[0].items()}
         if (parts := _windows(ev, window, sizes, active.size, after)) is not None:
+            if sentinel is sentinels.DEFERRED:   # (the parts judge their columns by it)
+                sentinel = sentinels.own(ev, source, window, active, LEVELS - 1)
             for o, (a, b), part in parts:
                 views = ([{o: d[o][:, a:b]} for d in diffs], [{o: v[o][:, a:b]} for v in noises],
                          tuple({o: s[o][:, a:b]} for s in sentinel))
                 _phases(ev, source, part, views, active, depth,
                         ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]}))
             return
-        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel)
+        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel,
+                                                      source[1].shape[1])
         diffs, noises = diffs + extra, noises + extra_noise
 
 
@@ -367,11 +374,16 @@ def _jumpy(straddled: dict, count: int) -> np.ndarray:
     return np.any([u.any(axis=1) for u in straddled.values()] or [np.zeros(count, bool)], axis=0)
 
 
-def _deeper(differences, depth: int, active, sentinel) -> tuple:
-    """The next phase's levels for the coordinates ``active``: (their
-    differences, their noise, the new depth, the sentinel by coordinate)."""
+def _deeper(differences, depth: int, active, sentinel, count: int) -> tuple:
+    """The next phase's levels for the coordinates ``active`` (of ``count``):
+    (their differences, their noise, the new depth, the sentinel by
+    coordinate, evaluated with the levels when ``sentinel.first`` deferred it)."""
+    if depth == AGREE_LEVELS and sentinel is sentinels.DEFERRED:
+        extra, extra_noise = differences(_SECOND_AND_SENTINEL, active, tail=1)
+        sentinel = sentinels.spread((extra.pop(), extra_noise.pop()), active, count)
+        return extra, extra_noise, FIRST_LEVELS, sentinel
     if depth == AGREE_LEVELS:
-        extra, extra_noise = differences(np.arange(AGREE_LEVELS, FIRST_LEVELS), active)
+        extra, extra_noise = differences(_SECOND, active)
         return extra, extra_noise, FIRST_LEVELS, sentinel
     if depth < LEVELS:   # the sentinel is the last of them
         extra, extra_noise = differences(slice(depth, LEVELS - 1), active)

@@ -37,12 +37,15 @@ import numpy as np
 
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.numerics.fixed import kept
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.core.coords import largest_finite
 
 GROUP = 16          # columns whose sentinels are taken in one evaluation pair
 SAFETY_GAP = 8      # how many error estimates apart the sentinel may be
 WEIGHT_SEED = 0     # the groups' weights: reproducible from run to run
+#: ``first``'s word for sentinels left to come with the next levels
+DEFERRED = "deferred"
 
 
 def rounding(problem: Problem, outputs) -> float:
@@ -96,8 +99,11 @@ def first(ev, source: tuple, window, current: dict, settled, level: int,
     moves' central differences and noise by output; each other column's own
     sentinel quotient and noise (at ``level`` of the steps) evaluated, by
     output (NaN for a confirmed column, which ``disagree`` then finds not
-    far); ``None`` when every column was confirmed. ``source``, ``window``:
-    as ``differences_of`` takes them."""
+    far); ``None`` when every column was confirmed; ``DEFERRED`` when no
+    column that stops lacks its group's confirmation: the others go on to the
+    next levels whatever their sentinels say, which come with those levels
+    then, in the same evaluation (``richardson._deeper``). ``source``,
+    ``window``: as ``differences_of`` takes them."""
     steps = source[1]
     parts, weights, along = group
     ready = [g for g, rows in enumerate(parts) if settled[rows].all()]
@@ -111,22 +117,42 @@ def first(ev, source: tuple, window, current: dict, settled, level: int,
     need = np.flatnonzero(~sure)
     if not need.size:
         return None
-    values, noise = differences_of(ev, *source, window)(np.r_[level], need)
+    if not settled[need].any():   # (each goes on whatever its sentinel says)
+        return DEFERRED
+    return own(ev, source, window, need, level)
+
+
+def own(ev, source: tuple, window, need: np.ndarray, level: int) -> tuple:
+    """The sentinel quotients and noise of the columns ``need`` alone, by output,
+    spread over every column of ``source`` (see ``spread``)."""
+    values, noise = differences_of(ev, *source, window)(np.array([level]), need)
+    return spread((values[0], noise[0]), need, source[1].shape[1])
+
+
+def spread(found: tuple, need: np.ndarray, count: int) -> tuple:
+    """``found`` (quotients and noise by output, a row per column of ``need``)
+    as rows of ``count`` columns, NaN in the others."""
     made = ({}, {})
-    for found, part in zip(made, (values[0], noise[0])):
+    for whole, part in zip(made, found):
         for o, rows in part.items():
-            found[o] = np.full((steps.shape[1], rows.shape[1]), np.nan)
-            found[o][need] = rows
+            whole[o] = np.full((count, rows.shape[1]), np.nan)
+            whole[o][need] = rows
     return made
 
 
 def groups(candidates: np.ndarray) -> tuple:
     """``candidates`` in groups of ``GROUP`` and each group's weights."""
-    rng = np.random.default_rng(WEIGHT_SEED)
-    signed = rng.uniform(1.0, 2.0, len(candidates))
-    signed[rng.random(len(candidates)) < 0.5] *= -1
+    signed = kept(_weights, len(candidates))   # (read-only)
     spans = range(0, len(candidates), GROUP)
     return ([candidates[a:a + GROUP] for a in spans], [signed[a:a + GROUP] for a in spans])
+
+
+def _weights(count: int) -> np.ndarray:
+    """``count`` weights drawn from ``WEIGHT_SEED``: ``|w|`` in [1, 2), either sign."""
+    rng = np.random.default_rng(WEIGHT_SEED)
+    signed = rng.uniform(1.0, 2.0, count)
+    signed[rng.random(count) < 0.5] *= -1
+    return signed
 
 
 def confirmed(eps: float, current: dict, steps: np.ndarray, parts: list, weights: list,

@@ -9,6 +9,7 @@ import adcheck.refengine as E
 
 from .. import domains as D
 from ..core import FLOATING, FLOATING_AND_COMPLEX, OpInfo, SampleInput
+from ..entrywise import slicewise
 from ..registry import register
 from ..samples import make
 
@@ -23,6 +24,8 @@ def _dims(x, dim):
 
 def mp_reduce(fn):
     """An mpmath reference reducing object arrays with ``fn`` (a function of a 1-D list)."""
+    fn = slicewise(fn)   # (each distinct slice computed once: see opinfo.entrywise)
+
     def ref(x, dim=None, keepdim=False, **kwargs):
         dims = _dims(x, dim)
         moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
