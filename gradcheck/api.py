@@ -27,6 +27,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
 from adcheck.gradcheck.core.problem import Problem, function_name
+from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.verdict.report import Report
 
 
@@ -135,7 +136,7 @@ def _run(func, inputs, options: Options) -> Report:
     seed = options.seed
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = secrets.randbits(53)   # (os.urandom: a fifth of a SeedSequence's time)
-    rng = np.random.default_rng(seed)
+    rng = check_rng(seed)
     original, primals = func, len(inputs)
     if options.order == 2:
         from adcheck.gradcheck.core.secondorder import first_derivative

@@ -55,7 +55,10 @@ X = torch.from_numpy(np.random.default_rng(4).uniform(-2, 2, N)).requires_grad_(
 
 
 def test_a_permutation_is_compressed_into_one_group_and_passes():
-    report = check(permuted_sin(), (X,), precise=True, check_forward_ad=True, seed=1)
+    # (the pattern is proposed from a few random rows first; for about one seed
+    # in ten (1 and 9 of 0 to 11) those rows of this permutation happen to fit a
+    # band narrow enough to be taken, 141 groups, and the check passes that way)
+    report = check(permuted_sin(), (X,), precise=True, check_forward_ad=True, seed=0)
     assert report.passed, report.message()
     assert report.plan == "compressed"
     assert "listed" in report.coverage["reverse"]

@@ -29,8 +29,11 @@ def test_scaling_allows_the_rounding_noise_of_a_zero_vjp():
 
 
 def test_second_order_of_a_noise_first_derivative_cannot_be_judged():
+    # (the noise is judged only once the check has failed: with about a third
+    # of the seeds it stays within the tolerances and the check passes; seed 1
+    # is one whose check fails on it)
     with pytest.raises(UncheckableError, match="rounding noise"):
-        gradcheck.check(torch.corrcoef, (_one_variable(),), precise=True, order=2, seed=0)
+        gradcheck.check(torch.corrcoef, (_one_variable(),), precise=True, order=2, seed=1)
 
 
 class _IgnoresGradOutput(torch.autograd.Function):
