@@ -11,10 +11,10 @@ alone: ``--toggle-collect=functools_reduce`` counts only what runs inside
 ``functools.reduce``, and only the tasks run there (the interpreter's start,
 the imports and a warm-up task, which loads what the checks import lazily,
 are left out). No load on the machine changes the count (CPU and wall time
-do, by 10 to 20 % on the shared VM). ``PYTHONHASHSEED=0``; the quick pass's
-time budget is lifted (under valgrind a point takes some fifty times its
-time, and a budget that ran out would change what is counted), so the
-statuses printed are the sweep's own. About 50 times slower than a plain run.
+do, by 10 to 20 % on the shared VM). ``PYTHONHASHSEED=0`` and one BLAS
+thread; the quick pass's time budget is lifted (under valgrind a point takes
+some fifty times its time, and a budget that ran out would change what is
+counted), so the statuses printed are the sweep's own. About 50 times slower than a plain run.
 """
 from __future__ import annotations
 
@@ -61,8 +61,10 @@ def main(argv=None) -> int:
                "--toggle-collect=functools_reduce", "--callgrind-out-file=/dev/null",
                os.path.realpath(sys.executable), os.path.abspath(__file__), "--inside",
                "--every", str(args.every)] + (["--no-explore"] if args.no_explore else [])
+    # (BLAS threads spinning while they wait are counted too: about 1 % from run to run)
     done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
+                          env={**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
+                               "OPENBLAS_NUM_THREADS": "1"})
     found = re.search(r"Collected : (\d+)", done.stderr)
     print(done.stdout.strip())
     if found is None:
