@@ -49,8 +49,8 @@ def check(func, inputs, **keywords) -> Report:
       used instead of finite differences; with ``precise=True`` the
       tolerance is then the AD rounding allowance alone.
     - ``probes`` (1): random probes in fast mode and for the adjoint check.
-    - ``seed``: seed of the random probes; by default a fresh one per run,
-      recorded in ``Report.seed``.
+    - ``seed``: seed of the probes (an int >= 0), fresh by default; ``Report.seed``
+      repeats the check with the same adcheck version (``core.seeding``).
     - ``check_scaling`` (True): the vjp scales with grad_output and the jvp
       with the tangent. ``check_adjoint`` (True): when both modes are
       checked, ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.

@@ -25,15 +25,8 @@ def _torch_engine():
 
 
 def _refengine_engine():
-    adapter = _ADAPTERS.get("refengine")
-    if adapter is None:   # (imported once: an import statement per check costs a few us)
-        from adcheck.gradcheck.engines.refengine import RefEngine
-        adapter = _ADAPTERS["refengine"] = RefEngine
-    return adapter()
-
-
-#: adapter classes imported so far, by engine (each check makes its own instance)
-_ADAPTERS: dict = {}
+    from adcheck.gradcheck.engines.refengine import RefEngine
+    return RefEngine()
 
 
 def _jax_engine():
