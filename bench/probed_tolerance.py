@@ -271,7 +271,7 @@ def _cells_again(call, keywords: dict, seed: int, dense: bool) -> tuple:
     from adcheck.gradcheck.numerics.precise import precise_tolerances
     from adcheck.gradcheck.core.analytical import ad_blocks
     from adcheck.gradcheck.core.sides import REVERSE
-    from adcheck.gradcheck.verdict.checks import moved_evaluators
+    from adcheck.gradcheck.verdict.noise import moved_evaluators
     options = {**keywords, "seed": seed}
     if dense:
         options = {**options, "jacobian": "dense"}

@@ -2,7 +2,7 @@
 
 Only on failure (a check that passes costs nothing more): the AD side's
 Jacobian, or its cells, is made again at the inputs moved by a few ulps
-(``checks.moved_evaluators``), and each failed block is compared again
+(``noise.moved_evaluators``), and each failed block is compared again
 within its tolerance plus ``numerics.adrounding``'s floor. A block that then
 passes says so in its detail.
 """
@@ -12,7 +12,7 @@ import numpy as np
 
 from adcheck.gradcheck.lowprec.lowprecision import is_narrow
 from adcheck.gradcheck.numerics import adrounding
-from adcheck.gradcheck.verdict.checks import moved_evaluators
+from adcheck.gradcheck.verdict.noise import moved_evaluators
 from adcheck.gradcheck.verdict.compare import compare_pair
 
 

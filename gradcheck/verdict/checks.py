@@ -20,6 +20,8 @@ from adcheck.gradcheck.verdict.faults import repeat_rounding
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.sides import SIDES, Side
 from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.verdict.noise import MOVE_ULPS, MOVES, moved_vectors
+from adcheck.gradcheck.verdict.noise import noise_only  # noqa: F401 - api.py's name for it
 
 #: the real factor grad_outputs and tangents are scaled by in the scaling check
 SCALE = -2.5
@@ -130,54 +132,8 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     return results
 
 
-#: how far (in units of the rounding of the inputs) ``moved_evaluators`` move them
-MOVE_ULPS = 4
-#: at how many moved points the rounding noise is measured (noise may repeat by chance)
-MOVES = 3
 #: how many times the measured noise of a product a scaling error may be
 NOISE_MARGIN = 4.0
-
-
-def moved_evaluators(ev: Evaluator) -> list:
-    """``MOVES`` pairs of ``Evaluator``s of the same function: its inputs that
-    require grad moved by ``+s`` and by ``-s`` (``s`` up to ``MOVE_ULPS`` units
-    of their rounding per coordinate, at random with a fixed seed). A smooth
-    function's second difference over so small a move is negligible; rounding
-    noise's is as large as the noise. A pair where it does not run is left out."""
-    from adcheck.gradcheck.core.problem import Problem
-    p, E = ev.problem, ev.problem.engine
-    rng = np.random.default_rng(0)
-    pairs = []
-    for _ in range(MOVES):
-        steps = {i: MOVE_ULPS * p.epsilon(in_idx=i) * rng.uniform(-1.0, 1.0, p.arrays[i].shape)
-                 for i in p.diff_in}
-        pair = []
-        for sign in (1.0, -1.0):
-            inputs = list(p.inputs)
-            for i, step in steps.items():
-                # independent moves: a common factor may leave a scale-invariant
-                # computation's rounding unchanged (corrcoef)
-                moved = (p.arrays[i] * (1 + sign * step)).astype(p.arrays[i].dtype)
-                inputs[i] = E.from_numpy_like(moved, p.inputs[i], requires_grad=True)
-            try:
-                pair.append(Evaluator(Problem(p.source, tuple(inputs), p.name, order=p.order,
-                                              warn_precision=False), ev.budget))
-            except Exception:  # noqa: BLE001 - no evaluation there: no noise measured
-                break
-        if len(pair) == 2:
-            pairs.append(tuple(pair))
-    return pairs
-
-
-def moved_vectors(vector: np.ndarray, epsilon: float, both: bool = False) -> np.ndarray:
-    """``MOVES`` copies of ``vector``, each entry moved by up to ``MOVE_ULPS`` units
-    of rounding (``epsilon``), at random with a fixed seed; with ``both``, each
-    move followed by its opposite (``2 * MOVES`` copies)."""
-    rng = np.random.default_rng(0)
-    moves = MOVE_ULPS * epsilon * rng.uniform(-1.0, 1.0, size=(MOVES, *vector.shape))
-    if both:
-        moves = np.stack([moves, -moves], axis=1).reshape(2 * MOVES, *vector.shape)
-    return (vector[None] * (1 + moves)).astype(vector.dtype)
 
 
 def product_noise(ev: Evaluator, side: Side, idx: int, r: int, vectors, values,
@@ -199,135 +155,8 @@ def product_noise(ev: Evaluator, side: Side, idx: int, r: int, vectors, values,
     return _largest(change)
 
 
-#: the share of its size and of its first difference that a first derivative's second
-#: difference over a move of a few ulps reaches only when it is rounding noise
-NOISE_SHARE = 0.25
-#: noise is at most this times sqrt(eps) times the largest input (or 1)
-NOISE_SIZE = 1.0
-#: a failure no larger than this times the products' measured noise is that noise
-NOISE_ERROR = 4.0
-
-
-def noise_only(ev: Evaluator, failures) -> str | None:
-    """Why ``failures`` of a check of the function of ``ev`` (a first
-    derivative) are no evidence, or ``None``. Its outputs, and its products of
-    ones, are evaluated with the inputs (or the ones) moved by ``+s`` and
-    ``-s``, a few ulps (``moved_evaluators``): where the second difference
-    ``f(+s) + f(-s) - 2 f`` is ``NOISE_SHARE`` of ``f`` and of the first
-    difference or more, ``f`` is rounding noise (a derivative that is zero in
-    exact arithmetic, as corrcoef's of one variable). When something is, a
-    failure is excused if the output it compares is noise (its finite
-    differences are noise over a step), if its block's steps straddle a jump
-    (noise looks like one), or if it is no larger than ``NOISE_ERROR`` times
-    the products' noise or the rounding of a quantity zero in exact arithmetic
-    (an ulp of the largest input per input coordinate). A product of ones
-    that is zero (``J 1 = 0`` for softmax, whose outputs do not change when
-    every input moves alike) excuses no error larger than that."""
-    noisy = _noisy(ev)
-    p = ev.problem
-    floats = [a for a in p.arrays.values() if np.issubdtype(a.dtype, np.inexact)]
-    largest = max([_largest(np.abs(a)) for a in floats] + [1.0])
-    # a quantity zero in exact arithmetic comes out as the rounding of the terms
-    # that cancel in it: at most one ulp of the largest input per input coordinate
-    # (logcumsumexp's second derivative at inputs of 1e4 works with x - out)
-    rounding = _epsilon_of(p) * largest * sum(a.size for a in floats)
-    products = max([max(second, rounding) for what, (_, second) in noisy.items()
-                    if not what.startswith("output ")], default=0.0)
-
-    # steps that straddle a jump are no evidence either way (noise looks like one),
-    # nor is what the comparison of those blocks then says
-    straddled = {(f.out_idx, f.in_idx) for f in failures if f.check == "discontinuous"}
-
-    def excused(failure) -> bool:
-        if (failure.out_idx, failure.in_idx) in straddled \
-                or f"output {failure.out_idx}" in noisy:
-            return True
-        size = failure.max_error
-        return size is not None and np.isfinite(size) and size <= NOISE_ERROR * products
-
-    if not noisy or not failures or not all(excused(f) for f in failures):
-        return None
-    what, (size, second) = next(iter(noisy.items()))
-    reason = (f"{what} of {p.subject} is rounding noise at these inputs (largest {size:.1e}, "
-              f"second difference {second:.1e} over moves of the inputs or the vector by up "
-              f"to {MOVE_ULPS} ulps): it is zero in exact arithmetic or lost to cancellation")
-    judged = [f for f in failures if f"output {f.out_idx}" not in noisy
-              and (f.out_idx, f.in_idx) not in straddled]
-    if judged:
-        worst = max(f.max_error for f in judged)
-        reason += (f", and the failures (largest {worst:.1e}) are within the rounding of "
-                   f"such a quantity here ({NOISE_ERROR * products:.1e}: an ulp of the "
-                   f"largest input, {largest:.1e}, per input coordinate)")
-    return (f"{p.name}: {reason}, so no finite difference or tolerance can judge the "
-            "second-order formula here; check it at inputs where it is not")
-
-
-def _noisy(ev: Evaluator) -> dict:
-    """By name, the outputs and products of ones of ``ev``'s function that are
-    rounding noise: ``(largest size, second difference)``."""
-    p = ev.problem
-    # noise is small next to the values the function works on: a jump or a pole
-    # (clamp or atanh in float16, whose moves are wide) moves it by more
-    inputs = [a for a in p.arrays.values() if np.issubdtype(a.dtype, np.inexact)]
-    cap = NOISE_SIZE * np.sqrt(_epsilon_of(p)) * max([_largest(np.abs(a)) for a in inputs]
-                                                     + [1.0])
-    base, moved_grads = _values(ev, moved=True)
-    pairs = [(_values(a)[0], _values(b)[0]) for a, b in moved_evaluators(ev)]
-    pairs += list(zip(moved_grads[0::2], moved_grads[1::2]))
-    noisy = {}
-    for plus, minus in pairs:
-        for what, mid in base.items():
-            up, down = plus.get(what), minus.get(what)
-            if up is None or down is None or not up.shape == down.shape == mid.shape:
-                continue
-            with np.errstate(invalid="ignore", over="ignore"):
-                second = _largest(np.abs(up + down - 2 * mid))
-                scale = max(_largest(np.abs(mid)), _largest(np.abs(up - down)) / 2)
-            if 0 < second and second >= NOISE_SHARE * scale and _largest(np.abs(mid)) <= cap:
-                size = _largest(np.abs(mid))
-                noisy[what] = (size, max(second, noisy.get(what, (0.0, 0.0))[1]))
-    return noisy
-
-
-def _epsilon_of(problem) -> float:
-    """Machine epsilon of the least precise float output (or input)."""
-    return max([problem.epsilon(out_idx=o) for o in problem.float_out]
-               + [problem.epsilon(in_idx=i) for i in problem.diff_in])
-
-
 def _largest(values: np.ndarray) -> float:
     return largest_finite(values)
-
-
-def _values(ev: Evaluator, moved: bool = False) -> tuple:
-    """``(values, moved_products)``: by name, the outputs of ``ev``'s function and
-    its products of ones (a vjp on each output that requires grad, a jvp on
-    each input); with ``moved``, also ``2 * MOVES`` dicts of the same products
-    of ones moved by ``+s`` and ``-s``."""
-    p = ev.problem
-    found = {f"output {o}": p.out_arrays[o] for o in p.float_out}
-    moved_products = [{} for _ in range(2 * MOVES if moved else 0)]
-    for side in SIDES.values():
-        for idx in side.carriers(p):
-            ones = np.ones_like(side.base(p, idx))
-            vectors = ones[None]
-            if moved:
-                epsilon = (p.epsilon(out_idx=idx) if side.carrier == "output"
-                           else p.epsilon(in_idx=idx))
-                vectors = np.concatenate([vectors, moved_vectors(ones, epsilon, both=True)])
-            try:
-                products = side.products(ev, idx, vectors, "measuring rounding noise")
-            except GradcheckError:
-                continue
-            for r, stacked in products.items():
-                if stacked is None:
-                    continue
-                name = (f"the {side.product} of ones on {side.carrier} {idx} (for "
-                        f"{side.receiver} {r})")
-                found[name] = stacked[0]
-                for k, into in enumerate(moved_products):
-                    into[name] = stacked[k + 1]
-    return found, moved_products
 
 
 def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,

@@ -210,7 +210,7 @@ def test_torchs_cells_are_within_the_tolerance_with_the_measured_ad_floor(data, 
     the exact ones on every seed, with a margin (``FACTOR`` is calibrated at
     more than 10 times the largest factor any cell needed)."""
     from adcheck.gradcheck.numerics.adrounding import floors, second_differences, widened
-    from adcheck.gradcheck.verdict.checks import moved_evaluators
+    from adcheck.gradcheck.verdict.noise import moved_evaluators
     precise, _, found = probed_cells
     if not precise:
         pytest.skip("the measured AD floor is the precise mode's (adfloor.rejudge)")
