@@ -175,6 +175,36 @@ class Evaluator:
         return {i: self.outputs_at(i, arrays, each[i], each[i], tolerant)
                 for i, arrays in points.items()}
 
+    def shares_calls(self) -> bool:
+        """Whether ``outputs_together`` may make its call: a function that
+        differentiates inside, on an engine whose vmap maps it, batching on."""
+        p = self.problem
+        return p.differentiates_inside and p.engine.vmap_differentiates and \
+            batching_enabled() and "function" not in self._unbatchable
+
+    def outputs_together(self, points: dict) -> dict | None:
+        """``outputs_at_each``'s one vmapped call, or ``None`` where it is not
+        made (``outputs_at_each``'s conditions; an engine that cannot; a call
+        that raises, which then leaves batching on: the caller's calls of one
+        input each reproduce it, as they would have alone)."""
+        p = self.problem
+        total = sum(len(arrays) for arrays in points.values())
+        if len(points) < 2 or not self.shares_calls() or total > self.batch_size("function") \
+                or not all(len(arrays) for arrays in points.values()):
+            return None
+        try:
+            with p.engine.looped_ops() as looped:
+                found = mapped_points(p, points)
+        except Exception:  # noqa: BLE001 - the calls of one input each report it
+            return None
+        if found is None:
+            return None
+        p.batching["batched_calls"] += 1
+        for name, count in looped.items():
+            p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
+        p.counts["function"] += total
+        return found
+
     def vjps(self, out_idx: int, vectors: np.ndarray, what: str, each: str | None = None) -> dict:
         """Gradients for each grad_output ``vectors[k]`` on output ``out_idx``: by
         ``in_idx``, shape ``(len(vectors), *input shape)``, or ``None`` where no

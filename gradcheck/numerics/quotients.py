@@ -21,18 +21,21 @@ NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
 def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
-                        window=None, moves=None, tail: int = 0) -> tuple:
-    """Central differences and their rounding noise at ``+-steps[k, j]`` on
-    coordinate ``columns[j]`` (or along ``directions[j]``): per level ``k``, by
-    output, a (columns, output size) matrix. A step where the function raises
-    gives NaN (discarded). The levels are evaluated a group at a time
+                        window=None, moves=None, tail: int = 0):
+    """A generator (see ``evaluated``): central differences and their
+    rounding noise at ``+-steps[k, j]`` on coordinate ``columns[j]`` (or along
+    ``directions[j]``): per level ``k``, by output, a (columns, output size)
+    matrix. A step where the function raises gives NaN (discarded). The levels are evaluated a group at a time
     (``_level_groups``), each group's perturbed points dropped once differenced;
     ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates.
     ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
     the first evaluation (one call fewer); theirs come last, as one more level.
     The noise floor's moves ride in that evaluation too when it is not yet
     measured (``noisefloor.riding_moves``): another call fewer. The last
-    ``tail`` levels' points come after the others' (``_signed``)."""
+    ``tail`` levels' points come after the others' (``_signed``). Each
+    evaluation is yielded as a request (``evaluate``'s) and its outputs sent
+    back, so that the requests of several inputs can be one call
+    (``gradcheck.numerics.together``)."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
@@ -46,9 +49,7 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
                                    if m is not None]
         extra = np.concatenate(extra) if extra else None
         signed, rows = _signed(part, max(0, group.stop - max(group.start, len(steps) - tail)))
-        both = perturbed_outputs(ev, in_idx, signed,
-                                 f"extrapolating finite differences for input {in_idx}",
-                                 columns, tolerant=True, directions=directions, extra=extra)
+        both = yield in_idx, signed, columns, directions, extra
         both, made = (both, None) if extra is None else both
         if riding is not None and made is not None:   # (its rows come last)
             floor = measured_from(ev, in_idx, {o: q[len(q) - len(riding):]
@@ -73,6 +74,26 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
         noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
                                  floor[o], 2.0) for o in outs})
     return diffs, noises
+
+
+def evaluate(ev: Evaluator, request: tuple):
+    """The outputs at the points of a request of ``stacked_differences``
+    (``perturbed_outputs``'s, a point where the function raises NaN)."""
+    in_idx, signed, columns, directions, extra = request
+    return perturbed_outputs(ev, in_idx, signed,
+                             f"extrapolating finite differences for input {in_idx}",
+                             columns, tolerant=True, directions=directions, extra=extra)
+
+
+def evaluated(ev: Evaluator, work):
+    """What the generator ``work`` returns, each request it yields
+    (``stacked_differences``') evaluated on its own as it comes."""
+    try:
+        request = next(work)
+        while True:
+            request = work.send(evaluate(ev, request))
+    except StopIteration as done:
+        return done.value
 
 
 def _signed(part: np.ndarray, tail: int) -> tuple:
@@ -130,10 +151,10 @@ def magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
 
 
 def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
-    """``(levels, which, moves=None, tail=0) -> stacked_differences`` for the
-    columns ``which`` of ``steps`` (coordinates ``columns[which]``, or
-    ``directions[which]``), of the output coordinates ``window`` (all of every
-    output if ``None``)."""
+    """``(levels, which, moves=None, tail=0) -> stacked_differences`` (a
+    generator: see ``evaluated``) for the columns ``which`` of ``steps``
+    (coordinates ``columns[which]``, or ``directions[which]``), of the output
+    coordinates ``window`` (all of every output if ``None``)."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 

@@ -42,9 +42,10 @@ from adcheck.gradcheck.numerics import sentinel as sentinels
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
-from adcheck.gradcheck.numerics.quotients import differences_of
+from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.numerics.together import together
 
 LEVELS = 14         # number of step sizes at most
 AGREE_LEVELS = 2    # steps of the first phase: enough where their quotients agree to rounding
@@ -245,7 +246,14 @@ def _last_break(levels: list, noise: np.ndarray) -> np.ndarray:
 
 def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
                          directions=None, columns=None, out: dict | None = None) -> tuple:
-    """(value, error) per output, each (coordinates, output size), for the
+    """``columns_work``'s result, its evaluations made as they come."""
+    return evaluated(ev, columns_work(ev, in_idx, steps, directions, columns, out))
+
+
+def columns_work(ev: Evaluator, in_idx: int, steps: np.ndarray,
+                 directions=None, columns=None, out: dict | None = None):
+    """A generator of its evaluations (``quotients.evaluated``) returning
+    (value, error) per output, each (coordinates, output size), for the
     columns of ``steps``, and per output where no step was free of a jump
     (``unresolved``): along ``directions[j]`` (one real vector per column,
     moved by ``steps[k, j]``) if given, else on coordinates ``columns``
@@ -286,10 +294,11 @@ def extrapolated_columns(ev: Evaluator, in_idx: int, steps: np.ndarray,
         # the groups' sentinel moves go with the first levels; each column's own
         # sentinel comes once those tell which columns need it
         parts, weights, moves = sentinels.grouped(source, LEVELS - 1, p.layout.in_size(in_idx))
-        diffs, noises = differences_of(ev, *source, window)(_AGREE, np.arange(n), moves)
+        diffs, noises = yield from differences_of(ev, *source, window)(_AGREE, np.arange(n),
+                                                                       moves)
         group = (parts, weights, (diffs.pop(), noises.pop()))
-        _phases(ev, source, window, (diffs, noises, None), np.arange(n), AGREE_LEVELS, found,
-                group)
+        yield from _phases(ev, source, window, (diffs, noises, None), np.arange(n),
+                           AGREE_LEVELS, found, group)
         del diffs, noises, group   # (before the next window's)
     return {o: tuple(r) for o, r in result.items()}, unresolved
 
@@ -302,8 +311,9 @@ def _windows(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
 
 
 def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: int,
-            found: tuple, group: tuple | None = None) -> None:
-    """The phases from ``depth`` levels on, for the columns ``active`` of the output
+            found: tuple, group: tuple | None = None):
+    """(A generator: see ``quotients.evaluated``.)
+    The phases from ``depth`` levels on, for the columns ``active`` of the output
     coordinates ``window``, written into ``found`` (values, errors, unresolved); a
     phase whose levels would not fit (``_windows``) goes a part of the window at a
     time, the levels so far sliced (no evaluation repeated). ``group``: the first
@@ -329,6 +339,9 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
             if group is not None:   # (the top call's first phase: no sentinel yet)
                 sentinel = sentinels.first(ev, source, window, current, settled, LEVELS - 1,
                                            group)
+                if isinstance(sentinel, np.ndarray):   # (the columns that need their own)
+                    sentinel = yield from sentinels.own_work(ev, source, window, sentinel,
+                                                             LEVELS - 1)
             keep = ~settled if sentinel is None or sentinel is sentinels.DEFERRED else \
                 ~settled | sentinels.disagree(sentinels.rounding(problem, current), current,
                                               sentinel, active)
@@ -346,15 +359,16 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
         sizes = {o: q.shape[-1] for o, q in diffs[0].items()}
         if (parts := _windows(ev, window, sizes, active.size, after)) is not None:
             if sentinel is sentinels.DEFERRED:   # (the parts judge their columns by it)
-                sentinel = sentinels.own(ev, source, window, active, LEVELS - 1)
+                sentinel = yield from sentinels.own_work(ev, source, window, active, LEVELS - 1)
             for o, (a, b), part in parts:
                 views = ([{o: d[o][:, a:b]} for d in diffs], [{o: v[o][:, a:b]} for v in noises],
                          tuple({o: s[o][:, a:b]} for s in sentinel))
-                _phases(ev, source, part, views, active, depth,
-                        ({o: [r[:, a:b] for r in result[o]]}, {o: unresolved[o][:, a:b]}))
+                yield from _phases(ev, source, part, views, active, depth,
+                                   ({o: [r[:, a:b] for r in result[o]]},
+                                    {o: unresolved[o][:, a:b]}))
             return
-        extra, extra_noise, depth, sentinel = _deeper(differences, depth, active, sentinel,
-                                                      source[1].shape[1])
+        extra, extra_noise, depth, sentinel = yield from _deeper(
+            differences, depth, active, sentinel, source[1].shape[1])
         diffs, noises = diffs + extra, noises + extra_noise
 
 
@@ -374,24 +388,25 @@ def _jumpy(straddled: dict, count: int) -> np.ndarray:
     return np.any([u.any(axis=1) for u in straddled.values()] or [np.zeros(count, bool)], axis=0)
 
 
-def _deeper(differences, depth: int, active, sentinel, count: int) -> tuple:
-    """The next phase's levels for the coordinates ``active`` (of ``count``):
+def _deeper(differences, depth: int, active, sentinel, count: int):
+    """(A generator: see ``quotients.evaluated``.)
+    The next phase's levels for the coordinates ``active`` (of ``count``):
     (their differences, their noise, the new depth, the sentinel by
     coordinate, evaluated with the levels when ``sentinel.first`` deferred it)."""
     if depth == AGREE_LEVELS and sentinel is sentinels.DEFERRED:
-        extra, extra_noise = differences(_SECOND_AND_SENTINEL, active, tail=1)
+        extra, extra_noise = yield from differences(_SECOND_AND_SENTINEL, active, tail=1)
         sentinel = sentinels.spread((extra.pop(), extra_noise.pop()), active, count)
         return extra, extra_noise, FIRST_LEVELS, sentinel
     if depth == AGREE_LEVELS:
-        extra, extra_noise = differences(_SECOND, active)
+        extra, extra_noise = yield from differences(_SECOND, active)
         return extra, extra_noise, FIRST_LEVELS, sentinel
     if depth < LEVELS:   # the sentinel is the last of them
-        extra, extra_noise = differences(slice(depth, LEVELS - 1), active)
+        extra, extra_noise = yield from differences(slice(depth, LEVELS - 1), active)
         extra.append({o: v[active] for o, v in sentinel[0].items()})
         extra_noise.append({o: v[active] for o, v in sentinel[1].items()})
         return extra, extra_noise, LEVELS, sentinel
     deeper = min(depth + JUMP_LEVELS, DEEPEST)
-    extra, extra_noise = differences(slice(depth, deeper), active)
+    extra, extra_noise = yield from differences(slice(depth, deeper), active)
     return extra, extra_noise, deeper, sentinel
 
 
@@ -421,23 +436,27 @@ def _agree(diffs: list, noises: list) -> np.ndarray:
 def richardson_blocks(ev: Evaluator, taken: dict | None = None) -> Jacobian:
     """The numerical Jacobian by extrapolation, with ``errors`` filled;
     ``taken``: blocks (by key, every output of their input) known otherwise,
-    whose input's columns are not differenced (``gradcheck.core.reuse_gg``)."""
+    whose input's columns are not differenced (``gradcheck.core.reuse_gg``).
+    The inputs' evaluations share calls where they can (``together``)."""
     problem = ev.problem
     start, before = time.perf_counter(), problem.counts["function"]
     jac = Jacobian("numerical", problem.layout, errors={})
     width = column_chunk(ev, budgets.EXTRAPOLATION_COPIES)
     known = {i for _, i in taken} if taken else set()
+    works = {i: _input_work(ev, i, width) for i in problem.diff_in if i not in known}
+    # (one chunk of columns each: their quotients are held side by side)
+    if ev.shares_calls() and len(works) > 1 and \
+            all(problem.layout.in_size(i) <= width for i in works):
+        found = together(ev, works)
+    else:
+        found = {i: evaluated(ev, work) for i, work in works.items()}
     for in_idx in problem.diff_in:
         if in_idx in known:   # (exact products: no truncation error, only rounding)
             for o in problem.float_out:
                 jac.blocks[o, in_idx] = taken[o, in_idx]
                 jac.errors[o, in_idx] = np.zeros_like(taken[o, in_idx])
             continue
-        x = coords.to_real(problem.arrays[in_idx])
-        steps = _steps(x)
-        parts = [extrapolated_columns(ev, in_idx, steps[:, a:b], columns=np.arange(a, b))
-                 for a, b in budgets.chunks(x.size, width)]
-        parts = parts or [extrapolated_columns(ev, in_idx, steps)]  # no coordinate at all
+        parts = found[in_idx]
         for o in problem.float_out:
             jac.blocks[o, in_idx] = np.concatenate([q[0][o][0] for q in parts]).T.copy()
             jac.errors[o, in_idx] = np.concatenate([q[0][o][1] for q in parts]).T.copy()
@@ -448,3 +467,18 @@ def richardson_blocks(ev: Evaluator, taken: dict | None = None) -> Jacobian:
     jac.counts = {"function": problem.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac
+
+
+def _input_work(ev: Evaluator, in_idx: int, width: int):
+    """A generator of the evaluations (``quotients.evaluated``) of input
+    ``in_idx``'s columns, ``width`` at a time, returning each chunk's
+    ``columns_work`` result."""
+    x = coords.to_real(ev.problem.arrays[in_idx])
+    steps = _steps(x)
+    parts = []
+    for a, b in budgets.chunks(x.size, width):
+        parts.append((yield from columns_work(ev, in_idx, steps[:, a:b],
+                                              columns=np.arange(a, b))))
+    if not parts:   # no coordinate at all
+        parts.append((yield from columns_work(ev, in_idx, steps)))
+    return parts

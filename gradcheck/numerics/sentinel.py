@@ -38,7 +38,7 @@ import numpy as np
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics.fixed import kept
-from adcheck.gradcheck.numerics.quotients import differences_of
+from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
 from adcheck.gradcheck.core.coords import largest_finite
 
 GROUP = 16          # columns whose sentinels are taken in one evaluation pair
@@ -92,18 +92,18 @@ def grouped(source: tuple, level: int, size: int) -> tuple:
 
 
 def first(ev, source: tuple, window, current: dict, settled, level: int,
-          group: tuple) -> tuple | None:
-    """The sentinels of Richardson's first phase, for every column of
-    ``source`` (``current``'s rows): the groups (``grouped``) whose columns
-    would all stop (``settled``) confirmed by ``group``'s last item, their
-    moves' central differences and noise by output; each other column's own
-    sentinel quotient and noise (at ``level`` of the steps) evaluated, by
-    output (NaN for a confirmed column, which ``disagree`` then finds not
-    far); ``None`` when every column was confirmed; ``DEFERRED`` when no
-    column that stops lacks its group's confirmation: the others go on to the
-    next levels whatever their sentinels say, which come with those levels
-    then, in the same evaluation (``richardson._deeper``). ``source``,
-    ``window``: as ``differences_of`` takes them."""
+          group: tuple):
+    """Which sentinels Richardson's first phase still needs, for every column
+    of ``source`` (``current``'s rows): the groups (``grouped``) whose columns
+    would all stop (``settled``) are confirmed or not by ``group``'s last item
+    (their moves' central differences and noise by output). ``None`` when
+    every column was confirmed; ``DEFERRED`` when no column that stops lacks
+    its group's confirmation: the others go on to the next levels whatever
+    their sentinels say, which come with those levels then, in the same
+    evaluation (``richardson._deeper``); else the columns whose own sentinel
+    quotient and noise (at ``level`` of the steps) are to be evaluated
+    (``own_work``: NaN in a confirmed column, which ``disagree`` then finds
+    not far). ``source``, ``window``: as ``differences_of`` takes them."""
     steps = source[1]
     parts, weights, along = group
     ready = [g for g, rows in enumerate(parts) if settled[rows].all()]
@@ -119,13 +119,18 @@ def first(ev, source: tuple, window, current: dict, settled, level: int,
         return None
     if not settled[need].any():   # (each goes on whatever its sentinel says)
         return DEFERRED
-    return own(ev, source, window, need, level)
+    return need
 
 
 def own(ev, source: tuple, window, need: np.ndarray, level: int) -> tuple:
     """The sentinel quotients and noise of the columns ``need`` alone, by output,
     spread over every column of ``source`` (see ``spread``)."""
-    values, noise = differences_of(ev, *source, window)(np.array([level]), need)
+    return evaluated(ev, own_work(ev, source, window, need, level))
+
+
+def own_work(ev, source: tuple, window, need: np.ndarray, level: int):
+    """``own`` as a generator of its evaluation (see ``quotients.evaluated``)."""
+    values, noise = yield from differences_of(ev, *source, window)(np.array([level]), need)
     return spread((values[0], noise[0]), need, source[1].shape[1])
 
 
