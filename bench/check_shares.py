@@ -47,7 +47,7 @@ from adcheck import gradcheck, refengine  # noqa: E402  (after the path: this ch
 from adcheck.gradcheck import api, flow  # noqa: E402
 from adcheck.gradcheck.core import problem as problem_module  # noqa: E402
 from adcheck.gradcheck.core import secondorder  # noqa: E402
-from adcheck.gradcheck.verdict import checks, faults  # noqa: E402
+from adcheck.gradcheck.verdict import checks, faults, noise  # noqa: E402
 from vs_torch_ops import build_ops  # noqa: E402
 
 MODES = {
@@ -80,7 +80,7 @@ STEPS = [
     (checks, "detached", "detached"),
     (faults, "nonfinite_results", "nonfinite"),
     (faults, "mutation_results", "mutation"),
-    (checks, "noise_only", "noise"),
+    (noise, "noise_only", "noise"),
 ]
 
 

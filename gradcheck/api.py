@@ -18,7 +18,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from adcheck.gradcheck.verdict import checks, faults
+from adcheck.gradcheck.verdict import checks, faults, noise
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -161,9 +161,9 @@ def _run(func, inputs, options: Options) -> Report:
     report.results += faults.grad_output_results(problem)
     if options.order == 2 and not report.passed:
         # a failure where the first derivative is rounding noise is no evidence
-        noise = checks.noise_only(ev, report.failures)
-        if noise is not None:
-            raise UncheckableError(noise)
+        excuse = noise.noise_only(ev, report.failures)
+        if excuse is not None:
+            raise UncheckableError(excuse)
         _name_missing_double_backward(func, report, primals)
     for result in report.results:
         result.order = options.order

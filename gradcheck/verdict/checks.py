@@ -21,7 +21,6 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.sides import SIDES, Side
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.verdict.noise import MOVE_ULPS, MOVES, moved_vectors
-from adcheck.gradcheck.verdict.noise import noise_only  # noqa: F401 - api.py's name for it
 
 #: the real factor grad_outputs and tangents are scaled by in the scaling check
 SCALE = -2.5
