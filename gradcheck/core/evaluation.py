@@ -199,9 +199,7 @@ class Evaluator:
             return None
         if found is None:
             return None
-        p.batching["batched_calls"] += 1
-        for name, count in looped.items():
-            p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
+        _count_batched(p, looped)
         p.counts["function"] += total
         return found
 
@@ -432,9 +430,7 @@ class Evaluator:
             return None
         if result is None:
             return None
-        p.batching["batched_calls"] += 1
-        for name, count in looped.items():
-            p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
+        _count_batched(p, looped)
         return result
 
     def _mapped_outputs(self, in_idx: int, arrays: np.ndarray) -> dict | None:
@@ -483,3 +479,9 @@ class Evaluator:
         p.check_unchanged(args, p.arrays, f"forward-mode AD{p.of}", "computing batched jvps")
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
+
+def _count_batched(p, looped: dict) -> None:
+    """Count one batched call in ``p.batching``, and the ops it ran in a loop."""
+    p.batching["batched_calls"] += 1
+    for name, count in looped.items():
+        p.batching["looped_ops"][name] = p.batching["looped_ops"].get(name, 0) + count
