@@ -57,6 +57,10 @@ def test_seed_41_sin_of_exp_of_a_power_is_rounding():
     # exp makes that 5e19 in sin's argument of 3.7e33
     p = program_for(41, 16446)
     found = difference(p, PAIR)
+    if found is None and not np._core._multiarray_umath.__cpu_features__["AVX512F"]:
+        pytest.skip("numpy on this CPU has no AVX-512F (its elementwise kernels take "
+                    "other paths), and refengine and torch compute this program alike to "
+                    "the bit here: there is no difference to classify")
     assert found is not None and (found.kind, found.stmt) == ("value", "{a}.sin_()")
     ref, tor = arrays_of(found)
     gap = abs(ref[1, 2] - tor[1, 2])
