@@ -448,15 +448,15 @@ def richardson_blocks(ev: Evaluator, taken: dict | None = None) -> Jacobian:
     if ev.shares_calls() and len(works) > 1 and \
             all(problem.layout.in_size(i) <= width for i in works):
         found = together(ev, works)
-    else:
-        found = {i: evaluated(ev, work) for i, work in works.items()}
+    else:   # (input by input as the blocks are filled: one input's parts held at a time)
+        found = {}
     for in_idx in problem.diff_in:
         if in_idx in known:   # (exact products: no truncation error, only rounding)
             for o in problem.float_out:
                 jac.blocks[o, in_idx] = taken[o, in_idx]
                 jac.errors[o, in_idx] = np.zeros_like(taken[o, in_idx])
             continue
-        parts = found[in_idx]
+        parts = found.pop(in_idx) if in_idx in found else evaluated(ev, works[in_idx])
         for o in problem.float_out:
             jac.blocks[o, in_idx] = np.concatenate([q[0][o][0] for q in parts]).T.copy()
             jac.errors[o, in_idx] = np.concatenate([q[0][o][1] for q in parts]).T.copy()
