@@ -25,8 +25,9 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     """A generator (see ``evaluated``): central differences and their
     rounding noise at ``+-steps[k, j]`` on coordinate ``columns[j]`` (or along
     ``directions[j]``): per level ``k``, by output, a (columns, output size)
-    matrix. A step where the function raises gives NaN (discarded). The levels are evaluated a group at a time
-    (``_level_groups``), each group's perturbed points dropped once differenced;
+    matrix. A step where the function raises gives NaN (discarded). The
+    levels are evaluated a group at a time (``_level_groups``), each group's
+    perturbed points dropped once differenced;
     ``window`` (``{out_idx: (start, stop)}``) keeps only those coordinates.
     ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
     the first evaluation (one call fewer); theirs come last, as one more level.
