@@ -76,7 +76,15 @@ defop("angle", lambda self: np.angle(self) if np.iscomplexobj(self)
 def conj(input):
     """The complex conjugate; a real tensor is returned as it is."""
     # (dtype read directly: a frame less in every rule that conjugates, most of them)
-    return call(OPS["conj_op"], input) if input.dtype.is_complex else input
+    try:
+        complex_ = input.dtype.is_complex
+    except AttributeError:   # (torch's words for a number or an array)
+        kind = type(input)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else \
+            f"{kind.__module__}.{kind.__qualname__}"
+        raise TypeError(f"conj(): argument 'input' (position 1) must be Tensor, not "
+                        f"{name}") from None
+    return call(OPS["conj_op"], input) if complex_ else input
 
 
 @public(method=False)
