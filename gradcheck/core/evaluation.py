@@ -163,10 +163,8 @@ class Evaluator:
         the function differentiates inside and they fit in one batch
         (``gradcheck.core.points``), else one call per input."""
         p = self.problem
-        total = sum(len(arrays) for arrays in points.values())
-        if len(points) > 1 and p.differentiates_inside and \
-                all(len(arrays) for arrays in points.values()) and \
-                total <= self.batch_size("function"):
+        total = self._together_size(points)
+        if total and p.differentiates_inside:
             what = f"evaluating it at the points of inputs {', '.join(map(str, points))}"
             found = self._batched("function", what, total, lambda: mapped_points(p, points))
             if found is not None:
@@ -174,6 +172,15 @@ class Evaluator:
                 return found
         return {i: self.outputs_at(i, arrays, each[i], each[i], tolerant)
                 for i, arrays in points.items()}
+
+    def _together_size(self, points: dict) -> int | None:
+        """How many points ``points`` holds, where the inputs' points may be one
+        call: two inputs or more, each with points, that fit in one batch."""
+        total = sum(len(arrays) for arrays in points.values())
+        if len(points) > 1 and all(len(arrays) for arrays in points.values()) and \
+                total <= self.batch_size("function"):
+            return total
+        return None
 
     def shares_calls(self) -> bool:
         """Whether ``outputs_together`` may make its call: a function that
@@ -188,9 +195,8 @@ class Evaluator:
         that raises, which then leaves batching on: the caller's calls of one
         input each reproduce it, as they would have alone)."""
         p = self.problem
-        total = sum(len(arrays) for arrays in points.values())
-        if len(points) < 2 or not self.shares_calls() or total > self.batch_size("function") \
-                or not all(len(arrays) for arrays in points.values()):
+        total = self._together_size(points)
+        if not total or not self.shares_calls():
             return None
         try:
             with p.engine.looped_ops() as looped:

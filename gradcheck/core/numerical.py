@@ -27,13 +27,13 @@ def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,
     ``columns[j]``. ``tolerant``: a point where the function raises gives NaN
     outputs. ``extra`` (moves, one real vector per row): the input moved by each
     too, in the same evaluation; then ``(outputs, their outputs by output)``."""
-    arrays, shape = _points(ev.problem, in_idx, steps, columns, directions, extra)
+    arrays, shape = perturbed_points(ev.problem, in_idx, steps, columns, directions, extra)
     outs = ev.outputs_at(in_idx, arrays, what, f"computing finite differences for input {in_idx}",
                          tolerant)
-    return _by_step(ev.problem, outs, shape, extra is not None)
+    return by_step(ev.problem, outs, shape, extra is not None)
 
 
-def _points(p, in_idx: int, steps: np.ndarray, columns, directions, extra) -> tuple:
+def perturbed_points(p, in_idx: int, steps: np.ndarray, columns, directions, extra) -> tuple:
     """``perturbed_outputs``'s points of input ``in_idx``, stacked, and
     ``(len(steps), width)`` (extra rows after those)."""
     base = p.arrays[in_idx]
@@ -55,8 +55,8 @@ def _points(p, in_idx: int, steps: np.ndarray, columns, directions, extra) -> tu
     return coords.from_real_rows(points, base.shape, base.dtype), (len(steps), width)
 
 
-def _by_step(p, outs: dict, shape: tuple, extra: bool):
-    """``perturbed_outputs``'s result from the outputs at ``_points``."""
+def by_step(p, outs: dict, shape: tuple, extra: bool):
+    """``perturbed_outputs``'s result from the outputs at ``perturbed_points``."""
     count = shape[0] * shape[1]
     real = {o: coords.to_real_rows(v) for o, v in outs.items()}
     found = {o: v[:count].reshape(*shape, p.layout.out_size(o)) for o, v in real.items()}
@@ -92,10 +92,10 @@ def central_every_input(ev: Evaluator, eps: float) -> dict:
     for i in p.diff_in:
         n = p.layout.in_size(i)
         steps = np.array([[eps] * n, [-eps] * n])
-        points[i], shapes[i] = _points(p, i, steps, np.arange(n), None, None)
+        points[i], shapes[i] = perturbed_points(p, i, steps, np.arange(n), None, None)
     outs = ev.outputs_at_each(points, {i: f"computing finite differences for input {i}"
                                        for i in points})
-    return {i: _central(p, _by_step(p, outs[i], shapes[i], False), eps) for i in points}
+    return {i: _central(p, by_step(p, outs[i], shapes[i], False), eps) for i in points}
 
 
 def column_chunk(ev: Evaluator, copies: int = budgets.COMPARISON_COPIES) -> int:

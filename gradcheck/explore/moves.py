@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.batching import batching_enabled
-from adcheck.gradcheck.core.coords import from_real, to_real
+from adcheck.gradcheck.core.coords import to_real
 from adcheck.gradcheck.core.problem import as_tuple
 
 #: the engines whose vmapped examples are computed as their own calls are
@@ -77,10 +77,8 @@ def _batch(point, u: dict, steps: tuple) -> list | None:
     args = []
     for i, x in enumerate(ins):
         if i in u:
-            a = point.arrays[i]
-            d = from_real(u[i], a.shape, a.dtype)
             # (each example as ``moved`` computes it, then stacked: the same bits)
-            stack = np.stack([a + step * d for step in steps])
+            stack = np.stack([point.moved_array(i, u[i], step) for step in steps])
         else:
             a = E.to_numpy(x)
             stack = np.array(np.broadcast_to(a, (len(steps), *a.shape)))

@@ -108,11 +108,17 @@ class _Point:
         found = moved_at(self, u, steps)
         return found if found is not None else [self.moved(u, step) for step in steps]
 
+    def moved_array(self, i: int, d: np.ndarray, step: float) -> np.ndarray:
+        """Input ``i`` moved by ``step`` along ``d`` (its real coordinates): the
+        one expression of a moved point, batched or not (``moves``)."""
+        a = self.arrays[i]
+        return a + step * from_real(d, a.shape, a.dtype)
+
     def _moved_inputs(self, u: dict, step: float, with_grad: bool) -> list:
         E, ins = self.E, list(self.ins)
         for i, d in u.items():
-            a, x = self.arrays[i], self.ins[i]
-            ins[i] = E.from_numpy_like(a + step * from_real(d, a.shape, a.dtype), x,
+            x = self.ins[i]
+            ins[i] = E.from_numpy_like(self.moved_array(i, d, step), x,
                                        requires_grad=with_grad and E.requires_grad(x))
         return ins
 

@@ -38,7 +38,7 @@ import numpy as np
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics.fixed import kept
-from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
+from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.core.coords import largest_finite
 
 GROUP = 16          # columns whose sentinels are taken in one evaluation pair
@@ -122,14 +122,10 @@ def first(ev, source: tuple, window, current: dict, settled, level: int,
     return need
 
 
-def own(ev, source: tuple, window, need: np.ndarray, level: int) -> tuple:
-    """The sentinel quotients and noise of the columns ``need`` alone, by output,
-    spread over every column of ``source`` (see ``spread``)."""
-    return evaluated(ev, own_work(ev, source, window, need, level))
-
-
 def own_work(ev, source: tuple, window, need: np.ndarray, level: int):
-    """``own`` as a generator of its evaluation (see ``quotients.evaluated``)."""
+    """The sentinel quotients and noise of the columns ``need`` alone, by output,
+    spread over every column of ``source`` (see ``spread``); a generator of its
+    evaluation (see ``quotients.evaluated``)."""
     values, noise = yield from differences_of(ev, *source, window)(np.array([level]), need)
     return spread((values[0], noise[0]), need, source[1].shape[1])
 

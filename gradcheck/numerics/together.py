@@ -21,7 +21,7 @@ under vmap is then found as it is alone, and the loop reproduces its failure).
 from __future__ import annotations
 
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.numerical import _by_step, _points
+from adcheck.gradcheck.core.numerical import by_step, perturbed_points
 from adcheck.gradcheck.numerics.quotients import evaluate
 
 
@@ -60,11 +60,11 @@ def _combined(ev: Evaluator, pending: dict) -> dict | None:
     one call for them all; ``None`` where that call is not made."""
     p, points, shapes = ev.problem, {}, {}
     for key, (in_idx, signed, columns, directions, extra) in pending.items():
-        points[in_idx], shapes[in_idx] = _points(p, in_idx, signed, columns, directions, extra)
+        points[in_idx], shapes[in_idx] = perturbed_points(p, in_idx, signed, columns, directions, extra)
     if len(points) < len(pending):   # (two requests of one input: never two calls in one)
         return None
     outs = ev.outputs_together(points)
     if outs is None:
         return None
-    return {key: _by_step(p, outs[request[0]], shapes[request[0]], request[4] is not None)
+    return {key: by_step(p, outs[request[0]], shapes[request[0]], request[4] is not None)
             for key, request in pending.items()}

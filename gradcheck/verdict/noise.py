@@ -191,14 +191,14 @@ def _noisy_blocks(ev: Evaluator, failures, moved: list) -> dict:
     rounding noise: ``(largest size, second difference)``."""
     keys = {(f.mode.removeprefix("fast-"), f.out_idx, f.in_idx) for f in failures
             if f.check in (*SIDES, "scaling") and f.mode.removeprefix("fast-") in SIDES}
-    found = {}
+    found, cap = {}, _cap(ev.problem)
     for key in sorted(keys):
         try:
             base = {key: _ad_block(ev, *key)}
             pairs = [({key: _ad_block(a, *key)}, {key: _ad_block(b, *key)}) for a, b in moved]
         except GradcheckError:   # no AD values there: nothing measured
             continue
-        found.update(_noise_among(base, pairs, _cap(ev.problem)))
+        found.update(_noise_among(base, pairs, cap))
     return found
 
 

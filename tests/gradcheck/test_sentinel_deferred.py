@@ -23,8 +23,8 @@ def _eager(original):
     """``sentinel.first`` that evaluates deferred sentinels at once."""
     def first(ev, source, window, current, settled, level, group):
         found = original(ev, source, window, current, settled, level, group)
-        if found is sentinel.DEFERRED:   # (then every column needing one is unsettled)
-            return sentinel.own(ev, source, window, np.flatnonzero(~settled), level)
+        if found is sentinel.DEFERRED:   # (then every column needing one is unsettled:
+            return np.flatnonzero(~settled)   # each then evaluated in a call of its own)
         return found
     return first
 
