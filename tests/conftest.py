@@ -1,7 +1,31 @@
-"""Fixtures shared by the test folders."""
+"""Fixtures shared by the test folders, and the README's ``-n 2`` where
+pytest-xdist is missing."""
 import sys
 
 import pytest
+
+_NO_XDIST = False   # pytest-xdist's plugin was not loaded (set below)
+
+
+def pytest_addoption(parser, pluginmanager):
+    # (without xdist, pytest would refuse "-n 2" as an unknown argument and say
+    # nothing of where it comes from; taken here, it is refused with the fix.
+    # ``_addoption``, as xdist's own: ``addoption`` keeps short lowercase names
+    # for pytest)
+    global _NO_XDIST
+    _NO_XDIST = not pluginmanager.has_plugin("xdist")
+    if _NO_XDIST:
+        parser.getgroup("xdist")._addoption(
+            "-n", "--numprocesses", dest="numprocesses", default=None,
+            help="run the tests on this many cores (needs pytest-xdist)")
+
+
+def pytest_configure(config):
+    if _NO_XDIST and config.getoption("numprocesses") is not None:
+        raise pytest.UsageError(
+            "-n runs the tests on several cores with pytest-xdist, which is not installed "
+            "(or not loaded): pip install \".[xdist]\" (or leave out -n to run them on one "
+            "core)")
 
 
 @pytest.fixture
