@@ -88,7 +88,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
               help="With --plugin: dtypes to check (default float64, complex128).")
 @check_options("reverse,forward,gradgrad", engines=ENGINES + ("jax",))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes; the results are the same for any number.")
+              help="Worker processes; the results are the same for any number "
+                   "(--harvest checks in this process).")
 @report_options
 @allow_empty_option
 @harvest_options
@@ -136,6 +137,10 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     if plugin is not None:
         report = _plugin_report(str(plugin), settings, chosen_dtypes, jobs, fail_fast, level)
     elif harvesting():
+        if jobs > 1:   # (said, not refused: a -j kept in a script changes no verdict)
+            from adcheck.cli.reporting import warn
+            warn(f"--jobs {jobs} is not used with --harvest: the harvested Functions' inputs "
+                 "live in this process, which checks them one after the other")
         report = harvest_report(target, specs, engine, settings, fail_fast)
     else:
         report = _target_report(target, specs, args, engine, settings, jobs, fail_fast, level)

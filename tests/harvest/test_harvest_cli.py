@@ -46,6 +46,17 @@ def test_torch_tolerances_let_the_small_error_through(run):
     assert "temp:TemperatureFn" in failing and "norm_f:ScaleNormFn" not in failing
 
 
+def test_jobs_with_harvest_is_said_to_be_unused_and_changes_no_verdict(run):
+    alone = run("check", MODEL, "--harvest", "--check", "reverse", "--format", "json")
+    jobs = run("check", MODEL, "--harvest", "--check", "reverse", "--format", "json", "-j", "2")
+    assert "--jobs 2 is not used with --harvest" in jobs.stderr
+    assert "--jobs" not in alone.stderr
+    assert jobs.exit_code == alone.exit_code == 1
+    statuses = [{(r["op"], r["status"]) for r in json.loads(result.stdout)["results"]}
+                for result in (alone, jobs)]
+    assert statuses[0] == statuses[1]
+
+
 def test_inputs_from_the_command_line(run):
     result = run("check", MODEL, "--harvest", "--inputs", "randn(3, 8) float32",
                  "--check", "reverse", "--format", "json")
