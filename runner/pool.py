@@ -229,7 +229,9 @@ class WorkerPool:
         imported here first (``PRELOAD``, ``TORCH_PRELOAD``). After the block
         those workers are stopped (they hold this moment's state, the user's
         module included) and the next ones come from the fork server again.
-        ``count`` workers are started at once."""
+        ``count`` workers are started at once. Where torch's backward no longer
+        runs in a fork of this process (``torch_backward_forks``), the block's
+        workers come from the fork server as any others."""
         import importlib
         import sys
         for name in PRELOAD + TORCH_PRELOAD:
@@ -237,6 +239,10 @@ class WorkerPool:
                 importlib.import_module(name)
             except ImportError:
                 pass
+        # (tried after the imports: a fork's first backward would import them too)
+        if "torch" in sys.modules and not torch_backward_forks():
+            yield
+            return
         self.shutdown()
         for stream in (sys.stdout, sys.stderr):   # no buffered text printed twice
             stream.flush()
@@ -261,6 +267,49 @@ class WorkerPool:
             for worker in self.workers:
                 worker.kill()
             self.workers = []
+
+
+#: this process's torch can no longer backpropagate in a fork (found once: for good)
+_TORCH_FORK_BROKEN: list = []
+
+
+def torch_backward_forks() -> bool:
+    """Whether a fork of this process can run torch's backward. Not after a
+    backward here started the autograd engine's own threads (a reentrant
+    backward nested deeper than its limit does): torch then refuses every
+    backward in a fork ("Unable to handle autograd's threading in combination
+    with fork-based multiprocessing"), and a worker forked here would report
+    each check as an error. A command-line process never gets there (it runs
+    no backward before forking); a program or a test that calls the command
+    line in its own process may. Tried in a fork (about 20 ms where torch's
+    first backward has imported what it imports), waited for at most 10 s."""
+    import os
+    if _TORCH_FORK_BROKEN:
+        return False
+    pid = os.fork()
+    if pid == 0:   # (the child: a one-node backward, then out, whatever happens)
+        status = 1
+        try:
+            import torch
+            x = torch.zeros(1, requires_grad=True)
+            torch.autograd.grad(x * 2.0, x, torch.ones(1))
+            status = 0
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + 10.0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            status = 1
+            break
+        time.sleep(0.001)
+    if status != 0:
+        _TORCH_FORK_BROKEN.append(True)
+    return status == 0
 
 
 _SHARED: list = []

@@ -134,3 +134,52 @@ def test_a_crash_in_a_forked_worker_is_the_checks_error(tmp_path):
     [result] = report["results"]
     assert result["status"] == "error"
     assert "exited with status 3" in result["message"], result["message"]
+
+
+#: a program that runs a reentrant torch backward nested deeper than torch's limit
+#: (its autograd engine then starts threads of its own, and refuses any backward
+#: in a fork of this process), then the command line in the same process
+AFTER_A_THREADED_BACKWARD = textwrap.dedent('''
+    import json, sys
+    import torch
+    from adcheck.cli.main import cli
+    from adcheck.runner.pool import torch_backward_forks
+
+    class Deep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, depth):
+            ctx.depth = depth
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            if ctx.depth > 0:
+                with torch.enable_grad():
+                    y = torch.zeros(2, requires_grad=True)
+                    Deep.apply(y, ctx.depth - 1).sum().backward()
+            return grad, None
+
+    before = torch_backward_forks()
+    if sys.argv[1] == "deep":
+        Deep.apply(torch.zeros(2, requires_grad=True), 70).sum().backward()
+    after = torch_backward_forks()
+    try:
+        cli.main(["check", "plain.py:square", "--engine", "torch", "--inputs", "randn(3, 2)",
+                  "--check", "reverse", "--no-explore", "--format", "json"],
+                 standalone_mode=False)
+    except SystemExit:
+        pass
+    print(json.dumps([before, after]))
+''')
+
+
+@pytest.mark.parametrize("first", ["deep", "shallow"])
+def test_after_a_threaded_backward_the_workers_are_not_forks_of_this_process(tmp_path, first):
+    pytest.importorskip("torch")
+    (tmp_path / "plain.py").write_text("def square(x):\n    return x * x\n")
+    done = _python(AFTER_A_THREADED_BACKWARD, tmp_path, first)
+    *report, probes = done.stdout.strip().split("\n")   # (the JSON report, then the probes)
+    assert json.loads(probes) == [True, first == "shallow"], done.stderr
+    # a fork of the process would have reported the check as an error (torch's refusal)
+    results = json.loads("\n".join(report))["results"]
+    assert [r["status"] for r in results] == ["passed"], done.stdout
