@@ -32,6 +32,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
+        # (checked at the call, as torch does: the same vmap object may be called
+        # with other arguments; the names are the function's, for the message)
+        if in_dims is None or not isinstance(in_dims, (int, tuple)):
+            raise ValueError(f"vmap({_name(func)}, in_dims={in_dims!r}): in_dims must be an "
+                             f"int or a tuple with an entry per positional argument (nested "
+                             f"as the arguments are), got {type(in_dims).__name__}")
+        if out_dims is not None and not isinstance(out_dims, (int, tuple, list)):
+            raise ValueError(f"vmap({_name(func)}, out_dims={out_dims!r}): out_dims must be an "
+                             f"int, None, or a tuple or list of them nested as the outputs "
+                             f"are, got {type(out_dims).__name__}")
         dims = _tensor_dims(args, in_dims)
         if dims is None:
             leaves, spec = tree_flatten(args, is_leaf=_is_dict)
@@ -59,11 +69,15 @@ def _tensor_dims(args: tuple, in_dims):
     for a in args:
         if not isinstance(a, Tensor):
             return None
-    if in_dims is None or isinstance(in_dims, int):
+    if isinstance(in_dims, int):
         return [in_dims] * len(args)
-    if isinstance(in_dims, (tuple, list)) and len(in_dims) == len(args):
+    if len(in_dims) == len(args) and all(d is None or isinstance(d, int) for d in in_dims):
         return list(in_dims)
     return None
+
+
+def _name(func) -> str:
+    return getattr(func, "__name__", None) or repr(func)
 
 
 def _unwrap_result(result, out_dims, level, size):
@@ -84,15 +98,21 @@ def _is_dict(value) -> bool:
 
 def _dims_per_leaf(dims, spec, what: str) -> list:
     """``dims`` (an int, None, or a tuple of them per child, nested as ``spec``)
-    broadcast to one entry per leaf of ``spec``."""
+    broadcast to one entry per leaf of ``spec``. A container's entries come in
+    a container of its own class (a list for a list, a named tuple for that
+    named tuple), as torch.vmap matches them."""
+    where = "inputs" if what == "in_dims" else "outputs"
     if spec.is_leaf():
+        if dims is not None and not isinstance(dims, int):
+            raise ValueError(f"vmap: {what} has {dims!r} for one of the {where}: each entry "
+                             f"is an integer dimension or None")
         return [dims]
     if isinstance(dims, (int, type(None))):
         return [dims] * spec.num_leaves
-    if not isinstance(dims, (tuple, list)) or len(dims) != len(spec.children):
-        raise ValueError(f"vmap: {what} is not compatible with the structure of inputs: "
-                         f"expected an int, None, or a tuple of {len(spec.children)} entries, "
-                         f"got {dims!r}")
+    if type(dims) is not spec.type or len(dims) != len(spec.children):
+        raise ValueError(f"vmap: {what} is not compatible with the structure of {where}: "
+                         f"expected an int, None, or a {spec.type.__name__} of "
+                         f"{len(spec.children)} entries, got {dims!r}")
     return [d for dim, child in zip(dims, spec.children)
             for d in _dims_per_leaf(dim, child, what)]
 
@@ -125,6 +145,8 @@ def _wrap(value, dim, level):
 
 def _unwrap_tree(result, out_dims, level, size):
     leaves, spec = tree_flatten(result, is_leaf=_is_dict)
+    if spec.is_leaf() and isinstance(out_dims, tuple) and len(out_dims) == 1:
+        out_dims = out_dims[0]   # (torch takes (d,) for one output as d)
     dims = _dims_per_leaf(out_dims, spec, "out_dims")
     for leaf in leaves:
         if not isinstance(leaf, Tensor):
@@ -139,12 +161,16 @@ def unwrap(value: Tensor, level: int, size: int, out_dim: int = 0) -> Tensor:
     A tensor that is not batched at ``level`` (it did not depend on the
     batched inputs) is expanded along a new batch dimension, as in PyTorch.
     """
-    if isinstance(value, BatchedTensor) and value._level == level:
+    batched = isinstance(value, BatchedTensor) and value._level == level
+    if out_dim is None:   # an output that does not depend on the batch, returned as it is
+        if batched:
+            raise ValueError("vmap: out_dims is None for an output that depends on the "
+                             "batched inputs: give it the dimension to put the batch at")
+        return value
+    if batched:
         physical = value._value
     else:
         physical = value.unsqueeze(0).expand(size, *value.shape)
-    if out_dim is None:
-        raise ValueError("vmap: out_dims=None is only valid for outputs that are not batched")
     if out_dim % physical.ndim != 0:
         physical = physical.movedim(0, out_dim)
     return physical

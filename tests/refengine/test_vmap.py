@@ -46,7 +46,9 @@ def test_bad_calls_raise_errors_that_name_the_fix():
     with pytest.raises(ValueError, match="same size in the mapped dimension"):
         E.vmap(E.add)(t(arr(3, 2)), t(arr(4, 2)))
     with pytest.raises(ValueError, match="at least one input"):
-        E.vmap(E.sin, in_dims=None)(t(arr(3)))
+        E.vmap(E.sin, in_dims=(None,))(t(arr(3)))
+    with pytest.raises(ValueError, match="in_dims must be an int or a tuple"):
+        E.vmap(E.sin, in_dims=None)(t(arr(3)))   # (torch too refuses None at the top)
     with pytest.raises(ValueError, match="in_dims is not compatible"):
         E.vmap(E.add, in_dims=(0,))(t(arr(3)), t(arr(3)))
     with pytest.raises(RuntimeError, match="data-dependent control flow"):
