@@ -88,6 +88,8 @@ def cli() -> None:
 
 
 def main() -> None:
+    from adcheck.cli.runs import AS_COMMAND
+    AS_COMMAND.append(True)
     try:
         cli.main(standalone_mode=True)
     except KeyboardInterrupt:

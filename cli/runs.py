@@ -176,6 +176,12 @@ def _checks_torch_code() -> bool:
         uses_torch(params.get("target"), params.get("engine"))
 
 
+#: set by ``adcheck.cli.main.main``: this process is the ``adcheck`` command itself,
+#: not a program that calls the command line in its own process (which may have run
+#: torch backwards before: ``runner.pool.torch_backward_forks``)
+AS_COMMAND: list = []
+
+
 def forks_here(tasks: list) -> bool:
     """Whether the workers of ``tasks`` are best forks of this process
     (``runner.pool.WorkerPool.forking_here``): checks of a user's object, with
@@ -206,9 +212,9 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
     try:
-        with shared_pool().forking_here(min(jobs, len(tasks))) if forks_here(tasks) \
-                else nullcontext(), \
-                progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
+        forking = shared_pool().forking_here(min(jobs, len(tasks)), probe=not AS_COMMAND) \
+            if forks_here(tasks) else nullcontext()
+        with forking, progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
             outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)
     finally:
         signals.defer()     # the reports are written next: no signal may cut them short

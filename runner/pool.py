@@ -215,7 +215,7 @@ class WorkerPool:
             self.workers.append(Worker(self.context))
 
     @contextmanager
-    def forking_here(self, count: int = 0):
+    def forking_here(self, count: int = 0, probe: bool = True):
         """In the block, the workers are forks of this process, which has
         imported torch and the code under check already: a worker then imports
         neither again (a fork server would import torch a second time, as long
@@ -230,8 +230,10 @@ class WorkerPool:
         those workers are stopped (they hold this moment's state, the user's
         module included) and the next ones come from the fork server again.
         ``count`` workers are started at once. Where torch's backward no longer
-        runs in a fork of this process (``torch_backward_forks``), the block's
-        workers come from the fork server as any others."""
+        runs in a fork of this process (``torch_backward_forks``, tried when
+        ``probe``: the command line's own process, which runs no backward before
+        its workers, need not), the block's workers come from the fork server as
+        any others."""
         import importlib
         import sys
         for name in PRELOAD + TORCH_PRELOAD:
@@ -240,7 +242,7 @@ class WorkerPool:
             except ImportError:
                 pass
         # (tried after the imports: a fork's first backward would import them too)
-        if "torch" in sys.modules and not torch_backward_forks():
+        if probe and "torch" in sys.modules and not torch_backward_forks():
             yield
             return
         self.shutdown()
@@ -281,8 +283,9 @@ def torch_backward_forks() -> bool:
     with fork-based multiprocessing"), and a worker forked here would report
     each check as an error. A command-line process never gets there (it runs
     no backward before forking); a program or a test that calls the command
-    line in its own process may. Tried in a fork (about 20 ms where torch's
-    first backward has imported what it imports), waited for at most 10 s."""
+    line in its own process may. Tried in a fork, waited for at most 10 s (the
+    fork's backward is the first of its process, whose set-up a worker then pays
+    again: about a tenth of a second)."""
     import os
     if _TORCH_FORK_BROKEN:
         return False

@@ -183,3 +183,17 @@ def test_after_a_threaded_backward_the_workers_are_not_forks_of_this_process(tmp
     # a fork of the process would have reported the check as an error (torch's refusal)
     results = json.loads("\n".join(report))["results"]
     assert [r["status"] for r in results] == ["passed"], done.stdout
+
+
+def test_the_command_itself_forks_its_workers_without_the_probe(tmp_path):
+    # (the adcheck command has run no backward before its workers: the probe's
+    # fork, whose first backward a worker would pay again, is left out there)
+    pytest.importorskip("torch")
+    (tmp_path / "forked.py").write_text(FORKED_PROBE)
+    refuse = ("import adcheck.runner.pool as pool\n"
+              "def probed():\n    raise SystemExit('probed')\n"
+              "pool.torch_backward_forks = probed\n")
+    done = _python(refuse + MAIN, tmp_path, "check", "forked.py:Doubled", "--inputs",
+                   "randn(3, 2)", "--check", "reverse", "--no-explore", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert [r["status"] for r in json.loads(done.stdout)["results"]] == ["passed"]
