@@ -60,7 +60,8 @@ def _combined(ev: Evaluator, pending: dict) -> dict | None:
     one call for them all; ``None`` where that call is not made."""
     p, points, shapes = ev.problem, {}, {}
     for key, (in_idx, signed, columns, directions, extra) in pending.items():
-        points[in_idx], shapes[in_idx] = perturbed_points(p, in_idx, signed, columns, directions, extra)
+        points[in_idx], shapes[in_idx] = perturbed_points(p, in_idx, signed, columns,
+                                                          directions, extra)
     if len(points) < len(pending):   # (two requests of one input: never two calls in one)
         return None
     outs = ev.outputs_together(points)
