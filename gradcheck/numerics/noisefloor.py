@@ -11,6 +11,21 @@ second difference ``f(x + s) + f(x - s) - 2 f(x)`` of each output coordinate
 (about its noise, since the function's curvature over so small a move is
 negligible) becomes a floor under that coordinate's rounding noise.
 
+Moves of a few ulps do not see rounding that an intermediate makes in
+stairs wider than they are, and second differences do not see rounding
+that is odd about ``x``, which is the part a central difference sees:
+tanh's first derivative ``v (1 - tanh(x)^2)`` at ``|x|`` of 7 or 9 is a
+staircase of stairs ``|v|`` ulps of 1 high (an ulp of tanh, about ``1e5``
+ulps of the result) and about ``1e-11`` wide, and over moves that are
+equally spaced (``x +- w``, ``x +- 2w``, or Richardson's halving steps) the
+rounding often aliases to a linear function of the move: a wrong slope,
+the same at every step, that no comparison of steps finds. So the input
+also moves along one random direction by ``WIDE`` multiples of it, of
+unrelated sizes, and the slopes ``(f(x + c d) - f(x - c d)) / 2c`` they
+give are compared: they differ by the rounding over ``c`` (the curvature
+term, ``c^2`` times the third derivative, is far below it), so ``|S_j -
+S_k| / (1/c_j + 1/c_k)`` is a floor too.
+
 On small arrays an evaluation costs far more than its points, so the moves
 ride in the first evaluation of the finite differences of the same input
 (``riding_moves``, ``measured_from``; ``gradcheck.numerics.quotients``), and
@@ -27,6 +42,11 @@ from adcheck.gradcheck.numerics.fixed import kept
 
 MOVES = 4           # pairs of moves; the floor is the largest second difference
 MOVE_ULPS = 4       # each coordinate moves by up to this many units of its rounding
+#: the wide moves' sizes, relative to each coordinate's, as powers of the
+#: input's epsilon (float64: 2^-36 to 2^-24), each times a fixed factor in
+#: [1, 2) so that no two are in a power of 2 (whose rounding can alias alike)
+WIDE = (0.7, 0.62, 0.54, 0.46)
+_WIDE_FACTORS = np.random.default_rng(1).uniform(1.0, 2.0, len(WIDE))
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
 #: how many times its own size a coordinate's move may be (see ``_measured``)
@@ -55,9 +75,11 @@ def riding_moves(ev, in_idx: int):
     evaluated with other points of the same input (a call costs far more than
     its points on small arrays); ``measured_from`` then takes their outputs.
     ``None``: known already, or measured by ``noise_floor`` alone."""
-    if in_idx in ev.memo.get("noise_floors", {}) or _pairs_at_once(ev, in_idx) < MOVES:
+    if in_idx in ev.memo.get("noise_floors", {}) or \
+            _pairs_in_budget(ev, in_idx) < MOVES + len(WIDE):
         return None
-    return np.stack([x for move in _moves(ev, in_idx) for x in (move, -move)])
+    return np.stack([x for move in _moves(ev, in_idx) + _wide_moves(ev, in_idx)
+                     for x in (move, -move)])
 
 
 def measured_from(ev, in_idx: int, outputs: dict) -> dict:
@@ -66,8 +88,12 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
     keeps it."""
     p = ev.problem
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
+    scales = _wide_scales(ev, in_idx)
     for o in p.float_out:
-        _widest(second[o], outputs[o].reshape(MOVES, 2, -1), p.out_arrays[o])
+        slopes = []
+        _take(second[o], slopes, outputs[o].reshape(MOVES + len(WIDE), 2, -1), 0, scales,
+              p.out_arrays[o])
+        _slope_spread(second[o], slopes, scales)
     floors = _floors(ev, second)
     ev.memo.setdefault("noise_floors", {})[in_idx] = floors
     return floors
@@ -89,6 +115,28 @@ def _moves(ev, in_idx: int) -> list:
     return [unit * draw for draw in kept(_draws, vector.size)]
 
 
+def _wide_scales(ev, in_idx: int) -> np.ndarray:
+    """The wide moves' multiples ``c_j`` of their direction (``WIDE``)."""
+    return ev.problem.epsilon(in_idx=in_idx) ** np.array(WIDE) * _WIDE_FACTORS
+
+
+def _wide_moves(ev, in_idx: int) -> list:
+    """The wide moves: ``c_j`` times one direction, each coordinate's size (as
+    ``_moves`` sizes it, without the ulps) times a draw of ``_direction``."""
+    vector = coords.to_real(ev.problem.arrays[in_idx])
+    size = np.abs(vector)
+    direction = np.maximum(size, np.minimum(_largest_input(ev), SPAN * size))
+    direction *= kept(_direction, vector.size)
+    return [c * direction for c in _wide_scales(ev, in_idx)]
+
+
+def _direction(size: int) -> np.ndarray:
+    """``size`` numbers of magnitude in [1/2, 1) and random sign, from seed 2
+    (none near 0: a coordinate that hardly moves crosses no stair)."""
+    rng = np.random.default_rng(2)
+    return rng.uniform(0.5, 1.0, size) * rng.choice([-1.0, 1.0], size)
+
+
 def _draws(size: int) -> np.ndarray:
     """``MOVES`` rows of ``size`` uniform numbers in [-1, 1) from seed 0."""
     rng = np.random.default_rng(0)
@@ -100,18 +148,48 @@ def _measured(ev, in_idx: int) -> dict:
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
-    moves = _moves(ev, in_idx)
+    slopes = {o: [] for o in p.float_out}
+    scales = _wide_scales(ev, in_idx)
+    moves = _moves(ev, in_idx) + _wide_moves(ev, in_idx)
     at_once = _pairs_at_once(ev, in_idx)
-    for start in range(0, MOVES, at_once):   # as many pairs at a time as the budget holds
+    for start in range(0, len(moves), at_once):   # as many pairs at a time as the budget holds
         group = moves[start:start + at_once]
         rows = np.stack([x for move in group for x in (vector + move, vector - move)])
         arrays = coords.from_real_rows(rows, base.shape, base.dtype)
         outs = ev.outputs_at(in_idx, arrays, f"measuring the rounding noise of the outputs "
                              f"(input {in_idx})", tolerant=True)
         for o in p.float_out:
-            _widest(second[o], coords.to_real_rows(outs.pop(o)).reshape(len(group), 2, -1),
-                    p.out_arrays[o])
+            _take(second[o], slopes[o], coords.to_real_rows(outs.pop(o)).reshape(
+                len(group), 2, -1), start, scales, p.out_arrays[o])
+    for o in p.float_out:
+        _slope_spread(second[o], slopes[o], scales)
     return _floors(ev, second)
+
+
+def _take(second: np.ndarray, slopes: list, pairs: np.ndarray, start: int, scales,
+          mid: np.ndarray) -> None:
+    """Take the outputs ``pairs`` (real rows, shape (pairs, 2, size)) at the
+    moves from the ``start``-th on (``_moves``, then ``_wide_moves``): the few
+    ulps' into ``second`` (``_widest``), the wide ones' slopes into ``slopes``."""
+    tiny = pairs[:max(0, MOVES - start)]
+    if len(tiny):
+        _widest(second, tiny, mid)
+    for j, pair in enumerate(pairs[len(tiny):], start + len(tiny) - MOVES):
+        with np.errstate(invalid="ignore", over="ignore"):
+            slopes.append((pair[0] - pair[1]) / (2 * scales[j]))
+
+
+def _slope_spread(second: np.ndarray, slopes: list, scales) -> None:
+    """Raise ``second`` to each coordinate's largest ``|S_j - S_k| / (1/c_j +
+    1/c_k)`` over the wide moves' ``slopes`` (``S_j`` over ``c_j``: ``scales``);
+    a non-finite one counts 0."""
+    for j in range(len(slopes)):
+        for k in range(j + 1, len(slopes)):
+            with np.errstate(invalid="ignore", over="ignore"):
+                found = np.abs(slopes[j] - slopes[k])
+                found /= 1 / scales[j] + 1 / scales[k]
+            found[~np.isfinite(found)] = 0.0
+            np.fmax(second, found, out=second)
 
 
 def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
@@ -167,10 +245,15 @@ def _pairs_at_once(ev, in_idx: int) -> int:
     budget holds with their inputs and outputs (each pair two points; the
     points and their engine copy, the outputs and their stacked copy), at
     least one."""
+    return int(max(1, min(MOVES + len(WIDE), _pairs_in_budget(ev, in_idx))))
+
+
+def _pairs_in_budget(ev, in_idx: int) -> int:
+    """How many pairs of moves a share of the budget holds (see ``_pairs_at_once``)."""
     p = ev.problem
     size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
     per_pair = 2 * max(1, size) * budgets.BYTES * 4
-    return int(max(1, min(MOVES, ev.budget // budgets.SHARE // per_pair)))
+    return ev.budget // budgets.SHARE // per_pair
 
 
 def _largest_input(ev) -> float:
