@@ -130,3 +130,14 @@ def test_a_softmax_backward_adding_its_cross_term_is_diagnosed_on_the_command_li
                            "randn(3, 4)", "--check", "reverse")
     assert result.exit_code == 1
     assert "cross (non-diagonal) term flipped" in doc["results"][0]["diagnosis"]
+
+
+def test_a_wrong_value_where_an_elementwise_function_is_flat_is_not_called_coupling():
+    from adcheck.gradcheck.verdict.diagnosis import diagnose
+    x = np.array([-1.0, 2.0, -3.0, 4.0])
+    relu = np.diag((x > 0).astype(float))       # d relu / dx, written out
+    tol = np.full((4, 4), 1e-9)
+    ones = diagnose(relu, np.eye(4), tol, "reverse", False, False)   # 1 below 0 too
+    assert ones is not None and "couples" not in ones
+    # a wrong axis that couples off the diagonal is still named
+    assert "couples" in diagnose(relu, relu + 0.5, tol, "reverse", False, False)

@@ -8,6 +8,7 @@ import pytest
 from adcheck import refengine as rf
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem
+from adcheck.gradcheck.numerics import noisefloor
 from adcheck.gradcheck.numerics.noisefloor import TYPICAL, _below_cap, noise_floor
 from adcheck.gradcheck.numerics.richardson import richardson_blocks
 
@@ -65,3 +66,21 @@ def test_the_cap_is_skipped_only_where_numpys_quantile_would_change_nothing(seed
             taken += 1
             np.testing.assert_array_equal(np.minimum(second, cap), second)
     assert taken > 1000              # (the shortcut is taken for most of them)
+
+
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_the_floor_measured_a_few_pairs_at_a_time_is_the_floor_riding(at_once, monkeypatch):
+    # 1 - tanh(x)^2 rounds in stairs only the wide moves cross (their slopes
+    # are compared across evaluations when the pairs are split)
+    x = np.random.default_rng(0).uniform(-9.5, 9.5, 300)
+
+    def slope(t):
+        y = rf.tanh(t)
+        return 1 - y * y
+    riding = Evaluator(Problem(slope, (rf.tensor(x, requires_grad=True),)))
+    richardson_blocks(riding)
+    monkeypatch.setattr(noisefloor, "_pairs_at_once", lambda ev, in_idx: at_once)
+    alone = Evaluator(Problem(slope, (rf.tensor(x, requires_grad=True),)))
+    floor = noise_floor(alone, 0)[0]
+    np.testing.assert_array_equal(riding.memo["noise_floors"][0][0], floor)
+    assert np.count_nonzero(floor[np.abs(x) > 6]) == np.count_nonzero(np.abs(x) > 6)
