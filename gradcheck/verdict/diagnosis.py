@@ -221,6 +221,17 @@ def whole_numbers(values: np.ndarray) -> bool:
     return bool(finite.size and np.any(finite) and np.all(finite == np.round(finite)))
 
 
+def _halves(e, tol) -> bool:
+    """Whether every entry of numerical off a whole number is within ``tol`` of
+    a half: the mean of two whole one-sided slopes, which a central difference
+    across a kink gives (a mask's edge, a tie of clamp's bounds), and no sign
+    of a derivative rounded to whole numbers."""
+    tol = np.broadcast_to(np.asarray(tol, float), e.shape)
+    off = np.abs(e - np.round(e)) > tol
+    return bool(off.any()) and bool(np.all(np.abs(2 * e[off] - np.round(2 * e[off]))
+                                           <= 2 * tol[off]))
+
+
 def integer_cause(verb: str) -> str:
     """Why a derivative comes out in whole numbers, and what to do."""
     return (f"the {verb} rounds its result or returns an integer tensor (.long(), .int(), "
@@ -265,7 +276,7 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
                                  np.count_nonzero(np.abs(a) > tol_r))
     if zero:
         return zero
-    if whole_numbers(a) and not _fits(np.round(e), e, tol_r):
+    if whole_numbers(a) and not _fits(np.round(e), e, tol_r) and not _halves(e, tol_r):
         return (f"analytical holds only whole numbers where numerical does not: "
                 f"{integer_cause(_verb(mode))}")
     for explain in (_factor(e, a, tol_r, mode),

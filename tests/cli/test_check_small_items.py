@@ -141,3 +141,17 @@ def test_a_wrong_value_where_an_elementwise_function_is_flat_is_not_called_coupl
     assert ones is not None and "couples" not in ones
     # a wrong axis that couples off the diagonal is still named
     assert "couples" in diagnose(relu, relu + 0.5, tol, "reverse", False, False)
+
+
+def test_a_mask_against_a_difference_across_its_edge_is_not_called_rounding():
+    from adcheck.gradcheck.verdict.diagnosis import diagnose
+    # clamp's bounds tied (op_db's explore pass): the central difference across
+    # the kink is the mean of the one-sided slopes 0 and 1, AD a whole 0 or 1
+    numerical = np.diag([1.0, 0.5, 0.0, 1.0])
+    tol = np.full((4, 4), 1e-9)
+    found = diagnose(numerical, np.diag([1.0, 0.0, 0.0, 1.0]), tol, "reverse", False, False)
+    assert found is not None and "whole numbers" not in found
+    # a derivative rounded to whole numbers still is
+    rounded = diagnose(np.diag([1.3, 0.7, 2.2, 1.0]), np.diag([1.0, 1.0, 2.0, 1.0]), tol,
+                       "reverse", False, False)
+    assert "whole numbers" in rounded
