@@ -20,11 +20,12 @@ ulps of the result) and about ``1e-11`` wide, and over moves that are
 equally spaced (``x +- w``, ``x +- 2w``, or Richardson's halving steps) the
 rounding often aliases to a linear function of the move: a wrong slope,
 the same at every step, that no comparison of steps finds. So the input
-also moves along one random direction by ``WIDE`` multiples of it, of
-unrelated sizes, and the slopes ``(f(x + c d) - f(x - c d)) / 2c`` they
-give are compared: they differ by the rounding over ``c`` (the curvature
-term, ``c^2`` times the third derivative, is far below it), so ``|S_j -
-S_k| / (1/c_j + 1/c_k)`` is a floor too.
+also moves along one random direction ``d`` by four multiples ``c`` of it
+(``WIDE``: powers of the input's epsilon, of unrelated sizes), and the
+slopes ``S = (f(x + c d) - f(x - c d)) / 2c`` they give are compared: they
+differ by the rounding over ``c`` (the curvature term, ``c^2`` times the
+third derivative, is far below it), so ``|S_j - S_k| / (1/c_j + 1/c_k)`` is
+a floor too.
 
 On small arrays an evaluation costs far more than its points, so the moves
 ride in the first evaluation of the finite differences of the same input
