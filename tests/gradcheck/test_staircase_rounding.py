@@ -2,7 +2,7 @@
 odd about the point, which second differences do not see: ``1 - tanh(x)^2``
 at ``|x|`` of 5 to 9.5 and ``s (1 - s)`` for ``s = sigmoid(x)`` at 8 to 20
 are computed from an intermediate within ``1e-4`` to ``1e-9`` of 1, so each
-is a staircase of stairs an ulp of 1 high (up to ``1e7`` ulps of the result).
+is a staircase of stairs an ulp of 1 high (up to ``3e8`` ulps of the result).
 The samples span both signs, as op_db's do (``make_tensor``'s range).
 Over Richardson's halving steps the rounding often aliases to a wrong slope
 the same at every step; the wide moves of ``gradcheck.numerics.noisefloor``
@@ -39,7 +39,8 @@ def _exact_sigmoid(x) -> float:
     return float(s * (1 - s) * (1 - 2 * s))
 
 
-CASES = {"tanh": (_tanh_slope, _exact_tanh, 9.5), "sigmoid": (_sigmoid_slope, _exact_sigmoid, 20.0)}
+CASES = {"tanh": (_tanh_slope, _exact_tanh, 9.5),
+         "sigmoid": (_sigmoid_slope, _exact_sigmoid, 20.0)}
 
 
 def _points(name: str, seed: int) -> np.ndarray:
