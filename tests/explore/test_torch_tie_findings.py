@@ -1,4 +1,4 @@
-"""Five findings of the explore pass on op_db (bench/opdb_sweep_alldtypes.md),
+"""Six findings of the explore pass on op_db (bench/opdb_sweep_alldtypes.md),
 each confirmed here as an error of torch 2.13's formula, not of adcheck: at
 the point, torch's gradient along a direction lies outside what the
 function's own difference quotients give from both sides (written here, not
@@ -50,6 +50,10 @@ def _polar_real(magnitude, angle):
     return torch.polar(magnitude, angle).real
 
 
+def _nextafter(x, toward):
+    return torch.nextafter(x, toward)
+
+
 def _poisson_full(target):
     # full=True adds Stirling's term only where target > 1
     return torch.nn.functional.poisson_nll_loss(_f64(0.5, 1.2), target, full=True)
@@ -67,6 +71,10 @@ CASES = {
     "softshrink with lambd=0 at 0": (_softshrink, (_f64(0.0),), (_f64(1.0),), 0.0),
     # real(polar(r, 0)) = r for every r; torch's gradient at r = 0 is 0
     "polar at magnitude 0": (_polar_real, (_f64(0.0), _f64(0.0)), (_f64(1.0), _f64(0.0)), 0.0),
+    # nextafter(x, y) moves x by an ulp toward y: slope 1 in x on both sides of
+    # the tie x == y (torch's 1 everywhere else); torch's at the tie is 0
+    "nextafter at the tie x == y, along x": (
+        _nextafter, (_f64(0.0), _f64(0.0)), (_f64(1.0), _f64(0.0)), 0.0),
     # the loss is smooth at target 0 (d/dtarget = -0.5 / 2); torch's is NaN there,
     # the masked term's 0 log 0 leaking through the mask
     "poisson_nll_loss, full=True, at target 0": (
