@@ -14,9 +14,9 @@ negligible) becomes a floor under that coordinate's rounding noise.
 Moves of a few ulps do not see rounding that an intermediate makes in
 stairs wider than they are, and second differences do not see rounding
 that is odd about ``x``, which is the part a central difference sees:
-tanh's first derivative ``v (1 - tanh(x)^2)`` at ``|x|`` of 7 or 9 is a
-staircase of stairs ``|v|`` ulps of 1 high (an ulp of tanh, about ``1e5``
-ulps of the result) and about ``1e-11`` wide, and over moves that are
+tanh's first derivative ``v (1 - tanh(x)^2)`` at ``|x|`` of 7 to 9 is a
+staircase of stairs ``|v|`` ulps of 1 high (an ulp of tanh, ``1e5`` to
+``1e7`` ulps of the result) and ``3e-11`` to ``2e-9`` wide, and over moves that are
 equally spaced (``x +- w``, ``x +- 2w``, or Richardson's halving steps) the
 rounding often aliases to a linear function of the move: a wrong slope,
 the same at every step, that no comparison of steps finds. So the input
