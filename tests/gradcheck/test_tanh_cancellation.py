@@ -22,6 +22,7 @@ from adcheck.gradcheck.core import secondorder  # noqa: E402
 from adcheck.gradcheck.numerics.precise import SAFETY  # noqa: E402
 from adcheck.opinfo import torchdb  # noqa: E402
 
+
 @pytest.fixture(scope="module", params=[2, 3])
 def checked(request):
     """The dense check at seeds 2 and 3, its grad_outputs v (recorded as drawn) and x."""
