@@ -102,18 +102,19 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
 
 def _moves(ev, in_idx: int) -> list:
     """The ``MOVES`` random moves of input ``in_idx`` (real coordinates)."""
-    p = ev.problem
-    vector = coords.to_real(p.arrays[in_idx])
-    # moves of a few ulps of the largest input (inside the function a small input
-    # may be added to a large one: logcumsumexp's backward adds the grad_output's
-    # logarithm to inputs of 1e4, a staircase whose stairs smaller moves never
-    # cross), but at most ``SPAN`` ulps of the coordinate itself: abs's sample
-    # mixes 1e-30 and 1e30, and its small coordinates must not cross zero
-    largest = _largest_input(ev)
-    size = np.abs(vector)
-    unit = MOVE_ULPS * p.epsilon(in_idx=in_idx) * np.maximum(size, np.minimum(largest,
-                                                                              SPAN * size))
-    return [unit * draw for draw in kept(_draws, vector.size)]
+    reach = MOVE_ULPS * ev.problem.epsilon(in_idx=in_idx) * _sizes(ev, in_idx)
+    return [reach * draw for draw in kept(_draws, reach.size)]
+
+
+def _sizes(ev, in_idx: int) -> np.ndarray:
+    """The size each real coordinate of input ``in_idx`` moves in proportion to."""
+    # the largest input's (inside the function a small input may be added to a
+    # large one: logcumsumexp's backward adds the grad_output's logarithm to
+    # inputs of 1e4, a staircase whose stairs smaller moves never cross), but at
+    # most ``SPAN`` times the coordinate's own: abs's sample mixes 1e-30 and 1e30,
+    # and its small coordinates must not cross zero
+    size = np.abs(coords.to_real(ev.problem.arrays[in_idx]))
+    return np.maximum(size, np.minimum(_largest_input(ev), SPAN * size))
 
 
 def _wide_scales(ev, in_idx: int) -> np.ndarray:
@@ -122,12 +123,10 @@ def _wide_scales(ev, in_idx: int) -> np.ndarray:
 
 
 def _wide_moves(ev, in_idx: int) -> list:
-    """The wide moves: ``c_j`` times one direction, each coordinate's size (as
-    ``_moves`` sizes it, without the ulps) times a draw of ``_direction``."""
-    vector = coords.to_real(ev.problem.arrays[in_idx])
-    size = np.abs(vector)
-    direction = np.maximum(size, np.minimum(_largest_input(ev), SPAN * size))
-    direction *= kept(_direction, vector.size)
+    """The wide moves: ``c_j`` times one direction, each coordinate's size
+    (``_sizes``) times a draw of ``_direction``."""
+    direction = _sizes(ev, in_idx)
+    direction *= kept(_direction, direction.size)
     return [c * direction for c in _wide_scales(ev, in_idx)]
 
 
