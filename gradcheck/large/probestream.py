@@ -52,10 +52,10 @@ from adcheck.gradcheck.large.streamed import (
     ChunkState,
     expected_span,
     forward_span,
-    set_magnitudes,
     tally_results,
 )
 from adcheck.gradcheck.large.window import explain
+from adcheck.gradcheck.verdict.compare import set_magnitudes
 
 
 #: rows of cells reduced at once (``_reduce``): their temporaries stay in cache

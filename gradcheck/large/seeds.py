@@ -52,6 +52,11 @@ class Seeds:
         """``S[columns, g]``."""
         raise NotImplementedError
 
+    def column_norms(self) -> np.ndarray:
+        """``sum |S[:, g]|`` of each cell column ``g``: a cell is at most its
+        block's largest entry times this."""
+        raise NotImplementedError
+
 
 @dataclass
 class Identity(Seeds):
@@ -75,6 +80,9 @@ class Identity(Seeds):
 
     def weight(self, columns, g):
         return (np.asarray(columns) == g).astype(float)
+
+    def column_norms(self):
+        return np.ones(self.size)
 
 
 @dataclass
@@ -133,6 +141,9 @@ class Groups(Seeds):
         columns = np.asarray(columns)
         return np.where(self.groups[columns] == g, self.weights[columns], 0.0)
 
+    def column_norms(self):
+        return np.bincount(self.groups, np.abs(self.weights), minlength=self.count)
+
     def cell_rows(self, out_idx: int, rows: np.ndarray, start: int, stop: int) -> np.ndarray:
         """``locate`` for ``rows`` and cell columns ``start:stop`` at once:
         ``(len(rows), stop - start)``, made afresh (a chunked check holds no
@@ -174,6 +185,9 @@ class Probes(Seeds):
 
     def weight(self, columns, g):
         return self.vectors[g, np.asarray(columns)]
+
+    def column_norms(self):
+        return np.abs(self.vectors).sum(axis=1)
 
 
 def signed_weights(rng: np.random.Generator, n: int) -> np.ndarray:

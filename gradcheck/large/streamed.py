@@ -40,7 +40,7 @@ from adcheck.gradcheck.core import heap
 from adcheck.gradcheck.verdict.adjoint import adjoint_results
 from adcheck.gradcheck.core.analytical import ad_parts
 from adcheck.gradcheck.large.cells import forward_cells, numerical_cells, reverse_row_cells
-from adcheck.gradcheck.verdict.compare import Tally, pieces, shared_magnitude
+from adcheck.gradcheck.verdict.compare import Tally, pieces, set_magnitudes, share_zero_scales
 from adcheck.gradcheck.large.compressed import _note
 from adcheck.gradcheck.large.decompress import ROW_GAIN, reconstruct
 from adcheck.gradcheck.verdict.diagnosis import diagnose, subset, whole_block
@@ -394,13 +394,6 @@ def _finish(ev, report, rng, options, sides, epsilon, tallies, comp, scheme) -> 
         report.results += _adjoint(ev, rng, options, epsilon, report.magnitudes)
 
 
-def set_magnitudes(report, tallies: dict) -> None:
-    """``report.magnitudes``: every pair gets the largest Frobenius norm (of
-    the finite entries) of the numerical blocks the tallies observed."""
-    report.magnitudes = shared_magnitude({key[1:]: float(np.sqrt(t.finite_square))
-                                          for key, t in tallies.items() if key[0] == "numerical"})
-
-
 def _adjoint(ev, rng, options, epsilon, magnitudes) -> list:
     """The adjoint identity from one vjp and one jvp per probe (no Jacobian
     needed): ``<v, J_forward u>`` against ``<J_reverse^T v, u>``."""
@@ -421,6 +414,8 @@ def tally_results(ev, report, tallies, options, scheme, epsilon, comp=None) -> N
     """One ``Result`` per (side, pair); a failure shown by its window (for a
     failing cell, around the entry ``window.explain`` locates in it)."""
     p = ev.problem
+    if comp is None or not comp.seeds:   # (cells would need a floor per cell column)
+        share_zero_scales(tallies)
     for (mode, o, i), tally in sorted(tallies.items()):
         if mode == "numerical":
             continue

@@ -8,7 +8,9 @@ functions such as trigamma are accurate to about 1e-10) and to ``AD_ULPS``
 units of rounding of the largest entry of its block (for entries that
 should be zero). So an entry passes when
 ``|a - n| <= SAFETY * error(n) + sqrt(eps) / 2 * |n| + AD_ULPS * eps * max |n|``,
-and a relative error of 1e-6 is a hundred times above it.
+and a relative error of 1e-6 is a hundred times above it. A block that is
+zero throughout (in its numerical values) has no largest entry of its own:
+its ``max |n|`` is that of its output's other blocks (``zero_blocks_shared``).
 
 A formula in a narrower dtype (float32, bfloat16, float16) is given the
 ``allowance`` its low-precision producer attached instead of the last two
@@ -29,10 +31,11 @@ AD_ULPS = 4096
 
 def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
     """A tolerance matrix (complex form) for each block of ``numerical``."""
-    tolerances = {}
+    tolerances, scales = {}, ad_scales(numerical)
     for key in numerical.blocks:
         tolerances[key] = entry_tolerance(numerical.complex_form(*key),
                                           numerical.error_form(*key), epsilon,
+                                          scale=scales[key],
                                           rounding=numerical.allowance_form(*key))
         if numerical.unresolved and key in numerical.unresolved:
             complex_ = numerical.layout.in_complex[key[1]] and not numerical.compressed(key[1])
@@ -40,6 +43,41 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
                                                 complex_)
             tolerances[key] = no_evidence(tolerances[key], np.abs(unresolved) > 0)
     return tolerances
+
+
+def ad_scales(numerical: Jacobian) -> dict:
+    """By block, the largest entry whose ulps ``entry_tolerance``'s AD term
+    counts (``zero_blocks_shared``). A compressed block (cells ``J S``) is in
+    cell units: its column ``g`` is at most the block's largest entry times
+    ``sum |S[:, g]|``, so that entry is at least its largest cell over that."""
+    own = {key: largest_finite(numerical.complex_form(*key)) for key in numerical.blocks}
+    if all(own.values()):
+        return own
+    dense = {key: largest_finite(np.abs(numerical.complex_form(*key)) / _norms(numerical, key[1]))
+                  if numerical.compressed(key[1]) else value for key, value in own.items()}
+    shared = zero_blocks_shared(dense)
+    return {(o, i): value if value > 0 else
+            shared[o, i] * numerical.seeds[i].column_norms() if numerical.compressed(i) else
+            shared[o, i] for (o, i), value in own.items()}
+
+
+def _norms(numerical: Jacobian, in_idx: int) -> np.ndarray:
+    norms = numerical.seeds[in_idx].column_norms()
+    return np.where(norms > 0, norms, np.inf)
+
+
+def zero_blocks_shared(largest: dict) -> dict:
+    """By block ``(out_idx, in_idx)``: its ``largest`` entry, or where that is 0
+    (a block zero throughout) the largest of its output's blocks. Rounding in
+    an AD result scales with the terms it shares with the output's other
+    blocks even where the block is zero in exact arithmetic: torch's forward
+    over reverse of logcumsumexp, whose second derivative is 0 where one input
+    is 1e4 above the rest, gives up to 4.6e-13 there (40 seeds) beside a first
+    derivative's block of 1 (tests/gradcheck/test_zero_block_rounding.py)."""
+    top = {}
+    for (o, _), value in largest.items():
+        top[o] = max(top.get(o, 0.0), value)
+    return {(o, i): value if value > 0 else top[o] for (o, i), value in largest.items()}
 
 
 # An entry no step resolved (every step straddled a jump) is evidence neither for
@@ -61,9 +99,10 @@ def entry_tolerance(values: np.ndarray, error: np.ndarray | None, epsilon: float
                     scale: float | None = None, rounding: np.ndarray | None = None) -> np.ndarray:
     """The tolerance of each entry of ``values`` (numerical, complex form) with
     its error estimate; ``scale``: the largest finite entry of the whole block
-    (by default of ``values``); ``rounding``: the analytical side's rounding
-    allowance when known (a low-precision formula's, ``gradcheck.lowprec.lowprecision``),
-    else one from ``epsilon``."""
+    (by default of ``values``; an array of them by cell column: ``ad_scales``);
+    ``rounding``: the analytical side's rounding allowance when known (a
+    low-precision formula's, ``gradcheck.lowprec.lowprecision``), else one from
+    ``epsilon``."""
     values = np.abs(values)
     error = np.zeros_like(values) if error is None else error
     if rounding is None:

@@ -19,6 +19,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.serialize import json_array, json_float
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.quiet import quiet, restore
+from adcheck.gradcheck.numerics.precise import zero_blocks_shared
 from adcheck.gradcheck.numerics.scheme import torch_tolerance
 
 
@@ -204,6 +205,25 @@ def shared_magnitude(norms: dict) -> dict:
     return dict.fromkeys(norms, largest)
 
 
+def set_magnitudes(report, tallies: dict) -> None:
+    """``report.magnitudes`` of a streamed check (``shared_magnitude``) from its
+    tallies, keyed ``(mode, out_idx, in_idx)``: the Frobenius norms (of the
+    finite entries) of the numerical blocks they observed."""
+    report.magnitudes = shared_magnitude({key[1:]: float(np.sqrt(t.finite_square))
+                                          for key, t in tallies.items() if key[0] == "numerical"})
+
+
+def share_zero_scales(tallies: dict) -> None:
+    """A streamed check's blocks zero throughout take their output's largest
+    entry for their floor's scale, as a dense check's do
+    (``precise.zero_blocks_shared``); ``tallies`` as in ``set_magnitudes``."""
+    shared = zero_blocks_shared({key[1:]: t.scale for key, t in tallies.items()
+                                 if key[0] == "numerical"})
+    for (mode, o, i), tally in tallies.items():
+        if mode != "numerical" and not tally.scale:
+            tally.scale = shared.get((o, i), 0.0)
+
+
 def compare_jacobians(check: str, expected: Jacobian, actual: Jacobian, atol: float,
                       rtol: float, tolerances: dict | None = None, explain: bool = True,
                       same_nonfinite: bool = False) -> list:
@@ -270,7 +290,7 @@ class Tally:
     def __init__(self, floor_unit: float = 0.0):
         self.floor_unit = floor_unit
         self.scale = 0.0
-        self.best = (-1.0, None, 0.0)           # (error, where, tolerance) overall
+        self.best = (-1.0, None, 0.0)           # (error, where, tolerance but the floor)
         self.candidates: list = []              # (error, where, base tolerance)
         self.sums = np.zeros(3)                 # e.e, e.a, a.a
         self.finite_square = 0.0                # e.e over the finite entries of e only
@@ -353,8 +373,9 @@ class Tally:
             error, where, base = failing[0]
             return Result(check, mode, against, out_idx, in_idx, False, error, where,
                           base + floor)
-        error, where, tol = self.best
-        return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where, tol)
+        error, where, base = self.best   # (the floor as it ended: it may have grown since)
+        return Result(check, mode, against, out_idx, in_idx, True, max(error, 0.0), where,
+                      base + floor)
 
 
 def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
@@ -364,7 +385,7 @@ def _compared(expected, actual, base, floor, row0, col0, keep) -> tuple:
     err, flat = _errors(expected, actual)
     tol = base + floor if floor else base
     r, c = np.unravel_index(flat, err.shape)
-    best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0), float(tol.flat[flat]))
+    best = (float(err.flat[flat]), (int(r) + row0, int(c) + col0), float(base.flat[flat]))
     bad = ~(err <= tol)   # (a NaN tolerance never passes, as in ``compare``)
     wrong = bool(bad.any())
     sums = np.array((_dot(expected, expected), _dot(expected, actual), _dot(actual, actual)))
