@@ -114,7 +114,7 @@ def _sizes(ev, in_idx: int) -> np.ndarray:
     # most ``SPAN`` times the coordinate's own: abs's sample mixes 1e-30 and 1e30,
     # and its small coordinates must not cross zero
     size = np.abs(coords.to_real(ev.problem.arrays[in_idx]))
-    return np.maximum(size, np.minimum(_largest_input(ev), SPAN * size))
+    return np.maximum(size, np.minimum(largest_input(ev), SPAN * size))
 
 
 def _wide_scales(ev, in_idx: int) -> np.ndarray:
@@ -207,7 +207,7 @@ def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
 def _floors(ev, second: dict) -> dict:
     """The floor of each output: its largest second differences, capped."""
     p = ev.problem
-    factor = max(1.0, min(_largest_input(ev), SPAN))
+    factor = max(1.0, min(largest_input(ev), SPAN))
     floors = {}
     for o in p.float_out:
         mid = coords.to_real(p.out_arrays[o])
@@ -256,7 +256,7 @@ def _pairs_in_budget(ev, in_idx: int) -> int:
     return ev.budget // budgets.SHARE // per_pair
 
 
-def _largest_input(ev) -> float:
+def largest_input(ev) -> float:
     """The largest finite magnitude among the check's floating inputs (0 if
     none), found once per check (``ev.memo``: every input's moves and floors
     ask)."""

@@ -26,7 +26,9 @@ relative allowance) and agrees with the sentinel. Most smooth columns stop
 there: 10 evaluations instead of 28, and a tableau of 5 levels instead of
 14. Steps
 that straddle a jump (or a kink, or a pole) are no evidence: the quotients
-before the last *break* (see ``_straddling``) are discarded, and a
+before the last *break* (see ``_straddling``) are discarded (unless the
+deeper quotients stray from a slope the wide steps settled on by rounding
+only: ``gradcheck.numerics.stairs``), and a
 coordinate whose smallest steps still straddle one gets smaller steps, down
 to ``k < 32``; entries no step resolves are marked ``Jacobian.unresolved``.
 """
@@ -43,6 +45,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
 from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
+from adcheck.gradcheck.numerics.stairs import stair_noise
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.numerics.together import together
@@ -321,6 +324,8 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
     differences = differences_of(ev, *source, window)
     while active.size:
+        if len(diffs) >= LEVELS:   # (deep levels off the wide ones' slope: rounding stairs)
+            noises = stair_noise(ev, diffs, noises, source[1][:, active])
         breaks, straddled = _straddling(diffs, noises, ev.budget)
         whole = active.size == len(next(iter(result.values()))[0])   # (then no copies)
         found = _extrapolated(problem, diffs, noises, breaks, ev.budget, result if whole else None)

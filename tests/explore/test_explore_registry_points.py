@@ -17,6 +17,7 @@ from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.explore import catalogue
 from adcheck.gradcheck.explore.brackets import fd_step
 from adcheck.gradcheck.explore.search import Explorer
+from adcheck.gradcheck.numerics.precise import SAFETY
 
 F64 = E.float64
 
@@ -144,7 +145,14 @@ def test_gelu_at_minus_7_the_forward_cancels_not_the_formula():
     quotient = (E.nn.functional.gelu(E.tensor(x + h)).item()
                 - E.nn.functional.gelu(E.tensor(x)).item()) / h
     assert abs(quotient - float(exact)) > 0.5 * abs(float(exact))
-    assert verdict_at(E.nn.functional.gelu, (_t(x),)) == "unresolved"
+    # the wider steps resolve the slope to within those stairs, which the deeper
+    # ones show (gradcheck.numerics.stairs): a verdict, right to its error estimate,
+    # which the stairs leave at about 1 % of the entry (measured: 1.1 %)
+    report = check(E.nn.functional.gelu, (_t(x),), precise=True, seed=0, explore=False)
+    numerical = report.jacobians["numerical"]
+    found, error = numerical.blocks[0, 0][0, 0], numerical.errors[0, 0][0, 0]
+    assert abs(found - float(exact)) <= SAFETY * error <= 2e-2 * abs(float(exact))
+    assert verdict_at(E.nn.functional.gelu, (_t(x),)) == "pass"
 
 
 def test_fmod_by_a_tiny_divisor_jumps_finer_than_any_step():
