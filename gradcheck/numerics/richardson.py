@@ -315,18 +315,16 @@ def _windows(ev: Evaluator, window, sizes: dict, columns: int, levels: int):
 
 def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: int,
             found: tuple, group: tuple | None = None):
-    """(A generator: see ``quotients.evaluated``.)
-    The phases from ``depth`` levels on, for the columns ``active`` of the output
-    coordinates ``window``, written into ``found`` (values, errors, unresolved); a
-    phase whose levels would not fit (``_windows``) goes a part of the window at a
-    time, the levels so far sliced (no evaluation repeated). ``group``: the first
-    phase's grouped sentinels (every column active; see ``sentinel.first``)."""
+    """(A generator: see ``quotients.evaluated``.) The phases from ``depth``
+    levels on, for the columns ``active`` of the output coordinates ``window``,
+    written into ``found`` (values, errors, unresolved); a phase whose levels
+    would not fit (``_windows``) goes a part of the window at a time, the levels
+    so far sliced (no evaluation repeated). ``group``: the first phase's grouped
+    sentinels (every column active; see ``sentinel.first``)."""
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
     differences = differences_of(ev, *source, window)
     while active.size:
-        if len(diffs) >= LEVELS:   # (deep levels off the wide ones' slope: rounding stairs)
-            noises = stair_noise(ev, diffs, noises, source[1][:, active])
-        breaks, straddled = _straddling(diffs, noises, ev.budget)
+        noises, breaks, straddled = _steady(ev, diffs, noises, source[1][:, active])
         whole = active.size == len(next(iter(result.values()))[0])   # (then no copies)
         found = _extrapolated(problem, diffs, noises, breaks, ev.budget, result if whole else None)
         for o, (best, err) in ({} if whole else found).items():
@@ -375,6 +373,13 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
         extra, extra_noise, depth, sentinel = yield from _deeper(
             differences, depth, active, sentinel, source[1].shape[1])
         diffs, noises = diffs + extra, noises + extra_noise
+
+
+def _steady(ev: Evaluator, diffs: list, noises: list, steps: np.ndarray) -> tuple:
+    """``noises`` raised by the rounding stairs the quotients show (``stairs``: a
+    no-op until a phase goes deep), and the breaks they leave (``_straddling``)."""
+    noises = stair_noise(ev, diffs, noises, steps)
+    return (noises, *_straddling(diffs, noises, ev.budget))
 
 
 def _open(problem: Problem, depth: int, straddled: dict, sentinel, current: dict,
