@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 
@@ -34,3 +35,23 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def check_recording_vectors(func, inputs, **options) -> tuple:
+    """``gradcheck.check(func, inputs, **options)`` and the grad_outputs its
+    second-order check drew (``secondorder._random_like``, put back after), as
+    NumPy arrays in the order drawn, the comparison's first: what a test needs
+    to compute the exact value the check compared."""
+    from adcheck import gradcheck
+    from adcheck.gradcheck.core import secondorder
+    drawn, draw = [], secondorder._random_like
+
+    def recorded(problem, out_idx, rng):
+        drawn.append(draw(problem, out_idx, rng))
+        return drawn[-1]
+    secondorder._random_like = recorded
+    try:
+        report = gradcheck.check(func, inputs, **options)
+    finally:
+        secondorder._random_like = draw
+    return report, [np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for v in drawn]

@@ -20,26 +20,18 @@ import pytest
 torch = pytest.importorskip("torch", reason="the case is torch.sigmoid's double backward")
 
 from adcheck import gradcheck  # noqa: E402
-from adcheck.gradcheck.core import secondorder  # noqa: E402
 from adcheck.gradcheck.numerics.precise import SAFETY  # noqa: E402
+from gradcheck_support import check_recording_vectors  # noqa: E402
 
 
 def _checked(low: float, high: float, seed: int):
     """x in [low, high), the dense precise second-order report of
     torch.sigmoid at ``seed``, and the grad_outputs v it drew."""
     x = np.random.default_rng(seed).uniform(low, high, 20)
-    drawn, draw = [], secondorder._random_like
-
-    def recorded(problem, out_idx, rng):
-        drawn.append(draw(problem, out_idx, rng))
-        return drawn[-1]
-    secondorder._random_like = recorded
-    try:
-        report = gradcheck.check(torch.sigmoid, (torch.tensor(x, requires_grad=True),),
-                                 precise=True, order=2, seed=seed, jacobian="dense")
-    finally:
-        secondorder._random_like = draw
-    return x, report, drawn[0].detach().numpy()
+    report, drawn = check_recording_vectors(torch.sigmoid, (torch.tensor(x, requires_grad=True),),
+                                            precise=True, order=2, seed=seed, jacobian="dense")
+    v = drawn[0]   # (the first drawn: the one the Jacobians were compared with)
+    return x, report, v
 
 
 @pytest.fixture(scope="module", params=[0, 1, 2])

@@ -17,44 +17,31 @@ torch = pytest.importorskip("torch", reason="the case is PyTorch's tanh on op_db
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
-from adcheck import gradcheck  # noqa: E402
-from adcheck.gradcheck.core import secondorder  # noqa: E402
 from adcheck.gradcheck.numerics.precise import SAFETY  # noqa: E402
 from adcheck.opinfo import torchdb  # noqa: E402
+from gradcheck_support import check_recording_vectors  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=[2, 3])
 def checked(request):
     """The dense check at seeds 2 and 3, its grad_outputs v (recorded as drawn) and x."""
-    drawn, draw = [], secondorder._random_like
-
-    def recorded(problem, out_idx, rng):
-        drawn.append(draw(problem, out_idx, rng))
-        return drawn[-1]
     entry = torchdb.get("tanh")
     call = entry.call(entry.sample(0, "float64"))
     options = dict(entry.adcheck_options("fwgrad_bwgrad", "float64", precise=True),
                    jacobian="dense")
     options.pop("probes")
-    secondorder._random_like = recorded
-    try:
-        report = gradcheck.check(call.func, call.inputs, name="tanh", seed=request.param,
-                                  **options)
-    finally:
-        secondorder._random_like = draw
-    x = call.inputs[0].detach().numpy().ravel()
-    v = np.asarray(drawn[0].detach().numpy() if hasattr(drawn[0], "detach") else drawn[0])
-    return report, x, v.ravel()
+    report, drawn = check_recording_vectors(call.func, call.inputs, name="tanh",
+                                            seed=request.param, **options)
+    v = drawn[0]   # (the first drawn: the one the Jacobians were compared with)
+    return report, call.inputs[0].detach().numpy().ravel(), v.ravel()
 
 
 def _exact_diagonal(x, v) -> np.ndarray:
     """d/dx_i of v_i (1 - tanh(x_i)^2), in 50 digits."""
-    mpmath.mp.dps = 50
-    out = []
-    for xi, vi in zip(x, v):
-        t = mpmath.tanh(mpmath.mpf(float(xi)))
-        out.append(mpmath.mpf(float(vi)) * (-2 * t * (1 - t * t)))
-    return np.array([float(e) for e in out])
+    with mpmath.workdps(50):   # (not mpmath.mp.dps: the precision would outlive the test)
+        tanh = [mpmath.tanh(mpmath.mpf(float(xi))) for xi in x]
+        return np.array([float(mpmath.mpf(float(vi)) * (-2 * t * (1 - t * t)))
+                         for t, vi in zip(tanh, v)])
 
 
 def test_torchs_ad_is_right_to_rounding(checked):

@@ -9,8 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the case is torch's logsigmoid double backward")
 
-from adcheck import gradcheck  # noqa: E402
-from adcheck.gradcheck.core import secondorder  # noqa: E402
+from gradcheck_support import check_recording_vectors  # noqa: E402
 
 F = torch.nn.functional
 
@@ -21,19 +20,10 @@ def tail():
     seed 0, the grad_outputs v it drew, and v times the exact second derivative
     ``-s (1 - s)`` in 60 digits."""
     x = np.random.default_rng(0).uniform(20.0, 30.0, 16)
-    drawn, draw = [], secondorder._random_like
-
-    def recorded(problem, out_idx, rng):
-        drawn.append(draw(problem, out_idx, rng))
-        return drawn[-1]
-    secondorder._random_like = recorded
-    try:
-        report = gradcheck.check(F.logsigmoid, (torch.tensor(x, requires_grad=True),),
-                                 precise=True, order=2, seed=0, explore=False,
-                                 jacobian="dense")
-    finally:
-        secondorder._random_like = draw
-    v = drawn[0].detach().numpy()
+    report, drawn = check_recording_vectors(F.logsigmoid, (torch.tensor(x, requires_grad=True),),
+                                            precise=True, order=2, seed=0, explore=False,
+                                            jacobian="dense")
+    v = drawn[0]   # (the first drawn: the one the Jacobians were compared with)
     with mpmath.workdps(60):
         exact = []
         for e, w in zip(x, v):
