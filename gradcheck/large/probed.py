@@ -48,7 +48,8 @@ from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
-from adcheck.gradcheck.numerics.precise import SAFETY
+from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY, ad_scales
+from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.large.seeds import Probes
 from adcheck.gradcheck.core.sides import REVERSE
 
@@ -134,6 +135,9 @@ def projected(numerical: Jacobian, plan: ProbePlan, scheme, epsilon: float) -> t
                    note=numerical.note, row_seeds=plan.rows)
     tolerances = {}
     relative = scheme.relative(epsilon)
+    # (the dense check's rule for a block zero throughout, in precise mode only)
+    scales = ad_scales(numerical) if numerical.errors is not None and \
+        numerical.allowance is None else None
     for (o, i), cells in numerical.blocks.items():
         if o not in plan.rows:
             continue
@@ -149,8 +153,21 @@ def projected(numerical: Jacobian, plan: ProbePlan, scheme, epsilon: float) -> t
             tol = projection_tolerance(w, cells, cell_tolerance(cells, errors, relative),
                                        epsilon)
             tol = tol + (0.0 if errors is not None else scheme.absolute)
+            if scales is not None and largest_finite(cells) == 0:
+                tol = tol + zero_block_tolerance(w, scales[o, i], epsilon)
         tolerances[o, i] = tol + 1e-300
     return jac, tolerances
+
+
+def zero_block_tolerance(w: np.ndarray, scale, epsilon: float) -> np.ndarray:
+    """What the rounding of AD may leave in the scalars ``W^T A U`` of a block
+    that is zero throughout: ``AD_ULPS`` ulps of ``scale`` per entry (by cell
+    column, in cell units: ``precise.ad_scales``, which takes it from the
+    output's other blocks), summed through ``|W|``. The projected cells of
+    such a block have no magnitude of their own for ``projection_tolerance``
+    to count ulps of, so without it any rounding fails them (torch's double
+    backward of logcumsumexp: 3e-10 where the tolerance was 1.8e-13)."""
+    return AD_ULPS * epsilon * np.abs(w).sum(axis=1)[:, None] * np.atleast_1d(scale)[None, :]
 
 
 def cell_tolerance(cells: np.ndarray, errors: np.ndarray | None, relative: float) -> np.ndarray:
