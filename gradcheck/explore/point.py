@@ -16,6 +16,18 @@ import numpy as np
 NAMED = 4
 
 
+@dataclass(frozen=True)
+class Explored:
+    """Where a failing result was found (``Result.point``): the explored inputs
+    that differ from the given ones, by index, the code that rebuilds them, and
+    whether one-sided derivatives decided the verdict (a kink or a tie, where no
+    central difference is the derivative)."""
+
+    arrays: dict
+    reproducer: str
+    one_sided: bool = False
+
+
 @dataclass
 class Finding:
     """One failing explored point: its description, the failing results of
@@ -113,11 +125,14 @@ def reproducer(engine: str, dtypes: dict, point: dict, given: dict) -> str:
     return "; ".join(lines)
 
 
-def annotate(results: list, description: str, code: str, bracket=None) -> list:
+def annotate(results: list, description: str, code: str, bracket=None,
+             arrays: dict | None = None) -> list:
     """``results`` (failing, from the check at the point) with the point, the
-    one-sided pair when a bracket decided, and the reproducer in ``detail``."""
+    one-sided pair when a bracket decided, and the reproducer in ``detail``;
+    with ``arrays`` (the point's inputs by index), each result's ``point``."""
     text = f"at the explored point {description}"
-    if bracket is not None and bracket.left is not None:
+    sided = bracket is not None and bracket.left is not None
+    if sided:
         text += (f"; {bracket.mode}-mode directional derivative {bracket.formula:.6e} "
                  f"outside the one-sided derivatives [{bracket.left:.6e}, {bracket.right:.6e}]"
                  f" for output {bracket.out_idx} at [{bracket.row}] along "
@@ -125,6 +140,8 @@ def annotate(results: list, description: str, code: str, bracket=None) -> list:
     if bracket is not None and bracket.note:
         text += f"; {bracket.note}"
     text += f"; reproduce with: {code}"
+    where = None if arrays is None else Explored(dict(arrays), code, sided)
     for result in results:
         result.detail = text if not result.detail else f"{result.detail}\n  {text}"
+        result.point = where
     return results

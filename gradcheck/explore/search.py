@@ -181,7 +181,7 @@ class Explorer:
         dtypes = {i: str(self.inputs[i].dtype) for i in self.given}
         code = point.reproducer(self.engine.name, dtypes, arrays, self.given)
         _, results, bracket = outcome
-        point.annotate(results, description, code, bracket)
+        point.annotate(results, description, code, bracket, arrays)
         self.tally.findings.append(point.Finding(description, code, results, "fail", arrays))
 
     def rebuilt(self, arrays: dict) -> list:

@@ -51,6 +51,9 @@ class Result:
     #: the input's name (a module's parameter, ``"layer.0.weight"``; a pytree leaf's
     #: path), or ``None`` when the inputs are not named
     in_name: str | None = None
+    #: a failure found at an explored point (``gradcheck.explore.point.Explored``):
+    #: the inputs it was found at, not the check's own; ``None`` for the given inputs
+    point: object = None
 
     def to_dict(self) -> dict:
         """JSON-serializable; arrays as nested lists, complex as ``[re, im]``."""

@@ -132,9 +132,17 @@ class Report:
 
     @property
     def failures(self) -> list:
-        """Failing results, root causes first (nondeterminism, scaling)."""
+        """Failing results, root causes first (nondeterminism, scaling). A jump
+        explains the failures of its own pair only: where another pair fails
+        with evidence (nextafter at x == y, wrong in x, a jump in y), that
+        failure leads."""
         failing = [r for r in self.results if not r.passed]
-        return sorted(failing, key=lambda r: PRIORITY.get(r.check, len(PRIORITY)))
+        order = {r.check: PRIORITY.get(r.check, len(PRIORITY)) for r in failing}
+        jumps = {(r.out_idx, r.in_idx) for r in failing if r.check == "discontinuous"}
+        if jumps and any(order[r.check] > PRIORITY["discontinuous"]
+                         and (r.out_idx, r.in_idx) not in jumps for r in failing):
+            order["discontinuous"] = len(PRIORITY) + 1
+        return sorted(failing, key=lambda r: order[r.check])
 
     @property
     def diagnosis(self) -> str | None:

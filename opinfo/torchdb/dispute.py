@@ -34,21 +34,51 @@ def dispute(func, inputs, runs: list, dtype_name: str, report, reproduce: str) -
     gradcheck (the calls ``runs``, as ``call.torch_runs`` lists them) agrees,
     and when it does not, the evidence for the disputed entry. ``None`` for a
     dtype torch's tests do not gradcheck. ``reproduce`` is the command that
-    shows the sample."""
+    shows the sample. A failure found at an explored point (``Result.point``)
+    is disputed there, not at the sample, where the check passed."""
     from adcheck.opinfo.torchdb.call import torch_verdict
     if dtype_name not in DOUBLE:
         return None
+    failure = _disputed(report)
+    point = _explored(report, failure)
+    this = "this sample"
+    if point is not None:
+        inputs, this = _at(inputs, point.arrays), "the explored point"
+        reproduce = f"{point.reproducer} (the explored point's inputs)"
     verdict = torch_verdict(SimpleNamespace(func=func, inputs=tuple(inputs)), runs)
     if not verdict.passed:
         first = " ".join(verdict.message.split())[:240]
-        return f"torch's gradcheck fails this sample too ({verdict.error}: {first})"
+        return f"torch's gradcheck fails {this} too ({verdict.error}: {first})"
     fast = runs[0][1].get("fast_mode", False)
-    head = f"torch's {runs[0][0]} (fast_mode={fast}, as PyTorch's test runs it) passes this sample"
-    failure = _disputed(report)
+    head = f"torch's {runs[0][0]} (fast_mode={fast}, as PyTorch's test runs it) passes {this}"
+    if point is not None and point.one_sided:
+        return (f"{head}; the point is a kink or a tie, where a central difference is no "
+                f"derivative (torch's gradcheck takes one): the one-sided derivatives above "
+                f"decide. Reproduce: {reproduce}")
     if failure is None:
         return f"{head}; the failure is not about one Jacobian entry, so no independent " \
                f"value settles it. Reproduce: {reproduce}"
     return f"{head}. {_evidence(func, inputs, failure)}. Reproduce: {reproduce}"
+
+
+def _explored(report, failure):
+    """The explored point (``gradcheck.explore.point.Explored``) of ``failure``,
+    else of the report's first failure found at one, or ``None``."""
+    if failure is not None:
+        return failure.point
+    if report is None:
+        return None
+    return next((r.point for r in report.failures if r.point is not None), None)
+
+
+def _at(inputs, arrays: dict) -> list:
+    """``inputs`` with those of ``arrays`` (by index) replaced, laid out as before."""
+    from adcheck.gradcheck.engines import engine_for
+    E = engine_for(inputs)
+    moved = list(inputs)
+    for i, array in arrays.items():
+        moved[i] = E.from_numpy_like(array, inputs[i], requires_grad=E.requires_grad(inputs[i]))
+    return moved
 
 
 def _disputed(report):

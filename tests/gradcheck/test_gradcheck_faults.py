@@ -243,3 +243,17 @@ def test_a_compressed_cell_no_step_resolves_is_listed_and_reported(E):
     assert [r.check for r in report.failures] == ["discontinuous"], report.message()
     assert "1 of 3 cells of J S, first [1, 0]" in report.failures[0].diagnosis
     assert "discontinuous" in report.message()
+
+
+def test_a_jump_in_one_input_does_not_lead_a_wrong_formula_in_another():
+    # nextafter(x, y) at x == y == 0: in x it moves by one ulp toward y, so its
+    # slope is 1 on both sides (NumPy, below), while torch's derivative is 0;
+    # in y it jumps. The wrong formula leads the report, the jump follows.
+    torch = pytest.importorskip("torch")
+    h = 1e-6
+    assert (np.nextafter(h, 0.0) - np.nextafter(-h, 0.0)) / (2 * h) == pytest.approx(1, 1e-9)
+    x, y = (torch.tensor(0.0, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    report = check(torch.nextafter, (x, y), precise=True, seed=0, explore=False)
+    assert [(r.check, r.in_idx) for r in report.failures] == [("reverse", 0),
+                                                               ("discontinuous", 1)]
+    assert report.message().startswith("nextafter: reverse-mode Jacobian differs")

@@ -123,3 +123,61 @@ def test_logcumsumexp_forward_ad_float64_disputed_and_settled_for_adcheck():
     ((result, _),) = check_sample(entry, sample, torch.float64, settings)
     assert result.status == "failed" and f"[{flat}, {flat}]" in result.message
     assert "PyTorch formula bug" in result.dispute
+
+
+def test_a_failure_at_an_explored_point_is_disputed_at_that_point():
+    """nextafter's derivative in x is 1, but torch gives 0 where x == y. The
+    sweep's quick pass finds that tie on sample 0, where the check itself
+    passes; torch's gradcheck, run by hand at the tie, fails too. The dispute
+    must say so, not report torch's verdict on the sample (which passes)."""
+    zero = torch.tensor(0.0, dtype=torch.float64, requires_grad=True)
+    other = torch.tensor(0.0, dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(torch.nextafter, (zero, other), raise_exception=False)
+    registry = TorchRegistry()
+    entry = registry.get("nextafter")
+    sample = next(iter(registry.samples(entry, torch.float64)))
+    settings = SimpleNamespace(registry=registry, checks=("reverse",),
+                               policy=Policy(precise=True, engine="torch", explore="quick"))
+    ((result, _),) = check_sample(entry, sample, torch.float64, settings)
+    assert result.status == "failed" and "explored point" in result.message
+    assert "fails the explored point too" in result.dispute
+    assert "this sample" not in result.dispute
+
+
+class _WrongAwayFromZero(torch.autograd.Function):
+    """``x ** 2`` whose backward is ``3 g x``: wrong everywhere but at 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 3 * g * x
+
+
+def _at_point(one_sided: bool):
+    from adcheck.gradcheck.explore.point import Explored
+    report = _report(0, 0, (0, 0), 1.0, 0.0, (2, 2))
+    report.failures[0].point = Explored({0: np.zeros(2)}, "input0 = ...", one_sided)
+    return report
+
+
+def test_the_dispute_runs_torchs_gradcheck_at_the_explored_point():
+    # the sample (1, -2): torch's gradcheck fails it (3 x against 2 x); at the
+    # point (0, 0) both sides give 0 and it passes: what the line must report
+    x = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(_WrongAwayFromZero.apply, (x,), raise_exception=False)
+    sample = dispute(_WrongAwayFromZero.apply, (x,), SLOW, "float64",
+                     _report(0, 0, (0, 0), 2.0, 3.0, (2, 2)), "reproduce")
+    assert sample.startswith("torch's gradcheck fails this sample too")
+    point = dispute(_WrongAwayFromZero.apply, (x,), SLOW, "float64", _at_point(False),
+                    "reproduce")
+    assert "passes the explored point" in point and "input0 = ..." in point
+    # at a kink one-sided derivatives decide, not the independent central difference
+    sided = dispute(_WrongAwayFromZero.apply, (x,), SLOW, "float64", _at_point(True),
+                    "reproduce")
+    assert "one-sided derivatives above decide" in sided
+    assert "fourth-order difference" not in sided
