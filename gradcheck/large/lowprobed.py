@@ -27,7 +27,8 @@ most of an op_db sweep's time. Asked for ``jacobian="probed"``, it compares
   ``gradcheck.lowprec.adrounding`` measures it on whole Jacobians: the spread, over
   ``point_count`` nearby points, of the low-precision cells' distance to the
   float64 run's, for the forward cells and the reverse scalars ``W^T A S``
-  alike (``MARGIN`` times each).
+  alike (``MARGIN`` times each), each point along its own slightly moved
+  directions (``_nudged_plans``: the rounding of a jvp's arithmetic on them).
 
 What it can miss is stated as the double-precision probed check states it
 (``gradcheck.large.probed.escape_odds``), for an entry wrong by
@@ -45,7 +46,7 @@ import warnings
 import numpy as np
 
 from adcheck.gradcheck.core import coords
-from adcheck.gradcheck.lowprec.adrounding import nearby_points, point_spread
+from adcheck.gradcheck.lowprec.adrounding import NUDGE, nearby_points, point_spread
 from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.large.cells import seeded_forward, seeded_numerical
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -90,18 +91,22 @@ def rounded_plan(ev: Evaluator, rng, k: int) -> tuple:
     dtype, each direction normalised by a power of two; ``scales[i]`` (``k``
     powers of two) restores the step sizes of extrapolation's ``direction_scale``."""
     plan = probe_plan(ev, rng, k, Extrapolated())
-    p = ev.problem
     scales = {}
     for i, seeds in plan.seeds.items():
         vectors = seeds.vectors
         top = np.max(np.abs(vectors), axis=1, initial=0.0)
         scale = 2.0 ** np.ceil(np.log2(np.where(top > 0, top, 1.0)))
-        wide_dtype = np.complex128 if np.iscomplexobj(p.arrays[i]) else np.float64
-        arrays = coords.from_real_rows(vectors / scale[:, None], p.arrays[i].shape, wide_dtype)
-        exact = p.engine.to_numpy(p.like_input(i, arrays))
-        plan.seeds[i] = Probes(coords.to_real_rows(exact).reshape(len(vectors), -1))
+        plan.seeds[i] = _in_dtype(ev.problem, i, vectors / scale[:, None])
         scales[i] = scale
     return plan, scales
+
+
+def _in_dtype(p: Problem, i: int, vectors: np.ndarray) -> Probes:
+    """Directions (real rows) for input ``i`` rounded to its dtype."""
+    wide_dtype = np.complex128 if np.iscomplexobj(p.arrays[i]) else np.float64
+    arrays = coords.from_real_rows(vectors, p.arrays[i].shape, wide_dtype)
+    exact = p.engine.to_numpy(p.like_input(i, arrays))
+    return Probes(coords.to_real_rows(exact).reshape(len(vectors), -1))
 
 
 def probed_low_numerical(ev: Evaluator, plan: ProbePlan, scales: dict, wide: Problem,
@@ -209,7 +214,8 @@ def measured_cells(ev: Evaluator, plan: ProbePlan, sides: tuple) -> tuple:
                           lambda: nearby_points(problem, formula_epsilon(problem), widened))
     if points is None:
         return {}, {}
-    stacked = _stacked_cells(points, plan) if "forward" in wanted else None
+    plans = _nudged_plans(problem, plan, len(points))
+    stacked = _stacked_cells(points, plans) if "forward" in wanted else None
     for n, (low, wide) in enumerate(points):
         # (a point another check made counts only what this one evaluates there)
         before = low.counts["function"] + wide.counts["function"] if reused else 0
@@ -220,7 +226,8 @@ def measured_cells(ev: Evaluator, plan: ProbePlan, sides: tuple) -> tuple:
                     if mode == "forward" and stacked is not None:
                         a, b = stacked[0][n], stacked[1][n]
                     else:
-                        a, b = (_cells(mode, Evaluator(q), plan).blocks for q in (low, wide))
+                        a, b = (_cells(mode, Evaluator(q), plans[n]).blocks
+                                for q in (low, wide))
                     differences[mode].append({key: a[key] - b[key] for key in a})
         except Exception:  # noqa: BLE001 - no derivative there: nothing is measured
             return {}, {}
@@ -228,15 +235,37 @@ def measured_cells(ev: Evaluator, plan: ProbePlan, sides: tuple) -> tuple:
     return tuple(point_spread(differences.get(m, [])) for m in ("forward", "reverse"))
 
 
-def _stacked_cells(points: list, plan: ProbePlan) -> tuple | None:
-    """``(low, wide)``: the forward cells at every point in each precision from
-    one call per input (``gradcheck.large.lowstacked``), or ``None``: then one
-    call per point."""
+def _nudged_plans(problem: Problem, plan: ProbePlan, count: int) -> list:
+    """One plan per nearby point: ``plan``'s directions, and its Gaussian rows,
+    each entry moved by a relative ``NUDGE`` (at least 4 units of the dtype) of
+    random sign, the directions rounded to the inputs' dtype as
+    ``rounded_plan``'s are. A jvp's or vjp's own arithmetic on its directions
+    rounds too, by what the directions are, not the point: trapezoid's forward
+    over reverse takes ``v/2 (S_2 - S_1) + v/2 (S_1 - S_0)``, whose exact sum has
+    no ``S_1`` term, so ``|J| |S|`` does not bound it (float16: 1.4e-4 off against
+    an allowance of 9.4e-5). Along the same directions at every point that
+    rounding is the same and shows no spread; along nudged ones it does."""
+    rng = np.random.default_rng(1)
+    step = max(NUDGE, 4 * formula_epsilon(problem))
+
+    def nudged(vectors):
+        return vectors * (1 + step * rng.choice([-1.0, 1.0], size=vectors.shape))
+    return [ProbePlan({i: _in_dtype(problem, i, nudged(s.vectors)) for i, s in plan.seeds.items()},
+                      plan.rows if plan.exact else {o: nudged(w) for o, w in plan.rows.items()},
+                      plan.exact)
+            for _ in range(count)]
+
+
+def _stacked_cells(points: list, plans: list) -> tuple | None:
+    """``(low, wide)``: the forward cells at every point in each precision, each
+    along its own plan's directions (``plans``), from one call per input
+    (``gradcheck.large.lowstacked``), or ``None``: then one call per point."""
+    seeds = [plan.seeds for plan in plans]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            low = stacked_forward([q for q, _ in points], plan.seeds)
-            wide = None if low is None else stacked_forward([q for _, q in points], plan.seeds)
+            low = stacked_forward([q for q, _ in points], seeds)
+            wide = None if low is None else stacked_forward([q for _, q in points], seeds)
     except Exception:  # noqa: BLE001 - the points one at a time say what fails
         return None
     return None if wide is None else (low, wide)

@@ -26,12 +26,14 @@ from adcheck.gradcheck.large.cells import seeded_forward
 from adcheck.gradcheck.large.seeds import Probes
 
 
-def stacked_forward(points: list, seeds: dict) -> list | None:
+def stacked_forward(points: list, seeds) -> list | None:
     """``[blocks]``: the forward cells ``A S`` of each of ``points`` (problems
     of one function and precision at other values of the same inputs), by
     ``(out_idx, in_idx)`` as ``seeded_forward`` makes them for each; ``None``
     when they cannot be stacked (another engine than torch, outputs that
-    differ between points): the caller then evaluates each point on its own."""
+    differ between points): the caller then evaluates each point on its own.
+    ``seeds``: the directions by input, of every point, or a list of them,
+    one per point."""
     first = points[0]
     if first.engine.name != "torch" or len(points) < 2:
         return None
@@ -43,7 +45,10 @@ def stacked_forward(points: list, seeds: dict) -> list | None:
     if any(stacked.float_out[p * len(first.float_out) + j] != p * m + o
            for p in range(len(points)) for j, o in enumerate(first.float_out)):
         return None
-    tiled = {i: Probes(np.tile(s.vectors, (1, len(points)))) for i, s in seeds.items()}
+    each = seeds if isinstance(seeds, list) else [seeds] * len(points)
+    # (the stacked input's real coordinates are point after point)
+    tiled = {i: Probes(np.concatenate([own[i].vectors for own in each], axis=1))
+             for i in each[0]}
     jac = seeded_forward(Evaluator(stacked), tiled, "probed", "")
     return [{(o, i): jac.blocks[p * m + o, i] for o in first.float_out for i in first.diff_in}
             for p in range(len(points))]
