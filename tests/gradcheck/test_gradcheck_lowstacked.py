@@ -82,3 +82,22 @@ def test_a_single_point_is_left_to_its_own_call():
     problem = _problem(torch.float32)
     points = nearby_points(problem, float(torch.finfo(torch.float32).eps), widened)
     assert stacked_forward([points[0][0]], _seeds(problem)) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
+def test_each_point_may_take_its_own_directions(dtype):
+    # (the probed low-precision allowance nudges the directions point by point)
+    problem = _problem(dtype)
+    points = nearby_points(problem, float(torch.finfo(dtype).eps), widened)
+    qs = [low for low, _ in points]
+    own = [{i: Probes(s.vectors + n / 8) for i, s in _seeds(problem).items()}
+           for n in range(len(qs))]
+    stacked = stacked_forward(qs, own)
+    assert stacked is not None and len(stacked) == len(qs)
+    for q, seeds, blocks in zip(qs, own, stacked):
+        alone = seeded_forward(Evaluator(q), seeds, "probed", "").blocks
+        for key in alone:
+            np.testing.assert_array_equal(blocks[key], alone[key])
+    # and they differ from the same directions at every point
+    same = stacked_forward(qs, own[1])
+    assert not np.array_equal(same[0][0, 0], stacked[0][0, 0])
