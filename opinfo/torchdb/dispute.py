@@ -44,7 +44,8 @@ def dispute(func, inputs, runs: list, dtype_name: str, report, reproduce: str) -
     this = "this sample"
     if point is not None:
         inputs, this = _at(inputs, point.arrays), "the explored point"
-        reproduce = f"{point.reproducer} (the explored point's inputs)"
+        # (the point's code is on the failure's own line: "reproduce with")
+        reproduce = "the explored point's inputs, as the failure's 'reproduce with' gives them"
     verdict = torch_verdict(SimpleNamespace(func=func, inputs=tuple(inputs)), runs)
     if not verdict.passed:
         first = " ".join(verdict.message.split())[:240]

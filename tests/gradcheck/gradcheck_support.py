@@ -55,3 +55,11 @@ def check_recording_vectors(func, inputs, **options) -> tuple:
     finally:
         secondorder._random_like = draw
     return report, [np.asarray(v.detach().numpy() if hasattr(v, "detach") else v) for v in drawn]
+
+
+def sweep_seed(op: str, dtype: str, index: int, check: str) -> int:
+    """The seed ``adcheck ops --registry torch`` (base seed 0) gives that check of
+    op_db's sample ``index``: to repeat a verdict of the sweep."""
+    from adcheck.runner.checks import derive_seed
+    from adcheck.runner.torchregistry import TorchRegistry
+    return derive_seed(0, op, dtype, index, TorchRegistry.seed_checks.get(check, check))

@@ -19,8 +19,7 @@ pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, wh
 
 from adcheck import gradcheck  # noqa: E402
 from adcheck.opinfo import torchdb  # noqa: E402
-from adcheck.runner.checks import derive_seed  # noqa: E402
-from adcheck.runner.torchregistry import TorchRegistry  # noqa: E402
+from gradcheck_support import sweep_seed  # noqa: E402
 
 
 def _gradient_in_y_along(s, dtype):
@@ -61,8 +60,7 @@ def sample():
 def test_torchs_float16_forward_over_reverse_passes(sample, seed):
     entry, call = sample
     if seed == "sweep":   # the seed op_db's sweep gives it, at which it failed
-        seed = derive_seed(0, "trapezoid", "float16", 1,
-                           TorchRegistry.seed_checks.get("fwgrad_bwgrad", "fwgrad_bwgrad"))
+        seed = sweep_seed("trapezoid", "float16", 1, "fwgrad_bwgrad")
     options = entry.adcheck_options("fwgrad_bwgrad", "float16", precise=True)
     report = gradcheck.check(call.func, call.inputs, name="trapezoid", seed=seed, **options)
     assert report.plan == "probed"

@@ -23,6 +23,7 @@ from adcheck import gradcheck  # noqa: E402
 from adcheck.gradcheck.core import budget  # noqa: E402
 from adcheck.gradcheck.large import streamed  # noqa: E402
 from adcheck.opinfo import torchdb  # noqa: E402
+from gradcheck_support import sweep_seed  # noqa: E402
 
 PLANS = ["dense", "probed", "chunked"]
 
@@ -143,11 +144,8 @@ def test_a_wrong_term_in_a_zero_block_is_caught_above_rounding(monkeypatch, plan
 def test_the_sweeps_own_double_backward_passes(sample):
     # the seed op_db's sweep (adcheck ops --registry torch) gives this check, at
     # which it failed: 3.0e-10 in W^T A U against a tolerance of 1.8e-13
-    from adcheck.runner.checks import derive_seed
-    from adcheck.runner.torchregistry import TorchRegistry
     entry, _, call = sample
-    seed = derive_seed(0, "logcumsumexp", "float64", 0,
-                       TorchRegistry.seed_checks.get("gradgrad", "gradgrad"))
+    seed = sweep_seed("logcumsumexp", "float64", 0, "gradgrad")
     options = entry.adcheck_options("gradgrad", "float64", precise=True)
     report = gradcheck.check(call.func, call.inputs, name="logcumsumexp", seed=seed, **options)
     assert report.plan == "probed"
