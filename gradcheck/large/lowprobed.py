@@ -244,12 +244,18 @@ def _nudged_plans(problem: Problem, plan: ProbePlan, count: int) -> list:
     over reverse takes ``v/2 (S_2 - S_1) + v/2 (S_1 - S_0)``, whose exact sum has
     no ``S_1`` term, so ``|J| |S|`` does not bound it (float16: 1.4e-4 off against
     an allowance of 9.4e-5). Along the same directions at every point that
-    rounding is the same and shows no spread; along nudged ones it does."""
+    rounding is the same and shows no spread; along nudged ones it does. An
+    entry below the dtype's smallest normal number moves by 4 of its subnormal
+    spacings too: a relative nudge rounds back to it, and there a tangent's
+    products round by that absolute spacing, which later factors multiply
+    (logit's in float16, by 1 / (x (1 - x))^2)."""
     rng = np.random.default_rng(1)
     step = max(NUDGE, 4 * formula_epsilon(problem))
+    tiny = 4 * SUBNORMAL_SPACING.get(formula_dtype(problem), 0.0)
 
     def nudged(vectors):
-        return vectors * (1 + step * rng.choice([-1.0, 1.0], size=vectors.shape))
+        signs = rng.choice([-1.0, 1.0], size=vectors.shape)
+        return vectors * (1 + step * signs) + tiny * signs
     return [ProbePlan({i: _in_dtype(problem, i, nudged(s.vectors)) for i, s in plan.seeds.items()},
                       plan.rows if plan.exact else {o: nudged(w) for o, w in plan.rows.items()},
                       plan.exact)

@@ -65,3 +65,36 @@ def test_torchs_float16_forward_over_reverse_passes(sample, seed):
     report = gradcheck.check(call.func, call.inputs, name="trapezoid", seed=seed, **options)
     assert report.plan == "probed"
     assert report.passed, str(report)
+
+
+def _logit_second(dtype, s: float, v: float = 0.5) -> float:
+    """torch's forward over reverse of logit at op_db's float16 entry 0.0516,
+    along a tangent ``s`` of x, with grad_output ``v``."""
+    x = torch.tensor([0.051605224609375], dtype=dtype)
+    grad_output = torch.tensor([v], dtype=dtype)
+
+    def gradient(x):
+        return torch.func.vjp(torch.logit, x)[1](grad_output)[0]
+    return torch.func.jvp(gradient, (x,), (torch.tensor([s], dtype=dtype),))[1].item()
+
+
+def test_a_subnormal_tangent_loses_digits_a_normal_one_keeps():
+    # the same formula at the same point: along a direction entry of 3e-6,
+    # below float16's smallest normal number (6.1e-5), the tangent's products
+    # round by an absolute spacing that 1 / (x (1 - x))^2 = 418 multiplies;
+    # along one 1024 times larger, float16's ordinary rounding
+    def error(s):
+        s = float(np.float16(s))
+        low, exact = _logit_second(torch.float16, s), _logit_second(torch.float64, s)
+        return abs(low - exact) / abs(exact)
+    assert error(3e-6) > 0.01 > 10 * error(3e-6 * 1024)
+
+
+def test_torchs_float16_logit_forward_over_reverse_passes_at_the_sweeps_seed():
+    entry = torchdb.get("logit")
+    call = entry.call(entry.sample(0, "float16"))
+    options = entry.adcheck_options("fwgrad_bwgrad", "float16", precise=True)
+    report = gradcheck.check(call.func, call.inputs, name="logit",
+                             seed=sweep_seed("logit", "float16", 0, "fwgrad_bwgrad"), **options)
+    assert report.plan == "probed"
+    assert report.passed, str(report)
