@@ -9,11 +9,14 @@ its float16 rounding is not bounded by ``|J| |S|`` (which has no ``S_1``
 term either), and since it depends on the directions, not on the point, the
 nearby points measured it as no spread when they all took the same
 directions. Each nearby point now takes its own nudged directions
-(``gradcheck.large.lowprobed._nudged_plans``)."""
+(``gradcheck.large.lowprobed._nudged_plans``). The same sweep's logit
+float16 failed on a direction entry below float16's smallest normal number,
+which a relative nudge leaves where it is: such entries move by a few
+subnormal spacings."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the case is PyTorch's trapezoid")
+torch = pytest.importorskip("torch", reason="the cases are PyTorch's trapezoid and logit")
 pytest.importorskip("expecttest", reason="PyTorch's op_db imports expecttest, which is "
                     "not installed (pip install expecttest)")
 
