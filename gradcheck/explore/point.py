@@ -125,6 +125,16 @@ def reproducer(engine: str, dtypes: dict, point: dict, given: dict) -> str:
     return "; ".join(lines)
 
 
+def rebuilt(engine, inputs, arrays: dict) -> list:
+    """``inputs`` with those of ``arrays`` (by index) replaced, each laid out as
+    the input it replaces and requiring grad as it did."""
+    ins = list(inputs)
+    for i, array in arrays.items():
+        ins[i] = engine.from_numpy_like(array, inputs[i],
+                                        requires_grad=engine.requires_grad(inputs[i]))
+    return ins
+
+
 def annotate(results: list, description: str, code: str, bracket=None,
              arrays: dict | None = None) -> list:
     """``results`` (failing, from the check at the point) with the point, the

@@ -185,11 +185,7 @@ class Explorer:
         self.tally.findings.append(point.Finding(description, code, results, "fail", arrays))
 
     def rebuilt(self, arrays: dict) -> list:
-        E = self.engine
-        ins = list(self.inputs)
-        for i, a in arrays.items():
-            ins[i] = E.from_numpy_like(a, self.inputs[i], requires_grad=E.requires_grad(ins[i]))
-        return ins
+        return point.rebuilt(self.engine, self.inputs, arrays)
 
     def try_point(self, arrays: dict, screen: bool = False) -> tuple:
         """``(kind, results, bracket)``: kind one of pass, domain, nondiff,

@@ -73,13 +73,10 @@ def _explored(report, failure):
 
 
 def _at(inputs, arrays: dict) -> list:
-    """``inputs`` with those of ``arrays`` (by index) replaced, laid out as before."""
+    """``inputs`` with those of ``arrays`` (by index) replaced, as exploring built them."""
     from adcheck.gradcheck.engines import engine_for
-    E = engine_for(inputs)
-    moved = list(inputs)
-    for i, array in arrays.items():
-        moved[i] = E.from_numpy_like(array, inputs[i], requires_grad=E.requires_grad(inputs[i]))
-    return moved
+    from adcheck.gradcheck.explore.point import rebuilt
+    return rebuilt(engine_for(inputs), inputs, arrays)
 
 
 def _disputed(report):
