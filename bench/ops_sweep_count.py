@@ -37,7 +37,7 @@ def _inside(every: int, explore: bool) -> None:
     search.QUICK_BUDGET = 1e9
     settings = build_settings(("reverse", "forward", "gradgrad", "reference"),
                               explore="quick" if explore else None)
-    tasks = plan(select(OpinfoRegistry(), (), (), "refengine").infos, None, settings)
+    tasks = sweep_plan(plan, select(OpinfoRegistry(), (), (), "refengine").infos, settings)
     run_task(tasks[1])
     chosen = tasks[::every]
     statuses = Counter()
@@ -46,6 +46,16 @@ def _inside(every: int, explore: bool) -> None:
         statuses.update(r.status for r in run_task(task).results)
     functools.reduce(one, chosen, None)
     print(f"{len(chosen)} tasks, {sum(statuses.values())} results, {dict(statuses)}")
+
+
+def sweep_plan(plan, infos, settings) -> list:
+    """The plan as ``adcheck ops`` makes it: its tasks together, so that an
+    in-place variant is compared with its op (a tree before that had no
+    ``together``: its plan as it was)."""
+    import inspect
+    if "together" in inspect.signature(plan).parameters:
+        return plan(infos, None, settings, together=True)
+    return plan(infos, None, settings)
 
 
 def main(argv=None) -> int:

@@ -100,7 +100,8 @@ def main(argv=None) -> int:
     registry = OpinfoRegistry()
     settings = build_settings(("reverse", "forward", "gradgrad", "reference"),
                               explore=None if args.no_explore else "quick")
-    tasks = plan(select(registry, (), (), "refengine").infos, None, settings)[::args.every]
+    from ops_sweep_count import sweep_plan   # (bench/: the same plan as the count's)
+    tasks = sweep_plan(plan, select(registry, (), (), "refengine").infos, settings)[::args.every]
     results = []
     start, cpu = time.perf_counter(), time.process_time()
     parts, checks, looks = sample(lambda: results.extend(

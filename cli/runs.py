@@ -231,7 +231,7 @@ def sweep(infos, dtypes, settings, jobs, fail_fast, level, command="ops", shard=
     """Plan and run the tasks of ``infos`` (every sample of each op and dtype);
     ``shard``: ``(k, n)``, run only shard k of n of the plan (``runner.shard``)."""
     from adcheck.runner.selection import plan
-    tasks = plan(infos, dtypes, settings)
+    tasks = plan(infos, dtypes, settings, together=True)
     record = recorded(settings, dtypes=dtypes, fail_fast=fail_fast, **extra)
     if shard is None:
         return run(command, tasks, jobs, fail_fast, level, record)

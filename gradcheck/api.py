@@ -14,6 +14,7 @@ import secrets
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from contextvars import ContextVar
 
 import numpy as np
@@ -59,12 +60,10 @@ def check(func, inputs, **keywords) -> Report:
       gradcheck ignores such outputs; pass False for outputs declared
       non-differentiable (``mark_non_differentiable``, or an op's saved
       statistics such as ``native_layer_norm``'s mean and inverse std).
-    - ``order`` (1): 2 checks the first derivative itself (the function
-      ``gradgradcheck`` checks), with ``grad_outputs`` as in gradgradcheck;
-      failures are then named "reverse over reverse" or "forward over reverse".
-    - ``name``: the name used in messages (default: the function's).
-    - ``memory_budget`` (512 MiB, in bytes): the arrays a check holds at once
-      (evaluations, Jacobians built and compared in chunks; ``gradcheck.core.budget``).
+    - ``order`` (1): 2 checks the first derivative, as ``gradgradcheck`` (``grad_outputs``
+      as there); failures are then named "reverse over reverse" or "forward over reverse".
+    - ``name``: the name in messages (default: the function's). ``memory_budget`` (512
+      MiB, in bytes): the arrays a check holds at once (``gradcheck.core.budget``).
     - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
       ``"dense"``: every entry, in chunks when the blocks exceed the budget;
       ``"compressed"``: ``J S`` for groups of columns that share no row of
@@ -74,10 +73,12 @@ def check(func, inputs, **keywords) -> Report:
       ``Report.escape`` (``gradcheck.large.probed``, ``lowprobed``); ``"auto"``: dense for small
       blocks, compressed for large ones whose pattern pays, else dense in chunks;
       probed where that would exceed half of ``time_limit`` (seconds; None).
-    - ``input_names``: a name per input, in messages, ``Result.in_name``, ``Report.input_names``.
-    - ``buffers`` (False): with a module, also check its floating point buffers.
+    - ``input_names``: a name per input, in messages, ``Result.in_name``, ``Report.input_names``;
+      ``buffers`` (False): with a module, also check its floating point buffers.
     - ``explore`` (``"quick"``, True, False), ``explore_budget`` (20 s), ``explore_reference``
       (an mpmath reference judging failing explored points): ``gradcheck.explore``.
+    - ``same_as``: a function with the same derivatives, checked itself (an in-place
+      variant's op): compared with its autograd Jacobian instead (``gradcheck.core.sameas``).
 
     ``func`` may be a torch or refengine ``nn.Module``: its floating point
     parameters that require grad are then checked too, after the inputs, each
@@ -123,7 +124,8 @@ def run(func, inputs, options: Options) -> Report:
             raise
         finally:
             heap.release()
-        if options.explore:
+        if options.explore and options.same_as is None:
+            # (with same_as, the twin's own check explores the formula both share)
             # a room above this one: it is handed ``run`` instead of importing it
             explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
                     progress=sys.stderr.isatty())
@@ -142,6 +144,11 @@ def _run(func, inputs, options: Options) -> Report:
         from adcheck.gradcheck.core.secondorder import first_derivative
         name = name or function_name(func)
         func, inputs = first_derivative(func, inputs, options.grad_outputs, rng, name)
+        if options.same_as is not None:   # its first derivative, at the same grad_outputs
+            from adcheck.gradcheck.core.sameas import twin_first_derivative
+            twin = twin_first_derivative(options.same_as, inputs[:primals], inputs[primals:],
+                                         rng, name)
+            options = replace(options, same_as=twin)
     problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
     report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
                     order=options.order)

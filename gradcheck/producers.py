@@ -78,6 +78,7 @@ from adcheck.gradcheck.core.numerical import central_blocks
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.reuse import grad_output_taken
+from adcheck.gradcheck.core.sameas import same_as_blocks
 from adcheck.gradcheck.numerics.reference import reference_blocks
 from adcheck.gradcheck.numerics.richardson import richardson_blocks
 from adcheck.gradcheck.numerics.scheme import Central, Extrapolated, scheme
@@ -301,7 +302,16 @@ def probe_cells(ev: Evaluator, k: int) -> int:
 
 
 def expected_producer(options: Options, plan: Plan | None = None) -> Producer:
-    """The producer of the Jacobian the AD sides are compared against."""
+    """The producer of the Jacobian the AD sides are compared against: with
+    ``same_as`` on a dense plan, the twin's (``core.sameas``), which falls back
+    to the ordinary one where the twin cannot judge."""
+    ordinary = _ordinary_producer(options, plan)
+    if options.same_as is not None and (plan is None or plan.kind == "dense"):
+        return partial(same_as_blocks, twin=options.same_as, otherwise=ordinary)
+    return ordinary
+
+
+def _ordinary_producer(options: Options, plan: Plan | None) -> Producer:
     if plan is not None and plan.kind == "probed" and plan.wide is not None:
         checked = tuple(mode for mode, wanted in (("reverse", options.check_backward_ad),
                                                   ("forward", options.check_forward_ad))

@@ -133,6 +133,10 @@ class OpInfo:
     known_failures: tuple = ()
     description: str = ""
     torch_fn: Callable | None = None
+    #: the op this one is the in-place variant of (``Tensor.exp_`` of ``exp``): the
+    #: same derivatives through other machinery, compared with that op's in a
+    #: sweep that checks both (``gradcheck.core.sameas``)
+    variant_of: str | None = None
 
     def __post_init__(self):
         if not self.name or not callable(self.op):

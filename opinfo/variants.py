@@ -81,7 +81,8 @@ def inplace_variant(base: OpInfo) -> OpInfo:
                   supports_complex_autograd=base.supports_complex_autograd and any(
                       d.is_complex for d in dtypes),
                   tolerances=dict(base.tolerances), known_failures=_known_failures(base),
-                  description=f"in-place {base.name}: {base.description}".rstrip(": "))
+                  description=f"in-place {base.name}: {base.description}".rstrip(": "),
+                  variant_of=base.name)
 
 
 def derivable(base: OpInfo, registered: set) -> bool:

@@ -84,9 +84,12 @@ class Subject:
 class OpSubject(Subject):
     """One sample of a registry op, in one dtype, on one engine."""
 
-    def __init__(self, registry, info, sample, dtype, engine: str):
+    def __init__(self, registry, info, sample, dtype, engine: str,
+                 planned: frozenset = frozenset()):
         from adcheck.runner.registry import CastDtype, dtype_name, source_dtype
         self.registry, self.info, self.sample = registry, info, sample
+        #: the ``(op, dtype)`` pairs the run checks in full (``Settings.planned``)
+        self.planned = planned
         #: the dtype the op is asked about; ``cast``: the torch-only dtype checked
         self.dtype = source_dtype(dtype)
         self.cast = dtype if isinstance(dtype, CastDtype) else None
@@ -159,7 +162,34 @@ class OpSubject(Subject):
                            self.info.supports("forward", self.dtype), call.reference)
         if not getattr(self.info, "check_detached", True):  # a registry whose ops declare
             keywords["check_detached"] = False              # outputs non-differentiable
+        twin = self.twin(check)
+        if twin is not None:
+            keywords["same_as"] = twin
         return keywords
+
+    def twin(self, check: str):
+        """The function an in-place variant's derivatives are compared with
+        (``gradcheck.core.sameas``) when the run also checks its op in full in
+        this dtype (``planned``) and the op has no known failure for the check on
+        this sample: the op's own call of the sample. Else ``None``."""
+        base = getattr(self.info, "variant_of", None)
+        if base is None or self.cast is not None or (base, self.dtype_name) not in self.planned \
+                or CHECKS[check].ad == "fast":   # (fast mode has no expected Jacobian)
+            return None
+        if not hasattr(self, "_twin"):
+            info = self.registry.get(base)
+            call = self.registry.call(info, self.sample, self.engine)
+
+            def op(*args):
+                return call.func(*args)
+            op.__name__ = op.__qualname__ = base   # (reports name the op it is compared with)
+            self._twin = (info, op)
+        info, func = self._twin
+        name = CHECKS[check].known_as
+        known = info.known_failure(f"torch_{name}" if self.engine == "torch" else name,
+                                   self.dtype, self.sample)
+        return func if known is None and info.supports(CHECKS[check].capability,
+                                                       self.dtype) else None
 
     def seed(self, base: int, check: str) -> int:
         # a registry may have checks share a seed (the same grad_outputs: see
@@ -356,7 +386,9 @@ def _skipped(subject, check: str, reason: str) -> CheckResult:
 
 def check_sample(info, sample, dtype, settings, keep_reports: bool = False) -> list:
     """Every check of ``settings`` on one sample of a registry op (see ``run_checks``)."""
-    subject = OpSubject(settings.registry, info, sample, dtype, settings.policy.engine)
+    # (a caller's own settings object may know nothing of a plan: nothing planned)
+    subject = OpSubject(settings.registry, info, sample, dtype, settings.policy.engine,
+                        getattr(settings, "planned", frozenset()))
     return run_checks(subject, settings.checks, settings.policy, keep_reports)
 
 

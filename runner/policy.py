@@ -102,7 +102,7 @@ _DEFAULT: dict = {}
 #: the keywords that take a function (an mpmath reference), held by ``_stand_in`` in
 #: the options kept in ``_DERIVED`` (deriving them afresh for every sample's
 #: reference check and first sample was about 1 % of a registry sweep)
-_FUNCTIONS = ("reference", "explore_reference")
+_FUNCTIONS = ("reference", "explore_reference", "same_as")
 
 
 def _stand_in(*args):

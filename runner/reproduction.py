@@ -83,7 +83,8 @@ def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
             engine: str = "refengine", seed: int = 0, precise: bool = True,
             plugins=(), registry=None, memory_budget: int | None = None,
             jacobian: str = "auto", timeout: float | None = DEFAULT_TIMEOUT,
-            explore: float | None = None, batching: bool = True) -> Rebuilt:
+            explore: float | None = None, batching: bool = True,
+            same_as: bool = False) -> Rebuilt:
     """Check ``check`` of sample ``sample`` of registry op ``op`` in ``dtype``
     ("float64"), as ``adcheck ops --engine ENGINE --seed SEED`` ran it
     (``precise=False``: ``--torch-tolerances``); ``plugins``: the plugin files
@@ -91,7 +92,9 @@ def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
     adcheck's own, ``"opinfo"``); ``memory_budget`` (bytes), ``jacobian``,
     ``timeout`` (seconds, or ``None``), ``explore`` (seconds, 0 for the default
     budget, or ``None``) and ``batching``: the run's ``--memory-budget``,
-    ``--jacobian``, ``--timeout``, ``--explore``/``--explore-budget``, batching."""
+    ``--jacobian``, ``--timeout``, ``--explore``/``--explore-budget``, batching;
+    ``same_as``: an in-place variant compared with its op's derivatives, as a
+    sweep that checks both compares them (``gradcheck.core.sameas``)."""
     from adcheck.runner.checks import OpSubject
     from adcheck.runner.registry import dtype_name
     from adcheck.runner.selection import _check_index, get_op
@@ -104,7 +107,12 @@ def rebuild(op: str, dtype: str, sample: int, check: str = "reverse", *,
     _check_index(source, info, dtype, sample)
     dt = source.dtype(dtype)
     (made,) = list(source.samples(info, dt, sample))
-    return _rebuilt(OpSubject(source, info, made, dt, engine), check, engine, seed, precise,
+    base = getattr(info, "variant_of", None)
+    if same_as and base is None:
+        raise RunnerError(f"{op} is not an in-place variant of another op: leave out same_as")
+    planned = frozenset({(base, dtype)}) if same_as else frozenset()
+    return _rebuilt(OpSubject(source, info, made, dt, engine, planned), check, engine, seed,
+                    precise,
                     dict(memory_budget=memory_budget, jacobian=jacobian, timeout=timeout,
                          explore=explore, batching=batching))
 
@@ -127,7 +135,7 @@ def rebuild_target(target: str, inputs: str, check: str = "reverse", *, index: i
 #: the keyword values a reproducer leaves out (rebuild's defaults)
 _DEFAULTS = {"engine": "refengine", "seed": 0, "precise": True, "plugins": [], "index": 0,
              "registry": "opinfo", "memory_budget": None, "jacobian": "auto",
-             "timeout": DEFAULT_TIMEOUT, "explore": None, "batching": True}
+             "timeout": DEFAULT_TIMEOUT, "explore": None, "batching": True, "same_as": False}
 #: the fields of a ``RunRecord`` that are keywords of ``rebuild`` and ``rebuild_target``
 RUN_KEYWORDS = ("engine", "seed", "precise", "memory_budget", "jacobian", "timeout", "explore",
                 "batching")
@@ -165,6 +173,9 @@ def reproducer(result, record) -> str | None:
         call = _call("rebuild_target", [record.target, specs[index], result.check],
                      {"index": index, **common})
     else:
+        # (a variant compared with its op in the sweep is rebuilt so: its failures say so)
+        twin = any(f.get("against") == "same_as" for f in result.failures or ())
         call = _call("rebuild", [result.op, result.dtype, result.sample, result.check],
-                     {**common, "plugins": list(record.plugins), "registry": record.registry})
+                     {**common, "plugins": list(record.plugins), "registry": record.registry,
+                      "same_as": twin})
     return f"from adcheck import runner\n\nreport = {call}.check()\nprint(report.message())\n"

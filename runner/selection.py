@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from adcheck.runner.errors import RunnerError
 from adcheck.runner.registry import OPINFO, TORCH_ONLY, dtype_name
@@ -121,11 +121,17 @@ def _own_dtypes(settings: Settings, info) -> list:
 
 
 def plan(infos: list, dtypes: list | None, settings: Settings,
-         sample: int | None = None) -> list:
+         sample: int | None = None, together: bool = False) -> list:
     """One ``OpTask`` per op and dtype, in registry order. ``dtypes`` None: the
     registry's default dtypes of each op (``default_dtypes``). ``sample``: check
     only that sample of each (its index in the op's samples for the dtype). On
-    torch, an opinfo op with float32 samples also has bfloat16 and float16 ones."""
+    torch, an opinfo op with float32 samples also has bfloat16 and float16 ones.
+    ``together``: the tasks run as one sweep, every one of them (``adcheck ops``):
+    they are ``settings.planned``, so that an in-place variant whose op is among
+    them is compared with it instead of with differences."""
+    if together and sample is None:
+        pairs = plan(infos, dtypes, settings)
+        settings = replace(settings, planned=frozenset((t.op, t.dtype) for t in pairs))
     tasks = []
     for info in infos:
         names = _own_dtypes(settings, info)

@@ -29,7 +29,9 @@ class Settings:
 
     ``registry``: where the ops come from (``runner.registry``);
     ``keep_reports``: also return gradcheck's full ``Report`` of each check
-    (``adcheck op`` and the pytest plugin show them).
+    (``adcheck op`` and the pytest plugin show them); ``planned``: the ``(op,
+    dtype)`` pairs a sweep checks in full in this run, where an in-place
+    variant of one of them is compared with it (``runner.checks.OpSubject.twin``).
     """
 
     checks: tuple = DEFAULT_CHECKS
@@ -38,6 +40,7 @@ class Settings:
     plugins: tuple = ()
     registry: object = OPINFO
     keep_reports: bool = False
+    planned: frozenset = frozenset()
 
 
 def build_settings(checks: tuple = DEFAULT_CHECKS, *, engine: str = "refengine",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 SOURCES = {
     "numerical": "finite differences",
     "reference": "the mpmath reference",
+    "same_as": "the autograd derivatives of the function given as same_as",
     "reverse": "reverse-mode AD (one vjp per output coordinate)",
     "forward": "forward-mode AD (one jvp per input coordinate)",
     "fast-reverse": "fast mode's reverse projections v^T J u",
@@ -67,6 +68,10 @@ FAILURES = {
 }
 
 
+#: how a failure names an expected side whose label alone would not say what it is
+AGAINST = {"same_as": "the autograd Jacobian of same_as (the function it must equal)"}
+
+
 def failure_text(check: str, mode: str, against: str, order: int = 1) -> str:
     """What a failing ``Result`` says it found, e.g. ``reverse-mode Jacobian
     differs from numerical``; at order 2 the AD is named "reverse-over-reverse
@@ -77,6 +82,7 @@ def failure_text(check: str, mode: str, against: str, order: int = 1) -> str:
         ad, way = f"{mode}-over-reverse (second-order)", f"{way}-over-reverse (second-order)"
     else:
         ad = f"{mode}-mode"
+    against = AGAINST.get(against, against)
     text = template.format(ad=ad, way=way, against=against, source=SOURCES.get(mode, mode))
     if order == 2 and "{ad}" not in template and "{way}" not in template:
         text += " in the second-order check"

@@ -80,6 +80,10 @@ class Options:
     #: explored point again: a point where it agrees with the formula and not with
     #: finite differences is not failed (``gradcheck.explore.arbiter``)
     explore_reference: Callable | None = None
+    #: a function whose derivatives this one must have, already checked against
+    #: differences (an in-place variant's out-of-place op): the AD Jacobians are
+    #: compared with its autograd Jacobian instead (``gradcheck.core.sameas``)
+    same_as: Callable | None = None
     #: build Jacobians in batches (one vmapped evaluation for many vectors); False:
     #: one vector at a time. Never changes what a check finds, only its speed
     batching: bool = True
@@ -125,6 +129,9 @@ class Options:
                                             or not self.time_limit >= 0):
             raise ValueError(f"check: time_limit must be a number of seconds >= 0 or None, "
                              f"not {self.time_limit!r}")
+        if self.same_as is not None and not callable(self.same_as):
+            raise ValueError(f"check: same_as must be a function with the same derivatives "
+                             f"(an in-place variant's out-of-place op), not {self.same_as!r}")
         if not isinstance(self.batching, bool):
             raise ValueError(f"check: batching must be True or False, not {self.batching!r}")
         if self.jacobian not in JACOBIAN_KINDS:
@@ -189,12 +196,13 @@ class Options:
         return self.fast_mode and not self.precise and self.reference is None
 
     def settings(self) -> dict:
-        """Every option but the reference function, for ``Report.settings``."""
+        """Every option but the functions (references, ``same_as``), for ``Report.settings``."""
         # (the instance's dict holds the fields in their order, set once by
         # __init__: a copy of it is a tenth of the cost of a getattr per field)
         found = dict(self.__dict__)
         found.pop("reference", None)
         found.pop("explore_reference", None)
+        found.pop("same_as", None)
         return found
 
 

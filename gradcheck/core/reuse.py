@@ -60,7 +60,7 @@ def shared():
 
 def _options_key(options, plan) -> tuple:
     return (plan.kind, options.precise, options.low_precision, options.eps,
-            options.memory_budget, options.reference)
+            options.memory_budget, options.reference, options.same_as)
 
 
 def _same_point(arrays: dict, other: dict) -> bool:

@@ -44,10 +44,10 @@ def test_the_memo_is_bounded():
 
 
 def test_settings_name_every_option_but_the_reference():
-    # (the references are functions: a report's settings are data)
+    # (the references and same_as are functions: a report's settings are data)
     o = Options.from_keywords(check_forward_ad=True, reference=lambda *a: None,
-                              explore_reference=lambda *a: None)
+                              explore_reference=lambda *a: None, same_as=lambda *a: None)
     names = [f for f in options_module._names(Options)
-             if f not in ("reference", "explore_reference")]
+             if f not in ("reference", "explore_reference", "same_as")]
     assert list(o.settings()) == names
     assert all(o.settings()[n] == getattr(o, n) for n in names)
