@@ -45,47 +45,30 @@ class SinInplaceReadsOverwritten(E.autograd.Function):
         return g * E.cos(ctx.saved)
 
 
-class SinOffByPpm(E.autograd.Function):
-    """sin with a vjp one part in a million too large: right values, wrong slope."""
+def _sin_function(value=1.0, slope=1.0, graph=True):
+    """A Function computing ``value * sin(x)``, whose vjp is ``slope * cos(x) g``
+    (without a graph of ``x`` when not ``graph``)."""
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return E.sin(x)
+    class Sin(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return value * E.sin(x)
 
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * E.cos(x) * (1 + 1e-6)
-
-
-class SinFirstOrderOnly(E.autograd.Function):
-    """sin whose vjp has the right values and no graph of x: its second
-    derivative is wrong (0 where -sin(x) g u is expected)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return E.sin(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * E.cos(x.detach())
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * E.cos(x if graph else x.detach()) * slope
+    return Sin
 
 
-class DoubledForward(E.autograd.Function):
-    """2 sin(x) forward, with sin's vjp: a wrong forward, not a wrong formula."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return 2 * E.sin(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * E.cos(x)
+#: right values, a vjp one part in a million too large
+SinOffByPpm = _sin_function(slope=1 + 1e-6)
+#: right values and first derivative, no graph of x in the vjp: its second
+#: derivative is wrong (0 where -sin(x) g u is expected)
+SinFirstOrderOnly = _sin_function(graph=False)
+#: 2 sin(x) forward with sin's vjp: a wrong forward, not a wrong formula
+DoubledForward = _sin_function(value=2.0)
 
 
 def test_a_right_variant_passes_against_its_op_in_every_mode():
