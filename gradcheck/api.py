@@ -124,8 +124,8 @@ def run(func, inputs, options: Options) -> Report:
             raise
         finally:
             heap.release()
-        if options.explore and options.same_as is None:
-            # (with same_as, the twin's own check explores the formula both share)
+        if options.explore and "same_as" not in report.jacobians:
+            # (judged by same_as, whose own check explores the formula both share)
             # a room above this one: it is handed ``run`` instead of importing it
             explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
                     progress=sys.stderr.isatty())

@@ -128,6 +128,18 @@ def test_a_twin_with_other_values_leaves_the_ordinary_check():
     assert not report.passed and "same_as" not in report.jacobians
 
 
+def test_only_a_check_judged_by_its_twin_leaves_exploring_to_the_twin():
+    x = _x()
+    judged = check(sin_inplace, (x,), precise=True, same_as=sin, explore="quick")
+    assert "same_as" in judged.jacobians and "explore" not in judged.counts
+
+    def shifted(t):
+        return E.sin(t) + 1e-9
+
+    ordinary = check(sin_inplace, (x,), precise=True, same_as=shifted, explore="quick")
+    assert "same_as" not in ordinary.jacobians and "explore" in ordinary.counts
+
+
 def test_narrow_inputs_and_a_raising_twin_leave_the_ordinary_check():
     report = check(sin_inplace, (_x(dtype=E.float32),), precise=True, same_as=sin)
     assert "same_as" not in report.jacobians
