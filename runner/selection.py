@@ -130,7 +130,9 @@ def plan(infos: list, dtypes: list | None, settings: Settings,
     they are ``settings.planned``, so that an in-place variant whose op is among
     them is compared with it instead of with differences."""
     if together and sample is None:
-        pairs = plan(infos, dtypes, settings)
+        # (only the ops a variant names: the settings travel with every task)
+        bases = {getattr(info, "variant_of", None) for info in infos}
+        pairs = plan([info for info in infos if info.name in bases], dtypes, settings)
         settings = replace(settings, planned=frozenset((t.op, t.dtype) for t in pairs))
     tasks = []
     for info in infos:
