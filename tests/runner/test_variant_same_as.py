@@ -106,3 +106,27 @@ def test_a_known_failure_of_the_op_leaves_its_variant_to_differences():
                          planned).twin("reverse") is None
     finally:
         object.__setattr__(base, "known_failures", ())
+
+
+def test_a_variant_of_an_op_that_cannot_take_its_sample_is_judged_by_differences():
+    import adcheck.refengine as E
+    from adcheck.gradcheck import check
+    from adcheck.runner.checks import OpSubject
+    OPINFO.load_plugins((VARIANT_OPS,))
+    variant = OPINFO.get("cli_vsin_right_")
+    (sample,) = [s for s in OPINFO.samples(variant, E.float64) if s.index == 0]
+
+    def subject(base):
+        object.__setattr__(variant, "variant_of", base)
+        return OpSubject(OPINFO, variant, sample, E.float64, "refengine",
+                         frozenset({(base, "float64")}))
+    try:
+        assert subject("no_such_op").twin("reverse") is None
+        # an op of two tensors: its call of the variant's sample raises when made
+        twin = subject("atan2").twin("reverse")
+        call, _ = subject("atan2").call()
+        report = check(call.func, call.inputs, precise=True, same_as=twin)
+        assert report.passed and "same_as" not in report.jacobians
+        assert "same_as raised" in report.jacobians["numerical"].note
+    finally:
+        object.__setattr__(variant, "variant_of", "cli_vsin")
