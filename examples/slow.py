@@ -5,7 +5,6 @@ import time
 
 
 def slow(x):
-    time.sleep(0.05)
-    if float(x.sum()) > 1e9:   # data-dependent: evaluated one input at a time
+    if time.sleep(0.05) or float(x.sum()) > 1e9:   # (one line: a timeout lands on it)
         return x
     return x * x

@@ -110,7 +110,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
-        _explain_cells(ev, report, plan.scheme, numerical)
+        _explain_cells(ev, report, plan.scheme, numerical, plan.wide)
     if len(built) == 2 and options.check_adjoint and plan.kind != "probed":
         layout = cell_layout(ev.problem.layout, plan.seeds)
         probes = draw_probes(ev.problem, rng, options.probes, layout)
@@ -163,12 +163,13 @@ def _cover(report: Report, plan, numerical, compared: dict, epsilon) -> None:
                                         epsilon)
 
 
-def _explain_cells(ev: Evaluator, report: Report, scheme, numerical) -> None:
-    """A compressed check failed in a cell: name the entry, show its window."""
+def _explain_cells(ev: Evaluator, report: Report, scheme, numerical, wide=None) -> None:
+    """A compressed check failed in a cell: name the entry, show its window
+    (``wide``: a narrower formula's float64 run, differenced instead)."""
     for result in report.failures:
         jac = report.jacobians.get(result.mode)
         if result.check in SIDES and jac is not None and jac.seeds and result.where:
-            explain(ev, result, jac, scheme, _epsilon(ev), numerical)
+            explain(ev, result, jac, scheme, _epsilon(ev), numerical, wide)
 
 
 def _who_is_wrong(ev: Evaluator, report: Report, options: Options) -> None:

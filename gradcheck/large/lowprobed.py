@@ -172,10 +172,7 @@ def _cell_allowance(ev: Evaluator, wide: Problem, plan: ProbePlan) -> dict:
     draws no directions: the second-order checks of one sample share it
     (``reuse.kept``)."""
     problem = ev.problem
-    (exact, entries), reused = kept(ev, ("low-precision allowance of each entry",),
-                                    lambda: _entry_allowance(problem, wide))
-    if not reused:
-        problem.counts["vjp"] += exact.counts.get("vjp", 0)
+    exact, entries = entry_allowance(ev, wide)
     spacing = SUBNORMAL_SPACING.get(formula_dtype(problem), 0.0)
     cells = {}
     for (o, i), block in entries.items():
@@ -189,6 +186,18 @@ def _cell_allowance(ev: Evaluator, wide: Problem, plan: ProbePlan) -> dict:
             terms = np.sum(computed, axis=1, keepdims=True)
             cells[o, i] = cells[o, i] + spacing * (terms + 1)
     return cells
+
+
+def entry_allowance(ev: Evaluator, wide: Problem) -> tuple:
+    """``(exact, entries)``: the float64 run's reverse-mode Jacobian and the
+    allowance of terms 1 to 4 of each of its entries, by block (made once for
+    the second-order checks of a sample: ``reuse.kept``)."""
+    problem = ev.problem
+    (exact, entries), reused = kept(ev, ("low-precision allowance of each entry",),
+                                    lambda: _entry_allowance(problem, wide))
+    if not reused:
+        problem.counts["vjp"] += exact.counts.get("vjp", 0)
+    return exact, entries
 
 
 def _entry_allowance(problem: Problem, wide: Problem) -> tuple:

@@ -24,18 +24,21 @@ from adcheck.gradcheck.large.cells import forward_cells, numerical_cells
 from adcheck.gradcheck.verdict.compare import compare
 from adcheck.gradcheck.verdict.diagnosis import diagnose
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.large.lowprobed import entry_allowance
 from adcheck.gradcheck.large.seeds import Identity, Probes
+from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon
 from adcheck.gradcheck.core.sides import REVERSE
 
 #: rows and columns of a window (the HTML report draws at most 32 x 32)
 WINDOW = 32
 
 
-def _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row):
+def _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row, fd=None):
     """Numerical minus analytical derivative of output coordinate ``row``
-    along ``direction`` (real, on input ``in_idx``)."""
+    along ``direction`` (real, on input ``in_idx``); ``fd`` differences (``ev``
+    by default)."""
     seeds = Probes(direction[None])
-    numerical = numerical_cells(ev, in_idx, seeds, 0, 1, scheme)[out_idx][0][row, 0]
+    numerical = numerical_cells(fd or ev, in_idx, seeds, 0, 1, scheme)[out_idx][0][row, 0]
     if analytic_row is not None:
         analytical = float(analytic_row @ direction)
     else:
@@ -44,10 +47,11 @@ def _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row):
 
 
 def find_column(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, seeds, g: int,
-                scheme, hint: int = -1) -> int:
+                scheme, hint: int = -1, fd: Evaluator | None = None) -> int:
     """The input coordinate of cell ``(row, g)`` whose error dominates it;
     ``hint``, the cell's pattern entry, is tried first (one directional
-    difference instead of a bisection when it holds most of the error)."""
+    difference instead of a bisection when it holds most of the error);
+    ``fd``: the evaluator differenced (``ev`` by default)."""
     candidates = seeds.members(g) if hasattr(seeds, "members") else np.arange(seeds.size)
     if candidates.size == 1:
         return int(candidates[0])
@@ -59,7 +63,7 @@ def find_column(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, s
     def residual(members, w):
         direction = np.zeros(seeds.size)
         direction[members] = w
-        return _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row)
+        return _partial(ev, mode, out_idx, in_idx, row, direction, scheme, analytic_row, fd)
 
     total = residual(candidates, weights)
     if hint >= 0 and abs(residual(np.array([hint]), seeds.weight([hint], g))) >= abs(total) / 2:
@@ -121,16 +125,17 @@ def _spans(row: int, col: int, rows: int, cols: int, unit: int) -> tuple:
 
 
 def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, col: int,
-                 scheme) -> dict:
+                 scheme, fd: Evaluator | None = None) -> dict:
     """Rows and real columns around ``(row, col)`` of the numerical and the
     ``mode`` Jacobian block, built densely: ``expected``, ``errors`` (or
-    ``None``) and ``actual`` (real), and their first ``row``/``column``."""
+    ``None``) and ``actual`` (real), and their first ``row``/``column``;
+    ``fd``: the evaluator differenced (``ev`` by default)."""
     p = ev.problem
     unit = 2 if p.layout.in_complex[in_idx] else 1
     (r0, r1), (c0, c1) = _spans(row, col, p.layout.out_size(out_idx),
                                 p.layout.in_size(in_idx), unit)
     identity = Identity(p.layout.in_size(in_idx))
-    expected, errors, _ = numerical_cells(ev, in_idx, identity, c0, c1, scheme)[out_idx]
+    expected, errors, _ = numerical_cells(fd or ev, in_idx, identity, c0, c1, scheme)[out_idx]
     if mode == "reverse":
         actual = ad_parts(ev, REVERSE, out_idx, r0, r1)[in_idx][:, c0:c1]
     else:
@@ -139,13 +144,18 @@ def dense_window(ev: Evaluator, mode: str, out_idx: int, in_idx: int, row: int, 
             "actual": actual, "row": r0, "column": c0 // unit, "unit": unit}
 
 
-def explain(ev: Evaluator, result, jac, scheme, epsilon: float, numerical=None) -> None:
+def explain(ev: Evaluator, result, jac, scheme, epsilon: float, numerical=None,
+            wide=None) -> None:
     """Rewrite a failing cell ``Result`` of ``jac`` (compressed or probed) to
     name its entry and hold the window around it (see the module docstring).
     ``scheme``: the check's (``numerics.scheme``); ``numerical``: the expected
     Jacobian, whose cells locate the row of a cell with projected rows
-    (``jac.row_seeds``)."""
+    (``jac.row_seeds``); ``wide``: a narrower formula's float64 run, which the
+    expected side was differenced on (``gradcheck.large.lowprobed``): moving
+    the narrow inputs themselves would round every step to their dtype, and
+    the rounded point reads as an input the function changed in place."""
     p = ev.problem
+    fd = Evaluator(wide) if wide is not None else ev
     seeds = jac.seeds[result.in_idx]
     row, g = result.where
     if jac.row_seeds:
@@ -154,15 +164,15 @@ def explain(ev: Evaluator, result, jac, scheme, epsilon: float, numerical=None) 
         row = find_row(ev, result.out_idx, result.in_idx, w, cells, seeds.directions(g, g + 1)[0])
     hint = int(seeds.locate(result.out_idx, np.array([row]), g)[0])
     col = find_column(ev, result.mode, result.out_idx, result.in_idx, row, seeds, g,
-                      scheme, hint)
-    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col, scheme)
+                      scheme, hint, fd)
+    win = dense_window(ev, result.mode, result.out_idx, result.in_idx, row, col, scheme, fd)
     in_complex = p.layout.in_complex[result.in_idx]
     e = coords.complex_columns(win["expected"], in_complex)
     a = coords.complex_columns(win["actual"], in_complex)
     err = win["errors"]
     if err is not None and in_complex:
         err = np.hypot(err[:, 0::2], err[:, 1::2])
-    tol = scheme.entry_tolerance(e, err, epsilon)
+    tol = _window_tolerance(ev, fd, wide, win, e, err, scheme, epsilon, result)
     found = compare(result.check, result.mode, result.against, result.out_idx, result.in_idx,
                     e, a, tol)
     space = "W^T J S" if jac.row_seeds else "J S"
@@ -181,6 +191,28 @@ def explain(ev: Evaluator, result, jac, scheme, epsilon: float, numerical=None) 
     result.max_error, result.tolerance = found.max_error, found.tolerance
     result.diagnosis = _diagnosis(win, e, a, tol, result, p)
     result.detail = f"{cell}; the entry located by bisection, shown in a dense window"
+
+
+def _window_tolerance(ev, fd, wide, win, e, err, scheme, epsilon, result):
+    """Each window entry's tolerance: the scheme's at the formula's precision; for
+    a narrower formula (``wide``, its float64 run), the differences' own at
+    float64 plus the allowance of terms 1 to 4 for the formula's rounding
+    (``lowprobed.entry_allowance``). The scheme's at a narrow epsilon is no
+    judge: its floor of 4096 units of bfloat16 is 32 times the block's largest
+    entry, and every entry passed it."""
+    if wide is None:
+        return scheme.entry_tolerance(e, err, epsilon)
+    tol = scheme.entry_tolerance(e, err, formula_epsilon(fd.problem))
+    _, entries = entry_allowance(ev, wide)
+    block = entries.get((result.out_idx, result.in_idx))
+    if block is None:
+        return tol
+    rows = slice(win["row"], win["row"] + e.shape[0])
+    unit = win["unit"]
+    part = block[rows, win["column"] * unit:win["column"] * unit + e.shape[1] * unit]
+    if unit == 2:   # (a complex input's pair of columns, as the errors are combined)
+        part = np.hypot(part[:, 0::2], part[:, 1::2])
+    return tol + part
 
 
 def _diagnosis(win: dict, e, a, tol, result, problem) -> str | None:

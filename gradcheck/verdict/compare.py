@@ -196,7 +196,7 @@ def compare_pair(check: str, expected: Jacobian, actual: Jacobian, out_idx: int,
         layout = actual.layout
         result.diagnosis = diagnose(
             expected[out_idx, in_idx], actual[out_idx, in_idx], tol, actual.mode,
-            layout.out_complex[out_idx], layout.in_complex[in_idx])
+            layout.out_complex[out_idx], layout.in_complex[in_idx], against=expected.mode)
     return result
 
 

@@ -13,6 +13,8 @@ entries. It returns one sentence, or ``None`` when nothing fits.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 NICE_FACTORS = {2.0: "2", 0.5: "1/2", 3.0: "3", 1 / 3: "1/3", 4.0: "4", 0.25: "1/4"}
@@ -254,9 +256,14 @@ def _nonfinite(e, a, mode, origin=(0, 0)) -> str | None:
     return None
 
 
+#: what a sentence calls the expected side when it is not finite differences
+#: (``against``: the expected Jacobian's mode)
+EXPECTED_NAMES = {"reference": "the mpmath reference", "same_as": "same_as's Jacobian"}
+
+
 def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: str,
              out_complex: bool, in_complex: bool, origin=(0, 0),
-             whole: bool = True) -> str | None:
+             whole: bool = True, against: str = "numerical") -> str | None:
     """One sentence naming the kind of error between two real blocks.
 
     ``tol`` is the comparison's tolerance in complex form (PyTorch's form);
@@ -264,7 +271,15 @@ def diagnose(expected: np.ndarray, actual: np.ndarray, tol: np.ndarray, mode: st
     may be a window of a larger block whose first row and (complex form)
     column are ``origin``: entries are then named in the whole block, and
     with ``whole=False`` nothing is said about the whole block's being zero.
+    ``against`` names the expected side: an mpmath reference's or same_as's
+    Jacobian is called so, not "numerical".
     """
+    found = _diagnose(expected, actual, tol, mode, out_complex, in_complex, origin, whole)
+    name = EXPECTED_NAMES.get(against)
+    return found if found is None or name is None else re.sub(r"\bnumerical\b", name, found)
+
+
+def _diagnose(expected, actual, tol, mode, out_complex, in_complex, origin, whole):
     e, a = np.asarray(expected, float), np.asarray(actual, float)
     if in_complex and np.ndim(tol) == 2 and 2 * np.shape(tol)[1] != e.shape[1]:
         in_complex = False  # a probed block's columns are real directions, not coordinates

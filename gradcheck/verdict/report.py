@@ -125,6 +125,9 @@ class Report:
     #: built a graph back to the inputs (``False``: the function has no double
     #: backward; ``None``: not asked, or the engine cannot tell)
     double_backward: bool | None = None
+    #: a failed probed check of a narrower formula judged again on whole Jacobians
+    #: (this report): what the probed cells found (``api._settled_densely``)
+    settled: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -156,7 +159,8 @@ class Report:
         evidence and diagnosis, and both Jacobians (or scalars) of the first."""
         failures = self.failures
         if not failures:
-            return f"{self.name}: all checks passed" + self._escape_text()
+            settled = f" ({self.settled})" if self.settled else ""
+            return f"{self.name}: all checks passed" + self._escape_text() + settled
         lines = [describe(f, self.name) for f in failures[:limit]]
         if len(failures) > limit:
             lines.append(f"... and {len(failures) - limit} more failing checks")
@@ -167,6 +171,8 @@ class Report:
         mode = first.mode if not fast else f"{first.mode.removeprefix('fast-')} (slow Jacobian)"
         text += _matrix(against, first.expected)
         text += _matrix(mode, first.actual)
+        if self.settled:
+            text += f"  {self.settled}\n"
         if first.check.startswith("fast"):
             text += ("  fast mode failed; the slow Jacobians above explain it "
                      f"(seed={self.seed} repeats the probes)\n")
@@ -197,6 +203,7 @@ class Report:
             "batching": dict(self.batching), "plan": self.plan,
             "coverage": dict(self.coverage), "escape": dict(self.escape),
             "input_names": self.input_names, "double_backward": self.double_backward,
+            "settled": self.settled,
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }

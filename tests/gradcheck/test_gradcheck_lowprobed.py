@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adcheck.gradcheck import check
+from adcheck.gradcheck import api, check
 from adcheck.gradcheck.large.lowprobed import stated_relative
 
 torch = pytest.importorskip("torch")
@@ -86,10 +86,16 @@ def _probed(f, x, side: str):
 
 @pytest.mark.parametrize("side", list(SIDES))
 @pytest.mark.parametrize("dtype_name, rel", PLANTED)
-def test_a_wrong_second_derivative_is_caught_when_probed(dtype_name, rel, side):
+def test_a_wrong_second_derivative_is_caught_when_probed(dtype_name, rel, side, monkeypatch):
     right = _probed(_mixed(0.0), _x(dtype_name), side)
     assert right.passed, right.message()
     assert right.plan == "probed"
+    # a failed probed check this small is judged again on whole Jacobians
+    # (api._settled_densely), which fail it too; the cells' own verdict first
+    settled = _probed(_mixed(rel), _x(dtype_name), side)
+    assert not settled.passed and settled.plan == "dense"
+    assert settled.settled.endswith("failed too")
+    monkeypatch.setattr(api, "SETTLE_COORDINATES", 0)
     wrong = _probed(_mixed(rel), _x(dtype_name), side)
     assert not wrong.passed, wrong.message()
     assert wrong.plan == "probed"
