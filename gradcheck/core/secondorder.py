@@ -122,11 +122,16 @@ def _vjp_function(func, problem, grad_outputs):
     used: list = []   # which gradients the first call returned (None: an unused input)
     graph: list = []  # the first call's inputs and gradients (``builds_graph``)
     armed: list = []  # the outputs' signature the next call must find (``expect``)
+    rounded: list = [False]  # whether the last call's grad_outputs were wider than the outputs
 
     def gradients(args, create_graph: bool):
         ins, gos = args[:n], args[n:]
         outs = _outputs(E, func, ins, armed.pop() if armed else None)
         outs = [o for o in outs if E.is_tensor(o) and E.requires_grad(o)]
+        # (autograd rounds a grad_output to its output's dtype: a function whose outputs
+        # stay narrow at float64 inputs, a cast inside, gets its float64 run's v rounded)
+        rounded[0] = any(g.dtype != o.dtype and E.is_tensor(g) and E.epsilon(g) < E.epsilon(o)
+                         for o, g in zip(outs, gos) if g is not None)
         try:
             grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=create_graph)
         except Exception as exc:
@@ -166,6 +171,7 @@ def _vjp_function(func, problem, grad_outputs):
     # come first, the gradients returned are of ``diff_in[used[0][j]]``
     first.primals, first.used, first.diff_in, first.diff_out = n, used, diff_in, problem.diff_out
     first.builds_graph = lambda: builds_graph(E, graph[0] if graph else None)
+    first.rounds_grad_outputs = lambda: rounded[0]
     # whether the function under the derivative draws random numbers (vmap cannot
     # tell through autograd.grad): see ``gradcheck.lowprec.widening``
     first.draws_random = lambda: E.draws_random(func, problem.inputs)
