@@ -19,6 +19,8 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
+from adcheck.gradcheck.verdict.diagnosis import computed_in, narrow_grid
+from adcheck.gradcheck.verdict.checks import inputs_on_a_grid
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
     compare_pair,
@@ -104,7 +106,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         # a failure may be the AD side's own rounding: measured only then (adfloor)
         found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
-        report.results += annotate(found, expected, side_tols or {})
+        report.results += _computed_narrow(ev, annotate(found, expected, side_tols or {}))
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
@@ -141,6 +143,21 @@ def _repeat(ev: Evaluator, build, first, replayable: bool = True):
             return build()
     finally:
         ev.prefetched.replay([])   # (none left over for a later build)
+
+
+def _computed_narrow(ev: Evaluator, results: list) -> list:
+    """``results``, a failure of a double-precision check whose AD block lies
+    on a narrower dtype's grid and whose expected block does not diagnosed as
+    that: the function computes in that dtype inside (``diagnosis.narrow_grid``)."""
+    if is_narrow(ev.problem) or inputs_on_a_grid(ev.problem):
+        return results
+    for result in results:
+        if not result.passed and result.actual is not None and result.expected is not None:
+            narrow = narrow_grid(result.actual)
+            if narrow is not None and narrow_grid(result.expected) is None:
+                result.diagnosis = computed_in(narrow, "vjp" if result.mode == "reverse"
+                                               else "jvp")
+    return results
 
 
 def _cover(report: Report, plan, numerical, compared: dict, epsilon) -> None:

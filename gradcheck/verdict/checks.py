@@ -13,7 +13,8 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets, coords
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
-from adcheck.gradcheck.verdict.diagnosis import integer_cause, whole_numbers
+from adcheck.gradcheck.verdict.diagnosis import computed_in, integer_cause, narrow_grid, \
+    whole_numbers
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.faults import repeat_rounding
@@ -108,6 +109,8 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     p = ev.problem
     magnitudes = magnitudes or {}
     results = []
+    # (a product on a narrower grid than the inputs' says the function computes there)
+    grid = epsilon < 1e-15 and not inputs_on_a_grid(p)
     for (mode, idx), block in probes.items():   # (each: a vector, SCALE times it)
         side, vector = SIDES[mode], block[0]
         norm = (1 + abs(SCALE)) * coords.norm(coords.to_real(vector))
@@ -116,7 +119,7 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
             key = side.key(idx, r)
             rows = side.real_rows(p, r, pair[r], 2)
             floor = norm * magnitudes.get(key, 0.0)
-            result = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor)
+            result = _scaled(side, key, rows[0], rows[1], epsilon, nondet_tol, floor, grid=grid)
             if not result.passed and not _rounded(rows[0], rows[1], SCALE * rows[0]):
                 noise = product_noise(ev, side, idx, r, list(block), rows, epsilon)
                 if noise:
@@ -158,10 +161,18 @@ def _largest(values: np.ndarray) -> float:
     return largest_finite(values)
 
 
+def inputs_on_a_grid(problem) -> bool:
+    """Whether an input that requires grad lies on a narrower dtype's grid (data
+    cast up from float32): then derivatives on that grid say nothing of a cast
+    inside the function."""
+    return any(narrow_grid(problem.arrays[i]) is not None for i in problem.diff_in)
+
+
 def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
-            noise: float = 0.0) -> Result:
+            noise: float = 0.0, grid: bool = False) -> Result:
     """The scaling comparison of one pair; ``noise``: an absolute allowance for
-    the product's measured rounding noise (``product_noise``)."""
+    the product's measured rounding noise (``product_noise``); ``grid``: name a
+    product on a narrower dtype's grid (``diagnosis.narrow_grid``)."""
     expected = SCALE * base
     scale = np.abs(expected) + np.abs(scaled)
     largest = largest_finite(scale)
@@ -177,6 +188,10 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
             result.diagnosis = (
                 f"the {verb} returns only whole numbers (for the {what} and for {SCALE} "
                 f"times it), so it cannot scale by {SCALE}: {integer_cause(verb)}")
+            return result
+        narrow = narrow_grid(base) if grid else None
+        if narrow is not None:   # (a double-precision check: the product came through it)
+            result.diagnosis = computed_in(narrow, verb)
             return result
         result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
                             f"multiply the {verb} by {SCALE}; the formula ignores the "
