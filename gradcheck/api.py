@@ -21,7 +21,7 @@ import numpy as np
 
 from adcheck.gradcheck.verdict import checks, faults, noise
 from adcheck.gradcheck import flow
-from adcheck.gradcheck.core import heap, modules
+from adcheck.gradcheck.core import grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -188,42 +188,49 @@ def _run(func, inputs, options: Options) -> Report:
     if seed is None:  # fresh, and below 2**53 so that JSON readers keep it exact
         seed = secrets.randbits(53)   # (os.urandom: a fifth of a SeedSequence's time)
     rng = check_rng(seed)
-    original, primals = func, len(inputs)
+    original, primals, inside = func, len(inputs), {}
     if options.order == 2:
         from adcheck.gradcheck.core.secondorder import first_derivative
         name = name or function_name(func)
         func, inputs = first_derivative(func, inputs, options.grad_outputs, rng, name)
+        # (of a function computing in float32 inside: the first derivative's values are
+        # doubles, but its dependence on the inputs carries float32's rounding)
+        narrow = func.computed_in()
+        inside = {(2, None): narrow} if narrow else {}
         if options.same_as is not None:   # its first derivative, at the same grad_outputs
             from adcheck.gradcheck.core.sameas import twin_first_derivative
             twin = twin_first_derivative(options.same_as, inputs[:primals], inputs[primals:],
                                          rng, name)
             options = replace(options, same_as=twin)
-    problem = Problem(func, inputs, name, order=options.order, warn_precision=not options.precise)
-    report = Report(problem.name, problem.engine.name, seed=seed, settings=options.settings(),
-                    order=options.order)
-    ev = Evaluator(problem, options.memory_budget, origin=(original, options.order))
-    try:
-        _checks(ev, report, rng, options)
-    except GradcheckError as exc:
-        if not problem.mutations:
-            raise
-        # an input changed in place: what failed after it is its consequence
-        # (torch: "modified by an inplace operation"), and the report says so
-        report.results += faults.mutation_results(problem)
-        for result in report.results[-len(problem.mutations):]:
-            result.detail = f"after that: {exc}"
-    else:
-        report.results += faults.mutation_results(problem)
-    report.results += faults.grad_output_results(problem)
-    if options.order == 2 and not report.passed:
-        # a failure where the first derivative is rounding noise is no evidence
-        excuse = noise.noise_only(ev, report.failures)
-        if excuse is not None:
-            raise UncheckableError(excuse)
-        _name_missing_double_backward(func, report, primals)
-    for result in report.results:
-        result.order = options.order
-    modules.name_results(report, names, len(problem.inputs))
+    with grids.known(inside):
+        problem = Problem(func, inputs, name, order=options.order,
+                          warn_precision=not options.precise)
+        report = Report(problem.name, problem.engine.name, seed=seed,
+                        settings=options.settings(), order=options.order)
+        ev = Evaluator(problem, options.memory_budget, origin=(original, options.order))
+        try:
+            _checks(ev, report, rng, options)
+        except GradcheckError as exc:
+            if not problem.mutations:
+                raise
+            # an input changed in place: what failed after it is its consequence
+            # (torch: "modified by an inplace operation"), and the report says so
+            report.results += faults.mutation_results(problem)
+            for result in report.results[-len(problem.mutations):]:
+                result.detail = f"after that: {exc}"
+        else:
+            report.results += faults.mutation_results(problem)
+        report.results += faults.grad_output_results(problem)
+        if options.order == 2 and not report.passed:
+            # a failure where the first derivative is rounding noise is no evidence
+            excuse = noise.noise_only(ev, report.failures)
+            if excuse is not None:
+                raise UncheckableError(excuse)
+            _name_missing_double_backward(func, report, primals)
+        for result in report.results:
+            result.order = options.order
+        modules.name_results(report, names, len(problem.inputs))
+        report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report

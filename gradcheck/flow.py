@@ -19,8 +19,8 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.diagnosis import computed_in, narrow_grid
-from adcheck.gradcheck.verdict.checks import inputs_on_a_grid
+from adcheck.gradcheck.verdict.diagnosis import computed_in
+from adcheck.gradcheck.core.grids import narrow_grid
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
     compare_pair,
@@ -29,6 +29,7 @@ from adcheck.gradcheck.verdict.compare import (
 from adcheck.gradcheck.errors import UncheckableError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.fast import draw_probes, fast_numerical, fast_projections
+from adcheck.gradcheck.lowprec.indtype import refuse_unresolved
 from adcheck.gradcheck.lowprec.lowprecision import formula_dtype, formula_epsilon, is_narrow
 from adcheck.gradcheck.large.lowprobed import stated_relative
 from adcheck.gradcheck.core.numerical import central_blocks
@@ -110,6 +111,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
+    refuse_unresolved(ev.problem, numerical, tols, report.results)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
         _explain_cells(ev, report, plan.scheme, numerical, plan.wide)
@@ -150,7 +152,7 @@ def _computed_narrow(ev: Evaluator, results: list) -> list:
     on a narrower dtype's grid and whose expected block does not diagnosed as
     that: the function computes in that dtype inside (``diagnosis.narrow_grid``)."""
     if all(r.passed for r in results) or is_narrow(ev.problem) or \
-            inputs_on_a_grid(ev.problem):
+            ev.problem.inputs_on_a_grid():
         return results
     for result in results:
         if not result.passed and result.actual is not None and result.expected is not None:

@@ -444,8 +444,8 @@ def _verdict(func, inputs, chosen: Options, fault_skip=None):
         if reason is not None:
             return "skipped", reason, None, [], None
         return "error", fault_text(exc), None, [], None
-    if report.passed:   # (a probed check settled on whole Jacobians says so: Report.settled)
-        return "passed", getattr(report, "settled", None) or "", None, [], report
+    if report.passed:   # (what it was judged by beyond the usual: Report.remark)
+        return "passed", getattr(report, "remark", ""), None, [], report
     return "failed", _first_line(report), report.diagnosis, _failure_dicts(report), report
 
 

@@ -12,10 +12,13 @@ import warnings
 
 import numpy as np
 
+from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core.measured import first_evaluation
 from adcheck.gradcheck.engines import Engine, engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.jacobian import Layout
+
+_DOUBLE = float(np.finfo(np.float64).eps)
 
 
 def function_name(func) -> str:
@@ -84,6 +87,11 @@ class Problem:
         self.evaluation_bytes = measured or 0
         #: machine epsilon by ("in", index) or ("out", index), looked up once
         self._epsilons: dict = {}
+        #: by output, the narrower dtype a double-precision output's values come
+        #: through (see ``epsilon``)
+        self.computed_in: dict = {}
+        self._on_a_grid: bool | None = None
+        self._moved: tuple | None = None
         self._example_size: int | None = None
         self._classify_outputs()
         self.layout = Layout(
@@ -226,13 +234,71 @@ class Problem:
         return self._example_size
 
     def epsilon(self, in_idx: int | None = None, out_idx: int | None = None) -> float:
-        """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype."""
+        """Machine epsilon of input ``in_idx``'s or output ``out_idx``'s engine dtype;
+        for a double-precision output whose values all lie on a narrower dtype's
+        grid (still, with the inputs moved off it when they lie on it too), that
+        dtype's: the function computes in it inside (``x.float()`` and back), and
+        its rounding is that dtype's
+        (``computed_in`` names it; at an explored point, the given inputs'
+        finding: ``gradcheck.core.grids.known``)."""
         key = ("in", in_idx) if out_idx is None else ("out", out_idx)
         found = self._epsilons.get(key)
         if found is None:
             tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
-            found = self._epsilons[key] = self.engine.epsilon(tensor)
+            found = self.engine.epsilon(tensor)
+            if out_idx is not None and found == _DOUBLE:
+                narrow = grids.known_dtype(self.order, out_idx)
+                if narrow is None:
+                    narrow = grids.narrow_grid(self.out_arrays[out_idx])
+                    if narrow is not None and self.inputs_on_a_grid() and \
+                            grids.narrow_grid(self._off_the_grids(out_idx)) != narrow:
+                        narrow = None
+                if narrow is not None:
+                    self.computed_in[out_idx] = narrow
+                    found = grids.epsilon_of(narrow)
+            self._epsilons[key] = found
         return found
+
+    def inputs_on_a_grid(self) -> bool:
+        """Whether an input that requires grad lies on a narrower dtype's grid
+        (data cast up from float32): then values and derivatives on that grid
+        say nothing of a cast inside the function. Looked up once."""
+        if self._on_a_grid is None:
+            self._on_a_grid = any(grids.on_a_grid(self.arrays[i]) for i in self.diff_in)
+        return self._on_a_grid
+
+    def _off_the_grids(self, out_idx: int):
+        """Output ``out_idx``'s values with every input that requires grad moved off
+        every narrow grid (by 2**-40 of itself), ``None`` where that cannot be
+        had. Inputs on a grid (data cast up from float32) put the outputs of
+        ``x * 2`` on it too; a function computing in float32 inside keeps its
+        outputs there wherever its inputs are. One evaluation, for such inputs."""
+        if self._moved is None:
+            self._moved = ()
+            if not self.differentiates_inside:
+                moved = {i: self.arrays[i] * (1 + 2.0 ** -40) for i in self.diff_in}
+                try:
+                    with self.engine.no_grad():
+                        outs = self.call(self.fresh_inputs(moved), "moving its inputs off "
+                                         "float32's grid")
+                    self._moved = tuple(self.engine.to_numpy(o) if self.engine.is_tensor(o)
+                                        else None for o in outs)
+                except Exception:   # (whatever it raises there, the checks will meet)
+                    pass
+        return self._moved[out_idx] if out_idx < len(self._moved) else None
+
+    def computed_inside(self) -> dict:
+        """``computed_in`` of every floating output, each one's grid read now if
+        it was not yet (``epsilon``)."""
+        for o in self.float_out:
+            self.epsilon(out_idx=o)
+        return dict(self.computed_in)
+
+    def output_dtype(self, out_idx: int) -> str:
+        """The dtype output ``out_idx`` is computed in: its engine dtype's name, or
+        the narrower one its double-precision values come through (``epsilon``)."""
+        self.epsilon(out_idx=out_idx)
+        return self.computed_in.get(out_idx) or self.engine.dtype_name(self.outputs[out_idx])
 
     def least_epsilon(self) -> float:
         """Machine epsilon of the least precise checked tensor (inputs that

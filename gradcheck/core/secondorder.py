@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.errors import NoDoubleBackward
 
@@ -113,7 +114,11 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     if grad_outputs is None:
         grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)
     grad_outputs = as_tuple(grad_outputs)
-    return _vjp_function(func, problem, grad_outputs), problem.inputs + grad_outputs
+    first = _vjp_function(func, problem, grad_outputs)
+    # the dtype the function computes in inside, if its outputs say so: the first
+    # derivative's dependence on the inputs carries that rounding too
+    first.computed_in = lambda: grids.coarsest(problem.computed_inside().values())
+    return first, problem.inputs + grad_outputs
 
 
 def _vjp_function(func, problem, grad_outputs):

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core import modules
 from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.core.coords import from_real, rounding_unit, to_real
@@ -416,7 +417,8 @@ def explore(run, func, inputs, options, report, quick_only: bool = False,
         # overflow and precision warnings at 1e300 or 1e-300 are what exploring is for
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", UserWarning)
-        tally = explorer.search() if explorer.explored else Tally(budget=explorer.budget)
+        with grids.known({(options.order, o): dtype for o, dtype in report.computed_in.items()}):
+            tally = explorer.search() if explorer.explored else Tally(budget=explorer.budget)
     for finding in tally.findings:
         report.results += finding.results
     report.results.append(Result("explore", "explore", "special points", None, None,

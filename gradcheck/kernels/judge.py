@@ -255,9 +255,11 @@ def _dtypes(kp: Problem) -> tuple:
     """``(notes, the dtype of the outputs, the dtype of the gradients)``: the
     least precise of each."""
     grads = max((kp.inputs[i].dtype for i in kp.diff_in), key=rounding.epsilon_of)
-    outs = max((kp.outputs[o].dtype for o in kp.float_out), key=rounding.epsilon_of)
-    notes = []
-    if outs != grads:
+    outs = max((getattr(torch, kp.output_dtype(o)) for o in kp.float_out),
+               key=rounding.epsilon_of)
+    notes = [f"output {o} holds only {dtype} numbers: the kernel computes in {dtype} inside, "
+             f"and is judged in {dtype}" for o, dtype in sorted(kp.computed_in.items())]
+    if outs != grads and not notes:
         notes.append(f"the kernel returns {_name(outs)} from {_name(grads)} inputs: its values "
                      f"are judged in {_name(outs)}, its gradients in {_name(grads)}")
     return notes, outs, grads

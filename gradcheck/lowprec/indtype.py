@@ -42,6 +42,7 @@ from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.lowprec.lowprecision import allowance, formula_dtype, formula_epsilon
+from adcheck.gradcheck.errors import UncheckableError
 from adcheck.gradcheck.numerics.precision import Precision
 from adcheck.gradcheck.numerics.richardson import extrapolate
 
@@ -145,3 +146,34 @@ def in_dtype_blocks(ev: Evaluator, why: str | None = None) -> Jacobian:
     jac.counts = {"function": p.counts["function"] - before}
     jac.seconds = time.perf_counter() - start
     return jac
+
+
+def refuse_unresolved(problem, numerical: Jacobian, tolerances: dict, results: list) -> None:
+    """Raise ``UncheckableError`` when ``numerical`` was differenced in a narrow
+    dtype and resolved nothing: every nonzero entry within its own tolerance,
+    so that no error in the formula could have failed, and none did.
+
+    Differences in bfloat16 carry errors of about ``u**(2/3)``, 3 %, and a
+    tolerance is several times the estimate: on a small square's Jacobian
+    every entry's tolerance exceeded the entry, and a vjp wrong by half passed.
+    A check that cannot fail is no pass."""
+    precision = numerical.precision
+    if precision is None or precision.numerical != precision.formula or \
+            not precision.narrow or any(not r.passed for r in results):
+        return   # (differences in a wider dtype, or a reference: entries resolve)
+    judged = False
+    for key, tol in tolerances.items():
+        values = np.abs(numerical.complex_form(*key))
+        if not np.any(values > 0):
+            continue   # (a zero block is judged absolutely: any AD entry above its tolerance)
+        if np.any(values > tol):
+            return
+        judged = True
+    if judged:
+        dtype = precision.numerical
+        raise UncheckableError(
+            f"{problem.name}: {precision.note or f'differenced in {dtype}'}, and differences in "
+            f"{dtype} resolve nothing here: every entry's tolerance (their error estimate) is "
+            f"as large as the entry, so no error in the formula could fail; judge it against "
+            f"a float64 reference instead: kernels.check(func, inputs, against=reference), "
+            f"or adcheck check FILE:FUNC --against FILE:REFERENCE (docs/kernels.md)")

@@ -144,9 +144,10 @@ def is_narrow(problem) -> bool:
 def formula_dtype(problem) -> str:
     """The name of the least precise checked dtype (``"bfloat16"``)."""
     E = problem.engine
-    tensors = [problem.inputs[i] for i in problem.diff_in]
-    tensors += [problem.outputs[o] for o in problem.float_out]
-    return E.dtype_name(max(tensors, key=E.epsilon))
+    named = [(problem.epsilon(in_idx=i), E.dtype_name(problem.inputs[i]))
+             for i in problem.diff_in]
+    named += [(problem.epsilon(out_idx=o), problem.output_dtype(o)) for o in problem.float_out]
+    return max(named, key=lambda pair: pair[0])[1]
 
 
 def _term_counts(numerical: Jacobian, key) -> np.ndarray:

@@ -106,8 +106,10 @@ def _mismatch(problem: Problem, wide: Problem) -> str | None:
         if wide.out_arrays[o].shape != problem.out_arrays[o].shape:
             return f"on float64 inputs its output {o} has another shape"
         if wide.epsilon(out_idx=o) > np.finfo(np.float64).eps:
-            name = wide.engine.dtype_name(wide.outputs[o])
-            return f"on float64 inputs it returns {name} (output {o})"
+            if o in wide.computed_in:
+                return (f"on float64 inputs its output {o} holds {wide.computed_in[o]} numbers "
+                        f"(it computes in {wide.computed_in[o]} inside)")
+            return f"on float64 inputs it returns {wide.output_dtype(o)} (output {o})"
     return None
 
 

@@ -13,8 +13,8 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets, coords
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
-from adcheck.gradcheck.verdict.diagnosis import computed_in, integer_cause, narrow_grid, \
-    whole_numbers
+from adcheck.gradcheck.verdict.diagnosis import computed_in, integer_cause, whole_numbers
+from adcheck.gradcheck.core.grids import narrow_grid
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.faults import repeat_rounding
@@ -112,7 +112,7 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     # (a product on a narrower grid than the inputs' says the function computes there;
     # asked only of a failure: np.unique over a large input is no price for a pass)
     def grid() -> bool:
-        return epsilon < 1e-15 and not inputs_on_a_grid(p)
+        return epsilon < 1e-15 and not p.inputs_on_a_grid()
     for (mode, idx), block in probes.items():   # (each: a vector, SCALE times it)
         side, vector = SIDES[mode], block[0]
         norm = (1 + abs(SCALE)) * coords.norm(coords.to_real(vector))
@@ -161,13 +161,6 @@ def product_noise(ev: Evaluator, side: Side, idx: int, r: int, vectors, values,
 
 def _largest(values: np.ndarray) -> float:
     return largest_finite(values)
-
-
-def inputs_on_a_grid(problem) -> bool:
-    """Whether an input that requires grad lies on a narrower dtype's grid (data
-    cast up from float32): then derivatives on that grid say nothing of a cast
-    inside the function."""
-    return any(narrow_grid(problem.arrays[i]) is not None for i in problem.diff_in)
 
 
 def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,

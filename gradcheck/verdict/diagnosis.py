@@ -223,38 +223,6 @@ def whole_numbers(values: np.ndarray) -> bool:
     return bool(finite.size and np.any(finite) and np.all(finite == np.round(finite)))
 
 
-#: distinct values a block needs, not whole numbers, before its grid says
-#: anything: a random double lies on float32's grid with odds of about 2**-29
-#: apiece, while one constant (hardsigmoid's float32(1/6)) may lie on it alone
-GRID_ENTRIES = 4
-
-
-def narrow_grid(values: np.ndarray) -> str | None:
-    """The narrowest of bfloat16, float16 and float32 on whose grid every finite
-    entry of ``values`` lies, when ``GRID_ENTRIES`` distinct ones are not whole
-    numbers; else ``None``. Doubles all on such a grid came through that dtype:
-    a derivative computed in float32 inside a float64 function (when the
-    inputs themselves are not on it: the caller asks)."""
-    values = np.asarray(values)
-    if np.iscomplexobj(values):
-        values = np.concatenate([values.real.ravel(), values.imag.ravel()])
-    values = values.astype(np.float64, copy=False)
-    finite = values[np.isfinite(values)]
-    if np.unique(finite[finite != np.round(finite)]).size < GRID_ENTRIES:
-        return None
-    with np.errstate(over="ignore", invalid="ignore"):
-        single = finite.astype(np.float32)
-        if not np.array_equal(single.astype(np.float64), finite):
-            return None
-        # (the coarsest grid first: bfloat16's 8 bits, float16's 11, float32's 24;
-        # a bfloat16 number in float16's range is a float16 number too)
-        if not np.any(single.view(np.uint32) & 0xFFFF):
-            return "bfloat16"
-        if np.array_equal(finite.astype(np.float16).astype(np.float64), finite):
-            return "float16"
-    return "float32"
-
-
 def computed_in(dtype: str, verb: str) -> str:
     """The sentence for a double-precision derivative found on ``dtype``'s grid."""
     return (f"every entry of the {verb} is a {dtype} number: the function computes in "

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adcheck.gradcheck.core.grids import coarsest
 from adcheck.gradcheck.core.modes import failure_text
 
 #: checks whose failure explains the others come first
@@ -128,6 +129,9 @@ class Report:
     #: a failed probed check of a narrower formula judged again on whole Jacobians
     #: (this report): what the probed cells found (``api._settled_densely``)
     settled: str | None = None
+    #: by output, the narrower dtype a double-precision output's values come
+    #: through, which the check judged its rounding by (``Problem.computed_in``)
+    computed_in: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -159,8 +163,8 @@ class Report:
         evidence and diagnosis, and both Jacobians (or scalars) of the first."""
         failures = self.failures
         if not failures:
-            settled = f" ({self.settled})" if self.settled else ""
-            return f"{self.name}: all checks passed" + self._escape_text() + settled
+            remark = f" ({self.remark})" if self.remark else ""
+            return f"{self.name}: all checks passed" + self._escape_text() + remark
         lines = [describe(f, self.name) for f in failures[:limit]]
         if len(failures) > limit:
             lines.append(f"... and {len(failures) - limit} more failing checks")
@@ -177,6 +181,22 @@ class Report:
             text += ("  fast mode failed; the slow Jacobians above explain it "
                      f"(seed={self.seed} repeats the probes)\n")
         return text.rstrip("\n")
+
+    @property
+    def remark(self) -> str:
+        """What a pass was judged by beyond the usual, in words ("" if nothing):
+        probed cells settled on whole Jacobians, outputs computed in a
+        narrower dtype than they are returned in."""
+        said = [self.settled] if self.settled else []
+        if self.computed_in and self.order == 2:
+            dtype = coarsest(self.computed_in.values())
+            said.append(f"the function computes in {dtype} inside, and its first derivative "
+                        f"was judged at {dtype}'s precision")
+        elif self.computed_in:
+            for o, dtype in sorted(self.computed_in.items()):
+                said.append(f"output {o} holds only {dtype} numbers: the function computes in "
+                            f"{dtype} inside, and was judged at {dtype}'s precision")
+        return "; ".join(said)
 
     def _escape_text(self) -> str:
         """A probed check's odds that a wrong entry escaped, in words."""
@@ -204,6 +224,7 @@ class Report:
             "coverage": dict(self.coverage), "escape": dict(self.escape),
             "input_names": self.input_names, "double_backward": self.double_backward,
             "settled": self.settled,
+            "computed_in": {str(o): dtype for o, dtype in self.computed_in.items()},
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},
         }
