@@ -257,8 +257,8 @@ def _dtypes(kp: Problem) -> tuple:
     grads = max((kp.inputs[i].dtype for i in kp.diff_in), key=rounding.epsilon_of)
     outs = max((getattr(torch, kp.output_dtype(o)) for o in kp.float_out),
                key=rounding.epsilon_of)
-    notes = [f"output {o} holds only {dtype} numbers: the kernel computes in {dtype} inside, "
-             f"and is judged in {dtype}" for o, dtype in sorted(kp.computed_in.items())]
+    notes = [f"output {o} holds only {dtype} numbers, as when the kernel computes in {dtype} "
+             f"inside: judged in {dtype}" for o, dtype in sorted(kp.computed_in.items())]
     if outs != grads and not notes:
         notes.append(f"the kernel returns {_name(outs)} from {_name(grads)} inputs: its values "
                      f"are judged in {_name(outs)}, its gradients in {_name(grads)}")

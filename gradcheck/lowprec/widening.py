@@ -107,8 +107,9 @@ def _mismatch(problem: Problem, wide: Problem) -> str | None:
             return f"on float64 inputs its output {o} has another shape"
         if wide.epsilon(out_idx=o) > np.finfo(np.float64).eps:
             if o in wide.computed_in:
-                return (f"on float64 inputs its output {o} holds {wide.computed_in[o]} numbers "
-                        f"(it computes in {wide.computed_in[o]} inside)")
+                dtype = wide.computed_in[o]
+                return (f"on float64 inputs its output {o} holds only {dtype} numbers (as when "
+                        f"it computes in {dtype} inside)")
             return f"on float64 inputs it returns {wide.output_dtype(o)} (output {o})"
     return None
 

@@ -190,12 +190,13 @@ class Report:
         said = [self.settled] if self.settled else []
         if self.computed_in and self.order == 2:
             dtype = coarsest(self.computed_in.values())
-            said.append(f"the function computes in {dtype} inside, and its first derivative "
-                        f"was judged at {dtype}'s precision")
+            said.append(f"the function's values lie on {dtype}'s grid, as when it computes "
+                        f"in {dtype} inside: its first derivative was judged at {dtype}'s "
+                        "precision")
         elif self.computed_in:
             for o, dtype in sorted(self.computed_in.items()):
-                said.append(f"output {o} holds only {dtype} numbers: the function computes in "
-                            f"{dtype} inside, and was judged at {dtype}'s precision")
+                said.append(f"output {o} holds only {dtype} numbers, as when the function "
+                            f"computes in {dtype} inside: judged at {dtype}'s precision")
         return "; ".join(said)
 
     def _escape_text(self) -> str:

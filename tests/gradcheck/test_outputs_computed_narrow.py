@@ -57,7 +57,7 @@ def test_the_backward_is_the_formulas_derivative_and_the_values_its_rounding():
         assert narrow_grid(f(x).detach().numpy()) == name
 
 
-# (three values say float32 with odds 1 - 2**-34; bfloat16's and float16's few
+# (three values say float32 with odds 1 - 3 * 2**-12; bfloat16's and float16's few
 # bits say it of three with odds 0.42 only: docs/python.md)
 @pytest.mark.parametrize("name,shape", [("float32", (3,)), ("float32", (3, 4)),
                                         ("float16", (3, 4))])
@@ -75,7 +75,7 @@ def test_a_wrong_backward_still_fails(name, slope):
     report = gradcheck.check(_square_in(NARROW[name], slope), (_x(),), precise=True, seed=0)
     assert not report.passed
     assert "constant factor" in report.diagnosis
-    assert f"holds {name} numbers" in report.message()   # the precision it was judged at
+    assert f"holds only {name} numbers" in report.message()   # the precision it was judged at
 
 
 @pytest.mark.parametrize("slope", [2.0, 3.0])
@@ -213,3 +213,25 @@ def test_a_second_order_check_carries_the_functions_dtype():
     assert "first derivative was judged at float32's precision" in report.message()
     wrong = gradcheck.check(_softmax_in_float32(True), (x,), precise=True, seed=0, order=2)
     assert not wrong.passed
+
+
+def _shifted(slope, offset=1e12):
+    """(x + 1e12) - 1e12: x rounded to multiples of 2**-13 in double precision
+    (an ulp of 1e12), whose derivative is 1 in exact arithmetic."""
+    class Shifted(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return (x + offset) - offset
+
+        @staticmethod
+        def backward(ctx, g):
+            return slope * g
+    return Shifted.apply
+
+
+def test_a_cancellation_onto_a_coarse_grid_is_judged_on_it_and_worded_so():
+    # its values lie on float32's grid without a cast: the words say "as when"
+    report = gradcheck.check(_shifted(1.0), (_x(),), precise=True, seed=0)
+    assert report.passed, report.message()
+    assert "as when the function computes in float32 inside" in report.message()
+    assert not gradcheck.check(_shifted(2.0), (_x(),), precise=True, seed=0).passed
