@@ -19,8 +19,8 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.diagnosis import computed_in
-from adcheck.gradcheck.core.grids import narrow_grid
+from adcheck.gradcheck.verdict.diagnosis import computed_in, on_stairs, zero_numerical
+from adcheck.gradcheck.core.grids import narrow_grid, stair_width
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
     compare_pair,
@@ -107,7 +107,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         # a failure may be the AD side's own rounding: measured only then (adfloor)
         found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
-        report.results += _computed_narrow(ev, annotate(found, expected, side_tols or {}))
+        found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
+        report.results += _on_stairs(ev, found)
         if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
@@ -160,6 +161,19 @@ def _computed_narrow(ev: Evaluator, results: list) -> list:
             if narrow is not None and narrow_grid(result.expected) is None:
                 result.diagnosis = computed_in(narrow, "vjp" if result.mode == "reverse"
                                                else "jvp")
+    return results
+
+
+def _on_stairs(ev: Evaluator, results: list) -> list:
+    """``results``, a failure whose numerical block is zero (``zero_numerical``)
+    said to be stairs when the output's values are whole multiples of a
+    coarse width (``grids.stair_width``): "the function does not use this
+    input" is false of ``round(4 x) / 4`` with a straight-through backward."""
+    for result in results:
+        if not result.passed and result.diagnosis == zero_numerical(result.mode):
+            width = stair_width(ev.problem.out_arrays[result.out_idx])
+            if width is not None:
+                result.diagnosis = on_stairs(result.mode, width)
     return results
 
 

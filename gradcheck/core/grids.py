@@ -121,6 +121,36 @@ def on_a_grid(values) -> bool:
     return _on_float32(values[np.isfinite(values)])
 
 
+#: stairs finer than this share of the largest value are rounding, not stairs
+STAIRS = 2.0 ** -20
+
+
+def stair_width(values) -> float | None:
+    """The coarsest power of 2 or of 10 that every finite entry of ``values``
+    (real, or the real and imaginary parts) is a whole multiple of, when it is
+    at least ``STAIRS`` of the largest and ``GRID_ENTRIES`` distinct values lie
+    on it: a function whose values move in stairs (rounding, a quantizer, the
+    cancellation of ``(x + 1e15) - 1e15``), else ``None``."""
+    values = np.asarray(values)
+    if values.dtype.kind == "c":
+        values = np.concatenate([values.real.ravel(), values.imag.ravel()])
+    if values.dtype.kind != "f":
+        return None
+    finite = values[np.isfinite(values)].astype(np.float64, copy=False)
+    top = float(np.max(np.abs(finite), initial=0.0))
+    if top == 0.0 or np.unique(finite).size < GRID_ENTRIES:
+        return None
+    finest = np.floor(np.log2(top * STAIRS))
+    widths = [2.0 ** k for k in np.arange(np.floor(np.log2(top)), finest - 1, -1)]
+    widths += [10.0 ** k for k in np.arange(np.floor(np.log10(top)),
+                                             np.floor(np.log10(top * STAIRS)) - 1, -1)]
+    for width in sorted(widths, reverse=True):
+        steps = finite / width
+        if np.all(np.abs(steps - np.round(steps)) <= 1e-9 * np.maximum(1.0, np.abs(steps))):
+            return float(width)
+    return None
+
+
 def epsilon_of(name: str) -> float:
     """Machine epsilon of the narrow dtype ``narrow_grid`` named."""
     return dict(_DTYPES)[name]

@@ -50,6 +50,16 @@ def zero_numerical(mode: str) -> str:
             f"input, yet the {_verb(mode)} returns a gradient for it")
 
 
+def on_stairs(mode: str, width: float) -> str:
+    """The sentence for a numerical block that is zero where analytical is not,
+    of a function whose values are whole multiples of ``width``."""
+    return (f"numerical is zero but analytical is not, and every value of the output is a "
+            f"whole multiple of {width:g}: the function moves in stairs (rounding, a "
+            f"quantizer, a cancellation), whose derivative is 0 between them; a nonzero "
+            f"{_verb(mode)} there is a surrogate (a straight-through estimator) or the "
+            "derivative of the unrounded function: check that function instead")
+
+
 def whole_block(mode: str, nonzero: int, expected: int, actual: int) -> str | None:
     """What the counts of a whole block say: analytical all zero (``nonzero``
     analytical entries) where numerical is not (``expected`` entries above

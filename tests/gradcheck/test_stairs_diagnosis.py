@@ -1,0 +1,75 @@
+"""A function whose values move in stairs (rounding to a grid, a quantizer
+with a straight-through backward, the cancellation of ``(x + 1e15) - 1e15``)
+has derivative 0 between them, and its check of a nonzero backward used to
+say "the function does not use this input, yet the vjp returns a gradient
+for it", which is false of each. It now names the stairs and their width;
+an input the function really does not use keeps the old sentence.
+
+The evidence is the function's own values: unchanged by a move far below
+the width (so its derivative there is 0), and whole multiples of the width.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the Functions are torch's; torch is not installed")
+
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.core.grids import stair_width  # noqa: E402
+
+
+def _identity_backward(forward):
+    class Stairs(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return Stairs.apply
+
+
+def _x():
+    return torch.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+
+
+CASES = {"quantizer 0.25": (lambda x: torch.round(x / 0.25) * 0.25, 0.25),
+         "rounding 0.001": (lambda x: torch.round(x * 1000) / 1000, 0.001),
+         "cancellation": (lambda x: (x + 1e15) - 1e15, 0.125)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_stairs_are_named_with_their_width(name):
+    forward, width = CASES[name]
+    x = _x()
+    with torch.no_grad():   # the evidence: flat between stairs, values on them
+        assert torch.equal(forward(x), forward(x + 1e-9))
+        values = forward(x).numpy()
+    assert np.allclose(values / width, np.round(values / width), rtol=0, atol=1e-6)
+    report = gradcheck.check(_identity_backward(forward), (x,), precise=True, seed=0)
+    assert not report.passed
+    assert f"whole multiple of {width:g}" in report.diagnosis
+    assert "does not use this input" not in report.diagnosis
+
+
+def test_an_input_really_unused_keeps_its_sentence():
+    class Unused(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g, g
+    y = _x().detach().flip(0).requires_grad_()
+    report = gradcheck.check(Unused.apply, (_x(), y), precise=True, seed=0)
+    assert "the function does not use this input" in report.diagnosis
+
+
+def test_the_width_of_stairs_and_of_none():
+    values = np.random.default_rng(1).standard_normal(100)
+    assert stair_width(values) is None                                  # doubles
+    assert stair_width(values.astype(np.float32).astype(np.float64)) is None   # float32's ulps
+    assert stair_width(np.round(values * 16) / 16) == 0.0625
+    assert stair_width(np.round(values, 3)) == 0.001
+    assert stair_width(np.array([1.5, 1.5, 2.0])) is None               # too few values
