@@ -246,12 +246,14 @@ class Problem:
         if found is None:
             tensor = self.inputs[in_idx] if out_idx is None else self.outputs[out_idx]
             found = self.engine.epsilon(tensor)
-            if out_idx is not None and found == _DOUBLE:
+            # (a narrower input makes the check a low-precision one already)
+            if out_idx is not None and found == _DOUBLE and \
+                    all(self.epsilon(in_idx=i) == _DOUBLE for i in self.diff_in):
                 narrow = grids.known_dtype(self.order, out_idx)
                 if narrow is None:
                     narrow = grids.narrow_grid(self.out_arrays[out_idx])
                     if narrow is not None and self.inputs_on_a_grid() and \
-                            grids.narrow_grid(self._off_the_grids(out_idx)) != narrow:
+                            not self._stays_on(out_idx, narrow):
                         narrow = None
                 if narrow is not None:
                     self.computed_in[out_idx] = narrow
@@ -267,16 +269,17 @@ class Problem:
             self._on_a_grid = any(grids.on_a_grid(self.arrays[i]) for i in self.diff_in)
         return self._on_a_grid
 
-    def _off_the_grids(self, out_idx: int):
-        """Output ``out_idx``'s values with every input that requires grad moved off
-        every narrow grid (by 2**-40 of itself), ``None`` where that cannot be
-        had. Inputs on a grid (data cast up from float32) put the outputs of
-        ``x * 2`` on it too; a function computing in float32 inside keeps its
-        outputs there wherever its inputs are. One evaluation, for such inputs."""
+    def _stays_on(self, out_idx: int, narrow: str) -> bool:
+        """Whether output ``out_idx`` moves, and stays on ``narrow``'s grid, when
+        every input that requires grad moves off every grid (by 2**-6 of itself,
+        which survives rounding to bfloat16, plus 2**-40, which leaves its grid).
+        Inputs on a grid (data cast up from float32) put the outputs of ``x * 2``
+        on it too, and those leave it; a function computing in float32 inside
+        keeps its outputs there wherever its inputs are. One evaluation."""
         if self._moved is None:
             self._moved = ()
             if not self.differentiates_inside:
-                moved = {i: self.arrays[i] * (1 + 2.0 ** -40) for i in self.diff_in}
+                moved = {i: self.arrays[i] * (1 + 2.0 ** -6 + 2.0 ** -40) for i in self.diff_in}
                 try:
                     with self.engine.no_grad():
                         outs = self.call(self.fresh_inputs(moved), "moving its inputs off "
@@ -285,7 +288,12 @@ class Problem:
                                         else None for o in outs)
                 except Exception:   # (whatever it raises there, the checks will meet)
                     pass
-        return self._moved[out_idx] if out_idx < len(self._moved) else None
+        there = self._moved[out_idx] if out_idx < len(self._moved) else None
+        if there is None or np.shape(there) != self.out_arrays[out_idx].shape:
+            return False
+        with np.errstate(invalid="ignore"):
+            moved = bool(np.any(there != self.out_arrays[out_idx]))
+        return moved and grids.narrow_grid(there) == narrow
 
     def computed_inside(self) -> dict:
         """``computed_in`` of every floating output, each one's grid read now if
