@@ -235,3 +235,20 @@ def test_a_cancellation_onto_a_coarse_grid_is_judged_on_it_and_worded_so():
     assert report.passed, report.message()
     assert "as when the function computes in float32 inside" in report.message()
     assert not gradcheck.check(_shifted(2.0), (_x(),), precise=True, seed=0).passed
+
+
+def test_a_narrow_input_is_a_low_precision_check_already():
+    # float32 data returned as doubles: the formula is float32's by its input,
+    # no remark of a cast inside (op_db's to(float64) from float32 got one)
+    x = _x(dtype=torch.float32)
+    report = gradcheck.check(lambda t: t.double(), (x,), precise=True, seed=0)
+    assert report.passed and report.computed_in == {}
+
+
+def test_outputs_that_do_not_move_with_the_inputs_say_nothing():
+    # data on float32's grid, and an output that does not follow the inputs' move
+    # (op_db's as_strided view reading storage outside its elements): no cast found
+    x = _x(dtype=torch.float32).detach().double().requires_grad_()
+    held = _x(dtype=torch.float32).detach().double().flip(1)
+    report = gradcheck.check(lambda t: held + 0 * t, (x,), precise=True, seed=0)
+    assert report.passed and report.computed_in == {}
