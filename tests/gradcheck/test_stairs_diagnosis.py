@@ -64,6 +64,11 @@ def test_an_input_really_unused_keeps_its_sentence():
     y = _x().detach().flip(0).requires_grad_()
     report = gradcheck.check(Unused.apply, (_x(), y), precise=True, seed=0)
     assert "the function does not use this input" in report.diagnosis
+    # typed inputs: 2 x of (0.7, -1.3, 0.4) is a multiple of 0.1 too, and no stairs
+    typed = torch.tensor([0.7, -1.3, 0.4], dtype=torch.float64, requires_grad=True)
+    report = gradcheck.check(Unused.apply, (typed, typed.detach().flip(0).requires_grad_()),
+                             precise=True, seed=0)
+    assert "the function does not use this input" in report.diagnosis
 
 
 def test_the_width_of_stairs_and_of_none():
