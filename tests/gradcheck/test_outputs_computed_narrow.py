@@ -12,6 +12,9 @@ under test returns the exact derivative of the function's formula in double
 precision (torch's autograd of the same formula without the cast), and the
 function's values are within that dtype's rounding of the formula's.
 """
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -179,22 +182,24 @@ def test_the_grid_of_a_quantizer_says_nothing():
 
 
 def _softmax_in_float32(detached: bool):
-    """softmax computed in float32 inside; its backward (in double, from the
-    saved output) is the exact vjp ``y (g - <g, y>)``, whose own derivative
-    autograd takes through ``y``, unless ``detached`` cuts it off (wrong)."""
-    class Softmax(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = torch.softmax(x.float(), -1).double()
-            ctx.save_for_backward(y)
-            return y
+    """softmax computed in float32 inside (the command line's fixture); its
+    backward (in double, from the saved output) is the exact vjp
+    ``y (g - <g, y>)``, whose own derivative autograd takes through ``y``,
+    unless ``detached`` cuts it off (wrong)."""
+    path = Path(__file__).resolve().parents[1] / "cli" / "fixtures" / "computed_inside.py"
+    spec = importlib.util.spec_from_file_location("computed_inside", path)
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    if not detached:
+        return fixtures.Softmax32.apply
 
+    class Detached(fixtures.Softmax32):
         @staticmethod
         def backward(ctx, g):
             (y,) = ctx.saved_tensors
-            y = y.detach() if detached else y
+            y = y.detach()
             return y * (g - (g * y).sum(-1, keepdim=True))
-    return Softmax.apply
+    return Detached.apply
 
 
 def test_a_second_order_check_carries_the_functions_dtype():
