@@ -15,8 +15,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
-#: distinct values, not whole numbers, that must use their grid's last bits
-#: before the grid says anything: a random double lies on float32's grid with
+#: distinct values, not whole numbers, that must need most of their grid's bits
+#: (``FULL``) before the grid says anything: a random double lies on float32's grid with
 #: odds of about 2**-29 apiece, while a constant or two of the code
 #: (hardsigmoid's float32(1/6)) may lie on it alone; three is a newcomer's
 #: ``randn(3)``
@@ -66,7 +66,7 @@ def coarsest(names) -> str | None:
 def narrow_grid(values) -> str | None:
     """The narrowest of bfloat16, float16 and float32 whose grid every finite
     entry of ``values`` lies on, when ``GRID_ENTRIES`` distinct ones (not whole
-    numbers) use that grid's last bits; else ``None``."""
+    numbers) need ``FULL`` of that grid's significant bits; else ``None``."""
     values = np.asarray(values)
     if values.dtype.kind not in "fc":
         return None
