@@ -70,6 +70,10 @@ def narrow_grid(values) -> str | None:
     values = np.asarray(values)
     if values.dtype.kind not in "fc":
         return None
+    if values.size and values.dtype == np.float64:   # (one entry tells most doubles, in 1 us)
+        first = float(values.flat[0])   # (NaN, inf and float32's overflow go on)
+        if abs(first) < 3e38 and float(np.float32(first)) != first:
+            return None
     if values.dtype.kind == "c":
         values = np.concatenate([values.real.ravel(), values.imag.ravel()])
     values = values.astype(np.float64, copy=False).ravel()
