@@ -195,7 +195,7 @@ def _run(func, inputs, options: Options) -> Report:
         func, inputs = first_derivative(func, inputs, options.grad_outputs, rng, name)
         # (of a function computing in float32 inside: the first derivative's values are
         # doubles, but its dependence on the inputs carries float32's rounding)
-        narrow = func.computed_in()
+        narrow = func.narrow_inside()
         inside = {(2, None): narrow} if narrow else {}
         if options.same_as is not None:   # its first derivative, at the same grad_outputs
             from adcheck.gradcheck.core.sameas import twin_first_derivative

@@ -19,7 +19,7 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.diagnosis import computed_in, on_stairs, zero_numerical
+from adcheck.gradcheck.verdict.diagnosis import cast_inside, on_stairs, zero_numerical
 from adcheck.gradcheck.core.grids import narrow_grid, stair_width
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
@@ -159,7 +159,7 @@ def _computed_narrow(ev: Evaluator, results: list) -> list:
         if not result.passed and result.actual is not None and result.expected is not None:
             narrow = narrow_grid(result.actual)
             if narrow is not None and narrow_grid(result.expected) is None:
-                result.diagnosis = computed_in(narrow, "vjp" if result.mode == "reverse"
+                result.diagnosis = cast_inside(narrow, "vjp" if result.mode == "reverse"
                                                else "jvp")
     return results
 
@@ -172,12 +172,13 @@ def _on_stairs(ev: Evaluator, results: list) -> list:
     Inputs on stairs themselves (typed ones: 0.7, -1.3, 0.4) say nothing: 2 x
     is then a multiple of 0.1 too."""
     p = ev.problem
-    for result in results:
-        if not result.passed and result.diagnosis == zero_numerical(result.mode) and \
-                not any(stair_width(p.arrays[i]) for i in p.diff_in):
-            width = stair_width(p.out_arrays[result.out_idx])
-            if width is not None:
-                result.diagnosis = on_stairs(result.mode, width)
+    zero = [r for r in results if not r.passed and r.diagnosis == zero_numerical(r.mode)]
+    if not zero or any(stair_width(p.arrays[i]) for i in p.diff_in):
+        return results
+    for result in zero:
+        width = stair_width(p.out_arrays[result.out_idx])
+        if width is not None:
+            result.diagnosis = on_stairs(result.mode, width)
     return results
 
 

@@ -117,7 +117,7 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     first = _vjp_function(func, problem, grad_outputs)
     # the dtype the function computes in inside, if its outputs say so: the first
     # derivative's dependence on the inputs carries that rounding too
-    first.computed_in = lambda: grids.coarsest(problem.computed_inside().values())
+    first.narrow_inside = lambda: grids.coarsest(problem.computed_inside().values())
     return first, problem.inputs + grad_outputs
 
 

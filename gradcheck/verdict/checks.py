@@ -13,7 +13,7 @@ import numpy as np
 from adcheck.gradcheck.core import budget as budgets, coords
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
-from adcheck.gradcheck.verdict.diagnosis import computed_in, integer_cause, whole_numbers
+from adcheck.gradcheck.verdict.diagnosis import cast_inside, integer_cause, whole_numbers
 from adcheck.gradcheck.core.grids import narrow_grid
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -110,7 +110,7 @@ def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0
     magnitudes = magnitudes or {}
     results = []
     # (a product on a narrower grid than the inputs' says the function computes there;
-    # asked only of a failure: np.unique over a large input is no price for a pass)
+    # the inputs' grid is read only for a failure: a pass pays no pass over them)
     def grid() -> bool:
         return epsilon < 1e-15 and not p.inputs_on_a_grid()
     for (mode, idx), block in probes.items():   # (each: a vector, SCALE times it)
@@ -186,7 +186,7 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
             return result
         narrow = narrow_grid(base) if grid is not None and grid() else None
         if narrow is not None:   # (a double-precision check: the product came through it)
-            result.diagnosis = computed_in(narrow, verb)
+            result.diagnosis = cast_inside(narrow, verb)
             return result
         result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
                             f"multiply the {verb} by {SCALE}; the formula ignores the "

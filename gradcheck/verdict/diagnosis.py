@@ -233,7 +233,7 @@ def whole_numbers(values: np.ndarray) -> bool:
     return bool(finite.size and np.any(finite) and np.all(finite == np.round(finite)))
 
 
-def computed_in(dtype: str, verb: str) -> str:
+def cast_inside(dtype: str, verb: str) -> str:
     """The sentence for a double-precision derivative found on ``dtype``'s grid."""
     return (f"every entry of the {verb} is a {dtype} number: the function computes in "
             f"{dtype} inside (a cast down and back), so its derivatives carry {dtype}'s "
