@@ -79,7 +79,10 @@ def _magnitudes(numerical, scale=None, layout=None) -> dict:
 
 def _finite_norm(block: np.ndarray) -> float:
     """The Frobenius norm of the finite entries (a NaN entry is not a scale)."""
-    return coords.norm(np.where(np.isfinite(block), block, 0.0))
+    finite = np.where(np.isfinite(block), block, 0.0)
+    top = largest_finite(finite)
+    # (scaled: the derivative of 1/x at 1e-150 is 1e300, whose square overflows)
+    return top * coords.norm(finite / top) if top > 1e150 else coords.norm(finite)
 
 
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:

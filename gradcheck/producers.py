@@ -80,7 +80,7 @@ from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.reuse import grad_output_taken
 from adcheck.gradcheck.core.sameas import same_as_blocks
 from adcheck.gradcheck.numerics.reference import reference_blocks
-from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.numerics.richardson_jacobian import richardson_blocks
 from adcheck.gradcheck.numerics.scheme import Central, Extrapolated, scheme
 from adcheck.gradcheck.lowprec.widening import attach_reference_allowance, wide_blocks, widened
 from adcheck.gradcheck.lowprec.indtype import in_dtype_blocks

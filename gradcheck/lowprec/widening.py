@@ -41,7 +41,7 @@ from adcheck.gradcheck.lowprec.lowprecision import (
 )
 from adcheck.gradcheck.numerics.precision import Precision
 from adcheck.gradcheck.core.problem import Problem
-from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.numerics.richardson_jacobian import richardson_blocks
 
 #: the second differences' step, relative to a coordinate's magnitude
 CURVATURE_STEP = 2.0 ** -10

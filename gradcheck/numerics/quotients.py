@@ -62,18 +62,23 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
             both, made = ({o: q[o][..., a:b].copy() for o, (a, b) in window.items()}
                           if q is not None else None for q in (both, made))
         along = along if made is None else made
-        for k, (up, down) in enumerate(rows):
-            width = 2 * part[k][:, None]
-            pairs = {o: (both[o][up], both[o][down], p.layout.out_complex[o]) for o in outs}
-            diffs.append({o: _quotient(plus, minus, width) for o, (plus, minus, _) in pairs.items()})
-            noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
-                           for o, (plus, minus, cplx) in pairs.items()})
+        # (inf - inf where a step meets a pole, a quotient beyond float64 at a tiny step:
+        # NaN and inf are what the tableau expects of those, not a warning to the user)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for k, (up, down) in enumerate(rows):
+                width = 2 * part[k][:, None]
+                pairs = {o: (both[o][up], both[o][down], p.layout.out_complex[o]) for o in outs}
+                diffs.append({o: _quotient(plus, minus, width)
+                              for o, (plus, minus, _) in pairs.items()})
+                noises.append({o: _noise(plus, minus, cplx, eps, floor[o], width)
+                               for o, (plus, minus, cplx) in pairs.items()})
         del both
     if moves is not None:
         g = len(moves)
-        diffs.append({o: _quotient(along[o][:g], along[o][g:], 2.0) for o in outs})
-        noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
-                                 floor[o], 2.0) for o in outs})
+        with np.errstate(over="ignore", invalid="ignore"):
+            diffs.append({o: _quotient(along[o][:g], along[o][g:], 2.0) for o in outs})
+            noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
+                                     floor[o], 2.0) for o in outs})
     return diffs, noises
 
 

@@ -25,7 +25,9 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import central_columns
 from adcheck.gradcheck.core.quiet import quiet, restore
 from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance, precise_tolerances
+from adcheck.gradcheck.numerics.quotients import evaluated
 from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, extrapolated_columns, step_scale
+from adcheck.gradcheck.numerics.smallsteps import coordinates_work
 
 
 def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
@@ -107,7 +109,7 @@ class Extrapolated:
         error: no evidence either way, as in the dense precise check."""
         if directions is None:
             steps = _steps(coords.to_real(ev.problem.arrays[in_idx])[columns])
-            found, unresolved = extrapolated_columns(ev, in_idx, steps, columns=columns, out=out)
+            found, unresolved = evaluated(ev, coordinates_work(ev, in_idx, steps, columns, out))
         else:
             steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None],
                                     (DEEPEST, len(columns)))

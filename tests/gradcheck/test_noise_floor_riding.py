@@ -10,7 +10,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics import noisefloor
 from adcheck.gradcheck.numerics.noisefloor import TYPICAL, _below_cap, noise_floor
-from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.numerics.richardson_jacobian import richardson_blocks
 
 
 def _problem():

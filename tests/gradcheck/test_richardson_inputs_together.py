@@ -17,7 +17,7 @@ from adcheck.gradcheck.core.batching import batched
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.secondorder import first_derivative
-from adcheck.gradcheck.numerics import quotients, richardson
+from adcheck.gradcheck.numerics import quotients, richardson_jacobian
 
 X = np.array([0.3, -1.1, 0.7, 1.9])
 Y = np.array([1.5, 0.2, -0.4, 0.8])
@@ -40,8 +40,8 @@ def _run(monkeypatch, ev, alone: bool):
     calls, points = p.batching["batched_calls"], p.counts["function"]
     with monkeypatch.context() as m, batched(True):
         if alone:
-            m.setattr(richardson, "together", _alone)
-        jac = richardson.richardson_blocks(ev)
+            m.setattr(richardson_jacobian, "together", _alone)
+        jac = richardson_jacobian.richardson_blocks(ev)
     return jac, p.batching["batched_calls"] - calls, p.counts["function"] - points
 
 

@@ -17,6 +17,7 @@ import adcheck.refengine as E
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics import quotients, richardson, sentinel
+from adcheck.gradcheck.numerics.richardson_jacobian import richardson_blocks
 
 
 def _eager(original):
@@ -42,7 +43,7 @@ def _run(monkeypatch, f, x, eager: bool):
         if eager:
             m.setattr(sentinel, "first", _eager(sentinel.first))
         leaf = E.tensor(x, dtype=E.float64, requires_grad=True)
-        jac = richardson.richardson_blocks(Evaluator(Problem(f, (leaf,))))
+        jac = richardson_blocks(Evaluator(Problem(f, (leaf,))))
     return jac, len(calls)
 
 

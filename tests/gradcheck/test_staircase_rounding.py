@@ -15,7 +15,7 @@ from adcheck import refengine as rf
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.numerics.precise import SAFETY
-from adcheck.gradcheck.numerics.richardson import richardson_blocks
+from adcheck.gradcheck.numerics.richardson_jacobian import richardson_blocks
 from adcheck import gradcheck
 
 
