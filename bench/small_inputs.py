@@ -100,13 +100,13 @@ def sweep_cost() -> None:
     counts = {"calls": 0, "columns": 0, "seconds": 0.0}
     ladder = smallsteps.second_ladder
 
-    def counted(ev, in_idx, size, columns):
+    def counted(ev, in_idx, first, columns=None, directions=None):
         # (the evaluations happen between the yields: the clock spans them)
         start = time.process_time()
-        found = yield from ladder(ev, in_idx, size, columns)
+        found = yield from ladder(ev, in_idx, first, columns, directions)
         counts["seconds"] += time.process_time() - start
         counts["calls"] += 1
-        counts["columns"] += len(columns)
+        counts["columns"] += len(first)
         return found
     smallsteps.second_ladder = counted
     tasks = plan(select(OpinfoRegistry(), (), (), "refengine").infos, None,

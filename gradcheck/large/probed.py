@@ -231,7 +231,7 @@ def row_statistics(cells: np.ndarray, tolerances: np.ndarray, c: float) -> tuple
     """Per row of a block of cells: the sum of the squared cells and the sum of
     their tolerances' absolute parts (``f``), over the columns given (a check
     that sees its cells a few columns at a time adds them up), and the count."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):   # (a cell of 1e300 squares to inf)
         return (np.sum(cells ** 2, axis=1), np.maximum(tolerances - c * np.abs(cells),
                                                        0.0).sum(axis=1), cells.shape[1])
 

@@ -46,7 +46,7 @@ from adcheck.gradcheck.large.decompress import ROW_GAIN, reconstruct
 from adcheck.gradcheck.verdict.diagnosis import diagnose, subset, whole_block
 from adcheck.gradcheck.numerics.precise import as_zero, no_evidence
 from adcheck.gradcheck.core.coords import largest_finite
-from adcheck.gradcheck.verdict.faults import nonfinite_result, small_in_cells, unresolved_result
+from adcheck.gradcheck.verdict.faults import nonfinite_result, unresolved_result
 from adcheck.gradcheck.verdict.repeats import Repeats
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.fast import draw_probes, fast_projections
@@ -431,23 +431,21 @@ def tally_results(ev, report, tallies, options, scheme, epsilon, comp=None) -> N
         for i in p.diff_in:   # an output that does not require grad: numerical must be zero
             largest = np.array([tallies[("numerical", o, i)].scale])
             report.results.append(checks.detached_result(o, i, largest, options.atol))
-    report.results += _nonfinite(tallies, p if comp is not None and comp.seeds else None)
+    report.results += _nonfinite(tallies)
 
 
-def _nonfinite(tallies: dict, cells_of=None) -> list:
+def _nonfinite(tallies: dict) -> list:
     """NaN or inf in blocks compared a chunk at a time: the dense check's
     failures (``faults.nonfinite_results``) from the tallies' counts, the
-    numerical side's once per pair; ``cells_of``: the problem, when the
-    blocks are cells along seed columns."""
+    numerical side's once per pair."""
     found, seen = [], set()
     for (mode, o, i), tally in sorted(tallies.items()):
         for side, (count, where, value, expected) in sorted(tally.nonfinite.items()):
             who = "numerical" if side == "expected" else mode
             if (who, o, i) not in seen:
                 seen.add((who, o, i))
-                hint = small_in_cells(cells_of, i) if cells_of and who == "numerical" else ""
                 found.append(nonfinite_result(who, (o, i), count, tally.counts["entries"],
-                                              where, value, expected, hint=hint))
+                                              where, value, expected))
     return found
 
 

@@ -26,8 +26,8 @@ from adcheck.gradcheck.core.numerical import central_columns
 from adcheck.gradcheck.core.quiet import quiet, restore
 from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance, precise_tolerances
 from adcheck.gradcheck.numerics.quotients import evaluated
-from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, extrapolated_columns, step_scale
-from adcheck.gradcheck.numerics.smallsteps import coordinates_work
+from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, step_scale
+from adcheck.gradcheck.numerics.smallsteps import coordinates_work, directions_work
 
 
 def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
@@ -104,7 +104,7 @@ class Extrapolated:
 
     def cells(self, ev, in_idx: int, directions, columns: np.ndarray, out=None) -> dict:
         """``(cells, errors, unresolved)`` by output, a row per column (into
-        ``out`` when given: see ``extrapolated_columns``); a cell no step
+        ``out`` when given: see ``richardson.extrapolated_columns``); a cell no step
         resolves, its steps straddling a jump, comes back NaN with an infinite
         error: no evidence either way, as in the dense precise check."""
         if directions is None:
@@ -113,8 +113,8 @@ class Extrapolated:
         else:
             steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None],
                                     (DEEPEST, len(columns)))
-            found, unresolved = extrapolated_columns(ev, in_idx, np.array(steps), directions,
-                                                     out=out)
+            found, unresolved = evaluated(ev, directions_work(ev, in_idx, np.array(steps),
+                                                              directions, out))
         return {o: (best, err, unresolved[o]) for o, (best, err) in found.items()}
 
     def tolerances(self, numerical: Jacobian, epsilon: float) -> dict:

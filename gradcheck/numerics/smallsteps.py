@@ -28,6 +28,11 @@ floor over a step of 1e-11 made it a thousand times the actual error (the
 entropy above: 3e-3 of the entry, where the closed form -(log p + 1) differs by
 2e-6); what it admits is judged at the tolerance it implies, and an entry
 it refuses stays as the first ladder left it.
+
+A compressed or probed Jacobian steps along seed columns, each moving many
+coordinates (``directions_work``): a column that moves small ones is
+differenced again with its steps shrunk until none of them moves by more
+than a quarter of itself, a ladder per band of magnitudes (``BAND``).
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from adcheck.gradcheck.numerics.richardson import columns_work, level_steps
 
 FLOOR = 2.0 ** -11   # Richardson's smallest first step: coordinates below it get a ladder of their own
 SHARE = 4.0          # the coordinate over the first step (Richardson's own ladder: 32)
+BAND = 2.0 ** 20     # small coordinates this far apart get separate ladders along a seed column
 CREDIBLE = 1e-2      # an estimate beyond this share of its entry is no evidence: its
 #                      tolerance, SAFETY times the estimate, would be 8 % of it and more
 
@@ -60,44 +66,85 @@ def coordinates_work(ev: Evaluator, in_idx: int, steps: np.ndarray, columns: np.
     the second ladder of the small ones resolves differently replaced (see
     the module's docstring)."""
     result = yield from columns_work(ev, in_idx, steps, columns=columns, out=out)
-    problem = ev.problem
-    x = coords.to_real(problem.arrays[in_idx])[columns]
+    x = coords.to_real(ev.problem.arrays[in_idx])[columns]
     small = small_coordinates(x)
+    if small.size:
+        first = np.abs(x[small]) / SHARE
+        second = yield from second_ladder(ev, in_idx, first, columns=columns[small])
+        _judged(ev.problem, result, small, second, first)
+    return result
+
+
+def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: np.ndarray,
+                    out: dict | None = None):
+    """``coordinates_work`` for steps along ``directions`` (a row per column,
+    moved by ``steps[k, j]``: a compressed or probed Jacobian's seed columns).
+    A column that moves small coordinates is differenced again with its
+    steps shrunk until none of them moves by more than ``|x| / SHARE``; every
+    coordinate of the column moves less then, and its cells are the same
+    directional derivatives. Small coordinates a factor ``BAND`` or more
+    apart get a ladder each (the smaller one's steps would be lost in the
+    larger one's rounding), and the entries a wider coordinate decides are
+    kept where a second ladder is not credible for them."""
+    result = yield from columns_work(ev, in_idx, steps, directions, out=out)
+    size = np.abs(coords.to_real(ev.problem.arrays[in_idx]))
+    small = small_coordinates(size)
     if small.size == 0:
         return result
-    size = np.abs(x[small])
-    second, unresolved = yield from second_ladder(ev, in_idx, size, columns[small])
+    band = np.full(size.shape, np.nan)
+    band[small] = np.floor(np.log2(size[small]) / np.log2(BAND))
+    moved = np.abs(directions) * steps[0][:, None]   # (columns, coordinates) at the first step
+    for value in np.unique(band[small]):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shrink = np.where((band == value) & (moved > 0), size / SHARE / moved,
+                              np.inf).min(axis=1)
+        chosen = np.flatnonzero(shrink < 1)
+        if chosen.size:
+            first = steps[0][chosen] * shrink[chosen]
+            second = yield from second_ladder(ev, in_idx, first, directions=directions[chosen])
+            _judged(ev.problem, result, chosen, second, first)
+    return result
+
+
+def second_ladder(ev: Evaluator, in_idx: int, first: np.ndarray, columns=None, directions=None):
+    """``richardson.columns_work`` of the coordinates ``columns`` (or along
+    ``directions``) from the first steps ``first``."""
+    return (yield from columns_work(ev, in_idx, level_steps(first), directions, columns))
+
+
+def _judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.ndarray) -> None:
+    """Take into ``result`` (rows ``rows``) the entries of ``second`` that are
+    credible and that ``result`` lacks or disagrees with (module docstring);
+    ``first``: the second ladder's first step per row."""
     found, first_unresolved = result
+    values, unresolved = second
     for o in problem.float_out:
         eps = problem.epsilon(out_idx=o)
-        value, error = second[o]   # (columns, output coordinates)
+        value, error = values[o]   # (rows, output coordinates)
         ulps = AD_ULPS * eps * largest_finite(found[o][0])
         credible = np.isfinite(value) & ~unresolved[o] & (error <= CREDIBLE * np.abs(value) + ulps)
         # a move below the smallest normal number is rounded in absolute terms, which
         # the estimate (relative to the outputs) does not see: prod at 1e-308 moves by 0
-        credible &= np.abs(value) * (size / SHARE)[:, None] >= np.finfo(np.float64).tiny
+        credible &= np.abs(value) * first[:, None] >= np.finfo(np.float64).tiny
         if credible.any():
-            _take((*found[o], first_unresolved[o]), small, (value, error), credible,
+            _take((*found[o], first_unresolved[o]), rows, (value, error), credible,
                   np.sqrt(eps) / 2 * np.abs(value) + ulps)
-    return result
-
-
-def second_ladder(ev: Evaluator, in_idx: int, size: np.ndarray, columns: np.ndarray):
-    """``richardson.columns_work`` of the coordinates ``columns``, of
-    magnitudes ``size``, from first steps ``size / SHARE``."""
-    return (yield from columns_work(ev, in_idx, level_steps(size / SHARE), columns=columns))
 
 
 def _take(first: tuple, rows: np.ndarray, second: tuple, credible: np.ndarray,
           allowance: np.ndarray) -> None:
-    """Write ``second``'s credible entries that ``first`` lacks or disagrees
-    with into ``first``'s rows ``rows`` (its values, errors and unresolved flags)."""
+    """Write ``second``'s credible entries that ``first`` lacks, disagrees with
+    or estimates less precisely into ``first``'s rows ``rows`` (its values,
+    errors and unresolved flags)."""
     values, errors, unresolved = first
     value, error = second
     missing = ~np.isfinite(values[rows]) | ~np.isfinite(errors[rows]) | unresolved[rows]
     with np.errstate(invalid="ignore"):
         apart = np.abs(value - values[rows]) > SAFETY * (error + errors[rows]) + allowance
-    which, entries = np.nonzero(credible & (missing | apart))
+    # (and where both agree, the smaller estimate, as within one ladder: the wide
+    # steps' quotients of a column whose steps crossed zero are finite for some
+    # outputs, but no better than their large estimate)
+    which, entries = np.nonzero(credible & (missing | apart | (error < errors[rows])))
     values[rows[which], entries] = value[which, entries]
     errors[rows[which], entries] = error[which, entries]
     unresolved[rows[which], entries] = False

@@ -29,11 +29,9 @@ from adcheck.gradcheck.verdict.compare import Result, compare
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
-from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
 from adcheck.gradcheck.numerics.precise import as_zero
-from adcheck.gradcheck.numerics.smallsteps import small_coordinates
 
 #: what each Jacobian's non-finite entries say about the function, by mode
 _SIDE = {"numerical": "finite differences", "reference": "the mpmath reference",
@@ -175,8 +173,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if not np.logical_and.reduce(np.isfinite(block), axis=None):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
-                results.append(_nonfinite_block(problem, jac, key, block, expected,
-                                                bad_outputs))
+                results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
     return results
 
 
@@ -200,37 +197,22 @@ def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = Fa
                    "from the jump"))
 
 
-def _nonfinite_block(problem: Problem, jac: Jacobian, key, block, expected,
-                     bad_outputs) -> Result:
+def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs) -> Result:
     bad = ~np.isfinite(block)
     where = _where(bad)
     there = None
     if expected is not None and expected.shape == block.shape:
         there = expected[where]
     return nonfinite_result(jac.mode, key, int(bad.sum()), block.size, where, block[where],
-                            there, bad_outputs.get(key[0]),
-                            small_in_cells(problem, key[1]) if jac.compressed(key[1]) else "")
-
-
-def small_in_cells(problem: Problem, in_idx: int) -> str:
-    """What to do where differences along seed columns (a compressed or probed
-    Jacobian) are NaN and the input has entries far below the first step: only
-    coordinate columns get steps of their own scale (``numerics.smallsteps``)."""
-    count = small_coordinates(coords.to_real(problem.arrays[in_idx])).size
-    if not count:
-        return ""
-    return (f"; {count} entries of input {in_idx} lie below 2**-11, and steps along seed "
-            "columns leave their scale (a dense or chunked Jacobian differences them on "
-            "their own): pass jacobian='dense' (adcheck check --jacobian dense)")
+                            there, bad_outputs.get(key[0]))
 
 
 def nonfinite_result(mode: str, key, count: int, size: int, where: tuple, value,
-                     expected=None, bad_output: str | None = None, hint: str = "") -> Result:
+                     expected=None, bad_output: str | None = None) -> Result:
     """The failure that ``count`` of ``size`` entries of ``mode``'s block
     ``key`` are NaN or inf, the first at ``where`` (``value``); ``expected``:
     finite differences there, when known; ``bad_output``: what is wrong with
-    the output at the given inputs, when something is; ``hint``: appended to the
-    numerical side's diagnosis (``small_in_cells``). Of a dense block
+    the output at the given inputs, when something is. Of a dense block
     (``nonfinite_results``) or of one compared a chunk at a time (a ``Tally``'s
     counts)."""
     out_idx, in_idx = key
@@ -242,7 +224,7 @@ def nonfinite_result(mode: str, key, count: int, size: int, where: tuple, value,
             "domain, or a pole or an overflow is near)")
         text = (f"{side} give {_kind(value)} at {count}: {why}; the derivative cannot "
                 "be checked there by differences: check it at points where the function is "
-                f"finite nearby{hint}")
+                "finite nearby")
     else:
         there = ""
         if expected is not None:

@@ -235,15 +235,29 @@ def test_a_chunked_jacobian_gets_the_second_ladder_too():
     assert report.passed, str(report)
 
 
-def test_a_compressed_jacobian_says_to_take_the_dense_one():
-    """Steps along seed columns move every entry of a group at once; only
-    coordinate columns get steps of their own scale. The failure says so, and
-    the dense Jacobian it names passes."""
-    x = _x(1e-9, positive=True).detach().repeat(30).requires_grad_()   # 90 entries
-    report = gradcheck.check(torch.log, (x,), precise=True, seed=0, explore=False,
-                             jacobian="compressed")
-    assert not report.passed
-    assert "90 entries of input 0 lie below 2**-11" in str(report)
-    assert "jacobian='dense'" in str(report)
-    assert gradcheck.check(torch.log, (x,), precise=True, seed=0, explore=False,
-                           jacobian="dense").passed
+@pytest.mark.parametrize("jacobian", ["compressed", "probed"])
+@pytest.mark.parametrize("scale", (1e-7, 1e-150))
+@pytest.mark.parametrize("name", list(CORRECT) + list(WRONG))
+def test_seed_columns_get_steps_of_their_small_entries_scale(name, scale, jacobian):
+    """Compressed and probed Jacobians step along seed columns, each moving
+    many entries: a column's steps are shrunk to its small entries."""
+    forward, backward, positive = {**CORRECT, **WRONG}[name]
+    values = np.tile(np.abs(SIGNED) if positive else SIGNED, 20) * scale   # 60 entries
+    x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    report = gradcheck.check(_function(forward(scale), backward(scale)), (x,), precise=True,
+                             seed=0, explore=False, jacobian=jacobian)
+    assert report.plan == jacobian
+    assert report.passed == (name in CORRECT), str(report)
+
+
+def test_entries_of_many_magnitudes_along_one_seed_column():
+    """Entries 1e-300 and 5e-8 in one seed column: the steps of the smaller
+    would be lost in the larger's rounding, so each band gets its own."""
+    x = torch.tensor(np.tile([5e-8, 1e-300, 3e-8], 30), dtype=torch.float64, requires_grad=True)
+    for jacobian in ("compressed", "probed"):
+        report = gradcheck.check(torch.log, (x,), precise=True, seed=0, explore=False,
+                                 jacobian=jacobian)
+        assert report.passed, str(report)
+    wrong = _function(lambda s: torch.log(s), lambda s, g: g / s * 1.01)
+    assert not gradcheck.check(wrong, (x,), precise=True, seed=0, explore=False,
+                               jacobian="compressed").passed
