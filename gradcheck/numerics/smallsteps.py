@@ -20,7 +20,8 @@ sum's rounding). An entry takes that ladder's value where it is credible
 order of the block's rounding) and either the first ladder has none (NaN,
 no step free of a jump) or the two disagree beyond both estimates: a
 derivative is the limit of smaller steps, and the smaller ladder's estimate
-says it is not rounding. Where they agree, the first ladder's entry stands.
+says it is not rounding. Where they agree, the smaller estimate stands, as
+within one ladder.
 A step the output cannot feel (``x + 1`` at ``1e-150``) gives the smaller
 ladder a rounding estimate far above its value: not credible, not taken.
 ``CREDIBLE`` is loose because the estimate is: the output's measured noise
@@ -91,11 +92,11 @@ def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: n
     small = small_coordinates(size)
     if small.size == 0:
         return result
-    band = np.full(size.shape, np.nan)
-    band[small] = np.floor(np.log2(size[small]) / np.log2(BAND))
-    moved = np.abs(directions) * steps[0][:, None]   # (columns, coordinates) at the first step
-    for value in np.unique(band[small]):
-        with np.errstate(divide="ignore", invalid="ignore"):
+    size = size[small]
+    band = np.floor(np.log2(size) / np.log2(BAND))
+    moved = np.abs(directions[:, small]) * steps[0][:, None]   # (columns, small ones), first step
+    for value in np.unique(band):
+        with np.errstate(divide="ignore"):
             shrink = np.where((band == value) & (moved > 0), size / SHARE / moved,
                               np.inf).min(axis=1)
         chosen = np.flatnonzero(shrink < 1)
