@@ -63,3 +63,18 @@ def sweep_seed(op: str, dtype: str, index: int, check: str) -> int:
     from adcheck.runner.checks import derive_seed
     from adcheck.runner.torchregistry import TorchRegistry
     return derive_seed(0, op, dtype, index, TorchRegistry.seed_checks.get(check, check))
+
+
+def function(E, forward, backward):
+    """A Function of engine ``E`` (refengine or torch) saving its input, with
+    these two formulas: ``forward(x)`` and ``backward(x, grad_output)``."""
+    class Fn(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward(ctx.saved_tensors[0], g)
+    return Fn.apply

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from adcheck.gradcheck import check
+from gradcheck_support import function
 
 X = np.array([0.3, -0.7, 1.2])
 
@@ -18,19 +19,6 @@ X = np.array([0.3, -0.7, 1.2])
 def leaf(E, values=X, dtype=None):
     return E.tensor(np.asarray(values), dtype=dtype or E.float64, requires_grad=True)
 
-
-def function(E, forward, backward):
-    """A Function of ``E`` saving its input, with these two formulas."""
-    class Fn(E.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return forward(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            return backward(ctx.saved_tensors[0], g)
-    return Fn.apply
 
 
 def first(report):

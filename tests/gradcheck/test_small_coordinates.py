@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch", reason="the formulas checked are torch's; t
 from adcheck import gradcheck  # noqa: E402
 import adcheck.refengine as re  # noqa: E402
 from adcheck.gradcheck.numerics.smallsteps import FLOOR  # noqa: E402
+from gradcheck_support import function  # noqa: E402
 
 SCALES = (1e-7, 1e-13, 1e-150)
 SIGNED = np.array([1.0, -2.0, 0.5])
@@ -30,20 +31,6 @@ SIGNED = np.array([1.0, -2.0, 0.5])
 def _x(scale, positive=False):
     values = np.abs(SIGNED) if positive else SIGNED
     return torch.tensor(values * scale, dtype=torch.float64, requires_grad=True)
-
-
-def _function(forward, backward):
-    class Formula(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return forward(x)
-
-        @staticmethod
-        def backward(ctx, g):
-            x, = ctx.saved_tensors
-            return backward(x, g)
-    return Formula.apply
 
 
 def _smooth_abs(scale):
@@ -70,7 +57,7 @@ WRONG = {
 
 def _check(case, scale, **keywords):
     forward, backward, positive = case
-    return gradcheck.check(_function(forward(scale), backward(scale)), (_x(scale, positive),),
+    return gradcheck.check(function(torch, forward(scale), backward(scale)), (_x(scale, positive),),
                            precise=True, seed=0, **keywords)
 
 
@@ -222,7 +209,7 @@ def test_an_entropy_of_probabilities_passes_and_a_clamped_log_fails():
     def entropy(p):
         return -(p * torch.log(p)).sum()
     assert gradcheck.check(entropy, (p,), precise=True, seed=0, explore=False).passed
-    clamped = _function(entropy, lambda x, g: -g * (torch.log(x.clamp_min(1e-8)) + 1))
+    clamped = function(torch, entropy, lambda x, g: -g * (torch.log(x.clamp_min(1e-8)) + 1))
     report = gradcheck.check(clamped, (p,), precise=True, seed=0, explore=False)
     assert not report.passed and "NaN" not in str(report)
 
@@ -244,7 +231,7 @@ def test_seed_columns_get_steps_of_their_small_entries_scale(name, scale, jacobi
     forward, backward, positive = {**CORRECT, **WRONG}[name]
     values = np.tile(np.abs(SIGNED) if positive else SIGNED, 20) * scale   # 60 entries
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
-    report = gradcheck.check(_function(forward(scale), backward(scale)), (x,), precise=True,
+    report = gradcheck.check(function(torch, forward(scale), backward(scale)), (x,), precise=True,
                              seed=0, explore=False, jacobian=jacobian)
     assert report.plan == jacobian
     assert report.passed == (name in CORRECT), str(report)
@@ -258,6 +245,6 @@ def test_entries_of_many_magnitudes_along_one_seed_column():
         report = gradcheck.check(torch.log, (x,), precise=True, seed=0, explore=False,
                                  jacobian=jacobian)
         assert report.passed, str(report)
-    wrong = _function(lambda s: torch.log(s), lambda s, g: g / s * 1.01)
+    wrong = function(torch, lambda s: torch.log(s), lambda s, g: g / s * 1.01)
     assert not gradcheck.check(wrong, (x,), precise=True, seed=0, explore=False,
                                jacobian="compressed").passed
