@@ -246,7 +246,7 @@ def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) ->
     # (one copy and its terms); a dense check holds every comparison copy
     if not budgets.fits(ev.budget, entries(ev), PROBED_COPIES if probing else
                         budgets.COMPARISON_COPIES):
-        _refuse_beyond_budget(ev)
+        _refuse_beyond_budget(ev, options)
     if probing:
         run64, _ = widened(ev.problem)
         if run64 is not None:
@@ -263,14 +263,16 @@ def _low_precision_plan(ev: Evaluator, rng, options: Options, epsilon: float) ->
 PROBED_COPIES = 2
 
 
-def _refuse_beyond_budget(ev: Evaluator):
+def _refuse_beyond_budget(ev: Evaluator, options: Options):
     """Whole blocks beyond the budget: refused, as the budget promises, rather
-    than built (op_db's slice in float32: minutes past any timeout, or killed)."""
+    than built (op_db's slice in float32: minutes past any timeout, or killed).
+    The message names the budget asked for (``ev.budget`` is what is left of it
+    beside the evaluations, 511 MiB or 512 by the process's state)."""
     p = ev.problem
     raise UncheckableError(
         f"{p.name}: a precise check of a formula narrower than double precision "
         f"compares whole Jacobians, and this one has {entries(ev):,} entries, beyond "
-        f"the memory budget of {ev.budget / 2**20:.0f} MiB; raise the budget "
+        f"the memory budget of {options.memory_budget / 2**20:.0f} MiB; raise the budget "
         "(memory_budget=, --memory-budget) to check it, or check it in float64, where "
         "large Jacobians are compressed or built in chunks")
 
