@@ -191,8 +191,12 @@ def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = Fa
         "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
         diagnosis=(f"at {count} of {size} {what}, first [{where[0]}, "
                    f"{where[1]}] (output coordinate {where[0]}, {column} {where[1]}), "
-                   "every step down to 2**-36 of the input straddles a jump or a kink: the "
-                   "function is discontinuous or not differentiable there, so those entries "
+                   "every step down to 2**-36 of the input (of 2**-6 for an input below it) "
+                   "straddles a jump or a kink (an input below 2**-11 is also differenced "
+                   "from a quarter of itself down; those steps did not resolve it either, "
+                   "their moves hidden in the output's rounding): the function is "
+                   "discontinuous or not differentiable there, or a jump, a kink or a branch "
+                   "cut lies closer than its rounding lets steps resolve, so those entries "
                    "are no evidence for or against the formula; check it at a point away "
                    "from the jump"))
 

@@ -248,3 +248,17 @@ def test_entries_of_many_magnitudes_along_one_seed_column():
     wrong = function(torch, lambda s: torch.log(s), lambda s, g: g / s * 1.01)
     assert not gradcheck.check(wrong, (x,), precise=True, seed=0, explore=False,
                                jacobian="compressed").passed
+
+
+@pytest.mark.parametrize("imaginary, resolved", [(3e-9, True), (3e-13, False)])
+def test_a_branch_cut_close_by_is_resolved_or_said_to_be_too_close(imaginary, resolved):
+    """log at -2 + i y: the cut is y away. Steps of a quarter of y resolve
+    the derivative while they move the output (near pi) by more than its
+    rounding (y = 3e-9); at y = 3e-13 they do not, and the entry is no
+    evidence, said so: the cut lies closer than the rounding lets steps see."""
+    z = torch.tensor([1.0 + 0.5j, -2.0 + imaginary * 1j], dtype=torch.complex128,
+                     requires_grad=True)
+    report = gradcheck.check(torch.log, (z,), precise=True, seed=0, explore=False)
+    assert report.passed == resolved, str(report)
+    if not resolved:
+        assert "branch cut lies closer than its rounding lets steps resolve" in str(report)
