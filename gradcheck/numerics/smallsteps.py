@@ -21,9 +21,11 @@ order of the block's rounding) and either the first ladder has none (NaN,
 no step free of a jump) or the two disagree beyond both estimates: a
 derivative is the limit of smaller steps, and the smaller ladder's estimate
 says it is not rounding. Where they agree, the smaller estimate stands, as
-within one ladder.
-A step the output cannot feel (``x + 1`` at ``1e-150``) gives the smaller
-ladder a rounding estimate far above its value: not credible, not taken.
+within one ladder. A step the output cannot feel (``x + 1`` at ``1e-150``)
+gives the smaller ladder a rounding estimate far above its value: not
+credible, not taken; nor is a move of the output below the smallest normal
+number, rounded in absolute terms the estimate does not see (``prod`` with
+an entry of 1e-308 moves by 0).
 ``CREDIBLE`` is loose because the estimate is: the output's measured noise
 floor over a step of 1e-11 made it a thousand times the actual error (the
 entropy above: 3e-3 of the entry, where the closed form -(log p + 1) differs by
