@@ -19,7 +19,7 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.diagnosis import cast_inside, on_stairs, zero_numerical
+from adcheck.gradcheck.verdict.diagnosis import cast_inside, on_stairs, zero_numerical, zero_output
 from adcheck.gradcheck.core.grids import narrow_grid, stair_width
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
@@ -171,11 +171,17 @@ def _on_stairs(ev: Evaluator, results: list) -> list:
     """``results``, a failure whose numerical block is zero (``zero_numerical``)
     said to be stairs when the output's values are whole multiples of a
     coarse width (``grids.stair_width``): "the function does not use this
-    input" is false of ``round(4 x) / 4`` with a straight-through backward.
+    input" is false of ``round(4 x) / 4`` with a straight-through backward;
+    and said to come from a forward that underflows or cancels when the
+    output is exactly 0 (torch's ndtr(-12)).
     Inputs on stairs themselves (typed ones: 0.7, -1.3, 0.4) say nothing: 2 x
     is then a multiple of 0.1 too."""
     p = ev.problem
     zero = [r for r in results if not r.passed and r.diagnosis == zero_numerical(r.mode)]
+    for result in zero:   # (an output of exact zeros: the forward underflowed or cancelled)
+        if not np.any(p.out_arrays[result.out_idx]):
+            result.diagnosis = zero_output(result.mode)
+    zero = [r for r in zero if r.diagnosis == zero_numerical(r.mode)]
     if not zero or any(stair_width(p.arrays[i]) for i in p.diff_in):
         return results
     for result in zero:

@@ -60,6 +60,17 @@ def on_stairs(mode: str, width: float) -> str:
             "derivative of the unrounded function: check that function instead")
 
 
+def zero_output(mode: str) -> str:
+    """The sentence for a numerical block that is zero where analytical is not,
+    of an output that is exactly 0 at the given inputs."""
+    return (f"numerical is zero but analytical is not, and the output is exactly 0 at these "
+            "inputs: the function does not use this input, or its forward underflows or "
+            "cancels here (torch's ndtr(-12), which is 1.8e-33, computes as 0) so that no "
+            f"step moves it, while the {_verb(mode)} returns the derivative of the exact "
+            "function; check the forward's precision, or check at inputs where its values "
+            "are representable")
+
+
 def whole_block(mode: str, nonzero: int, expected: int, actual: int) -> str | None:
     """What the counts of a whole block say: analytical all zero (``nonzero``
     analytical entries) where numerical is not (``expected`` entries above

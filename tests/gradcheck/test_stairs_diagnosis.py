@@ -78,3 +78,20 @@ def test_the_width_of_stairs_and_of_none():
     assert stair_width(np.round(values * 16) / 16) == 0.0625
     assert stair_width(np.round(values, 3)) == 0.001
     assert stair_width(np.array([1.5, 1.5, 2.0])) is None               # too few values
+
+
+def test_an_output_that_underflows_to_zero_is_named():
+    """torch's ndtr(-x) at x of 11.3 to 13.1 computes as 0 (cancellation
+    in 1 + erf), where it is 1e-29 to 1e-39 (mpmath), and its backward
+    returns the exact derivative. The failure says the output is 0 and why
+    that can be, not only "the function does not use this input"."""
+    mpmath = pytest.importorskip("mpmath", reason="mpmath gives ndtr's exact values here")
+    x = torch.tensor([12.3, 11.3, 13.1], dtype=torch.float64, requires_grad=True)
+    values = torch.special.ndtr(-x).detach().numpy()
+    exact = [float(mpmath.ncdf(-mpmath.mpf(v))) for v in x.detach().numpy()]
+    assert np.all(values == 0.0) and min(exact) > 1e-40
+    report = gradcheck.check(lambda t: torch.special.ndtr(-t), (x,), precise=True, seed=0,
+                             explore=False)
+    assert not report.passed
+    assert "the output is exactly 0 at these inputs" in report.diagnosis
+    assert "underflows or cancels" in report.diagnosis
