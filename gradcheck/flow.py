@@ -19,7 +19,8 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
-from adcheck.gradcheck.verdict.diagnosis import cast_inside, on_stairs, zero_numerical, zero_output
+from adcheck.gradcheck.verdict.diagnosis import (cast_inside, on_stairs, zero_numerical,
+                                                 zero_output)
 from adcheck.gradcheck.core.grids import narrow_grid, stair_width
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
@@ -178,7 +179,7 @@ def _on_stairs(ev: Evaluator, results: list) -> list:
     is then a multiple of 0.1 too."""
     p = ev.problem
     zero = [r for r in results if not r.passed and r.diagnosis == zero_numerical(r.mode)]
-    for result in zero:   # (an output of exact zeros: the forward underflowed or cancelled)
+    for result in zero:   # (exact zeros: an unused input, or a forward that underflowed)
         if not np.any(p.out_arrays[result.out_idx]):
             result.diagnosis = zero_output(result.mode)
     zero = [r for r in zero if r.diagnosis == zero_numerical(r.mode)]
