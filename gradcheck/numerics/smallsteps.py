@@ -47,7 +47,7 @@ from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY
 from adcheck.gradcheck.numerics.richardson import columns_work, level_steps
 
-FLOOR = 2.0 ** -11   # Richardson's smallest first step: below it, a ladder of their own
+FLOOR = 2.0 ** -11   # Richardson's smallest first step; smaller coordinates get a ladder too
 SHARE = 4.0          # the coordinate over the first step (Richardson's own ladder: 32)
 BAND = 2.0 ** 20     # small coordinates this far apart get separate ladders along a seed column
 CREDIBLE = 1e-2      # an estimate beyond this share of its entry is no evidence: its
