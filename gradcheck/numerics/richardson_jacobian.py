@@ -60,10 +60,9 @@ def _input_work(ev: Evaluator, in_idx: int, width: int):
     ``in_idx``'s columns, ``width`` at a time, returning each chunk's
     ``columns_work`` result."""
     x = coords.to_real(ev.problem.arrays[in_idx])
-    steps = _steps(x)
     parts = []
     for a, b in budgets.chunks(x.size, width):
-        parts.append((yield from coordinates_work(ev, in_idx, steps[:, a:b], np.arange(a, b))))
+        parts.append((yield from coordinates_work(ev, in_idx, x[a:b], np.arange(a, b))))
     if not parts:   # no coordinate at all
-        parts.append((yield from columns_work(ev, in_idx, steps)))
+        parts.append((yield from columns_work(ev, in_idx, _steps(x))))
     return parts

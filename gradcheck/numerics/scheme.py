@@ -26,7 +26,7 @@ from adcheck.gradcheck.core.numerical import central_columns
 from adcheck.gradcheck.core.quiet import quiet, restore
 from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance, precise_tolerances
 from adcheck.gradcheck.numerics.quotients import evaluated
-from adcheck.gradcheck.numerics.richardson import DEEPEST, _steps, step_scale
+from adcheck.gradcheck.numerics.richardson import DEEPEST, step_scale
 from adcheck.gradcheck.numerics.smallsteps import coordinates_work, directions_work
 
 
@@ -108,8 +108,8 @@ class Extrapolated:
         resolves, its steps straddling a jump, comes back NaN with an infinite
         error: no evidence either way, as in the dense precise check."""
         if directions is None:
-            steps = _steps(coords.to_real(ev.problem.arrays[in_idx])[columns])
-            found, unresolved = evaluated(ev, coordinates_work(ev, in_idx, steps, columns, out))
+            x = coords.to_real(ev.problem.arrays[in_idx])[columns]
+            found, unresolved = evaluated(ev, coordinates_work(ev, in_idx, x, columns, out))
         else:
             steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None],
                                     (DEEPEST, len(columns)))

@@ -45,7 +45,7 @@ from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY
-from adcheck.gradcheck.numerics.richardson import columns_work, level_steps
+from adcheck.gradcheck.numerics.richardson import _steps, columns_work, level_steps
 
 FLOOR = 2.0 ** -11   # Richardson's smallest first step; smaller coordinates get a ladder too
 SHARE = 4.0          # the coordinate over the first step (Richardson's own ladder: 32)
@@ -61,15 +61,14 @@ def small_coordinates(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero((size > 0) & (size < FLOOR))
 
 
-def coordinates_work(ev: Evaluator, in_idx: int, steps: np.ndarray, columns: np.ndarray,
+def coordinates_work(ev: Evaluator, in_idx: int, x: np.ndarray, columns: np.ndarray,
                      out: dict | None = None):
     """A generator of evaluations (``quotients.evaluated``) returning
     ``richardson.columns_work``'s result for the coordinates ``columns`` of
-    input ``in_idx`` at ``steps`` (into ``out`` when given), with the entries
-    the second ladder of the small ones resolves differently replaced (see
-    the module's docstring)."""
-    result = yield from columns_work(ev, in_idx, steps, columns=columns, out=out)
-    x = coords.to_real(ev.problem.arrays[in_idx])[columns]
+    input ``in_idx``, whose values are ``x`` (into ``out`` when given), with
+    the entries the second ladder of the small ones resolves differently
+    replaced (see the module's docstring)."""
+    result = yield from columns_work(ev, in_idx, _steps(x), columns=columns, out=out)
     small = small_coordinates(x)
     if small.size:
         first = np.abs(x[small]) / SHARE
@@ -117,8 +116,9 @@ def second_ladder(ev: Evaluator, in_idx: int, first: np.ndarray, columns=None, d
 
 def _judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.ndarray) -> None:
     """Take into ``result`` (rows ``rows``) the entries of ``second`` that are
-    credible and that ``result`` lacks or disagrees with (module docstring);
-    ``first``: the second ladder's first step per row."""
+    credible and that ``result`` lacks, disagrees with or estimates less
+    precisely (module docstring); ``first``: the second ladder's first step
+    per row."""
     found, first_unresolved = result
     values, unresolved = second
     for o in problem.float_out:
