@@ -12,7 +12,8 @@ prints the functions that do not pass at each scale.
 ``--sweep`` runs ``adcheck ops``' tasks (the built-in registry, its default
 checks) in this process and counts the calls of
 ``gradcheck.numerics.smallsteps``' ladder, the columns it takes, and the CPU
-seconds they cost, against the sweep's.
+seconds they cost, against the sweep's. bench/large_inputs.py does the same
+for large inputs with these helpers.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import numpy as np
 import torch
 
 from adcheck import gradcheck
-from adcheck.gradcheck.numerics import smallsteps
 
 SCALES = (1e-6, 1e-9, 1e-13, 1e-40)
 
@@ -54,61 +54,70 @@ SIGNED = {"reciprocal": torch.reciprocal, "sin": torch.sin, "tan": torch.tan, "a
           "log of complex": _pair(lambda a, b: torch.log(torch.complex(a, b)).real)}
 
 
-def _estimates() -> list:
-    """Record, as the second ladder takes entries, each one's error estimate
+def estimates() -> list:
+    """Record, as a second ladder takes entries, each one's error estimate
     over its value."""
-    ratios, take = [], smallsteps._take
+    try:
+        from adcheck.gradcheck.numerics import secondladder
+    except ImportError:   # (the code before the ladders, run for a "before")
+        return []
+    ratios, take = [], secondladder._take
 
     def recorded(first, rows, second, credible, allowance):
         values, _, _ = first
         before = values[rows].copy()
         take(first, rows, second, credible, allowance)
-        taken = before != values[rows]
         value, error = second
+        taken = (before != values[rows]) & (value != 0)   # (0: no ratio)
         ratios.extend((error[taken] / np.abs(value[taken])).tolist())
-    smallsteps._take = recorded
+    secondladder._take = recorded
     return ratios
 
 
-def verdicts() -> None:
+def verdicts(functions: dict, scales, draw) -> None:
+    """Print, per scale, the functions (name: (function, whether its input
+    must be positive)) that do not pass at ``draw(rng, scale, positive)``."""
     rng = np.random.default_rng(1)
-    total = len(POSITIVE) + len(SIGNED)
-    ratios = _estimates()
-    for scale in SCALES:
+    ratios = estimates()
+    for scale in scales:
         failing = []
-        for name, fn in {**POSITIVE, **SIGNED}.items():
-            values = rng.standard_normal(4)
-            if name in POSITIVE:
-                values = np.abs(values)
-            x = torch.tensor(values * scale, dtype=torch.float64, requires_grad=True)
+        for name, (fn, positive) in functions.items():
+            x = torch.tensor(draw(rng, scale, positive), dtype=torch.float64, requires_grad=True)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if not gradcheck.check(fn, (x,), precise=True, seed=0).passed:
                     failing.append(name)
-        print(f"{scale:g}: {total - len(failing)} of {total} pass; not passing: "
-              f"{', '.join(failing) or 'none'}")
+        print(f"{scale:g}: {len(functions) - len(failing)} of {len(functions)} pass; "
+              f"not passing: {', '.join(failing) or 'none'}")
     if ratios:
         print(f"entries the second ladder took: {len(ratios)}; their estimate over their value: "
               f"median {np.median(ratios):.1e}, 90th percentile {np.quantile(ratios, 0.9):.1e}, "
               f"largest {max(ratios):.1e}")
 
 
-def sweep_cost() -> None:
+def _scaled(rng, scale, positive):
+    values = rng.standard_normal(4)
+    return (np.abs(values) if positive else values) * scale
+
+
+def sweep_cost(module) -> None:
+    """The built-in sweep's CPU time, and the calls, columns and CPU time of
+    ``module.ladder`` (a second ladder) in it."""
     from adcheck.runner.registry import OpinfoRegistry
     from adcheck.runner.selection import plan, select
     from adcheck.runner.tasks import build_settings, run_task
     counts = {"calls": 0, "columns": 0, "seconds": 0.0}
-    ladder = smallsteps.second_ladder
+    ladder = module.ladder
 
-    def counted(ev, in_idx, first, columns=None, directions=None):
+    def counted(ev, in_idx, first, *args, **keywords):
         # (the evaluations happen between the yields: the clock spans them)
         start = time.process_time()
-        found = yield from ladder(ev, in_idx, first, columns, directions)
+        found = yield from ladder(ev, in_idx, first, *args, **keywords)
         counts["seconds"] += time.process_time() - start
         counts["calls"] += 1
         counts["columns"] += len(first)
         return found
-    smallsteps.second_ladder = counted
+    module.ladder = counted
     tasks = plan(select(OpinfoRegistry(), (), (), "refengine").infos, None,
                  build_settings(explore="quick"), together=True)
     start = time.process_time()
@@ -125,9 +134,12 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="also measure the ladder's share of the built-in sweep")
     args = parser.parse_args()
-    verdicts()
+    functions = {**{name: (fn, True) for name, fn in POSITIVE.items()},
+                 **{name: (fn, False) for name, fn in SIGNED.items()}}
+    verdicts(functions, SCALES, _scaled)
     if args.sweep:
-        sweep_cost()
+        from adcheck.gradcheck.numerics import smallsteps
+        sweep_cost(smallsteps)
 
 
 if __name__ == "__main__":

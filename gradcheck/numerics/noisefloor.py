@@ -48,6 +48,10 @@ MOVE_ULPS = 4       # each coordinate moves by up to this many units of its roun
 #: [1, 2) so that no two are in a power of 2 (whose rounding can alias alike)
 WIDE = (0.7, 0.62, 0.54, 0.46)
 _WIDE_FACTORS = np.random.default_rng(1).uniform(1.0, 2.0, len(WIDE))
+#: ``near_floor``'s wide moves, in ulps of each coordinate along one direction
+#: (whole numbers: the moved inputs are exact, and so the moves, as they must
+#: be where a move is a few ulps; none a multiple of another's power of 2)
+NEAR = (5, 17, 61, 233)
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
 #: how many times its own size a coordinate's move may be (see ``_measured``)
@@ -67,6 +71,32 @@ def noise_floor(ev, in_idx: int) -> dict:
     if in_idx not in cache:
         cache[in_idx] = _measured(ev, in_idx)
     return cache[in_idx]
+
+
+def near_floor(ev, in_idx: int) -> dict:
+    """By output, the floor measured with wide moves of a few to some hundred
+    ulps (``NEAR``) in place of ``WIDE``'s: the rounding over steps far below
+    the coordinate's size, where ``WIDE``'s moves, fractions of it, would
+    cross structure of a fixed width (``largesteps``). Measured once per
+    check, in an evaluation of its own."""
+    cache = ev.memo.setdefault("near_floors", {})
+    if in_idx not in cache:
+        cache[in_idx] = _measured(ev, in_idx, _near_moves(ev, in_idx))
+    return cache[in_idx]
+
+
+def _near_moves(ev, in_idx: int) -> tuple:
+    """``near_floor``'s wide moves and their multiples ``c_j`` (``NEAR``) of
+    their direction: one ulp of each coordinate, of random sign (a
+    coordinate at 0 does not move)."""
+    p = ev.problem
+    x = np.abs(coords.to_real(p.arrays[in_idx]))
+    with np.errstate(divide="ignore"):
+        ulp = np.where(np.isfinite(x) & (x > 0), 2.0 ** np.floor(np.log2(np.where(x > 0, x, 1.0))),
+                       0.0) * p.epsilon(in_idx=in_idx)
+    direction = ulp * np.sign(kept(_direction, ulp.size))
+    scales = np.array(NEAR, dtype=float)
+    return scales, [c * direction for c in scales]
 
 
 def riding_moves(ev, in_idx: int):
@@ -143,14 +173,16 @@ def _draws(size: int) -> np.ndarray:
     return np.stack([rng.uniform(-1.0, 1.0, size) for _ in range(MOVES)])
 
 
-def _measured(ev, in_idx: int) -> dict:
+def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
+    """The floor of ``noise_floor``, or with the wide moves ``wide`` (their
+    multiples of their direction and the moves) in place of ``WIDE``'s."""
     p = ev.problem
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
     slopes = {o: [] for o in p.float_out}
-    scales = _wide_scales(ev, in_idx)
-    moves = _moves(ev, in_idx) + _wide_moves(ev, in_idx)
+    scales, wide_moves = wide or (_wide_scales(ev, in_idx), _wide_moves(ev, in_idx))
+    moves = _moves(ev, in_idx) + wide_moves
     at_once = _pairs_at_once(ev, in_idx)
     for start in range(0, len(moves), at_once):   # as many pairs at a time as the budget holds
         group = moves[start:start + at_once]

@@ -1,7 +1,7 @@
 """The numerical Jacobian of a dense or chunked plan: Richardson's
 extrapolation (``richardson``) of every coordinate column of each input, a
 chunk of columns at a time, with the second ladder of the coordinates far
-below its first step (``smallsteps``)."""
+below its first step or far above a unit (``secondladder``)."""
 from __future__ import annotations
 
 import time
@@ -15,7 +15,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.numerical import column_chunk
 from adcheck.gradcheck.numerics.quotients import evaluated
 from adcheck.gradcheck.numerics.richardson import _steps, columns_work
-from adcheck.gradcheck.numerics.smallsteps import coordinates_work
+from adcheck.gradcheck.numerics.secondladder import coordinates_work
 from adcheck.gradcheck.numerics.together import together
 
 

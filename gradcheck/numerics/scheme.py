@@ -27,7 +27,7 @@ from adcheck.gradcheck.core.quiet import quiet, restore
 from adcheck.gradcheck.numerics.precise import AD_ULPS, entry_tolerance, precise_tolerances
 from adcheck.gradcheck.numerics.quotients import evaluated
 from adcheck.gradcheck.numerics.richardson import DEEPEST, step_scale
-from adcheck.gradcheck.numerics.smallsteps import coordinates_work, directions_work
+from adcheck.gradcheck.numerics.secondladder import coordinates_work, directions_work
 
 
 def torch_tolerance(expected: np.ndarray, atol: float, rtol: float) -> np.ndarray:
