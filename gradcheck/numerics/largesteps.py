@@ -66,7 +66,8 @@ def first_steps(x: np.ndarray, eps: float) -> np.ndarray:
 
 
 def ladder(ev: Evaluator, in_idx: int, first: np.ndarray, columns: np.ndarray):
-    """A generator of one evaluation (``quotients.evaluated``) returning, as
+    """A generator of one evaluation (``quotients.evaluated``; the near
+    floor's is made directly, once per check) returning, as
     ``richardson.columns_work`` does, the extrapolated value and error by
     output (a row per coordinate of ``columns``) and where no step was free
     of a jump, from the steps ``first * 2**-k``, ``k < LEVELS``."""
