@@ -68,7 +68,9 @@ def estimates() -> list:
         before = values[rows].copy()
         take(first, rows, second, credible, allowance)
         value, error = second
-        taken = (before != values[rows]) & (value != 0)   # (0: no ratio)
+        after = values[rows]
+        # (NaN != NaN: an entry left NaN is not taken; 0: no ratio)
+        taken = (before != after) & np.isfinite(after) & (value != 0)
         ratios.extend((error[taken] / np.abs(value[taken])).tolist())
     secondladder._take = recorded
     return ratios
