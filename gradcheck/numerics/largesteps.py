@@ -42,11 +42,11 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.numerics.noisefloor import near_floor, noise_floor
+from adcheck.gradcheck.numerics.noisefloor import LARGE, near_floor, noise_floor
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.numerics.richardson import _extrapolated, _steady
 
-CEILING = 2.0 ** 10   # from here the first ladder's regular steps stay above 2**-8
+CEILING = LARGE       # from here the first ladder's regular steps stay above 2**-8
 UNIT = 2.0 ** -5      # the first step of a coordinate of magnitude 1 (richardson.step_scale)
 LEVELS = 8            # steps of the second ladder, each half the one before
 

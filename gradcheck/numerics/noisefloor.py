@@ -52,6 +52,9 @@ _WIDE_FACTORS = np.random.default_rng(1).uniform(1.0, 2.0, len(WIDE))
 #: (whole numbers: the moved inputs are exact, and so the moves, as they must
 #: be where a move is a few ulps; none a multiple of another's power of 2)
 NEAR = (5, 17, 61, 233)
+#: from this size a coordinate may vary on a unit's scale, which the widest moves
+#: cross (``_uncurved``; ``largesteps.CEILING`` is this)
+LARGE = 2.0 ** 10
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
 #: how many times its own size a coordinate's move may be (see ``_measured``)
@@ -124,7 +127,7 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
         slopes = []
         _take(second[o], slopes, outputs[o].reshape(MOVES + len(WIDE), 2, -1), 0, scales,
               p.out_arrays[o])
-        _slope_spread(second[o], slopes, scales)
+        _slope_spread(second[o], slopes, scales, _large(ev, in_idx))
     floors = _floors(ev, second)
     ev.memo.setdefault("noise_floors", {})[in_idx] = floors
     return floors
@@ -182,6 +185,7 @@ def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
     slopes = {o: [] for o in p.float_out}
     scales, wide_moves = wide or (_wide_scales(ev, in_idx), _wide_moves(ev, in_idx))
+    curved = wide is None and _large(ev, in_idx)
     moves = _moves(ev, in_idx) + wide_moves
     at_once = _pairs_at_once(ev, in_idx)
     for start in range(0, len(moves), at_once):   # as many pairs at a time as the budget holds
@@ -194,7 +198,7 @@ def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
             _take(second[o], slopes[o], coords.to_real_rows(outs.pop(o)).reshape(
                 len(group), 2, -1), start, scales, p.out_arrays[o])
     for o in p.float_out:
-        _slope_spread(second[o], slopes[o], scales)
+        _slope_spread(second[o], slopes[o], scales, curved)
     return _floors(ev, second)
 
 
@@ -211,10 +215,13 @@ def _take(second: np.ndarray, slopes: list, pairs: np.ndarray, start: int, scale
             slopes.append((pair[0] - pair[1]) / (2 * scales[j]))
 
 
-def _slope_spread(second: np.ndarray, slopes: list, scales) -> None:
+def _slope_spread(second: np.ndarray, slopes: list, scales, curved: bool = False) -> None:
     """Raise ``second`` to each coordinate's largest ``|S_j - S_k| / (1/c_j +
     1/c_k)`` over the wide moves' ``slopes`` (``S_j`` over ``c_j``: ``scales``);
-    a non-finite one counts 0."""
+    a non-finite one counts 0. ``curved``: the curvature term ``b c**2`` the
+    two widest moves show is taken out of every slope first (``_uncurved``)."""
+    if curved:
+        slopes = _uncurved(slopes, scales)
     for j in range(len(slopes)):
         for k in range(j + 1, len(slopes)):
             with np.errstate(invalid="ignore", over="ignore"):
@@ -222,6 +229,22 @@ def _slope_spread(second: np.ndarray, slopes: list, scales) -> None:
                 found /= 1 / scales[j] + 1 / scales[k]
             found[~np.isfinite(found)] = 0.0
             np.fmax(second, found, out=second)
+
+
+def _uncurved(slopes: list, scales) -> list:
+    """``slopes`` less ``b c_j**2``, ``b`` fitted to the two widest moves'.
+    On an input of ``LARGE`` or more the widest moves reach 0.06 at 1e6 (2**-24
+    of it), where ``sin``'s slope has bent by 6e-4: a floor of that would be
+    the function's curvature, not its rounding, and widen the estimates of
+    every column of the input (a compressed or probed ``sin`` at 1e6 resolved
+    4e-6 of a cell, 2e-9 without it). Rounding, which moves a slope by about
+    its noise over ``c``, shows at the narrower moves as before; what the two
+    widest moves alone show of it is lost."""
+    order = np.argsort(scales)
+    wide, wider = order[-2], order[-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        bend = (slopes[wider] - slopes[wide]) / (scales[wider] ** 2 - scales[wide] ** 2)
+        return [s - bend * c ** 2 for s, c in zip(slopes, scales)]
 
 
 def _widest(second: np.ndarray, pairs: np.ndarray, mid: np.ndarray) -> None:
@@ -286,6 +309,12 @@ def _pairs_in_budget(ev, in_idx: int) -> int:
     size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
     per_pair = 2 * max(1, size) * budgets.BYTES * 4
     return ev.budget // budgets.SHARE // per_pair
+
+
+def _large(ev, in_idx: int) -> bool:
+    """Whether input ``in_idx`` has a finite coordinate of ``LARGE`` or more."""
+    size = np.abs(coords.to_real(ev.problem.arrays[in_idx]))
+    return bool(np.any(np.isfinite(size) & (size >= LARGE)))
 
 
 def largest_input(ev) -> float:
