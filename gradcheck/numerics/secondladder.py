@@ -73,8 +73,8 @@ def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: n
     along a seed column move its coordinates by amounts their spacing does
     not hold exactly, and the rounding of each move is an error of the
     quotient no estimate here measures. The first ladder's cells are then
-    less precise (``sin`` at 1e6: 4e-6 of each cell, where 7.5e-9 at 1): a
-    probed check passes a backward 1e-4 off there."""
+    less precise where the input's entries are far above a unit (``sin`` at
+    1e9: a compressed check passes a backward 1e-6 off)."""
     result = yield from columns_work(ev, in_idx, steps, directions, out=out)
     for chosen, first, second in (yield from smallsteps.seed_ladders(ev, in_idx, steps,
                                                                      directions)):
