@@ -171,8 +171,8 @@ def test_the_other_entries_of_an_input_with_large_ones_keep_their_precision():
     # the first ladder's noise floor moves every entry of the input by up to 2**-24
     # of itself, 0.06 at 1e6, across sin's curvature: its slopes bent by 6e-4 and
     # the floor widened the estimates of every column (the complex input's small
-    # imaginary parts; every cell of a compressed plan, 4e-6 of it instead of 1e-9),
-    # and a backward 1e-6 off passed; the bend is now taken out of the slopes
+    # imaginary parts; every cell of a compressed plan: estimates of 5e-7 of it, 6e-9
+    # now), and a backward 1e-6 off passed; the bend is now taken out of the slopes
     wrong = lambda x, g: g * torch.cos(x).conj() * (1 + 1e-6)  # noqa: E731
     for seed in range(2):
         rng = np.random.default_rng(seed)
