@@ -123,6 +123,16 @@ def complex_rows(block: np.ndarray, out_complex: bool) -> np.ndarray:
     return block[0::2, :] + 1j * block[1::2, :]
 
 
+def spacing(x: np.ndarray, eps: float) -> np.ndarray:
+    """The gap between each of ``x`` and the next number of its binade in a
+    dtype of machine epsilon ``eps`` (a power of two; 0 at 0 and where ``x`` is
+    not finite). ``np.spacing`` would give float64's for values held in
+    float64 that the engine computes in float32 or bfloat16."""
+    size = np.abs(x)
+    normal = np.isfinite(size) & (size > 0)
+    return np.where(normal, 2.0 ** np.floor(np.log2(np.where(normal, size, 1.0))), 0.0) * eps
+
+
 def rounding_unit(dtype) -> float:
     """Unit roundoff of ``dtype`` (of its real part for complex dtypes)."""
     dtype = np.dtype(dtype)

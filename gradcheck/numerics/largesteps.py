@@ -42,7 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.numerics.noisefloor import LARGE, near_floor, noise_floor
+from adcheck.gradcheck.core.coords import spacing
+from adcheck.gradcheck.numerics.noisefloor import LARGE, near_floor
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.numerics.richardson import _extrapolated, _steady
 
@@ -61,8 +62,7 @@ def first_steps(x: np.ndarray, eps: float) -> np.ndarray:
     """The second ladder's first step for each (large) coordinate of ``x``,
     whose dtype's machine epsilon is ``eps``: ``UNIT``, or ``2**(LEVELS - 1)``
     times the coordinate's spacing where that is larger (a power of two)."""
-    spacing = 2.0 ** np.floor(np.log2(np.abs(x))) * eps
-    return np.maximum(UNIT, spacing * 2.0 ** (LEVELS - 1))
+    return np.maximum(UNIT, spacing(x, eps) * 2.0 ** (LEVELS - 1))
 
 
 def ladder(ev: Evaluator, in_idx: int, first: np.ndarray, columns: np.ndarray):
@@ -72,17 +72,9 @@ def ladder(ev: Evaluator, in_idx: int, first: np.ndarray, columns: np.ndarray):
     output (a row per coordinate of ``columns``) and where no step was free
     of a jump, from the steps ``first * 2**-k``, ``k < LEVELS``."""
     steps = first[None, :] * 2.0 ** -np.arange(LEVELS)[:, None]
-    differences = differences_of(ev, in_idx, steps, None, columns)
+    differences = differences_of(ev, in_idx, steps, None, columns,
+                                 floor=near_floor(ev, in_idx))
     diffs, noises = yield from differences(np.arange(LEVELS), np.arange(len(columns)))
-    noises, breaks, unresolved = _steady(ev, diffs, _unfloored(ev, in_idx, noises, steps), steps)
+    noises, breaks, unresolved = _steady(ev, diffs, noises, steps)
     return _extrapolated(ev.problem, diffs, noises, breaks, ev.budget), unresolved
 
-
-def _unfloored(ev: Evaluator, in_idx: int, noises: list, steps: np.ndarray) -> list:
-    """``noises`` (by level, by output) with the near floor's share in place of
-    the measured floor's, ``floor / h`` (``quotients._noise``; the module's
-    docstring says why)."""
-    floor = noise_floor(ev, in_idx)   # (measured with the first ladder: ev.memo)
-    near = near_floor(ev, in_idx)
-    return [{o: np.maximum(level[o] - floor[o] / h[:, None], 0.0) + near[o] / h[:, None]
-             for o in level} for level, h in zip(noises, steps)]

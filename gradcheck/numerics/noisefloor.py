@@ -93,10 +93,7 @@ def _near_moves(ev, in_idx: int) -> tuple:
     their direction: one ulp of each coordinate, of random sign (a
     coordinate at 0 does not move)."""
     p = ev.problem
-    x = np.abs(coords.to_real(p.arrays[in_idx]))
-    with np.errstate(divide="ignore"):
-        ulp = np.where(np.isfinite(x) & (x > 0), 2.0 ** np.floor(np.log2(np.where(x > 0, x, 1.0))),
-                       0.0) * p.epsilon(in_idx=in_idx)
+    ulp = coords.spacing(coords.to_real(p.arrays[in_idx]), p.epsilon(in_idx=in_idx))
     direction = ulp * np.sign(kept(_direction, ulp.size))
     scales = np.array(NEAR, dtype=float)
     return scales, [c * direction for c in scales]

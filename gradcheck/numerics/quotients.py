@@ -21,7 +21,7 @@ NOISE_ULPS = 16     # assumed rounding error of a function value, in ulps
 
 
 def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
-                        window=None, moves=None, tail: int = 0):
+                        window=None, moves=None, tail: int = 0, floor: dict | None = None):
     """A generator (see ``evaluated``): central differences and their
     rounding noise at ``+-steps[k, j]`` on coordinate ``columns[j]`` (or along
     ``directions[j]``): per level ``k``, by output, a (columns, output size)
@@ -36,13 +36,15 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     ``tail`` levels' points come after the others' (``_signed``). Each
     evaluation is yielded as a request (``evaluate``'s) and its outputs sent
     back, so that the requests of several inputs can be one call
-    (``gradcheck.numerics.together``)."""
+    (``gradcheck.numerics.together``). ``floor``: the noise floor by output to
+    use instead of the measured one (``largesteps``' own)."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
-    riding = riding_moves(ev, in_idx) if len(steps) else None
-    floor = noise_floor(ev, in_idx) if riding is None else None
+    riding = riding_moves(ev, in_idx) if len(steps) and floor is None else None
+    if riding is None and floor is None:
+        floor = noise_floor(ev, in_idx)
     along = None
     for number, group in enumerate(_level_groups(ev, in_idx, steps.shape)):
         part = steps[group]
@@ -156,16 +158,18 @@ def magnitude(values: np.ndarray, complex_: bool) -> np.ndarray:
     return np.repeat(modulus, 2, axis=-1)
 
 
-def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None):
+def differences_of(ev: Evaluator, in_idx: int, steps, directions, columns, window=None,
+                   floor: dict | None = None):
     """``(levels, which, moves=None, tail=0) -> stacked_differences`` (a
     generator: see ``evaluated``) for the columns ``which`` of ``steps``
     (coordinates ``columns[which]``, or ``directions[which]``), of the output
-    coordinates ``window`` (all of every output if ``None``)."""
+    coordinates ``window`` (all of every output if ``None``), with the noise
+    floor ``floor`` when given."""
     columns = np.arange(steps.shape[1]) if columns is None else np.asarray(columns)
     directions = None if directions is None else np.asarray(directions)
 
     def differences(levels, which, moves=None, tail=0):
         return stacked_differences(ev, in_idx, steps[levels][:, which], columns[which],
                                    None if directions is None else directions[which], window,
-                                   moves, tail)
+                                   moves, tail, floor)
     return differences
