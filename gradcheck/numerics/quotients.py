@@ -36,15 +36,13 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     ``tail`` levels' points come after the others' (``_signed``). Each
     evaluation is yielded as a request (``evaluate``'s) and its outputs sent
     back, so that the requests of several inputs can be one call
-    (``gradcheck.numerics.together``). ``floor``: the noise floor by output to
-    use instead of the measured one (``largesteps``' own)."""
+    (``numerics.together``). ``floor``: a noise floor by output in place of the measured one."""
     p = ev.problem
     outs = p.float_out if window is None else list(window)
     eps = max(p.epsilon(out_idx=o) for o in outs)
     diffs, noises = [], []
     riding = riding_moves(ev, in_idx) if len(steps) and floor is None else None
-    if riding is None and floor is None:
-        floor = noise_floor(ev, in_idx)
+    floor = noise_floor(ev, in_idx) if riding is None and floor is None else floor
     along = None
     for number, group in enumerate(_level_groups(ev, in_idx, steps.shape)):
         part = steps[group]
