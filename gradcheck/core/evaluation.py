@@ -69,12 +69,15 @@ class Evaluator:
         self.twin = Twin(problem)
 
     # ----- one vector -------------------------------------------------------
-    def evaluate(self, overrides: dict, what: str = "computing finite differences") -> dict:
-        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``."""
+    def evaluate(self, overrides: dict, what: str = "computing finite differences",
+                 values_only: bool = False) -> dict:
+        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``;
+        ``values_only``: computed without their graph where the function can
+        (``Problem.values_func``)."""
         p, E = self.problem, self.problem.engine
         sources = {i: overrides.get(i, a) for i, a in p.arrays.items()}
         with E.enable_grad() if p.differentiates_inside else E.no_grad():
-            outs = p.call(p.fresh_inputs(overrides), what, sources)
+            outs = p.call(p.fresh_inputs(overrides), what, sources, values_only)
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
     def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:

@@ -50,8 +50,18 @@ def _token(value, refs: list):
     return ("id", id(value))
 
 
+#: the attribute by which a function adcheck builds names what it is a fixed
+#: transform of (``secondorder``'s first derivative: a new closure over new lists
+#: each check, so by its own code and cells it would be measured every time)
+TRANSFORM_OF = "_adcheck_transform_of"
+
+
 def _function_token(func, refs: list):
     """What identifies ``func``'s behaviour: its code and what it closes over."""
+    transform = getattr(func, TRANSFORM_OF, None)
+    if transform is not None:
+        kind, of = transform
+        return ("transform", kind, _function_token(of, refs))
     bound = getattr(func, "__self__", None)
     inner = getattr(func, "__func__", None)
     if bound is not None and inner is not None:   # a bound method (Function.apply)

@@ -61,7 +61,8 @@ def call_mapped(p: Problem, args: list, dims: list, firsts: dict, count: int) ->
     inputs checked unchanged, example 0 of each batched one against ``firsts``
     (an in-place write changes every example). ``None``: the engine cannot map it."""
     E = p.engine
-    mapped = E.vmap(p.func, tuple(dims))
+    # (only values are read: a first derivative's without the graph of them)
+    mapped = E.vmap(p.values_func or p.func, tuple(dims))
     if mapped is None:
         return None
     outs = as_tuple(mapped(*args))

@@ -100,6 +100,13 @@ class Problem:
             {o: self.out_arrays[o].shape for o in self.float_out},          # answer for arrays)
             {o: self.out_arrays[o].dtype.kind == "c" for o in self.float_out})
 
+    @property
+    def values_func(self):
+        """The function's values without the graph of them, where it offers that
+        (``secondorder.first_derivative``'s ``without_graph``), else ``None``: for
+        calls whose values alone are read."""
+        return getattr(self.source, "without_graph", None) if self.func is self.source else None
+
     def _validate_inputs(self, warn_precision: bool):
         E = self.engine
         self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
@@ -154,13 +161,16 @@ class Problem:
             if E.requires_grad(out):
                 self.diff_out.append(o)
 
-    def call(self, args, what: str, sources: dict | None = None) -> tuple:
+    def call(self, args, what: str, sources: dict | None = None,
+             values_only: bool = False) -> tuple:
         """Run the function on ``args``; wrap any exception it raises.
         ``sources``: the arrays the tensor ``args`` were made from (by index),
-        to see whether the call changed them (``check_unchanged``)."""
+        to see whether the call changed them (``check_unchanged``);
+        ``values_only``: only the outputs' values are read (``values_func``)."""
         self.counts["function"] += 1
+        func = self.values_func if values_only and self.values_func is not None else self.func
         try:
-            outputs = as_tuple(self.func(*args))
+            outputs = as_tuple(func(*args))
         except GradcheckError:
             raise
         except Exception as exc:  # the user's function: name it and what we did

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import grids
+from adcheck.gradcheck.core import grids, measured
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.errors import NoDoubleBackward
 
@@ -115,6 +115,8 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
         grad_outputs = tuple(_random_like(problem, o, rng) for o in problem.diff_out)
     grad_outputs = as_tuple(grad_outputs)
     first = _vjp_function(func, problem, grad_outputs)
+    # what it allocates is fixed by ``func`` and the inputs' shapes: measured once
+    setattr(first, measured.TRANSFORM_OF, ("first derivative", func))
     # the dtype the function computes in inside, if its outputs say so: the first
     # derivative's dependence on the inputs carries that rounding too
     first.narrow_inside = lambda: grids.coarsest(problem.computed_inside().values())

@@ -101,10 +101,13 @@ def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
     The problem's own first evaluation stands in for the first call: a second
     that agrees with it ends the check at one evaluation. One that does not is
     no verdict yet (that evaluation ran with grad enabled, on the caller's own
-    tensors), so two calls made the same way are then compared."""
+    tensors; the second, of a first derivative, without building its graph), so
+    two calls made the same way are then compared."""
     p = ev.problem
     what = "evaluating it twice at the given inputs"
-    second = ev.evaluate({}, what)
+    # (a first derivative's values without their graph: the same bits where the engine
+    # computes alike either way, and two calls made alike below where they are not)
+    second = ev.evaluate({}, what, values_only=True)
     for o in p.float_out:   # (a loop: all() of a generator is a frame more)
         if not _same_bits(second[o], p.out_arrays[o]):
             break
@@ -114,7 +117,7 @@ def determinism_results(ev: Evaluator, nondet_tol: float) -> list:
         return []
     if not _repeat_failures(p, p.out_arrays, second, nondet_tol):
         return []
-    return _repeat_failures(p, second, ev.evaluate({}, what), nondet_tol)
+    return _repeat_failures(p, second, ev.evaluate({}, what, values_only=True), nondet_tol)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:

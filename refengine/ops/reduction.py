@@ -43,8 +43,15 @@ def expand_reduced(grad, self, dim, keepdim: bool):
     """``grad`` of a reduction, broadcast back to ``self``'s shape (a shape or a tensor)."""
     shape = tuple(self if isinstance(self, tuple) else self.shape)
     if not keepdim and shape:
-        for d in dims_of(dim, len(shape)):
-            grad = grad.unsqueeze(d)
+        dims = dims_of(dim, len(shape))
+        # reduced dims ahead of the first kept one need no unsqueeze, expand prepends
+        # them (torch's sum backward of every dim is one expand of the 0-dim grad)
+        lead = 0
+        while lead < len(shape) and lead in dims:
+            lead += 1
+        for d in dims:
+            if d > lead:
+                grad = grad.unsqueeze(d - lead)
     return grad.expand(shape)
 
 

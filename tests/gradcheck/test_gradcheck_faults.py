@@ -135,6 +135,30 @@ def test_a_first_call_that_differs_only_by_grad_mode_is_not_nondeterminism(E):
     assert "deterministic" not in {r.check for r in report.failures}, report.message()
 
 
+def test_a_backward_that_changes_from_call_to_call_is_nondeterministic_to_gradgrad(E):
+    # a second-order check evaluates the first derivative twice; on refengine the
+    # second call computes its values without their graph (the same bits when the
+    # backward is deterministic), and a difference is then judged between two
+    # calls made alike: a drifting backward is still caught, a steady one passes
+    calls = [0]
+
+    class Drifting(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            calls[0] += 1
+            return g * E.cos(x) + 1e-3 * calls[0]
+    failure = first(check(Drifting.apply, (leaf(E),), order=2, seed=0, explore=False))
+    assert failure.check == "deterministic"
+    assert "first derivative evaluated twice" in failure.diagnosis
+    assert check(E.sin, (leaf(E),), order=2, seed=0, explore=False).passed
+
+
 # --- integer-valued gradients -------------------------------------------------
 
 def test_a_rounded_gradient_is_diagnosed_as_whole_numbers(E):

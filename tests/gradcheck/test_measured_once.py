@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import adcheck.refengine as E
-from adcheck.gradcheck import check
+from adcheck.gradcheck import check, gradgradcheck
 from adcheck.gradcheck.core import heap, measured
 from adcheck.gradcheck.core.problem import Problem
 
@@ -100,3 +100,15 @@ def test_a_check_repeated_gives_the_same_report(monkeypatch):
     reports = [check(_scaled_by(w), (_x(),), fast_mode=True, seed=3) for _ in range(2)]
     assert all(r.passed for r in reports)
     assert [r.to_dict()["results"] for r in reports][0] == reports[1].to_dict()["results"]
+
+
+def test_a_second_order_checks_first_derivative_is_measured_once(measures):
+    # (the first derivative is a new closure over new lists every check, yet what it
+    # allocates is fixed by the function and the shapes: ``measured.TRANSFORM_OF``)
+    assert gradgradcheck(E.sin, (_x(),))
+    first = len(measures)
+    assert first >= 1
+    assert gradgradcheck(E.sin, (_x(),))
+    assert len(measures) == first
+    assert gradgradcheck(E.cos, (_x(),))   # another function's derivative: measured afresh
+    assert len(measures) > first
