@@ -27,6 +27,7 @@ from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
+from adcheck.gradcheck.large.resolved import whole_needed
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.verdict.report import Report
@@ -118,6 +119,7 @@ def run(func, inputs, options: Options) -> Report:
         try:
             report = _run(func, inputs, options)
             report = _settled_densely(func, inputs, options, report)
+            report = _judged_whole(func, inputs, options, report)
         except (Exception, SystemExit) as exc:
             seen = _FAULTS.get()
             if seen is not None:
@@ -172,6 +174,34 @@ def _settled_densely(func, inputs, options: Options, report: Report) -> Report:
     verdict = "passed" if dense.passed else "failed too"
     dense.settled = (f"{cells}; judged again on whole Jacobians, each entry against its own "
                      f"rounding allowance: {verdict}")
+    return dense
+
+
+def _judged_whole(func, inputs, options: Options, report: Report) -> Report:
+    """``report``, or the same check on whole Jacobians when ``report`` passed
+    precisely on compressed or probed cells that resolved little or nothing at
+    inputs far above a unit (``gradcheck.large.resolved``). Where whole
+    Jacobians cannot be built, a pass that resolved nothing is refused and one
+    that resolved little says so."""
+    found = whole_needed(report)
+    if found is None:
+        return report
+    try:
+        dense = _run(func, inputs, replace(options, jacobian="dense", seed=report.seed))
+    except UncheckableError:
+        raise
+    except GradcheckError as exc:
+        cause = (f"{found}; whole Jacobians, which difference such entries on a unit's steps "
+                 f"too, could not be built here ({str(exc)[:200]})")
+        if report.cell_reach[1] is None:
+            raise UncheckableError(
+                f"{report.name}: {cause}, so this check could not have failed: check a slice "
+                "of the inputs, or give it more memory (memory_budget=, --memory-budget)") \
+                from None
+        report.settled = cause
+        return report
+    verdict = "passed" if dense.passed else "failed"
+    dense.settled = f"{found}; judged again on whole Jacobians: {verdict}"
     return dense
 
 

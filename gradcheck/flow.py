@@ -38,6 +38,7 @@ from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.jacobian import cell_layout
 from adcheck.gradcheck.numerics.precise import annotate
 from adcheck.gradcheck.large.probed import escape_odds
+from adcheck.gradcheck.large.resolved import cell_reach
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
 from adcheck.gradcheck.core.repeat import repeat_first_run
 from adcheck.gradcheck.core.reuse import ad_kept, expected_jacobian
@@ -117,6 +118,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     refuse_unresolved(ev.problem, numerical, tols, report.results)
+    if plan.seeds and options.precise:
+        report.cell_reach = cell_reach(ev.problem, compared)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
         _explain_cells(ev, report, plan.scheme, numerical, plan.wide)

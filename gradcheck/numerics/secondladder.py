@@ -69,12 +69,13 @@ def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: n
     """``coordinates_work`` for steps along ``directions`` (a row per column,
     moved by ``steps[k, j]``: a compressed or probed Jacobian's seed
     columns), with the small coordinates' second ladders
-    (``smallsteps.seed_ladders``). Not yet the large ones': a unit's steps
+    (``smallsteps.seed_ladders``). Not the large ones': a unit's steps
     along a seed column move its coordinates by amounts their spacing does
     not hold exactly, and the rounding of each move is an error of the
     quotient no estimate here measures. The first ladder's cells are then
     less precise where the input's entries are far above a unit (``sin`` at
-    1e9: a compressed check passes a backward 1e-6 off)."""
+    1e9: errors above 2e-6 resolved), and such a pass is judged again on
+    whole Jacobians (``gradcheck.large.resolved``)."""
     result = yield from columns_work(ev, in_idx, steps, directions, out=out)
     for chosen, first, second in (yield from smallsteps.seed_ladders(ev, in_idx, steps,
                                                                      directions)):

@@ -129,6 +129,9 @@ class Report:
     #: a failed probed check of a narrower formula judged again on whole Jacobians
     #: (this report): what the probed cells found (``api._settled_densely``)
     settled: str | None = None
+    #: a precise compressed or probed check: its largest input coordinate and its
+    #: cells' resolution (``gradcheck.large.resolved``; not reported)
+    cell_reach: tuple | None = None
     #: by output, the narrower dtype a double-precision output's values come
     #: through, which the check judged its rounding by (``Problem.computed_in``)
     computed_in: dict = field(default_factory=dict)

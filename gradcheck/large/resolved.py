@@ -1,0 +1,59 @@
+"""Cells that resolved little or nothing at inputs far above a unit.
+
+A precise check's tolerance is its numerical side's error estimate (``SAFETY``
+times it, plus the formula's rounding), and its resolution the smallest
+relative error it can see (``numerics.precision.resolution``). The dense and
+chunked plans difference each coordinate of 1024 and more on a unit's steps
+too (``numerics.largesteps``); compressed and probed plans cannot (a seed
+column moves its coordinates by amounts their spacing does not hold exactly)
+and difference them with steps of a fraction of their magnitude, across
+whatever structure the function has on a unit's scale. ``sin`` at 1e9: a
+probed check of 300 entries resolved only errors above 1.5e-3 relative and
+passed a backward 1e-4 off; a compressed one of 3,000 entries resolved
+nothing (estimates of 1e5 against cells of order 10) and passed one 1e-6
+off, where whole Jacobians resolve 1e-8.
+
+``whole_needed`` tells such a pass; ``api`` then judges the check again on
+whole Jacobians where they can be built. Where they cannot, a pass that
+resolved nothing is refused (it could not have failed, as
+``lowprec.indtype.refuse_unresolved`` holds for differences in a narrow
+dtype), and one that resolved little says so in ``Report.settled``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adcheck.gradcheck.numerics.largesteps import CEILING
+from adcheck.gradcheck.numerics.precision import resolution
+
+#: the plans whose cells are directional differences
+CELL_PLANS = ("compressed", "probed")
+#: a resolution above this is poor for a precise check of double precision
+#: (whole Jacobians resolve 1e-8 and better where a unit's steps are needed)
+POOR = 1e-6
+
+
+def cell_reach(problem, compared: dict) -> tuple:
+    """``(largest real input coordinate, resolution)`` of a precise check's
+    cells: ``compared`` holds by AD mode the expected cells and their
+    tolerances, by key; the resolution is ``None`` where no cell was judged."""
+    largest = max((float(np.max(np.abs(problem.arrays[i]), initial=0.0))
+                   for i in problem.diff_in), default=0.0)
+    found = [resolution(tols[key], expected.complex_form(*key))
+             for expected, tols in compared.values() if tols for key in tols]
+    found = [r for r in found if r is not None]
+    return largest, (min(found) if found else None)
+
+
+def whole_needed(report) -> str | None:
+    """Why a passed compressed or probed check is judged again on whole
+    Jacobians (see the module docstring), or ``None``."""
+    reach = getattr(report, "cell_reach", None)
+    if not report.passed or report.plan not in CELL_PLANS or reach is None:
+        return None
+    largest, found = reach
+    if not largest >= CEILING or (found is not None and found <= POOR):
+        return None
+    what = "no error" if found is None else f"only errors above {found:.1e} relative"
+    return (f"the {report.plan} cells, at inputs up to {largest:.1e}, resolved {what}: a seed "
+            "column cannot move such entries by a unit's steps exactly")
