@@ -179,11 +179,13 @@ def _settled_densely(func, inputs, options: Options, report: Report) -> Report:
 
 def _judged_whole(func, inputs, options: Options, report: Report) -> Report:
     """``report``, or the same check on whole Jacobians when ``report`` passed
-    precisely on compressed or probed cells that resolved little or nothing at
-    inputs far above a unit (``gradcheck.large.resolved``). Where whole
+    precisely on compressed or probed cells of a double-precision formula that
+    resolved little or nothing at inputs far above a unit
+    (``gradcheck.large.resolved``). Where whole
     Jacobians cannot be built, a pass that resolved nothing is refused and one
     that resolved little says so."""
-    found = whole_needed(report)
+    # (a narrower formula's cells resolve its own rounding, above POOR by nature)
+    found = None if _narrow(report) else whole_needed(report)
     if found is None:
         return report
     try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.numerics.largesteps import CEILING
 from adcheck.gradcheck.numerics.precision import resolution
 
@@ -34,11 +35,11 @@ POOR = 1e-6
 
 
 def cell_reach(problem, compared: dict) -> tuple:
-    """``(largest real input coordinate, resolution)`` of a precise check's
+    """``(largest finite input coordinate, resolution)`` of a precise check's
     cells: ``compared`` holds by AD mode the expected cells and their
     tolerances, by key; the resolution is ``None`` where no cell was judged."""
-    largest = max((float(np.max(np.abs(problem.arrays[i]), initial=0.0))
-                   for i in problem.diff_in), default=0.0)
+    largest = max((largest_finite(np.abs(problem.arrays[i])) for i in problem.diff_in),
+                  default=0.0)
     found = [resolution(tols[key], expected.complex_form(*key))
              for expected, tols in compared.values() if tols for key in tols]
     found = [r for r in found if r is not None]

@@ -126,8 +126,8 @@ class Report:
     #: built a graph back to the inputs (``False``: the function has no double
     #: backward; ``None``: not asked, or the engine cannot tell)
     double_backward: bool | None = None
-    #: a failed probed check of a narrower formula judged again on whole Jacobians
-    #: (this report): what the probed cells found (``api._settled_densely``)
+    #: a check judged again on whole Jacobians (this report): what its cells found
+    #: (``api._settled_densely``, ``api._judged_whole``)
     settled: str | None = None
     #: a precise compressed or probed check: its largest input coordinate and its
     #: cells' resolution (``gradcheck.large.resolved``; not reported)

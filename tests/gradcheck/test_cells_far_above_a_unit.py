@@ -96,3 +96,18 @@ def test_without_whole_jacobians_a_pass_that_resolved_nothing_is_refused(monkeyp
                         lambda problem, compared: (real(problem, compared)[0], None))
     with pytest.raises(UncheckableError, match="could not have failed"):
         _check(_sin(), _x(1e9, 300), jacobian="compressed")
+
+
+def test_a_narrower_formulas_cells_are_not_judged_again():
+    # float32 cells resolve float32's rounding, above POOR by nature (1.5e-2 here)
+    rng = np.random.default_rng(0)
+    x = torch.tensor(1e4 * (1 + rng.uniform(size=20)), dtype=torch.float32, requires_grad=True)
+    report = _check(lambda t: torch.logcumsumexp(t, 0), x, jacobian="probed", order=2)
+    assert report.passed and report.plan == "probed" and report.settled is None
+    assert report.cell_reach[0] >= 1024 and report.cell_reach[1] > resolved.POOR
+
+
+def test_an_infinite_entry_is_no_large_input():
+    class Problem:
+        diff_in, arrays = [0], {0: np.array([np.inf, -3.0, 2.0])}
+    assert resolved.cell_reach(Problem, {}) == (3.0, None)
