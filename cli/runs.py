@@ -212,7 +212,8 @@ def run(command: str, tasks: list, jobs: int, fail_fast: bool, level: int,
                          "widen --dtype or the op patterns")
     start = time.perf_counter()
     try:
-        forking = shared_pool().forking_here(min(jobs, len(tasks)), probe=not AS_COMMAND) \
+        forking = shared_pool().forking_here(min(jobs, len(tasks)), probe=not AS_COMMAND,
+                                             freeze=bool(AS_COMMAND)) \
             if forks_here(tasks) else nullcontext()
         with forking, progress_bar(len(tasks), level >= 0 and sys.stderr.isatty()) as advance:
             outcome = run_tasks(tasks, jobs, fail_fast=fail_fast, progress=advance, warn=warn)

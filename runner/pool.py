@@ -28,6 +28,7 @@ sentinels at once, so it sees every message and every death as it happens:
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing
 import signal
 import threading
@@ -141,6 +142,8 @@ class Worker:
 #: whose thread pools must not be forked)
 PRELOAD = ["numpy", "numpy.ma", "adcheck.refengine", "adcheck.gradcheck", "adcheck.runner.tasks",
            "adcheck.runner.worker", "adcheck.runner.reproduction"]
+#: what the fork server imports after its preload: it freezes what the server holds
+FREEZE = "adcheck.runner.frozen"
 
 #: what a check of torch code imports besides: torch, the module torch's first
 #: ``autograd.grad`` imports (symbolic shapes, with sympy: 0.3 s) and gradcheck's
@@ -154,7 +157,7 @@ def _context(preload: list):
     has imported ``preload``: milliseconds), else spawn (a fresh interpreter)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(preload)
+        context.set_forkserver_preload(preload + [FREEZE])
         return context
     return multiprocessing.get_context("spawn")
 
@@ -193,7 +196,7 @@ class WorkerPool:
         if not _stop_fork_server():
             return
         self.preload += missing
-        self.context.set_forkserver_preload(self.preload)
+        self.context.set_forkserver_preload(self.preload + [FREEZE])
         self.start_server()
 
     def start_server(self) -> bool:
@@ -215,7 +218,7 @@ class WorkerPool:
             self.workers.append(Worker(self.context))
 
     @contextmanager
-    def forking_here(self, count: int = 0, probe: bool = True):
+    def forking_here(self, count: int = 0, probe: bool = True, freeze: bool = False):
         """In the block, the workers are forks of this process, which has
         imported torch and the code under check already: a worker then imports
         neither again (a fork server would import torch a second time, as long
@@ -233,7 +236,9 @@ class WorkerPool:
         runs in a fork of this process (``torch_backward_forks``, tried when
         ``probe``: the command line's own process, which runs no backward before
         its workers, need not), the block's workers come from the fork server as
-        any others."""
+        any others. ``freeze``: this process is adcheck's own command, whose
+        objects may all be left out of later garbage collections before the
+        forks (``runner.frozen``); a program's own process is not frozen."""
         import importlib
         import sys
         for name in PRELOAD + TORCH_PRELOAD:
@@ -245,6 +250,8 @@ class WorkerPool:
         if probe and "torch" in sys.modules and not torch_backward_forks():
             yield
             return
+        if freeze:   # (after the imports: what the workers inherit; see runner.frozen)
+            gc.freeze()
         self.shutdown()
         for stream in (sys.stdout, sys.stderr):   # no buffered text printed twice
             stream.flush()
