@@ -9,9 +9,9 @@ column moves its coordinates by amounts their spacing does not hold exactly)
 and difference them with steps of a fraction of their magnitude, across
 whatever structure the function has on a unit's scale. ``sin`` at 1e9: a
 probed check of 300 entries resolved only errors above 1.5e-3 relative and
-passed a backward 1e-4 off; a compressed one of 3,000 entries resolved
-nothing (estimates of 1e5 against cells of order 10) and passed one 1e-6
-off, where whole Jacobians resolve 1e-8.
+passed a backward 1e-4 off; a compressed one (300 or 3,000 entries)
+resolved errors above 2e-6 only and passed one 1e-6 off, where whole
+Jacobians resolve 7.5e-9.
 
 ``whole_needed`` tells such a pass; ``api`` then judges the check again on
 whole Jacobians where they can be built. Where they cannot, a pass that
