@@ -27,7 +27,7 @@ from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
-from adcheck.gradcheck.large.resolved import whole_needed
+from adcheck.gradcheck.large.resolved import WHOLE_COORDINATES, whole_needed
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.verdict.report import Report
@@ -181,25 +181,29 @@ def _judged_whole(func, inputs, options: Options, report: Report) -> Report:
     """``report``, or the same check on whole Jacobians when ``report`` passed
     precisely on compressed or probed cells of a double-precision formula that
     resolved little or nothing at inputs far above a unit
-    (``gradcheck.large.resolved``). Where whole
-    Jacobians cannot be built, a pass that resolved nothing is refused and one
-    that resolved little says so."""
+    (``gradcheck.large.resolved``). Where whole Jacobians are too large to
+    build here, a pass that resolved nothing is refused and one that resolved
+    little says so."""
     # (a narrower formula's cells resolve its own rounding, above POOR by nature)
     found = None if _narrow(report) else whole_needed(report)
     if found is None:
         return report
+    layout = report.jacobians["numerical"].layout
+    coordinates = sum(layout.in_size(i) for i in layout.in_shapes)
     try:
+        if coordinates > WHOLE_COORDINATES:
+            raise GradcheckError(f"{coordinates} input coordinates, above the "
+                                 f"{WHOLE_COORDINATES} judged again whole")
         dense = _run(func, inputs, replace(options, jacobian="dense", seed=report.seed))
     except UncheckableError:
         raise
     except GradcheckError as exc:
         cause = (f"{found}; whole Jacobians, which difference such entries on a unit's steps "
-                 f"too, could not be built here ({str(exc)[:200]})")
+                 f"too, were not built ({str(exc)[:200]})")
         if report.cell_reach[1] is None:
             raise UncheckableError(
                 f"{report.name}: {cause}, so this check could not have failed: check a slice "
-                "of the inputs, or give it more memory (memory_budget=, --memory-budget)") \
-                from None
+                "of the inputs (jacobian='dense', --jacobian dense)") from None
         report.settled = cause
         return report
     verdict = "passed" if dense.passed else "failed"

@@ -85,7 +85,17 @@ def test_without_whole_jacobians_a_pass_that_resolved_little_says_so(monkeypatch
     report = _check(_sin(1e-4), _x(1e9, 300), jacobian="probed")
     assert report.passed and report.plan == "probed"   # (within what the cells resolve)
     assert "resolved only errors above" in report.settled
-    assert "could not be built here" in report.settled
+    assert "were not built (whole Jacobians do not fit (test))" in report.settled
+
+
+def test_inputs_beyond_the_limit_are_not_judged_again_whole(monkeypatch):
+    # (their time grows with the square of the coordinates: the limit keeps a check of
+    # many entries from taking minutes where its cells took a second)
+    monkeypatch.setattr(api, "WHOLE_COORDINATES", 200)
+    report = _check(_sin(1e-4), _x(1e9, 300), jacobian="probed")
+    assert report.plan == "probed"
+    assert "were not built (300 input coordinates, above the 200 judged again whole)" in \
+        report.settled
 
 
 def test_without_whole_jacobians_a_pass_that_resolved_nothing_is_refused(monkeypatch):
