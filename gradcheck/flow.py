@@ -119,7 +119,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     refuse_unresolved(ev.problem, numerical, tols, report.results)
     if plan.seeds and options.precise:
-        report.cell_reach = cell_reach(ev.problem, compared)
+        report.cell_reach = cell_reach(ev.problem, compared, built)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
         _explain_cells(ev, report, plan.scheme, numerical, plan.wide)

@@ -9,6 +9,7 @@ is judged again on whole Jacobians. The formula checked is torch's
 test_large_coordinates.py); the wrong ones are it off by a stated amount.
 """
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -103,7 +104,7 @@ def test_without_whole_jacobians_a_pass_that_resolved_nothing_is_refused(monkeyp
     real = resolved.cell_reach
     # (no cell judged: the reach's resolution None, as where every estimate exceeds its cell)
     monkeypatch.setattr("adcheck.gradcheck.flow.cell_reach",
-                        lambda problem, compared: (real(problem, compared)[0], None))
+                        lambda *args: (real(*args)[0], None))
     with pytest.raises(UncheckableError, match="could not have failed"):
         _check(_sin(), _x(1e9, 300), jacobian="compressed")
 
@@ -120,4 +121,16 @@ def test_a_narrower_formulas_cells_are_not_judged_again():
 def test_an_infinite_entry_is_no_large_input():
     class Problem:
         diff_in, arrays = [0], {0: np.array([np.inf, -3.0, 2.0])}
-    assert resolved.cell_reach(Problem, {}) == (3.0, None)
+    formula = SimpleNamespace(blocks={(0, 0): np.ones((3, 1))})
+    assert resolved.cell_reach(Problem, {}, {"reverse": formula}) == (3.0, None)
+
+
+def test_a_function_that_does_not_depend_on_its_inputs_is_not_judged_again():
+    # (no cell to judge and none needed: a zero Jacobian at inputs of 1e9 passes on
+    # its cells, as it does on whole Jacobians, where 5,000 entries are not refused)
+    for size in (300, 5000):
+        x = _x(1e9, size)
+        report = _check(function(torch, lambda t: t * 0.0, lambda t, g: g * 0.0), x,
+                        jacobian="compressed")
+        assert report.passed and report.plan == "compressed" and report.settled is None
+        assert report.cell_reach == (pytest.approx(x.detach().abs().max().item()), 0.0)
