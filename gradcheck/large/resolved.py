@@ -59,7 +59,7 @@ def cell_reach(problem, compared: dict, built: dict) -> tuple:
 def whole_needed(report) -> str | None:
     """Why a passed compressed or probed check is judged again on whole
     Jacobians (see the module docstring), or ``None``."""
-    reach = getattr(report, "cell_reach", None)
+    reach = report.cell_reach
     if not report.passed or report.plan not in CELL_PLANS or reach is None:
         return None
     largest, found = reach
