@@ -13,8 +13,9 @@ converged derivative. Torch's correct formulas failed there ("only 1 of 3
 nonzero entries differ", or "numerical is zero"), at 1e5 to 1e7 for a
 third to all of the draws, and at 1e15 every time.
 
-So each real coordinate with ``|x| >= CEILING`` gets a second ladder of
-``LEVELS`` steps, the first ``UNIT`` (a unit coordinate's first step) or,
+So each real coordinate with ``|x| >= CEILING`` (and every other one of an
+input that holds such a coordinate, but the small ones: ``unit_coordinates``)
+gets a second ladder of ``LEVELS`` steps, the first ``UNIT`` (a unit coordinate's first step) or,
 where the input's spacing is too coarse for ``LEVELS`` halvings from there,
 ``2**(LEVELS - 1)`` spacings: every step is then a power of two no smaller
 than the spacing, so ``x +- h`` is exact and the quotient's width is the
@@ -56,6 +57,22 @@ def large_coordinates(x: np.ndarray) -> np.ndarray:
     """Indices of the real coordinates ``x`` that are finite and at least ``CEILING``."""
     size = np.abs(x)
     return np.flatnonzero(np.isfinite(size) & (size >= CEILING))
+
+
+def unit_coordinates(x: np.ndarray, whole: np.ndarray, floor: float) -> np.ndarray:
+    """Indices of the real coordinates ``x`` this ladder takes: those of at least
+    ``CEILING``; and where the input's real coordinates ``whole`` hold one, every
+    other finite one of ``floor`` or more, or zero (the small ones have a ladder of
+    their own). The first ladder's noise floor moves the whole input by fractions
+    of each entry, 64 at 1e9, across the large entries' structure: its slopes then
+    differ by far more than rounding, and every column of that input, the small
+    imaginary parts beside real parts of 1e9 too, got estimates of 1e-6 to 1e-5,
+    within which a backward 1e-5 off passed."""
+    size = np.abs(x)
+    finite = np.isfinite(size)
+    if not np.any(np.isfinite(whole) & (np.abs(whole) >= CEILING)):
+        return np.flatnonzero(finite & (size >= CEILING))
+    return np.flatnonzero(finite & ((size >= floor) | (size == 0)))
 
 
 def first_steps(x: np.ndarray, eps: float) -> np.ndarray:

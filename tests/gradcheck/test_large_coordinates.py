@@ -183,3 +183,23 @@ def test_the_other_entries_of_an_input_with_large_ones_keep_their_precision():
         x = _x(1e6, seed, size=40)
         assert _check(torch.sin, _cos, x, jacobian="compressed").passed
         assert not _check(torch.sin, wrong, x, jacobian="compressed").passed
+
+
+def test_an_inputs_small_coordinates_beside_large_ones_keep_their_precision_at_1e9():
+    # the first ladder's floor moves the whole input by up to 2**-24 of each entry, 64
+    # at 1e9, across whole periods of sin: every column of that input, the imaginary
+    # parts of 0.5 too, got estimates of 1e-6 to 8e-6 and a backward 1e-5 off passed;
+    # every coordinate of such an input now also gets the unit's steps
+    correct = lambda x, g: g * torch.cos(x).conj()  # noqa: E731
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        z = torch.tensor(1e9 * (1 + rng.uniform(size=3)) + 1j * rng.uniform(size=3),
+                         dtype=torch.complex128, requires_grad=True)
+        report = _check(torch.sin, correct, z)
+        assert report.passed
+        errors = report.jacobians["numerical"].errors[(0, 0)]
+        # (each imaginary part's column where its entry's outputs lie: sin is elementwise)
+        assert max(errors[r, 2 * k + 1] for k in range(3) for r in (2 * k, 2 * k + 1)) < 1e-8
+        for off in (1e-5, 1e-6):
+            wrong = lambda x, g, off=off: g * torch.cos(x).conj() * (1 + off)  # noqa: E731
+            assert not _check(torch.sin, wrong, z).passed
