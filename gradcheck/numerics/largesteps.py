@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.coords import spacing
+from adcheck.gradcheck.core.coords import largest_finite, spacing
 from adcheck.gradcheck.numerics.noisefloor import LARGE, near_floor
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.numerics.richardson import _extrapolated, _steady
@@ -59,9 +59,21 @@ def large_coordinates(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(size) & (size >= CEILING))
 
 
-def unit_coordinates(x: np.ndarray, whole: np.ndarray, floor: float) -> np.ndarray:
+def holds_large(problem, in_idx: int) -> bool:
+    """Whether input ``in_idx`` of ``problem`` holds a finite real coordinate of
+    ``CEILING`` or more (read once per check and input: a chunked plan asks
+    for every chunk of its columns)."""
+    memo = problem.__dict__.setdefault("_holds_large", {})
+    if in_idx not in memo:
+        a = problem.arrays[in_idx]
+        parts = (a.real, a.imag) if np.iscomplexobj(a) else (a,)
+        memo[in_idx] = any(largest_finite(part) >= CEILING for part in parts)
+    return memo[in_idx]
+
+
+def unit_coordinates(x: np.ndarray, holds: bool, floor: float) -> np.ndarray:
     """Indices of the real coordinates ``x`` this ladder takes: those of at least
-    ``CEILING``; and where the input's real coordinates ``whole`` hold one, every
+    ``CEILING``; and where their input ``holds`` one (``holds_large``), every
     other finite one of ``floor`` or more, or zero (the small ones have a ladder of
     their own). The first ladder's noise floor moves the whole input by fractions
     of each entry, 64 at 1e9, across the large entries' structure: its slopes then
@@ -70,7 +82,7 @@ def unit_coordinates(x: np.ndarray, whole: np.ndarray, floor: float) -> np.ndarr
     within which a backward 1e-5 off passed."""
     size = np.abs(x)
     finite = np.isfinite(size)
-    if not np.any(np.isfinite(whole) & (np.abs(whole) >= CEILING)):
+    if not holds:
         return np.flatnonzero(finite & (size >= CEILING))
     return np.flatnonzero(finite & ((size >= floor) | (size == 0)))
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core.coords import largest_finite, to_real
+from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics import largesteps, smallsteps
 from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY
@@ -56,8 +56,8 @@ def coordinates_work(ev: Evaluator, in_idx: int, x: np.ndarray, columns: np.ndar
         first = smallsteps.first_steps(x[small])
         second = yield from smallsteps.ladder(ev, in_idx, first, columns=columns[small])
         judged(ev.problem, result, small, second, first)
-    whole = to_real(ev.problem.arrays[in_idx]).reshape(-1)
-    large = largesteps.unit_coordinates(x, whole, smallsteps.FLOOR)
+    large = largesteps.unit_coordinates(x, largesteps.holds_large(ev.problem, in_idx),
+                                        smallsteps.FLOOR)
     if large.size:
         first = largesteps.first_steps(x[large], ev.problem.epsilon(in_idx=in_idx))
         second = yield from largesteps.ladder(ev, in_idx, first, columns[large])
