@@ -190,25 +190,31 @@ def _judged_whole(func, inputs, options: Options, report: Report) -> Report:
         return report
     layout = report.jacobians["numerical"].layout
     coordinates = sum(layout.in_size(i) for i in layout.in_shapes)
+    if coordinates > WHOLE_COORDINATES:
+        return _unjudged(report, found, f"{coordinates} input coordinates, above the "
+                                        f"{WHOLE_COORDINATES} judged again whole")
     try:
-        if coordinates > WHOLE_COORDINATES:
-            raise GradcheckError(f"{coordinates} input coordinates, above the "
-                                 f"{WHOLE_COORDINATES} judged again whole")
         dense = _run(func, inputs, replace(options, jacobian="dense", seed=report.seed))
     except UncheckableError:
         raise
     except GradcheckError as exc:
-        cause = (f"{found}; whole Jacobians, which difference such entries on a unit's steps "
-                 f"too, were not built ({str(exc)[:200]})")
-        if report.cell_reach[1] is None:
-            raise UncheckableError(
-                f"{report.name}: {cause}, so this check could not have failed: check a slice "
-                "of the inputs (jacobian='dense', --jacobian dense)") from None
-        report.settled = cause
-        return report
+        return _unjudged(report, found, str(exc)[:200])
     verdict = "passed" if dense.passed else "failed"
     dense.settled = f"{found}; judged again on whole Jacobians: {verdict}"
     return dense
+
+
+def _unjudged(report: Report, found: str, why: str) -> Report:
+    """``report`` saying its cells were not judged again whole (``why``), or,
+    where they resolved nothing, the check refused."""
+    cause = (f"{found}; whole Jacobians, which difference such entries on a unit's steps "
+             f"too, were not built ({why})")
+    if report.cell_reach[1] is None:
+        raise UncheckableError(
+            f"{report.name}: {cause}, so this check could not have failed: check a slice "
+            "of the inputs (jacobian='dense', --jacobian dense)")
+    report.settled = cause
+    return report
 
 
 def _narrow(report: Report) -> bool:

@@ -168,7 +168,7 @@ class Problem:
         to see whether the call changed them (``check_unchanged``);
         ``values_only``: only the outputs' values are read (``values_func``)."""
         self.counts["function"] += 1
-        func = self.values_func if values_only and self.values_func is not None else self.func
+        func = (values_only and self.values_func) or self.func
         try:
             outputs = as_tuple(func(*args))
         except GradcheckError:

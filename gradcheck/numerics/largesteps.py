@@ -15,8 +15,9 @@ third to all of the draws, and at 1e15 every time.
 
 So each real coordinate with ``|x| >= CEILING`` (and every other one of an
 input that holds such a coordinate, but the small ones: ``unit_coordinates``)
-gets a second ladder of ``LEVELS`` steps, the first ``UNIT`` (a unit coordinate's first step) or,
-where the input's spacing is too coarse for ``LEVELS`` halvings from there,
+gets a second ladder of ``LEVELS`` steps, the first ``UNIT`` (a unit
+coordinate's first step) or, where the input's spacing is too coarse for
+``LEVELS`` halvings from there,
 ``2**(LEVELS - 1)`` spacings: every step is then a power of two no smaller
 than the spacing, so ``x +- h`` is exact and the quotient's width is the
 step (at 1e15, whose spacing is 0.125, the steps are 16 down to 0.125).
@@ -43,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.coords import largest_finite, spacing
+from adcheck.gradcheck.core.coords import spacing
 from adcheck.gradcheck.numerics.noisefloor import LARGE, near_floor
 from adcheck.gradcheck.numerics.quotients import differences_of
 from adcheck.gradcheck.numerics.richardson import _extrapolated, _steady
@@ -59,21 +60,9 @@ def large_coordinates(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(size) & (size >= CEILING))
 
 
-def holds_large(problem, in_idx: int) -> bool:
-    """Whether input ``in_idx`` of ``problem`` holds a finite real coordinate of
-    ``CEILING`` or more (read once per check and input: a chunked plan asks
-    for every chunk of its columns)."""
-    memo = problem.__dict__.setdefault("_holds_large", {})
-    if in_idx not in memo:
-        a = problem.arrays[in_idx]
-        parts = (a.real, a.imag) if np.iscomplexobj(a) else (a,)
-        memo[in_idx] = any(largest_finite(part) >= CEILING for part in parts)
-    return memo[in_idx]
-
-
 def unit_coordinates(x: np.ndarray, holds: bool, floor: float) -> np.ndarray:
     """Indices of the real coordinates ``x`` this ladder takes: those of at least
-    ``CEILING``; and where their input ``holds`` one (``holds_large``), every
+    ``CEILING``; and where their input ``holds`` one (``noisefloor.holds_large``), every
     other finite one of ``floor`` or more, or zero (the small ones have a ladder of
     their own). The first ladder's noise floor moves the whole input by fractions
     of each entry, 64 at 1e9, across the large entries' structure: its slopes then

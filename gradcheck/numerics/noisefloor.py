@@ -53,7 +53,7 @@ _WIDE_FACTORS = np.random.default_rng(1).uniform(1.0, 2.0, len(WIDE))
 #: be where a move is a few ulps; none a multiple of another's power of 2)
 NEAR = (5, 17, 61, 233)
 #: from this size a coordinate may vary on a unit's scale, which the widest moves
-#: cross (``_uncurved``; ``largesteps.CEILING`` is this)
+#: cross (``_uncurved``, ``holds_large``; ``largesteps.CEILING`` is this)
 LARGE = 2.0 ** 10
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
@@ -124,7 +124,7 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
         slopes = []
         _take(second[o], slopes, outputs[o].reshape(MOVES + len(WIDE), 2, -1), 0, scales,
               p.out_arrays[o])
-        _slope_spread(second[o], slopes, scales, _large(ev, in_idx))
+        _slope_spread(second[o], slopes, scales, holds_large(ev, in_idx))
     floors = _floors(ev, second)
     ev.memo.setdefault("noise_floors", {})[in_idx] = floors
     return floors
@@ -182,7 +182,7 @@ def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
     second = {o: np.zeros(coords.to_real(p.out_arrays[o]).size) for o in p.float_out}
     slopes = {o: [] for o in p.float_out}
     scales, wide_moves = wide or (_wide_scales(ev, in_idx), _wide_moves(ev, in_idx))
-    curved = wide is None and _large(ev, in_idx)
+    curved = wide is None and holds_large(ev, in_idx)
     moves = _moves(ev, in_idx) + wide_moves
     at_once = _pairs_at_once(ev, in_idx)
     for start in range(0, len(moves), at_once):   # as many pairs at a time as the budget holds
@@ -310,10 +310,15 @@ def _pairs_in_budget(ev, in_idx: int) -> int:
     return ev.budget // budgets.SHARE // per_pair
 
 
-def _large(ev, in_idx: int) -> bool:
-    """Whether input ``in_idx`` has a finite coordinate of ``LARGE`` or more."""
-    size = np.abs(coords.real_view(ev.problem.arrays[in_idx]))
-    return bool(np.any(np.isfinite(size) & (size >= LARGE)))
+def holds_large(ev, in_idx: int) -> bool:
+    """Whether input ``in_idx`` has a finite real coordinate of ``LARGE`` or
+    more, read once per check and input (``ev.memo``: each output's floor and
+    each chunk of a chunked plan's columns ask)."""
+    found = ev.memo.setdefault("holds_large", {})
+    if in_idx not in found:
+        size = np.abs(coords.real_view(ev.problem.arrays[in_idx]))
+        found[in_idx] = bool(np.any(np.isfinite(size) & (size >= LARGE)))
+    return found[in_idx]
 
 
 def largest_input(ev) -> float:

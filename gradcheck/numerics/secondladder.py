@@ -36,6 +36,7 @@ import numpy as np
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics import largesteps, smallsteps
+from adcheck.gradcheck.numerics.noisefloor import holds_large
 from adcheck.gradcheck.numerics.precise import AD_ULPS, SAFETY
 from adcheck.gradcheck.numerics.richardson import _steps, columns_work
 
@@ -56,8 +57,7 @@ def coordinates_work(ev: Evaluator, in_idx: int, x: np.ndarray, columns: np.ndar
         first = smallsteps.first_steps(x[small])
         second = yield from smallsteps.ladder(ev, in_idx, first, columns=columns[small])
         judged(ev.problem, result, small, second, first)
-    large = largesteps.unit_coordinates(x, largesteps.holds_large(ev.problem, in_idx),
-                                        smallsteps.FLOOR)
+    large = largesteps.unit_coordinates(x, holds_large(ev, in_idx), smallsteps.FLOOR)
     if large.size:
         first = largesteps.first_steps(x[large], ev.problem.epsilon(in_idx=in_idx))
         second = yield from largesteps.ladder(ev, in_idx, first, columns[large])
