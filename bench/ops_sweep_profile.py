@@ -3,6 +3,7 @@
     python bench/ops_sweep_profile.py              # every task, in this process
     python bench/ops_sweep_profile.py --every 3    # one task in three
     python bench/ops_sweep_profile.py --every 3 --no-explore
+    python bench/ops_sweep_profile.py --every 2 --checks gradgrad
 
 Runs the sweep's tasks (the default checks, the quick explore pass, the
 registry's every op and dtype) one after the other in this process, as a
@@ -91,6 +92,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=1, help="run one task in N (default 1)")
     parser.add_argument("--interval", type=float, default=0.005, help="seconds between looks")
+    parser.add_argument("--checks", default="reverse,forward,gradgrad,reference",
+                        help="the checks run (comma-separated; default: the sweep's)")
     parser.add_argument("--no-explore", action="store_true",
                         help="without the quick explore pass (what it costs: compare the CPU)")
     args = parser.parse_args(argv)
@@ -98,7 +101,7 @@ def main(argv=None) -> int:
     from adcheck.runner.selection import plan, select
     from adcheck.runner.tasks import build_settings, run_task
     registry = OpinfoRegistry()
-    settings = build_settings(("reverse", "forward", "gradgrad", "reference"),
+    settings = build_settings(tuple(args.checks.split(",")),
                               explore=None if args.no_explore else "quick")
     from ops_sweep_count import sweep_plan   # (bench/: the same plan as the count's)
     tasks = sweep_plan(plan, select(registry, (), (), "refengine").infos, settings)[::args.every]

@@ -6,7 +6,7 @@ quotients at half the step. Each is one call of the function, and on
 refengine a call's dispatch costs as much as some hundred examples of a
 vmapped one: the steps of one screen are evaluated together, example ``k``
 the point moved by ``steps[k]``, built with the same NumPy arithmetic as
-the call of its own would be (``quick._Point.moved``), its values read
+the call of its own would be (``quick.Point.moved``), its values read
 without their graph as there (``without_graph``).
 
 Only for a function that differentiates inside (a second-order check's
@@ -40,7 +40,7 @@ BATCHED_ENGINES = frozenset({"refengine"})
 
 
 def moved_at(point, u: dict, steps: tuple) -> list | None:
-    """The outputs of ``point`` (a ``quick._Point``) moved by each of ``steps``
+    """The outputs of ``point`` (a ``quick.Point``) moved by each of ``steps``
     along ``u``, as ``point.moved`` gives them, from one vmapped call; ``None``
     where that call is not made or raises (the caller then calls one by one)."""
     E = point.E

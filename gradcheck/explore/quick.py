@@ -4,8 +4,9 @@ A point of the quick tier (exact zeros, ties, two magnitudes) is first
 screened: one AD product per mode the check asks for (a vjp with a random
 cotangent ``v``; a jvp) and the two one-sided difference quotients of ``v .
 f`` along a direction ``u`` with positive entries (a tie whose gradients add
-up to 2 leaves the bracket of a direction that moves the tied entries together). The formula's ``v . J u`` must be finite and lie
-between the one-sided quotients (the bracket of ``brackets``, which holds at
+up to 2 leaves the bracket of a direction that moves the tied entries
+together). The formula's ``v . J u`` must be finite and lie between the
+one-sided quotients (the bracket of ``brackets``, which holds at
 kinks and ties too). A point that passes is counted as passed; one that does
 not is judged in full (the precise check and the one-sided verdicts), so the
 screen never fails a formula by itself: it only decides which points get the
@@ -21,6 +22,11 @@ check of another mode adds only its own product (the forward check its jvp
 along the same ``u``), and one whose modes were all screened there (the
 reference check's reverse and forward) evaluates nothing. Each check's
 products are still compared, each by its own mode, with its own verdict.
+
+On refengine the points of one search are screened together, in a few
+vmapped calls (``batchscreens``); each point's ``Screen`` is the one made
+here alone, and where the batch cannot be made the points are screened here
+one by one.
 """
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ from adcheck.gradcheck.explore.moves import moved_at
 SCREEN_RTOL = 1e-3
 
 
-class _Point:
+class Point:
     """The function at one point, called directly on the engine (no checked
     problem is built: the screen makes four calls, the least it can)."""
 
@@ -109,10 +115,8 @@ class _Point:
         return found if found is not None else [self.moved(u, step) for step in steps]
 
     def moved_array(self, i: int, d: np.ndarray, step: float) -> np.ndarray:
-        """Input ``i`` moved by ``step`` along ``d`` (its real coordinates): the
-        one expression of a moved point, batched or not (``moves``)."""
-        a = self.arrays[i]
-        return a + step * from_real(d, a.shape, a.dtype)
+        """Input ``i`` moved by ``step`` along ``d`` (``moved_array``)."""
+        return moved_array(self.arrays[i], d, step)
 
     def _moved_inputs(self, u: dict, step: float, with_grad: bool) -> list:
         E, ins = self.E, list(self.ins)
@@ -149,20 +153,38 @@ def _shared_key(E, func, ins: list, explored: list, eps: float):
             tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays))
 
 
-class _Screen:
-    """One point's screen: the point, the directions, the one-sided quotients, and
-    each mode's ``v . J u`` once asked (or what computing it raised)."""
+def moved_array(a: np.ndarray, d: np.ndarray, step: float) -> np.ndarray:
+    """``a`` moved by ``step`` along ``d`` (its real coordinates): the one
+    expression of a moved point, batched or not (``moves``, ``together``)."""
+    return a + step * from_real(d, a.shape, a.dtype)
 
-    def __init__(self, point: _Point, keys: list, rng, eps: float):
-        self.point = point
-        self.v = {k: rng.standard_normal(to_real(point.base[k]).size) for k in keys}
-        self.u = {i: rng.uniform(0.5, 1.5, to_real(a).size) for i, a in point.arrays.items()}
-        self.peak = max(float(np.max(np.abs(to_real(a)), initial=0.0))
-                        for a in point.arrays.values())
-        self.step = fd_step(self.peak, eps)
-        self.sides = _quotients(point, self.v, self.u, (-self.step, self.step))
-        self.scale = sum(float(np.abs(self.v[k]) @ np.abs(to_real(point.base[k])))
-                         for k in keys)
+
+def directions(point, keys: list, rng) -> tuple:
+    """``(v, u)`` of a screen at ``point``, drawn from ``rng``: a cotangent per
+    output of ``keys``, a direction with positive entries per explored input."""
+    v = {k: rng.standard_normal(to_real(point.base[k]).size) for k in keys}
+    u = {i: rng.uniform(0.5, 1.5, to_real(a).size) for i, a in point.arrays.items()}
+    return v, u
+
+
+def step_at(arrays: dict, eps: float) -> tuple:
+    """``(peak, step)``: the largest explored entry and the screen's step there."""
+    peak = max(float(np.max(np.abs(to_real(a)), initial=0.0)) for a in arrays.values())
+    return peak, fd_step(peak, eps)
+
+
+class Screen:
+    """One point's screen: the point, the directions, the one-sided quotients, and
+    each mode's ``v . J u`` once asked (or what computing it raised). ``point``
+    is a ``Point`` or what stands for one in a batch (``together``), which
+    also gives ``sides``, the quotients at both steps."""
+
+    def __init__(self, point, v: dict, u: dict, eps: float, sides: list | None = None):
+        self.point, self.v, self.u = point, v, u
+        self.peak, self.step = step_at(point.arrays, eps)
+        self.sides = sides if sides is not None else _quotients(point, v, u,
+                                                                (-self.step, self.step))
+        self.scale = sum(float(np.abs(v[k]) @ np.abs(to_real(point.base[k]))) for k in v)
         self._formulas: dict = {}
         self._halves = None
 
@@ -186,7 +208,7 @@ class _Screen:
         return self._halves
 
 
-def _formula(point: _Point, v: dict, u: dict, mode: str) -> float:
+def _formula(point, v: dict, u: dict, mode: str) -> float:
     """``v . J u`` by ``mode`` (reverse: a vjp; forward: a jvp)."""
     with np.errstate(all="ignore"):
         if mode == "reverse":
@@ -196,14 +218,16 @@ def _formula(point: _Point, v: dict, u: dict, mode: str) -> float:
         return sum(0.0 if t[k] is None else float(v[k] @ t[k]) for k in v)
 
 
-def _quotients(point: _Point, v: dict, u: dict, steps: tuple) -> list:
+def _quotients(point, v: dict, u: dict, steps: tuple) -> list:
     """The difference quotient of ``v . f`` at each of ``steps`` along ``u``
     (``None`` where the function raises there)."""
-    return [_quotient(point, v, outs, step)
+    return [quotient(point, v, outs, step)
             for outs, step in zip(point.moved_each(u, steps), steps)]
 
 
-def _quotient(point: _Point, v: dict, outs: dict | None, step: float):
+def quotient(point, v: dict, outs: dict | None, step: float):
+    """The difference quotient of ``v . f`` from ``point`` to ``outs``, the
+    outputs moved by ``step`` (``None`` where they are not)."""
     if outs is None:
         return None
     with np.errstate(all="ignore"):
@@ -211,29 +235,56 @@ def _quotient(point: _Point, v: dict, outs: dict | None, step: float):
 
 
 def screen(E, func, ins: list, explored: list, modes, rng, eps: float,
-           needs_grad: bool = False) -> str:
+           needs_grad: bool = False, screened: dict | None = None) -> str:
     """``"pass"``, ``"domain"`` (the forward is not finite there), ``"nondiff"``
     (the function jumps along the direction, or the formula is NaN where the
     one-sided quotients differ or do not form) or ``"judge"`` (the point needs
     the full judgement; see the module docstring); ``eps``: the rounding unit
     of the inputs' and outputs' dtypes; ``needs_grad``: ``func`` differentiates
     inside (a first derivative), so its moved points are evaluated with grad at
-    once, not first tried without it, where it can only raise."""
-    memo = _SHARED.get()
+    once, not first tried without it, where it can only raise; ``screened``:
+    the screens made already outside ``sharing()`` (``together``'s), by key."""
+    memo = _memo(screened)
     key = None if memo is None else _shared_key(E, func, ins, explored, eps)
     found = None if key is None else memo.get(key)
     if found is None:
-        found = _first_screen(E, func, ins, explored, rng, eps, needs_grad)
+        found = first_screen(E, func, ins, explored, rng, eps, needs_grad)
         if key is not None:
             memo[key] = found
     return found if isinstance(found, str) else _verdict(found, modes, eps)
 
 
-def _first_screen(E, func, ins: list, explored: list, rng, eps: float, needs_grad: bool):
-    """The point's ``_Screen``, or its word whatever the modes: "domain", or
+def _memo(screened: dict | None) -> dict | None:
+    shared = _SHARED.get()
+    return shared if shared is not None else screened
+
+
+def unscreened(E, func, points: list, explored: list, eps: float,
+               screened: dict | None = None) -> list:
+    """The indices of ``points`` (each the function's inputs) that no screen
+    made in this sharing (or in ``screened``) covers yet."""
+    memo = _memo(screened)
+    if memo is None:
+        return list(range(len(points)))
+    return [j for j, ins in enumerate(points)
+            if memo.get(_shared_key(E, func, ins, explored, eps)) is None]
+
+
+def keep(E, func, ins: list, explored: list, eps: float, found,
+         screened: dict | None = None) -> None:
+    """Keep ``found`` (a ``Screen`` or its word) as the screen of ``func`` at
+    ``ins``, for ``screen`` to find."""
+    memo = _memo(screened)
+    key = None if memo is None else _shared_key(E, func, ins, explored, eps)
+    if key is not None:
+        memo[key] = found
+
+
+def first_screen(E, func, ins: list, explored: list, rng, eps: float, needs_grad: bool):
+    """The point's ``Screen``, or its word whatever the modes: "domain", or
     "judge" (no output requires grad, or nothing is explored)."""
     try:
-        point = _Point(E, func, ins, explored, needs_grad)
+        point = Point(E, func, ins, explored, needs_grad)
     except Reshaped:     # a first derivative reused where it does not apply: the caller's
         raise
     except Exception:    # the forward raises: outside the domain
@@ -243,10 +294,11 @@ def _first_screen(E, func, ins: list, explored: list, rng, eps: float, needs_gra
     keys = [k for k, o in point.outs.items() if E.requires_grad(o)]
     if not keys or not point.arrays:
         return "judge"
-    return _Screen(point, keys, rng, eps)
+    v, u = directions(point, keys, rng)
+    return Screen(point, v, u, eps)
 
 
-def _verdict(screened: _Screen, modes, eps: float) -> str:
+def _verdict(screened: Screen, modes, eps: float) -> str:
     """The screen's word for a check of ``modes`` (see ``screen``)."""
     formulas = [screened.formula(m) for m in ("reverse", "forward") if m in modes]
     sides, peak, step, scale = screened.sides, screened.peak, screened.step, screened.scale

@@ -30,8 +30,8 @@ from adcheck.gradcheck.core import secondorder
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.explore import (arbiter, brackets, catalogue, point, quick, shrink,
-                                       watch, wobble)
+from adcheck.gradcheck.explore import (arbiter, batchscreens, brackets, catalogue, point, quick,
+                                       shrink, watch, wobble)
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
 from adcheck.gradcheck.verdict.compare import Result
 
@@ -134,6 +134,8 @@ class Explorer:
         #: a second-order check's first derivative and grad_outputs, built at the first
         #: point screened and reused at the others (``_screened_first``)
         self._first = None
+        #: the screens made together (``_screen_together``) where no sharing holds them
+        self.screened: dict = {}
         self.start = time.perf_counter()
 
     def remaining(self) -> float:
@@ -142,8 +144,12 @@ class Explorer:
     def search(self) -> Tally:
         rng = np.random.default_rng(self.report.seed)
         found_kinds = set()
-        for candidate in catalogue.candidates(self.given, self.explored, rng,
-                                              include_full=not self.quick_only):
+        candidates = catalogue.candidates(self.given, self.explored, rng,
+                                          include_full=not self.quick_only)
+        if self.quick_only:   # (a few points: screened together first, where they can be)
+            candidates = list(candidates)
+            self._screen_together([c.arrays for c in candidates])
+        for candidate in candidates:
             if self.remaining() <= 0 or len(self.tally.findings) >= MAX_FINDINGS:
                 break
             if candidate.kind in found_kinds:
@@ -244,9 +250,54 @@ class Explorer:
             if self.options.order == 2:
                 return self._screened_first(ins)
             return quick.screen(self.engine, func, ins, self.explored, self.modes, self.rng,
-                                self.eps)
+                                self.eps, screened=self.screened)
         except Exception:    # raised: the full check says why
             return "judge"
+
+    def _screen_together(self, points: list) -> None:
+        """The screens of ``points`` (arrays by input, as candidates give them)
+        made in one batch where the engine can (``batchscreens``), for
+        ``quick.screen`` to find; nothing where they cannot, or where a batch of
+        them ended the process in an earlier run (``watch``): one by one, the
+        points then say which one does."""
+        if not batchscreens.batchable(self.engine):
+            return
+        watching = watch.current()
+        if watching is not None:
+            points = [a for a in points if watch.point_key(a) not in watching.crashed]
+        key = watch.batch_key(points)
+        if len(points) < 2 or (watching is not None and key in watching.crashed):
+            return
+        E, func, needs_grad = self.engine, self.func, False
+        ins = [self.rebuilt(a) for a in points]
+        try:
+            if self.options.order == 2:
+                if self._first is None:
+                    self._built_first(ins[0])
+                if self._first is None:
+                    return
+                func, gos = self._first
+                func.expect()
+                ins, needs_grad = [i + gos for i in ins], True
+            todo = quick.unscreened(E, func, ins, self.explored, self.eps, self.screened)
+            if len(todo) < 2:
+                return
+            ins = [ins[j] for j in todo]
+            limit = min(self.remaining(), max(2.0, self.budget / 4))
+            if watching is not None:
+                watching.before(key)
+            try:
+                with deadline(limit, E.module):
+                    made = batchscreens.screens(E, func, ins, self.explored, self.rng,
+                                                self.eps, needs_grad)
+            finally:
+                if watching is not None:
+                    watching.after()
+        except Exception:    # noqa: BLE001 - (Timeout too) one by one, as before
+            return
+        for point_ins, found in zip(ins, made or ()):
+            quick.keep(E, func, point_ins, self.explored, self.eps, found, self.screened)
+
 
     def _screened_first(self, ins: list) -> str:
         """``_screened`` of a second-order check: the screen of the first
@@ -259,16 +310,23 @@ class Explorer:
             first.expect()
             try:
                 return quick.screen(self.engine, first, ins + gos, self.explored, self.modes,
-                                    self.rng, self.eps, needs_grad=True)
+                                    self.rng, self.eps, needs_grad=True,
+                                    screened=self.screened)
             except secondorder.Reshaped:
                 pass
+        first, args = self._built_first(ins)
+        return quick.screen(self.engine, first, list(args), self.explored, self.modes, self.rng,
+                            self.eps, needs_grad=True, screened=self.screened)
+
+    def _built_first(self, ins: list) -> tuple:
+        """``(first, args)``: the first derivative at ``ins``, kept for the other
+        points where it can be reused (``_screened_first``)."""
         first, args = secondorder.first_derivative(
             self.func, ins, self.options.grad_outputs,
             np.random.default_rng(self.report.seed or 0), self.options.name)
         if self._first is None and first.reusable:
             self._first = (first, list(args[len(ins):]))
-        return quick.screen(self.engine, first, list(args), self.explored, self.modes, self.rng,
-                            self.eps, needs_grad=True)
+        return first, args
 
     def _judged(self, arrays: dict) -> tuple:
         ins = self.rebuilt(arrays)

@@ -65,3 +65,12 @@ def point_key(arrays: dict) -> str:
         digest.update(f"|{i}:{a.dtype.str}:{a.shape}|".encode())
         digest.update(a.tobytes())
     return digest.hexdigest()[:20]
+
+
+def batch_key(points: list) -> str:
+    """The key of a batch of points screened together (``batchscreens``):
+    announced while the batch runs, so that a death there keeps the next run
+    from batching them again (it then tries them one by one, which names the
+    point); no single point has it, so none is recorded as a crash for it."""
+    return "batch-" + point_key({k: np.frombuffer(point_key(a).encode(), np.uint8)
+                                 for k, a in enumerate(points)})

@@ -45,7 +45,7 @@ def _first(func, ins, seed=0, batch=True):
     moved points batched or not, and the first derivative's inputs."""
     first, args = first_derivative(func, tuple(ins), None, np.random.default_rng(seed))
     with batched(batch):
-        return quick._first_screen(engine_for(list(args)), first, list(args),
+        return quick.first_screen(engine_for(list(args)), first, list(args),
                                    list(range(len(ins))), np.random.default_rng(seed), EPS,
                                    True), list(args)
 
@@ -74,7 +74,7 @@ def test_a_first_derivative_is_batched_with_one_call_for_both_steps():
     counted, looped = _Counted(first), _Counted(first)
     for func, batch in ((counted, True), (looped, False)):
         with batched(batch):
-            quick._first_screen(engine_for(list(ins)), func, list(ins), [0],
+            quick.first_screen(engine_for(list(ins)), func, list(ins), [0],
                                 np.random.default_rng(0), EPS, True)
     # the point with its graph, then the moved values without it: both steps at once
     assert (counted.calls, counted.without_graph.calls) == (1, 1)
@@ -135,7 +135,7 @@ def test_a_step_that_raises_falls_back_to_the_calls_one_by_one():
     first, ins = first_derivative(_refuses_negatives, (_x(at),), None, np.random.default_rng(0))
     counted = _Counted(first)
     with batched(True):
-        quick._first_screen(engine_for(list(ins)), counted, list(ins), [0],
+        quick.first_screen(engine_for(list(ins)), counted, list(ins), [0],
                             np.random.default_rng(0), EPS, True)
     assert counted.without_graph.calls == 3       # the batch that raised, then each step
     one, _ = _first(_refuses_negatives, [_x(at)])
