@@ -261,10 +261,15 @@ def row_summary(squares: np.ndarray, floors: np.ndarray, count: int,
 @functools.lru_cache(maxsize=64)
 def chi2_median_mean(count: int) -> float:
     """The median of a chi-square of ``count`` degrees of freedom, over ``count``."""
-    half = mpmath.mpf(count) / 2
-    below = lambda x: mpmath.gammainc(half, 0, x / 2, regularized=True) - 0.5  # noqa: E731
-    return float(mpmath.findroot(below, (mpmath.mpf(0), mpmath.mpf(4 * count + 8)),
-                                 solver="bisect")) / count
+    # at double precision whatever the caller's mpmath works at: the bisection's
+    # tolerance follows the working precision, and at 80 digits (a program of the
+    # user's, or a test, that set mpmath.mp.dps) its 100 halvings fell short and
+    # raised "Could not find root" inside every probed check
+    with mpmath.workprec(53):
+        half = mpmath.mpf(count) / 2
+        below = lambda x: mpmath.gammainc(half, 0, x / 2, regularized=True) - 0.5  # noqa: E731
+        return float(mpmath.findroot(below, (mpmath.mpf(0), mpmath.mpf(4 * count + 8)),
+                                     solver="bisect")) / count
 
 
 def odds_of_rows(summaries: dict, reverse_tolerances: dict | None, k: int, c: float,
