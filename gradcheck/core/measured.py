@@ -117,3 +117,13 @@ def first_evaluation(call, func, inputs: tuple, engine):
             _KEPT.clear()
         _KEPT[keyed[0]] = (measured, keyed[1])
     return result, measured
+
+
+def known_bytes(func, inputs: tuple, engine) -> int | None:
+    """What ``first_evaluation`` measured for ``func`` at inputs like
+    ``inputs``; ``None`` where it measured nothing that still holds."""
+    keyed = key(func, inputs, engine)
+    found = None if keyed is None else _KEPT.get(keyed[0])
+    if found is None or any(ref() is None for ref in found[1]):
+        return None
+    return found[0]

@@ -19,8 +19,9 @@ otherwise in the last digits (a matrix product's backward), far inside the
 screen's tolerance of 1e-3 of the projection.
 
 Where the batch is not made (another engine, whose batched kernels round
-otherwise; batching off; an input laid out unlike a new tensor; arrays too
-large to hold every point's graph at once) or its first call raises (a point
+otherwise; batching off; an input laid out unlike a new tensor; every
+point's evaluation at once beyond the check's memory budget, or an
+evaluation never measured) or its first call raises (a point
 outside the domain raises there, an op has no batching rule, the outputs'
 shapes depend on the values), ``screens`` returns ``None`` and the points
 are screened one by one as before, which then says which one raises. A later
@@ -31,25 +32,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.core import measured
 from adcheck.gradcheck.core.batching import batching_enabled
+from adcheck.gradcheck.core.budget import DEFAULT_BUDGET, batch_size
 from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.problem import as_tuple
 from adcheck.gradcheck.explore import quick
 from adcheck.gradcheck.explore.moves import BATCHED_ENGINES
 
-#: bytes of stacked inputs and outputs beyond which points are screened one by one:
-#: a batch holds every point's graph at once, one point at a time holds one
-MAX_BATCH_BYTES = 16 * 2**20
-
-
-def screens(E, func, points: list, explored: list, rng, eps: float,
-            needs_grad: bool = False) -> list | None:
+def screens(E, func, points: list, explored: list, rng, eps: float, needs_grad: bool = False,
+            budget: int = DEFAULT_BUDGET) -> list | None:
     """What ``quick.first_screen`` makes at each of ``points`` (each a list of
     ``func``'s inputs, differing only in tensors of the same shapes): a
     ``quick.Screen``, ``"domain"`` or ``"judge"``; ``None`` where the batch is
     not made (see the module docstring). ``needs_grad``: ``func``
-    differentiates inside (a first derivative)."""
-    if len(points) < 2 or not batchable(E):
+    differentiates inside (a first derivative); ``budget``: the bytes the
+    check may hold (``memory_budget``), which every point's evaluation at once
+    must keep to, as the check's own batches do."""
+    if len(points) < 2 or not batchable(E) or not fits(E, func, points[0], len(points), budget):
         return None
     batch = _Batch(E, func, points, explored, needs_grad)
     if not batch.evaluate():
@@ -67,6 +67,21 @@ def screens(E, func, points: list, explored: list, rng, eps: float,
     sides = iter(batch.sides([m for m in found if isinstance(m, _Member)], eps))
     return [quick.Screen(m, m.v, m.u, eps, sides=next(sides)) if isinstance(m, _Member) else m
             for m in found]
+
+
+def fits(E, func, args: list, count: int, budget: int) -> bool:
+    """Whether what a batch of ``count`` points holds at its peak, every
+    point's evaluation with its graph and both moves of every point, is a
+    batch the check's ``budget`` allows (``budget.batch_size``) for ``func``
+    at ``args``; what one evaluation allocates must have been measured
+    (``measured``: a function's temporaries can be many times its inputs, a
+    convolution's unfolded image)."""
+    held = measured.known_bytes(func, tuple(args), E)
+    if held is None:
+        return False
+    size = sum(a.size * (2 if np.iscomplexobj(a) else 1)
+               for a in (E.to_numpy(x, copy=False) for x in args if E.is_tensor(x)))
+    return 3 * count <= batch_size(budget, size, extra_bytes=held)
 
 
 def batchable(E) -> bool:
@@ -116,8 +131,6 @@ class _Batch:
                 len(p) != len(points[0]) for p in points):
             return False
         arrays = {i: np.stack([E.to_numpy(p[i]) for p in points]) for i in self.stacked}
-        if sum(a.nbytes for a in arrays.values()) > MAX_BATCH_BYTES:
-            return False
         self.args, dims = self._stack(arrays, grad=True)
         try:
             with E.enable_grad():
@@ -127,8 +140,7 @@ class _Batch:
         self.outs = {k: o for k, o in enumerate(outs)
                      if E.is_tensor(o) and E.is_differentiable_dtype(o)}
         self.base = base = {k: E.to_numpy(o) for k, o in self.outs.items()}
-        if any(b.shape[:1] != (n,) for b in base.values()) or \
-                sum(b.nbytes for b in base.values()) > MAX_BATCH_BYTES:
+        if any(b.shape[:1] != (n,) for b in base.values()):
             return False
         self.keys = [k for k, o in self.outs.items() if E.requires_grad(o)]
         self.members = [_Member(self, j, {k: b[j] for k, b in base.items()},

@@ -97,6 +97,13 @@ def quick(given: dict, explored: list) -> list:
     return out
 
 
+def cheapest_count(given: dict, explored: list) -> int:
+    """At most how many points ``cheapest`` makes (before repeats are dropped)."""
+    pairs = sum(1 for i in explored for j in explored if j > i
+                and given[j].shape == given[i].shape and given[j].dtype == given[i].dtype)
+    return 1 + len(explored) + pairs + len(QUICK_SCALES)
+
+
 def cheapest(given: dict, explored: list) -> list:
     """The quick pass's few points: every input zero at once; in each input an
     exact zero among its entries and its two largest entries tied (one point:

@@ -243,14 +243,16 @@ def screen(E, func, ins: list, explored: list, modes, rng, eps: float,
     of the inputs' and outputs' dtypes; ``needs_grad``: ``func`` differentiates
     inside (a first derivative), so its moved points are evaluated with grad at
     once, not first tried without it, where it can only raise; ``screened``:
-    the screens made already outside ``sharing()`` (``together``'s), by key."""
-    memo = _memo(screened)
-    key = None if memo is None else _shared_key(E, func, ins, explored, eps)
-    found = None if key is None else memo.get(key)
+    the screens made ahead outside ``sharing()`` (``batchscreens``'), by key."""
+    shared = _SHARED.get()
+    memo = shared if shared is not None else screened
+    # (screens made ahead outside a sharing are each taken once: none is held longer)
+    key = _shared_key(E, func, ins, explored, eps) if shared is not None or memo else None
+    found = None if key is None else memo.get(key) if shared is not None else memo.pop(key, None)
     if found is None:
         found = first_screen(E, func, ins, explored, rng, eps, needs_grad)
-        if key is not None:
-            memo[key] = found
+        if key is not None and shared is not None:
+            shared[key] = found
     return found if isinstance(found, str) else _verdict(found, modes, eps)
 
 

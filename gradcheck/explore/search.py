@@ -33,6 +33,7 @@ from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.explore import (arbiter, batchscreens, brackets, catalogue, point, quick,
                                        shrink, watch, wobble)
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
+from adcheck.gradcheck.explore.tally import Tally
 from adcheck.gradcheck.verdict.compare import Result
 
 #: failures a one-sided verdict may explain (the Jacobians, and what follows from them)
@@ -49,57 +50,6 @@ QUICK_BUDGET = 5.0
 #: tolerance at another point is as coarse as its rounding (a correct bfloat16 sum
 #: failed by 3.6e-2 against 3.0e-2 at zeros); ``explore=True`` explores them too
 QUICK_EPS = float(np.finfo(np.float64).eps)
-
-
-@dataclasses.dataclass
-class Tally:
-    """What the search did, for ``Report.counts["explore"]``."""
-
-    tried: int = 0
-    passed: int = 0
-    outside_domain: int = 0
-    not_differentiable: int = 0
-    kinks: int = 0
-    unresolved: int = 0
-    #: failing points cleared by the op's mpmath reference (``arbiter``): the formula
-    #: agrees with it, finite differences do not (the forward loses precision there)
-    forward_cancels: int = 0
-    #: failing points judged against the mpmath reference, and their seconds
-    arbitrated: int = 0
-    arbiter_seconds: float = 0.0
-    timeouts: int = 0
-    #: points where the process died in an earlier run (``watch``): failures
-    crashes: int = 0
-    seconds: float = 0.0
-    budget: float = 0.0
-    findings: list = dataclasses.field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        # (the fields are numbers; ``asdict`` would deep-copy each finding's arrays and
-        # results only for them to be replaced: 0.4 ms of every explored check)
-        out = {f.name: getattr(self, f.name) for f in _TALLY_FIELDS}
-        out["findings"] = [f.to_dict() for f in self.findings]
-        return out
-
-    def text(self) -> str:
-        # the seconds only where a budget cut the search: the quick pass's text is the
-        # same in every run (a verdict's message is compared across runs and --jobs)
-        spent = f" in {self.seconds:.1f} s" if self.seconds >= self.budget > 0 else ""
-        return (f"explored {self.tried} points{spent}: "
-                f"{len(self.findings)} failing, {self.outside_domain} outside the domain, "
-                f"{self.not_differentiable} not differentiable, {self.kinks} judged one-sided "
-                f"(kinks, ties: the formula lies between the one-sided derivatives), "
-                f"{self.unresolved} unresolved (the difference quotients depend on the "
-                f"step there), {self.timeouts} timed out"
-                + (f", {self.forward_cancels} where the forward loses precision (the mpmath "
-                   f"reference agrees with the formula, finite differences do not)"
-                   if self.forward_cancels else "")
-                + (f", {self.arbitrated} judged again by the mpmath reference"
-                   if self.arbitrated else "")
-                + (f", {self.crashes} crashed the process" if self.crashes else ""))
-
-
-_TALLY_FIELDS = dataclasses.fields(Tally)
 
 
 class Explorer:
@@ -146,7 +96,7 @@ class Explorer:
         found_kinds = set()
         candidates = catalogue.candidates(self.given, self.explored, rng,
                                           include_full=not self.quick_only)
-        if self.quick_only:   # (a few points: screened together first, where they can be)
+        if self.quick_only and self._together():   # (a few small points: screened first)
             candidates = list(candidates)
             self._screen_together([c.arrays for c in candidates])
         for candidate in candidates:
@@ -254,31 +204,54 @@ class Explorer:
         except Exception:    # raised: the full check says why
             return "judge"
 
+    def _together(self) -> bool:
+        """Whether the quick pass's points are screened together (``batchscreens``):
+        on an engine that batches them, where all of them at once keep to the
+        check's memory budget."""
+        if not batchscreens.batchable(self.engine):
+            return False
+        try:
+            func, args, _ = self._screened_func(list(self.inputs))
+            return func is not None and batchscreens.fits(
+                self.engine, func, args, catalogue.cheapest_count(self.given, self.explored),
+                self.options.memory_budget)
+        except Exception:    # noqa: BLE001 - (the first derivative raised) one by one
+            return False
+
+    def _screened_func(self, ins: list) -> tuple:
+        """``(func, args, needs_grad)``: what the quick screen evaluates at the
+        inputs ``ins``, the function or a second-order check's first derivative
+        (built at the first call and reused; ``None`` where it cannot be)."""
+        if self.options.order != 2:
+            return self.func, ins, False
+        if self._first is None:
+            self._built_first(ins)
+        if self._first is None:
+            return None, None, True
+        first, gos = self._first
+        return first, ins + gos, True
+
     def _screen_together(self, points: list) -> None:
         """The screens of ``points`` (arrays by input, as candidates give them)
-        made in one batch where the engine can (``batchscreens``), for
-        ``quick.screen`` to find; nothing where they cannot, or where a batch of
-        them ended the process in an earlier run (``watch``): one by one, the
-        points then say which one does."""
-        if not batchscreens.batchable(self.engine):
-            return
+        made in one batch (``batchscreens``), for ``quick.screen`` to find;
+        nothing where the batch is not made, or where a batch of them ended the
+        process in an earlier run (``watch``): one by one, the points then say
+        which one does."""
         watching = watch.current()
         if watching is not None:
             points = [a for a in points if watch.point_key(a) not in watching.crashed]
         key = watch.batch_key(points)
         if len(points) < 2 or (watching is not None and key in watching.crashed):
             return
-        E, func, needs_grad = self.engine, self.func, False
-        ins = [self.rebuilt(a) for a in points]
+        E = self.engine
         try:
-            if self.options.order == 2:
-                if self._first is None:
-                    self._built_first(ins[0])
-                if self._first is None:
-                    return
-                func, gos = self._first
+            made = [self._screened_func(self.rebuilt(a)) for a in points]
+            func, needs_grad = made[0][0], made[0][2]
+            ins = [args for _, args, _ in made]
+            if func is None:
+                return
+            if needs_grad:
                 func.expect()
-                ins, needs_grad = [i + gos for i in ins], True
             todo = quick.unscreened(E, func, ins, self.explored, self.eps, self.screened)
             if len(todo) < 2:
                 return
@@ -289,7 +262,7 @@ class Explorer:
             try:
                 with deadline(limit, E.module):
                     made = batchscreens.screens(E, func, ins, self.explored, self.rng,
-                                                self.eps, needs_grad)
+                                                self.eps, needs_grad, self.options.memory_budget)
             finally:
                 if watching is not None:
                     watching.after()

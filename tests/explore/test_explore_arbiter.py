@@ -17,7 +17,8 @@ import adcheck.refengine as E
 from adcheck.gradcheck.api import check, run
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.explore import arbiter
-from adcheck.gradcheck.explore.search import Explorer, Tally
+from adcheck.gradcheck.explore.search import Explorer
+from adcheck.gradcheck.explore.tally import Tally
 from adcheck.runner.reproduction import rebuild
 
 #: found by an idle `adcheck ops --check reverse,forward --explore --explore-budget 2`

@@ -14,6 +14,7 @@ import pytest
 
 import adcheck.refengine as E
 from adcheck.gradcheck import check
+from adcheck.gradcheck.core import measured
 from adcheck.gradcheck.core.batching import batched
 from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.engines import engine_for
@@ -46,9 +47,13 @@ def _alone(func, points, explored, seed, needs_grad=False):
 
 
 def _together(func, points, explored, seed, needs_grad=False):
+    engine = engine_for(list(points[0]))
+    # (what one evaluation holds, measured as a check's Problem measures it: the batch
+    # keeps every point's evaluation at once to the budget)
+    measured.first_evaluation(lambda: func(*points[0]), func, tuple(points[0]), engine)
     with batched(True):
-        return batchscreens.screens(engine_for(list(points[0])), func, [list(p) for p in points],
-                                    explored, np.random.default_rng(seed), EPS, needs_grad)
+        return batchscreens.screens(engine, func, [list(p) for p in points], explored,
+                                    np.random.default_rng(seed), EPS, needs_grad)
 
 
 def _same(alone, together, modes=MODES, rtol=1e-12):
@@ -127,8 +132,9 @@ def test_every_point_is_screened_in_a_few_calls():
     with batched(False):
         for screen in _alone(alone, [[_t(r)] for r in x], [0], 0):
             quick._verdict(screen, set(MODES), EPS)
-    # the points with their graph, the moved points, the jvps (the vjps: one backward)
-    assert together.calls == 3
+    # the measure of one evaluation (a check's Problem makes it), then the points with
+    # their graph, the moved points, the jvps (the vjps: one backward)
+    assert together.calls == 1 + 3
     assert alone.calls == 6 * 4       # each point, its two moves, its jvp
 
 
@@ -165,6 +171,29 @@ def _refuses_negatives(x):
     if np.any(x.detach().numpy() < 0):    # a domain check in Python: vmap cannot map it
         raise ValueError("negative")
     return E.sqrt(x + 1.0) * x
+
+
+def test_a_batch_beyond_the_memory_budget_is_not_made():
+    # 8 points whose evaluation each holds two temporaries of 8 MiB: every point with
+    # its graph and both its moves at once (24 evaluations, 400 MiB) are beyond the
+    # share of a 64 MiB budget a batch may take (a quarter), within that of 2 GiB
+    def heavy(x):
+        return (E.exp(x[:, None] * E.ones(1024)).sum(1) + E.sin(x)) if x.shape[0] else x
+
+    points = _points(*[([0.1 * k, 0.2, -0.3 * k] * 341,) for k in range(8)])
+    engine = engine_for(points[0])
+    measured.first_evaluation(lambda: heavy(*points[0]), heavy, tuple(points[0]), engine)
+    assert measured.known_bytes(heavy, tuple(points[0]), engine) >= 8 * 2**20
+    with batched(True):
+        small = batchscreens.screens(engine, heavy, points, [0], np.random.default_rng(0),
+                                     EPS, budget=64 * 2**20)
+        large = batchscreens.screens(engine, heavy, points, [0], np.random.default_rng(0),
+                                     EPS, budget=2**31)
+    assert small is None and large is not None
+    # and a function whose evaluation no check measured is screened one point at a time
+    with batched(True):
+        assert batchscreens.screens(engine, lambda x: E.sin(x), points, [0],
+                                    np.random.default_rng(0), EPS) is None
 
 
 def test_a_batch_that_raises_leaves_the_points_one_by_one():
