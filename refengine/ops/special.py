@@ -196,7 +196,10 @@ def _cot_laurent(n):
     coeffs, last, radius = [], 0.0, _laurent_radius(n)
     for k in range((n + 2) // 2, 1000):
         falling = math.prod(range(2 * k - n, 2 * k))
-        coeffs.append(float(-2 * mpmath.zeta(2 * k) * falling))
+        # (at 30 digits whatever the caller set mpmath.mp.dps to: the coefficients
+        # are cached for the process)
+        with mpmath.workdps(30):
+            coeffs.append(float(-2 * mpmath.zeta(2 * k) * falling))
         size = abs(coeffs[-1]) * radius ** (2 * k) / math.factorial(n)
         if size < 2.0 ** -57 and size < last:
             return coeffs

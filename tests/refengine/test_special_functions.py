@@ -224,3 +224,22 @@ def test_lgamma_overflows_to_inf_like_torch(torch):
     theirs = torch.lgamma(torch.tensor(values, dtype=torch.float64)).numpy()
     assert np.isinf(ours[1:]).all() and np.isinf(theirs[1:]).all()
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-15)
+
+
+def test_polygamma_near_its_poles_whatever_precision_mpmath_was_left_at():
+    # the coefficients of cot's Laurent series are computed once and cached: at
+    # mpmath's precision of the moment they were rounded to 3 digits when a
+    # program had set mpmath.mp.dps = 3 (mpmath.zeta(2) = 1.64 for 1.6449...)
+    from adcheck.refengine.ops import special
+    x = np.array([-0.5 + 1e-3, -1.5 - 2e-3, -2.25 + 1e-4])
+    before = mpmath.mp.dps
+    special._cot_laurent.cache_clear()
+    try:
+        mpmath.mp.dps = 3
+        got = E.polygamma(1, _t(x)).numpy()
+    finally:
+        mpmath.mp.dps = before
+        special._cot_laurent.cache_clear()
+    with mpmath.workdps(50):
+        want = np.array([float(mpmath.polygamma(1, mpmath.mpf(v))) for v in x])
+    np.testing.assert_allclose(got, want, rtol=1e-13)
