@@ -48,3 +48,14 @@ def restored_registry():
     registry._by_name.update(by_name)
     runner_registry._PLUGIN_OPS.clear()
     runner_registry._PLUGIN_OPS.update(loaded)
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision_restored():
+    """mpmath's working precision put back after every test: some tests set
+    ``mpmath.mp.dps`` for their references, and what a test leaves is the next
+    test's in the same process (which tests share one depends on -n)."""
+    import mpmath
+    before = mpmath.mp.prec
+    yield
+    mpmath.mp.prec = before
