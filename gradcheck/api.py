@@ -21,7 +21,7 @@ import numpy as np
 
 from adcheck.gradcheck.verdict import checks, faults, noise
 from adcheck.gradcheck import flow
-from adcheck.gradcheck.core import grids, heap, modules
+from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -114,7 +114,7 @@ def recording_faults():
 
 def run(func, inputs, options: Options) -> Report:
     """``check`` with its keywords already validated into ``options``."""
-    with batched(options.batching and batching_enabled()):
+    with batched(options.batching and batching_enabled()), fperrors.defaults_for_raising():
         heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
         try:
             report = _run(func, inputs, options)

@@ -52,6 +52,7 @@ from typing import Callable
 import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
+from adcheck.gradcheck.core import fperrors
 from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.large.compressed import (
     Compression,
@@ -381,6 +382,7 @@ def ad_producer(side: Side, options: Options, plan: Plan | None = None) -> Produ
     return partial(ad_blocks, side=side)
 
 
+@fperrors.guarded
 def numerical_jacobian(func, inputs, *, eps: float = 1e-6, precise: bool = False) -> Jacobian:
     """The Jacobian of ``func`` at ``inputs`` by finite differences.
 
@@ -399,6 +401,7 @@ def numerical_jacobian(func, inputs, *, eps: float = 1e-6, precise: bool = False
     return produce(Evaluator(Problem(func, inputs)))
 
 
+@fperrors.guarded
 def reverse_jacobian(func, inputs) -> Jacobian:
     """The Jacobian of ``func`` at ``inputs`` from vector-Jacobian products.
 
@@ -410,6 +413,7 @@ def reverse_jacobian(func, inputs) -> Jacobian:
     return ad_blocks(Evaluator(Problem(func, inputs)), REVERSE)
 
 
+@fperrors.guarded
 def forward_jacobian(func, inputs) -> Jacobian:
     """The Jacobian of ``func`` at ``inputs`` from Jacobian-vector products.
 

@@ -26,7 +26,7 @@ import time
 import mpmath
 import numpy as np
 
-from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.core import coords, fperrors
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
@@ -148,6 +148,7 @@ def reference_blocks(ev: Evaluator, ref) -> Jacobian:
     return jac
 
 
+@fperrors.guarded
 def reference_jacobian(ref, inputs, func=None) -> Jacobian:
     """The Jacobian of the mpmath reference ``ref`` at ``inputs``.
 
