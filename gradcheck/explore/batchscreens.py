@@ -21,12 +21,12 @@ screen's tolerance of 1e-3 of the projection.
 Where the batch is not made (another engine, whose batched kernels round
 otherwise; batching off; an input laid out unlike a new tensor; every
 point's evaluation at once beyond the check's memory budget, or an
-evaluation never measured) or its first call raises (a point
-outside the domain raises there, an op has no batching rule, the outputs'
-shapes depend on the values), ``screens`` returns ``None`` and the points
-are screened one by one as before, which then says which one raises. A later
-call of the batch that raises (the moves, a product) falls back to the
-point's own calls for that part alone (``_Member.point``).
+evaluation never measured) or its first call raises (a point outside the
+domain raises there, an op has no batching rule, the outputs' shapes depend
+on the values), ``screens`` returns ``None`` and the points are screened one
+by one as before, which then says which one raises. A later call of the
+batch that raises (the moves, a product) falls back to the point's own calls
+for that part alone (``_Member.point``).
 """
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.problem import as_tuple
 from adcheck.gradcheck.explore import quick
 from adcheck.gradcheck.explore.moves import BATCHED_ENGINES
+
 
 def screens(E, func, points: list, explored: list, rng, eps: float, needs_grad: bool = False,
             budget: int = DEFAULT_BUDGET) -> list | None:
@@ -158,7 +159,7 @@ class _Batch:
         # say which step raises, and whether it is the batch that made NaN)
         return [[quick.quotient(m, m.v, outs, step) for outs, step in zip(found, pair)]
                 if found is not None and all(_finite(o) for o in found)
-                else quick._quotients(m.point(), m.v, m.u, pair)
+                else quick.quotients(m.point(), m.v, m.u, pair)
                 for m, pair, found in zip(drawn, steps, moved)]
 
     def _moved(self, drawn: list, steps: list) -> list | None:

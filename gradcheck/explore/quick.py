@@ -155,7 +155,7 @@ def _shared_key(E, func, ins: list, explored: list, eps: float):
 
 def moved_array(a: np.ndarray, d: np.ndarray, step: float) -> np.ndarray:
     """``a`` moved by ``step`` along ``d`` (its real coordinates): the one
-    expression of a moved point, batched or not (``moves``, ``together``)."""
+    expression of a moved point, batched or not (``moves``, ``batchscreens``)."""
     return a + step * from_real(d, a.shape, a.dtype)
 
 
@@ -176,14 +176,14 @@ def step_at(arrays: dict, eps: float) -> tuple:
 class Screen:
     """One point's screen: the point, the directions, the one-sided quotients, and
     each mode's ``v . J u`` once asked (or what computing it raised). ``point``
-    is a ``Point`` or what stands for one in a batch (``together``), which
+    is a ``Point`` or what stands for one in a batch (``batchscreens``), which
     also gives ``sides``, the quotients at both steps."""
 
     def __init__(self, point, v: dict, u: dict, eps: float, sides: list | None = None):
         self.point, self.v, self.u = point, v, u
         self.peak, self.step = step_at(point.arrays, eps)
-        self.sides = sides if sides is not None else _quotients(point, v, u,
-                                                                (-self.step, self.step))
+        self.sides = sides if sides is not None else quotients(point, v, u,
+                                                               (-self.step, self.step))
         self.scale = sum(float(np.abs(v[k]) @ np.abs(to_real(point.base[k]))) for k in v)
         self._formulas: dict = {}
         self._halves = None
@@ -203,7 +203,7 @@ class Screen:
     def halves(self) -> list:
         """The one-sided quotients at half the step."""
         if self._halves is None:
-            self._halves = _quotients(self.point, self.v, self.u,
+            self._halves = quotients(self.point, self.v, self.u,
                                       (-self.step / 2, self.step / 2))
         return self._halves
 
@@ -218,7 +218,7 @@ def _formula(point, v: dict, u: dict, mode: str) -> float:
         return sum(0.0 if t[k] is None else float(v[k] @ t[k]) for k in v)
 
 
-def _quotients(point, v: dict, u: dict, steps: tuple) -> list:
+def quotients(point, v: dict, u: dict, steps: tuple) -> list:
     """The difference quotient of ``v . f`` at each of ``steps`` along ``u``
     (``None`` where the function raises there)."""
     return [quotient(point, v, outs, step)
