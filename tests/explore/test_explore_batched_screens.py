@@ -18,6 +18,7 @@ from adcheck.gradcheck.core.batching import batched
 from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.explore import quick
+from counted import Counted
 from explore_zoo import ZOO
 
 EPS = float(np.finfo(np.float64).eps)
@@ -25,19 +26,6 @@ EPS = float(np.finfo(np.float64).eps)
 
 def _x(values, dtype=E.float64, grad=True):
     return E.tensor(np.array(values), dtype=dtype, requires_grad=grad)
-
-
-class _Counted:
-    """``func`` counting its calls (a vmapped call is one call of batched tensors)."""
-
-    def __init__(self, func):
-        self.func, self.calls = func, 0
-        if hasattr(func, "without_graph"):     # a first derivative's values alone
-            self.without_graph = _Counted(func.without_graph)
-
-    def __call__(self, *args):
-        self.calls += 1
-        return self.func(*args)
 
 
 def _first(func, ins, seed=0, batch=True):
@@ -60,7 +48,7 @@ def _hex(quotients):
 
 def test_a_plain_function_keeps_its_calls_one_by_one():
     for batch in (True, False):
-        counted = _Counted(_smooth)
+        counted = Counted(_smooth)
         with batched(batch):
             word = quick.screen(engine_for([_x([0.3, -1.2, 2.0])]), counted,
                                 [_x([0.3, -1.2, 2.0])], [0], {"reverse"},
@@ -71,7 +59,7 @@ def test_a_plain_function_keeps_its_calls_one_by_one():
 def test_a_first_derivative_is_batched_with_one_call_for_both_steps():
     x = _x([0.3, -1.2, 2.0])
     first, ins = first_derivative(_smooth, (x,), None, np.random.default_rng(0))
-    counted, looped = _Counted(first), _Counted(first)
+    counted, looped = Counted(first), Counted(first)
     for func, batch in ((counted, True), (looped, False)):
         with batched(batch):
             quick.first_screen(engine_for(list(ins)), func, list(ins), [0],
@@ -133,7 +121,7 @@ def _refuses_negatives(x):
 def test_a_step_that_raises_falls_back_to_the_calls_one_by_one():
     at = [0.0, 1.0, 4.0]      # x - h u has a negative entry, x + h u none
     first, ins = first_derivative(_refuses_negatives, (_x(at),), None, np.random.default_rng(0))
-    counted = _Counted(first)
+    counted = Counted(first)
     with batched(True):
         quick.first_screen(engine_for(list(ins)), counted, list(ins), [0],
                             np.random.default_rng(0), EPS, True)

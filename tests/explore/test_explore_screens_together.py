@@ -19,6 +19,7 @@ from adcheck.gradcheck.core.batching import batched
 from adcheck.gradcheck.core.secondorder import first_derivative
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.explore import batchscreens, quick, watch
+from counted import Counted
 
 EPS = float(np.finfo(np.float64).eps)
 MODES = ("reverse", "forward")
@@ -26,17 +27,6 @@ MODES = ("reverse", "forward")
 
 def _t(values, dtype=E.float64):
     return E.tensor(np.array(values), dtype=dtype, requires_grad=True)
-
-
-class _Counted:
-    """``func`` counting its calls (a vmapped call is one call)."""
-
-    def __init__(self, func):
-        self.func, self.calls = func, 0
-
-    def __call__(self, *args):
-        self.calls += 1
-        return self.func(*args)
 
 
 def _alone(func, points, explored, seed, needs_grad=False):
@@ -125,7 +115,7 @@ def test_a_first_derivative_screened_together_as_alone():
 def test_every_point_is_screened_in_a_few_calls():
     x = np.array([[0.3, -1.2, 2.0], [0.0, 0.0, 0.0], [1e-8, 5.0, -40.0], [1.0, 1.0, 3.0],
                   [2.0, -2.0, 0.5], [7.0, 0.0, 1.0]])
-    together, alone = _Counted(E.sin), _Counted(E.sin)
+    together, alone = Counted(E.sin), Counted(E.sin)
     screens = _together(together, [[_t(r)] for r in x], [0], 0)
     for screen in screens:
         quick._verdict(screen, set(MODES), EPS)
