@@ -316,17 +316,18 @@ def _verdict(screened: Screen, modes, eps: float) -> str:
                       for f in formulas):
         return "pass"
     halves = screened.halves()
+    if not finite and (not bracketed or any(h is None or not np.isfinite(h) for h in halves)):
+        return "nondiff"    # NaN or inf with no finite quotients to weigh it against
+    for q, half in zip(sides, halves):
+        # a jump: the quotient grows like 1 / step (sign at 0, eigenvectors at a
+        # repeated eigenvalue, atan2's first derivative at the origin): not
+        # differentiable, whatever the formula says there, no full check needed
+        if half is not None and abs(half) > 1.5 * abs(q) and abs(half - q) > tol(q, half):
+            return "nondiff"
     if not finite:
         # NaN or inf: a failure only where the function is differentiable (as
         # ``brackets``): the sides, extrapolated from both steps, must agree
-        if not bracketed or any(h is None or not np.isfinite(h) for h in halves):
-            return "nondiff"
         ends = [2 * h - q for q, h in zip(sides, halves)]
         spread = sum(abs(h - q) for q, h in zip(sides, halves))
         return "nondiff" if abs(ends[1] - ends[0]) > spread + tol(*ends) else "judge"
-    for q, half in zip(sides, halves):
-        # a jump: the quotient grows like 1 / step (sign at 0, eigenvectors at a
-        # repeated eigenvalue): not differentiable, no full check needed to say so
-        if half is not None and abs(half) > 1.5 * abs(q) and abs(half - q) > tol(q, half):
-            return "nondiff"
     return "judge"

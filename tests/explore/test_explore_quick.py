@@ -76,3 +76,32 @@ def test_the_quick_pass_finds_the_zoo_bugs_at_zeros_ties_and_magnitudes(name):
                   precise=True, explore="quick")
     assert fixed.passed, fixed.message()
     assert fixed.counts["explore"]["tried"] <= 8     # the few points of the quick pass
+
+
+class _SignNanAtZero(torch.autograd.Function):
+    """sign, whose backward is 0/0 at 0 (NaN) and 0 elsewhere: the function
+    jumps at 0 with one-sided quotients of one sign on both sides."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.sign(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x / x - 1)
+
+
+def test_a_nan_formula_at_a_jump_is_not_differentiable_without_a_full_check():
+    # the quotients (sign(h u) - 0) / h grow like 1/h on both sides, with one sign:
+    # their extrapolated ends agree, which sent the point to the full check (whose
+    # one-sided verdicts then said "not differentiable"); a jump says it at once
+    assert _screen(_SignNanAtZero.apply, _x(0.0, 0.5)) == "nondiff"
+    report = check(_SignNanAtZero.apply, (_x(0.3, 0.5),), seed=0, precise=True,
+                   explore="quick")
+    tally = report.counts["explore"]
+    assert report.passed and tally["not_differentiable"] >= 1 and not tally["findings"]
+    # and a NaN where the function is smooth (sinc's 0/0) is still judged in full
+    sinc = next(e for e in ZOO if e.name == "sinc").function(torch, "buggy")
+    assert _screen(sinc, _x(0.0, 0.5)) == "judge"
