@@ -204,7 +204,7 @@ class Screen:
         """The one-sided quotients at half the step."""
         if self._halves is None:
             self._halves = quotients(self.point, self.v, self.u,
-                                      (-self.step / 2, self.step / 2))
+                                     (-self.step / 2, self.step / 2))
         return self._halves
 
 

@@ -245,9 +245,9 @@ class Explorer:
             return
         E = self.engine
         try:
-            made = [self._screened_func(self.rebuilt(a)) for a in points]
-            func, needs_grad = made[0][0], made[0][2]
-            ins = [args for _, args, _ in made]
+            calls = [self._screened_func(self.rebuilt(a)) for a in points]
+            func, needs_grad = calls[0][0], calls[0][2]
+            ins = [args for _, args, _ in calls]
             if func is None:
                 return
             if needs_grad:
@@ -270,7 +270,6 @@ class Explorer:
             return
         for point_ins, found in zip(ins, made or ()):
             quick.keep(E, func, point_ins, self.explored, self.eps, found, self.screened)
-
 
     def _screened_first(self, ins: list) -> str:
         """``_screened`` of a second-order check: the screen of the first
