@@ -103,14 +103,9 @@ def first_evaluation(call, func, inputs: tuple, engine):
     """``(call(), bytes)`` as ``heap.transient_bytes`` gives them, the bytes
     measured only the first time ``func`` is evaluated at inputs like these."""
     keyed = key(func, inputs, engine)
-    if keyed is not None:
-        found = _KEPT.get(keyed[0])
-        if found is not None:
-            for ref in found[1]:   # (a loop: all() of a generator is a frame more)
-                if ref() is None:
-                    break
-            else:
-                return call(), found[0]
+    held = _held(keyed)
+    if held is not None:
+        return call(), held
     result, measured = heap.transient_bytes(call)
     if keyed is not None and measured is not None:
         if len(_KEPT) >= KEPT_SIZE:
@@ -122,8 +117,16 @@ def first_evaluation(call, func, inputs: tuple, engine):
 def known_bytes(func, inputs: tuple, engine) -> int | None:
     """What ``first_evaluation`` measured for ``func`` at inputs like
     ``inputs``; ``None`` where it measured nothing that still holds."""
-    keyed = key(func, inputs, engine)
+    return _held(key(func, inputs, engine))
+
+
+def _held(keyed) -> int | None:
+    """The bytes kept for ``keyed`` (``key``'s result), or ``None`` where none
+    are or an identity of its key is gone."""
     found = None if keyed is None else _KEPT.get(keyed[0])
-    if found is None or any(ref() is None for ref in found[1]):
+    if found is None:
         return None
+    for ref in found[1]:   # (a loop: all() of a generator is a frame more)
+        if ref() is None:
+            return None
     return found[0]

@@ -132,10 +132,10 @@ class _Batch:
                 len(p) != len(points[0]) for p in points):
             return False
         arrays = {i: np.stack([E.to_numpy(p[i]) for p in points]) for i in self.stacked}
-        self.args, dims = self._stack(arrays, grad=True)
+        self.args, self.dims = self._stack(arrays, grad=True)
         try:
             with E.enable_grad():
-                outs = self._call(self.func, self.args, dims)
+                outs = self._call(self.func, self.args, self.dims)
         except Exception:    # noqa: BLE001 - the points one by one say where and why
             return False
         self.outs = {k: o for k, o in enumerate(outs)
@@ -203,13 +203,8 @@ class _Batch:
         """Every member's ``v^T J``: one backward through the first call's graph,
         each example with its member's cotangent (zero where it drew none)."""
         E, members = self.E, self.members
-        cotangents = []
-        for k in self.keys:
-            a = np.zeros_like(self.base[k])
-            for j, m in enumerate(members):
-                if m.v is not None:
-                    a[j] = from_real(m.v[k], a.shape[1:], a.dtype)
-            cotangents.append(E.from_numpy(a, dtype=self.outs[k].dtype, copy=False))
+        cotangents = [E.from_numpy(self._drawn(self.base[k], "v", k), dtype=self.outs[k].dtype,
+                                   copy=False) for k in self.keys]
         grads = E.grad([self.outs[k] for k in self.keys], [self.args[i] for i in self.explored],
                        cotangents)
         arrays = [None if g is None else E.to_numpy(g) for g in grads]
@@ -221,20 +216,27 @@ class _Batch:
         with its member's direction (zero where it drew none)."""
         E, members = self.E, self.members
         with E.dual_level():
-            args, dims = list(self.args), [None] * len(self.args)
-            for i in self.stacked:
-                dims[i] = 0
+            args = list(self.args)
             for i in self.explored:
-                a = np.zeros_like(E.to_numpy(args[i]))
-                for j, m in enumerate(members):
-                    if m.u is not None:
-                        a[j] = from_real(m.u[i], a.shape[1:], a.dtype)
-                args[i] = E.make_dual(args[i], E.from_numpy(a, dtype=args[i].dtype, copy=False))
-            outs = self._call(self.func, args, tuple(dims))
+                tangent = self._drawn(E.to_numpy(args[i], copy=False), "u", i)
+                args[i] = E.make_dual(args[i], E.from_numpy(tangent, dtype=args[i].dtype,
+                                                            copy=False))
+            outs = self._call(self.func, args, self.dims)
             tangents = {k: E.tangent(outs[k]) for k in self.outs}
             arrays = {k: None if t is None else E.to_numpy(t) for k, t in tangents.items()}
         return [{k: None if a is None else to_real(a[j]) for k, a in arrays.items()}
                 for j in range(len(members))]
+
+
+    def _drawn(self, like: np.ndarray, name: str, key) -> np.ndarray:
+        """Each member's drawn ``v`` or ``u`` (``name``) for ``key``, stacked in
+        the shape and dtype of ``like``; zero where a member drew none."""
+        out = np.zeros_like(like)
+        for j, m in enumerate(self.members):
+            drawn = getattr(m, name)
+            if drawn is not None:
+                out[j] = from_real(drawn[key], out.shape[1:], out.dtype)
+        return out
 
 
 class _Member:
