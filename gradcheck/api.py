@@ -19,7 +19,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from adcheck.gradcheck.verdict import checks, faults, noise
+from adcheck.gradcheck.verdict import checks, constsaves, faults, noise
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -269,6 +269,8 @@ def _run(func, inputs, options: Options) -> Report:
             if excuse is not None:
                 raise UncheckableError(excuse)
             _name_missing_double_backward(func, report, primals)
+            _name_constant_saves(problem.engine, original, func, inputs[:primals], report,
+                                 primals)
         for result in report.results:
             result.order = options.order
         modules.name_results(report, names, len(problem.inputs))
@@ -297,10 +299,32 @@ def _name_missing_double_backward(first, report: Report, primals: int) -> None:
         return
     for result in report.failures:
         # an input's derivative is then missing (zero); a grad_output's too where
-        # the backward's result has no graph at all (@once_differentiable)
+        # the backward's result has no graph at all (@once_differentiable), or
+        # does not even require grad (NumPy inside: the detached check finds it)
         missing = result.actual is not None and not np.any(result.actual)
-        if result.in_idx is not None and (result.in_idx < primals or missing):
+        if result.in_idx is not None and (result.in_idx < primals or missing or
+                                          result.check == "detached"):
             result.diagnosis = NO_DOUBLE_BACKWARD
+
+
+def _name_constant_saves(E, func, first, primal_inputs, report: Report, primals: int) -> None:
+    """Diagnose a second-order check's failures in the inputs' columns where a
+    custom Function keeps from its forward a tensor that changes with the inputs
+    but has no history (``verdict.constsaves``): its double backward misses
+    that tensor's derivative, whatever the formulas. Where the gradients have no
+    graph of the inputs at all, only when they have one of the grad_outputs (a
+    backward in the engine's operations, ``g * ctx.y``: a double backward that
+    is wrong, not one that was left out, as NumPy inside or
+    ``@once_differentiable`` leave it: ``_name_missing_double_backward``)."""
+    if report.double_backward is False and not first.reaches_grad_outputs():
+        return
+    found = constsaves.constant_saves(E, func, primal_inputs)
+    if not found:
+        return
+    text = constsaves.describe(found)
+    for result in report.failures:
+        if result.in_idx is not None and result.in_idx < primals:
+            result.diagnosis = text
 
 
 def lacks_double_backward(report: Report) -> bool:

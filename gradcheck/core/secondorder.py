@@ -48,6 +48,24 @@ def builds_graph(E, call) -> bool | None:
     return any(s is not None for s in seconds)
 
 
+def reaches_grad_outputs(E, grads, grad_outputs) -> bool:
+    """Whether a first derivative's gradients ``grads`` were built in a graph
+    that autograd can differentiate with respect to ``grad_outputs``: a
+    backward written in the engine's operations, even where its dependence on
+    the inputs is lost. Not one that computes outside autograd (no graph at
+    all) or is ``@once_differentiable`` (whose graph raises when asked)."""
+    taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
+    gos = [g for g in grad_outputs if E.is_tensor(g) and E.requires_grad(g)]
+    if not taped or not gos:
+        return False
+    try:
+        seconds = E.grad(taped, gos, [E.from_numpy(np.ones_like(E.to_numpy(g)), dtype=g.dtype)
+                                      for g in taped])
+    except Exception:   # noqa: BLE001 - @once_differentiable's delayed error, or no tape
+        return False
+    return any(s is not None for s in seconds)
+
+
 def _raise_for_graph(E, outs, primals, gos, exc: Exception):
     """Raise what a backward that raised ``exc`` with ``create_graph=True``
     means: ``NoDoubleBackward`` when it runs without a graph (NumPy inside: it
@@ -147,7 +165,7 @@ def _vjp_function(func, problem, grad_outputs):
             _raise_for_graph(E, outs, [ins[i] for i in diff_in], gos, exc)
         if create_graph and not used:
             used.append(tuple(k for k, g in enumerate(grads) if g is not None))
-            graph.append(([ins[i] for i in diff_in], grads))
+            graph.append(([ins[i] for i in diff_in], grads, gos))
         return tuple(g for g in grads if g is not None)
 
     def first(*args):
@@ -177,7 +195,8 @@ def _vjp_function(func, problem, grad_outputs):
     # what ``core.reuse_gg`` maps the reverse check's Jacobian by: the function's inputs
     # come first, the gradients returned are of ``diff_in[used[0][j]]``
     first.primals, first.used, first.diff_in, first.diff_out = n, used, diff_in, problem.diff_out
-    first.builds_graph = lambda: builds_graph(E, graph[0] if graph else None)
+    first.builds_graph = lambda: builds_graph(E, graph[0][:2] if graph else None)
+    first.reaches_grad_outputs = lambda: bool(graph) and reaches_grad_outputs(E, *graph[0][1:])
     first.rounds_grad_outputs = lambda: rounded[0]
     # whether the function under the derivative draws random numbers (vmap cannot
     # tell through autograd.grad): see ``gradcheck.lowprec.widening``

@@ -38,6 +38,27 @@ def test_no_double_backward_is_a_skip_with_its_reason(run, name):
     assert line.startswith("SKIP") and f"{name} has no double backward" in line
 
 
+def test_backward_returning_a_new_numpy_tensor_is_a_skip(run):
+    # no graph even of the grad_output: before, the detached check's failure in
+    # the grad_output's column made this a FAIL whose reason said "expected"
+    result = run("check", f"{FILE}:NumpyExp", "--inputs", "randn(3, 4)", "-v")
+    assert result.exit_code == 0, result.stdout
+    (line,) = _gradgrad_lines(result.stdout)
+    assert line.startswith("SKIP") and "NumpyExp has no double backward" in line
+
+
+def test_intermediate_kept_from_forward_deep_in_a_model_is_named(run):
+    result = run("check", f"{FILE}:NormNet", "--inputs", "randn(3, 4)")
+    assert result.exit_code == 1, result.stdout
+    lines = _gradgrad_lines(result.stdout)
+    assert lines and all(line.startswith("FAIL") for line in lines)
+    text = " ".join(" ".join(result.stdout.split()).split(" gradgrad: ")[1:])
+    # rstd is named; the output it also saves has its history (KeptNorm's own node)
+    assert ("KeptNormBackward keeps 1 tensor from its forward that changes with the inputs "
+            "but carries no history (ctx.saved_tensors[0] of shape (3, 1))") in text
+    assert "ctx.saved_tensors[1]" not in text
+
+
 def test_only_second_order_asked_and_none_there_is_nothing_checked(run):
     result = run("check", f"{FILE}:NumpySin", "--inputs", "randn(3, 4)",
                  "--check", "gradgrad")
