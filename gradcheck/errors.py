@@ -26,3 +26,24 @@ class NoDoubleBackward(RuntimeError):
     (``create_graph=True``), as a backward computed in NumPy does: the function
     has no double backward. Raised by a second-order check's first derivative
     (``gradcheck.core.secondorder``), with the backward's exception as its cause."""
+    #: the skip's words for why (``None``: the backward raised when asked to build a graph)
+    reason: str | None = None
+
+
+def no_derivative_formula(exc: BaseException) -> NoDoubleBackward | None:
+    """A ``NoDoubleBackward`` caused by ``exc`` where ``exc`` is the engine saying
+    it has no derivative of an operation a backward calls (torch: "derivative
+    for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not
+    implemented", the CPU attention kernel's backward), raised while the
+    backward is differentiated; else ``None``."""
+    text = str(exc)
+    if not isinstance(exc, RuntimeError) or "derivative for " not in text or \
+            "not implemented" not in text:
+        return None
+    missing = NoDoubleBackward(f"differentiating the backward raised {type(exc).__name__} "
+                               f"({text}): the function has no double backward there")
+    missing.reason = (f"the engine implements no derivative of an operation its backward "
+                      f"calls: {text}")
+    missing.__cause__ = exc
+    return missing
+

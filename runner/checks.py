@@ -276,9 +276,9 @@ class TargetSubject(Subject):
                 and isinstance(cause, NotImplementedError):
             return f"forward mode does not run through the module ({fault_text(cause)})"
         if CHECKS[check].order == 2 and isinstance(cause, NoDoubleBackward):
-            return (f"second order not checked: {self.name} has no double backward (its "
-                    f"backward raised {fault_text(cause.__cause__)} when asked to build a "
-                    "graph)")
+            why = cause.reason or (f"its backward raised {fault_text(cause.__cause__)} when "
+                                   "asked to build a graph")
+            return f"second order not checked: {self.name} has no double backward ({why})"
         return None
 
     def failure_skip(self, check: str, report) -> str | None:

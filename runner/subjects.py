@@ -67,12 +67,15 @@ def _subject_class():
         function or a module."""
 
         def fault_skip(self, check: str, exc: BaseException) -> str | None:
-            from adcheck.runner.target import no_forward_rule
+            from adcheck.runner.target import NO_BUILT_IN_RULE, no_forward_rule
             own = super().fault_skip(check, exc)
             if own is not None or CHECKS[check].ad != "forward":
                 return own
             words = no_forward_rule(exc)
-            return None if words is None else (
-                f"forward mode does not run through {self.name}: code it calls has no "
-                f"forward-mode rule ({words}); add a jvp to check it")
+            if words is None:
+                return None
+            hint = ("the engine has none for that operation" if NO_BUILT_IN_RULE in words
+                    else "add a jvp to check it")
+            return (f"forward mode does not run through {self.name}: code it calls has no "
+                    f"forward-mode rule ({words}); {hint}")
     return UserSubject

@@ -167,22 +167,42 @@ def _arity(func, skip_ctx: bool) -> int | None:
 _ENGINE_PACKAGES = {"jax": "jax", "jaxlib": "jax", "torch": "torch", "adcheck": "refengine"}
 
 
-def engines_used(func) -> set:
+def engines_used(func, _seen: set | None = None) -> set:
     """The engines whose modules or functions ``func``'s own code names (``jnp.sin``:
-    jax; ``torch.exp``: torch; ``adcheck.refengine``: refengine)."""
+    jax; ``torch.exp``: torch; ``adcheck.refengine``: refengine), also through
+    the classes it names (a ``torch.autograd.Function`` or ``nn.Module``
+    subclass of the user's: its bases) and the functions of its own module it
+    calls (a helper beside it), and in the code nested in it (a lambda)."""
     code, names = getattr(func, "__code__", None), getattr(func, "__globals__", None)
     if code is None or names is None:
         return set()
+    seen = _seen if _seen is not None else set()
+    seen.add(id(func))
     used = set()
-    for name in code.co_names:
+    for name in _names(code):
         value = names.get(name)
-        module = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
-        package = (module or "").partition(".")[0]
-        if package == "adcheck" and not (module or "").startswith("adcheck.refengine"):
+        if inspect.isfunction(value) and value.__module__ == func.__module__:
+            if id(value) not in seen:
+                used |= engines_used(value, seen)
             continue
-        if package in _ENGINE_PACKAGES:
-            used.add(_ENGINE_PACKAGES[package])
+        classes = value.__mro__ if inspect.isclass(value) else (value,)
+        for each in classes:
+            module = each.__name__ if inspect.ismodule(each) else getattr(each, "__module__", None)
+            package = (module or "").partition(".")[0]
+            if package == "adcheck" and not (module or "").startswith("adcheck.refengine"):
+                continue
+            if package in _ENGINE_PACKAGES:
+                used.add(_ENGINE_PACKAGES[package])
     return used
+
+
+def _names(code) -> set:
+    """The global names ``code`` and the code nested in it read."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            found |= _names(const)
+    return found
 
 
 def engine_hint(target: "Target", engine: str) -> str | None:
@@ -199,9 +219,14 @@ def engine_hint(target: "Target", engine: str) -> str | None:
             f"--engine {engine} unless told; add --engine {other}")
 
 
-#: how each engine says that a Function, or a JAX custom_vjp, has no forward-mode rule
+#: the words of a torch operation that has no forward-mode formula (the CPU kernel
+#: of scaled_dot_product_attention on 4-d inputs): no jvp the user can add
+NO_BUILT_IN_RULE = "Trying to use forward AD with"
+#: how each engine says that a Function, or a JAX custom_vjp, has no forward-mode
+#: rule, or that one of its own operations has none
 NO_FORWARD_RULE = ("You must implement the jvp function",
-                   "can't apply forward-mode autodiff (jvp) to a custom_vjp function")
+                   "can't apply forward-mode autodiff (jvp) to a custom_vjp function",
+                   NO_BUILT_IN_RULE)
 
 
 def no_forward_rule(exc: BaseException) -> str | None:

@@ -37,7 +37,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
-from adcheck.gradcheck.errors import GradcheckError
+from adcheck.gradcheck.errors import GradcheckError, no_derivative_formula
 from adcheck.gradcheck.core.points import call_mapped, mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
@@ -100,7 +100,8 @@ class Evaluator:
                     "ctx.set_materialize_grads(False) receives None for them)") if others else ""
             raise GradcheckError(
                 f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
-                f"{hint}; check the backward formula runs for these shapes and dtypes") from exc
+                f"{hint}; check the backward formula runs for these shapes and dtypes") from (
+                    p.order == 2 and no_derivative_formula(exc) or exc)
         p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", what)
         p.check_grad_outputs(keys, gos, before, what)
         return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,
@@ -128,7 +129,8 @@ class Evaluator:
             raise GradcheckError(
                 f"{p.name}: forward-mode AD{p.of} raised {type(exc).__name__} ({exc}) while "
                 f"{what}; check the jvp formula, or pass check_forward_ad=False "
-                "if the function has none") from exc
+                "if the function has none") from (
+                    p.order == 2 and no_derivative_formula(exc) or exc)
         return {o: p.check_shape(t, p.out_arrays[o].shape, f"output {o}", "jvp")
                 for o, t in result.items()}
 

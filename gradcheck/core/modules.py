@@ -178,7 +178,20 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
         return functional_call(module, dict(zip(keys, args[count:])), tuple(args[:count]))
 
     arg_names = _argument_names(module.forward, count) + keys
-    return flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
+    flat = flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
+    flat.func.random_layers = random_layers(module)
+    return flat
+
+
+def random_layers(module) -> list:
+    """The names of ``module``'s layers that draw random numbers on every call
+    as it is: dropout layers (of any kind) in training mode with ``p > 0``.
+    Their outputs change from call to call, which the determinism check
+    finds; this says where, and that ``.eval()`` ends it."""
+    return [f"{name}: {type(m).__name__}" if name else type(m).__name__
+            for name, m in module.named_modules()
+            if "Dropout" in type(m).__name__ and getattr(m, "training", False)
+            and getattr(m, "p", 0) > 0]
 
 
 def _double(inputs) -> bool:

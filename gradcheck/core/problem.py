@@ -8,6 +8,7 @@ and how the evaluations were batched; the evaluations themselves are
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -34,6 +35,16 @@ def as_tuple(value) -> tuple:
     if isinstance(value, (tuple, list)):
         return tuple(value)
     return (value,)
+
+
+def _user_level() -> int:
+    """``warnings.warn``'s ``stacklevel``, called from the function that warns,
+    naming the first frame outside adcheck (the user's call of ``check``, at
+    whatever depth the checks built this problem)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("adcheck."):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class Problem:
@@ -107,8 +118,37 @@ class Problem:
         calls whose values alone are read."""
         return getattr(self.source, "without_graph", None) if self.func is self.source else None
 
+    def _separate_aliases(self, inputs: tuple) -> tuple:
+        """``inputs`` with each tensor that is the same object as an earlier one
+        (``f(x, x, x)``: self-attention's query, key and value) replaced by a
+        copy, warned about. The finite differences move each argument on its
+        own, so the AD side must differentiate each on its own too: through one
+        tensor it gave the sum of every use's derivative, and a correct
+        function failed. (torch.autograd.gradcheck moves the shared tensor, and
+        checks that sum.)"""
+        E, seen, copied = self.engine, {}, []
+        for i, x in enumerate(inputs):
+            if not E.is_tensor(x):
+                continue
+            if id(x) not in seen:
+                seen[id(x)] = i
+                continue
+            copy = E.from_numpy_like(E.to_numpy(x), x, requires_grad=E.requires_grad(x))
+            inputs = inputs[:i] + (copy,) + inputs[i + 1:]
+            copied.append((seen[id(x)], i))
+        if copied:
+            pairs = ", ".join(f"{j} is input {i}" for i, j in copied)
+            warnings.warn(
+                f"{self.name}: the same tensor is passed more than once (input {pairs}); "
+                "each is checked as a copy of its own, so the derivative of each argument is "
+                "checked separately (torch.autograd.gradcheck checks their sum): pass "
+                "separate tensors to silence this, or check a function of one input to check "
+                "the sum", UserWarning, stacklevel=_user_level())
+        return inputs
+
     def _validate_inputs(self, warn_precision: bool):
         E = self.engine
+        self.inputs = self._separate_aliases(self.inputs)
         self.diff_in = [i for i, x in enumerate(self.inputs) if E.is_tensor(x) and E.requires_grad(x)]
         for i, x in enumerate(self.inputs):
             if isinstance(x, np.ndarray):
@@ -141,7 +181,7 @@ class Problem:
                     f"{self.name}: input {i} requires grad and has dtype {dtype}, not double "
                     "precision; finite differences at eps=1e-6 will likely fail. "
                     "Use float64 or complex128 inputs, or pass precise=True to judge the "
-                    "formula in its own precision.", UserWarning, stacklevel=4)
+                    "formula in its own precision.", UserWarning, stacklevel=_user_level())
 
     def _classify_outputs(self):
         E = self.engine

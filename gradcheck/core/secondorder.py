@@ -138,6 +138,10 @@ def first_derivative(func, inputs, grad_outputs, rng, name=None):
     # the dtype the function computes in inside, if its outputs say so: the first
     # derivative's dependence on the inputs carries that rounding too
     first.narrow_inside = lambda: grids.coarsest(problem.computed_inside().values())
+    first.random_layers = getattr(func, "random_layers", None)   # (a module's: modules.py)
+    # whether the function under the derivative draws random numbers (vmap cannot
+    # tell through autograd.grad): see ``gradcheck.lowprec.widening``
+    first.draws_random = lambda: problem.engine.draws_random(func, problem.inputs)
     return first, problem.inputs + grad_outputs
 
 
@@ -198,7 +202,4 @@ def _vjp_function(func, problem, grad_outputs):
     first.builds_graph = lambda: builds_graph(E, graph[0][:2] if graph else None)
     first.reaches_grad_outputs = lambda: bool(graph) and reaches_grad_outputs(E, *graph[0][1:])
     first.rounds_grad_outputs = lambda: rounded[0]
-    # whether the function under the derivative draws random numbers (vmap cannot
-    # tell through autograd.grad): see ``gradcheck.lowprec.widening``
-    first.draws_random = lambda: E.draws_random(func, problem.inputs)
     return first

@@ -55,6 +55,9 @@ NEAR = (5, 17, 61, 233)
 #: from this size a coordinate may vary on a unit's scale, which the widest moves
 #: cross (``_uncurved``, ``holds_large``; ``largesteps.CEILING`` is this)
 LARGE = 2.0 ** 10
+#: the size a coordinate at 0 moves in proportion to: the floor of the steps'
+#: scale (``richardson.step_scale``), or the largest input where that is smaller
+ZERO_SIZE = 2.0 ** -6
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9
 #: how many times its own size a coordinate's move may be (see ``_measured``)
@@ -144,7 +147,14 @@ def _sizes(ev, in_idx: int) -> np.ndarray:
     # most ``SPAN`` times the coordinate's own: abs's sample mixes 1e-30 and 1e30,
     # and its small coordinates must not cross zero
     size = np.abs(coords.to_real(ev.problem.arrays[in_idx]))
-    return np.maximum(size, np.minimum(largest_input(ev), SPAN * size))
+    moved = np.maximum(size, np.minimum(largest_input(ev), SPAN * size))
+    # a coordinate at exactly 0 is differenced on the steps of one of ZERO_SIZE
+    # (``richardson.step_scale``), so its rounding is measured on that scale: a
+    # bias initialised to zeros moved by nothing, and the entries of a gradient
+    # that cancel to nothing in exact arithmetic (attention's key bias) got no
+    # floor and a numerical derivative of their rounding over the step, 6e-13
+    # with an estimate of 2e-14, against AD's 1e-17
+    return np.where(size == 0, min(ZERO_SIZE, largest_input(ev) or ZERO_SIZE), moved)
 
 
 def _wide_scales(ev, in_idx: int) -> np.ndarray:

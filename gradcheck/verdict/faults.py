@@ -136,12 +136,17 @@ def _repeat_failures(p: Problem, first: dict, second: dict, nondet_tol: float) -
                          first[o].reshape(-1), second[o].reshape(-1),
                          nondet_tol + rounding * scale, same_nonfinite=True)
         if not result.passed:
+            layers = getattr(p.source, "random_layers", None)
+            fix = ("the module is in training mode, where its dropout layers "
+                   f"({', '.join(layers)}) draw new masks on every call: call .eval() on it "
+                   "to check it" if layers else "fix its randomness inside it (a seeded "
+                   "generator)")
             result.diagnosis = (
                 f"nondeterministic forward: {p.subject} evaluated twice at the same inputs "
                 f"gives output {o} values that differ by {result.max_error:.1e}; finite "
-                "differences of a function that changes from call to call mean nothing: fix "
-                "its randomness inside it (a seeded generator), or, if the variation is "
-                f"intended and small, set nondet_tol >= {result.max_error:.1e}")
+                f"differences of a function that changes from call to call mean nothing: {fix}"
+                f", or, if the variation is intended and small, set nondet_tol >= "
+                f"{result.max_error:.1e}")
             results.append(result)
     return results
 

@@ -101,6 +101,42 @@ def test_a_plain_jax_function_without_engine_jax_is_told_to_add_it(run, tmp_path
     assert "add --engine jax" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
+TORCH_BEHIND = """import torch
+class Swish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return g * s * (1 + x * (1 - s))
+def swish(x):
+    return Swish.apply(x)
+def _inner(x):
+    return torch.tanh(x)
+def outer(x):
+    return _inner(x) * 2
+def nested(x):
+    g = lambda t: torch.exp(t)
+    return g(x)
+"""
+
+
+@pytest.mark.parametrize("name", ["swish", "outer", "nested"])
+def test_torch_behind_a_function_class_or_helper_is_told_too(run, tmp_path, name):
+    # before: checked on refengine, three errors "argument 'input' must be Tensor, not Tensor"
+    (tmp_path / "tb.py").write_text(TORCH_BEHIND)
+    result = run("check", f"{tmp_path / 'tb.py'}:{name}", "--inputs", "randn(3)")
+    assert result.exit_code == 2, result.stdout
+    assert f"tb.py:{name} calls torch functions" in result.stderr
+    assert "add --engine torch" in result.stderr and len(result.stderr.splitlines()) == 1
+    told = run("check", f"{tmp_path / 'tb.py'}:{name}", "--inputs", "randn(3)", "--engine",
+               "torch", "-q")
+    assert told.exit_code == 0, told.stdout
+
+
 def test_args_gives_a_required_keyword_argument(run_json):
     result, doc = run_json("check", f"{FIRST_HOUR}:total", "--args", "dim=1",
                            "--inputs", "randn(3, 4)")

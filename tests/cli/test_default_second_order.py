@@ -6,6 +6,7 @@ order with the reason, and the run still passes on its first derivatives; a
 wrong second derivative (a SiLU whose backward detaches sigmoid) fails with no
 option given. A registry op that declares second order and has none fails.
 """
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,31 @@ def test_intermediate_kept_from_forward_deep_in_a_model_is_named(run):
     assert ("KeptNormBackward keeps 1 tensor from its forward that changes with the inputs "
             "but carries no history (ctx.saved_tensors[0] of shape (3, 1))") in text
     assert "ctx.saved_tensors[1]" not in text
+
+
+def test_torch_without_a_double_backward_or_jvp_for_its_kernel_is_a_skip(run):
+    import torch
+    sys.path.insert(0, str(Path(FILE).parent))
+    from second_order import flash_attention
+    q, k, v = (torch.randn(1, 2, 3, 4, dtype=torch.float64, requires_grad=True)
+               for _ in range(3))
+    # torch's own verdicts on the kernel: no derivative of its backward, no jvp
+    with pytest.raises(RuntimeError, match="derivative for .* is not implemented"):
+        torch.autograd.gradgradcheck(flash_attention, (q, k, v))
+    with pytest.raises(NotImplementedError, match="Trying to use forward AD with"):
+        torch.func.jvp(flash_attention, (q, k, v), (q, k, v))
+    spec = "; ".join(["randn(1, 2, 3, 4)"] * 3)
+    result = run("check", f"{FILE}:flash_attention", "--engine", "torch", "--inputs", spec, "-v")
+    assert result.exit_code == 0, result.stdout   # (before: 1, two errors)
+    text = " ".join(result.stdout.split())
+    assert ("SKIP flash_attention float64[0] gradgrad: second order not checked: "
+            "flash_attention has no double backward (the engine implements no derivative of "
+            "an operation its backward calls: derivative for aten::") in text
+    assert ("SKIP flash_attention float64[0] forward: forward mode does not run through "
+            "flash_attention: code it calls has no forward-mode rule (NotImplementedError: "
+            "Trying to use forward AD with") in text
+    assert "the engine has none for that operation" in text
+    assert "1 passed, 0 failed" in text
 
 
 def test_only_second_order_asked_and_none_there_is_nothing_checked(run):
