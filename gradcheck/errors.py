@@ -46,4 +46,3 @@ def no_derivative_formula(exc: BaseException) -> NoDoubleBackward | None:
                       f"calls: {text}")
     missing.__cause__ = exc
     return missing
-

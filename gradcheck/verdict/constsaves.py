@@ -76,9 +76,9 @@ def describe(found: list) -> str:
                      f"that change{'' if many else 's'} with the inputs but carr"
                      f"{'y' if many else 'ies'} no history ({listed})")
     return ("; ".join(parts) + ": a custom Function's forward runs without recording, so its "
-            "double backward takes such a tensor for a constant and misses its derivative. Keep only "
-            "inputs or outputs with save_for_backward, return such a tensor as an output of "
-            "the Function, or recompute it in backward from the saved inputs")
+            "double backward takes such a tensor for a constant and misses its derivative. "
+            "Keep only inputs or outputs with save_for_backward, return such a tensor as an "
+            "output of the Function, or recompute it in backward from the saved inputs")
 
 
 def _moved(E, inputs) -> tuple:
