@@ -66,3 +66,16 @@ def test_refengine_and_three_uses():
     assert report.passed, str(report)
     # the caller's tensor is left as it was: no gradient, the same values
     assert x.grad is None
+
+
+def test_jax_too():
+    jax = pytest.importorskip("jax", reason="the JAX adapter's case needs JAX installed")
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        x = jax.numpy.array([0.5, 1.0, 2.0])
+        with pytest.warns(UserWarning, match=ALIASED):
+            report = check(lambda a, b: a * jax.numpy.sin(b), (x, x), seed=0)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    assert report.passed, str(report)
