@@ -241,8 +241,9 @@ class TargetSubject(Subject):
     """One input set of a user's object (``adcheck check MODULE:OBJECT``).
 
     A module is checked in its inputs and its parameters, each named; when
-    the inputs are in double precision, so are the parameters (copies of
-    them: a layer built in float32 is checked in float64)."""
+    the floating inputs are in double precision (or there is none: integer
+    indices), so are the parameters (copies of them: a layer built in float32
+    is checked in float64)."""
 
     def __init__(self, target, inputs: tuple, spec: str, index: int, dtype_name: str):
         self.target, self.inputs = target, inputs
@@ -253,9 +254,9 @@ class TargetSubject(Subject):
         if not self.target.kind.endswith("Module"):
             return SimpleNamespace(func=self.target.func, inputs=self.inputs, reference=None,
                                    names=None), None
-        from adcheck.gradcheck.core.modules import module_function
-        double = all(name in ("float64", "complex128") for name in self.dtype_name.split("+"))
-        flat = module_function(self.target.func, self.inputs, double=double)
+        from adcheck.gradcheck.core.modules import doubles_parameters, module_function
+        flat = module_function(self.target.func, self.inputs,
+                               double=doubles_parameters(self.inputs))
         return SimpleNamespace(func=flat.func, inputs=flat.inputs, reference=None,
                                names=flat.names), None
 

@@ -46,17 +46,18 @@ def _with_args(spec: str, args: str | None) -> str:
     return spec if not args else f"{spec.rstrip().rstrip(';')}; {args}"
 
 
-def _parse(text: str, engine: str):
+def _parse(text: str, target):
     from adcheck.runner.spec import SpecError, parse_call, unsupported
     try:
         parsed, _ = parse_call(text)
     except SpecError as exc:
         raise InputError(f"--inputs: {exc}") from None
-    if not any(s.requires_grad for s in parsed):
+    # (a module is checked in its parameters too: an embedding's indices are enough)
+    if not any(s.requires_grad for s in parsed) and not target.kind.endswith("Module"):
         raise InputError(f"--inputs {text!r}: every input is nograd or an integer, so there "
                          "is nothing to differentiate; give one floating point input that "
                          "requires grad")
-    problem = unsupported(parsed, engine)
+    problem = unsupported(parsed, target.engine)
     if problem is not None:
         raise InputError(f"--inputs {text!r}: {problem}")
     return parsed
@@ -131,7 +132,7 @@ def input_sets(target, given: tuple, args: str | None, seed: int,
         specs, layouts, notes = [_with_args(text, args) for text in given], [], []
         slow = False
         for index, spec in enumerate(specs):
-            parsed = _parse(spec, target.engine)
+            parsed = _parse(spec, target)
             found = None if slow else probe(target, spec, seed, index, seconds)
             slow = slow or (found is not None and found.kind in ("timeout", "died"))
             layouts.append(None if found is None else found.layout)
@@ -141,5 +142,5 @@ def input_sets(target, given: tuple, args: str | None, seed: int,
                              "such as randn(3, 4)")
         return specs, layouts, notes
     for spec in specs:
-        _parse(spec, target.engine)
+        _parse(spec, target)
     return specs, layouts, notes

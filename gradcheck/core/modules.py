@@ -194,10 +194,14 @@ def random_layers(module) -> list:
             and getattr(m, "p", 0) > 0]
 
 
-def _double(inputs) -> bool:
-    """Whether every tensor among ``inputs`` is float64 or complex128 (and there is one)."""
+def doubles_parameters(inputs) -> bool:
+    """Whether a module checked at ``inputs`` gets its parameters in double
+    precision: some tensor among them is one and every floating one is float64
+    or complex128 (integer and bool tensors, an embedding's indices or a mask,
+    carry no precision: a model taking only indices is checked in double)."""
     names = [str(v.dtype).rsplit(".", 1)[-1] for v in as_tuple(inputs) if hasattr(v, "dtype")]
-    return bool(names) and all(n in ("float64", "complex128") for n in names)
+    floating = [n for n in names if n.startswith(("float", "complex", "bfloat"))]
+    return bool(names) and all(n in ("float64", "complex128") for n in floating)
 
 
 def prepare(func, inputs, options) -> tuple:
@@ -208,7 +212,7 @@ def prepare(func, inputs, options) -> tuple:
     if module_kind(func) is not None:
         # double-precision inputs make a module built in float32 checked in double
         # precision too (on copies of its parameters), as ``adcheck check`` does
-        flat = module_function(func, inputs, buffers=options.buffers, double=_double(inputs))
+        flat = module_function(func, inputs, buffers=options.buffers, double=doubles_parameters(inputs))
     elif options.buffers:
         raise ValueError(f"check: buffers=True applies to an nn.Module, and "
                          f"{type(func).__name__} is not one; leave buffers out")

@@ -68,3 +68,26 @@ def test_a_torch_module_is_checked_on_torch():
                                       "randn(4, 3)", "--check", "reverse", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert '"kind": "torch Module"' in result.stdout
+
+
+def test_a_module_taking_only_indices_is_checked_in_its_parameters_in_double(run_json):
+    # before: refused ("every input is nograd or an integer, so there is nothing to
+    # differentiate"), and with a float input beside, the parameters stayed float32
+    result, doc = run_json("check", f"{USER_MODULES}:make_torch_embedding", "--inputs",
+                           "randint(10, 3, 5) int64")
+    assert result.exit_code == 0, result.stdout
+    reverse = [r for r in doc["results"] if r["check"] == "reverse"]
+    assert [r["status"] for r in reverse] == ["passed"]
+    # judged in double precision: no narrower formula's resolution or precision noted
+    assert reverse[0]["resolution"] is None and reverse[0]["precision"] is None
+
+
+def test_integer_inputs_do_not_decide_the_parameters_precision():
+    import torch
+    from adcheck.gradcheck.core.modules import doubles_parameters
+    idx = torch.zeros(3, dtype=torch.int64)
+    assert doubles_parameters((idx,))
+    assert doubles_parameters((torch.zeros(3, dtype=torch.float64), idx))
+    assert not doubles_parameters((torch.zeros(3, dtype=torch.float32), idx))
+    assert not doubles_parameters(())
+
