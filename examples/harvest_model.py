@@ -119,7 +119,8 @@ class LayerScaleFn(torch.autograd.Function):
 
 class ScaleNormFn(torch.autograd.Function):
     """y = g * x / ||x|| over the last dimension. Its x-gradient is WRONG by
-    SCALENORM_ERROR relative."""
+    SCALENORM_ERROR relative; and it keeps ``norm`` from its forward, where
+    nothing is recorded, so its double backward takes it for a constant."""
 
     @staticmethod
     def forward(ctx, x, g):
