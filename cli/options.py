@@ -159,7 +159,7 @@ def explore_options(func):
         help="Also search for inputs where a derivative is wrong: exact zeros, ties, tiny "
              "and huge magnitudes, integers, repeated eigenvalues, complex axes; kinks and "
              "ties judged by one-sided derivatives; a failing point shown with a "
-             "reproducer (docs/explore.md). Neither: a quick pass (exact zeros, ties, two "
+             "reproducer (docs/explore.md). Neither: a quick pass (exact zeros, ties, three "
              "magnitudes, on the first sample) runs by default; --no-explore turns it "
              "off.")(func)
 

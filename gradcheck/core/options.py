@@ -121,7 +121,7 @@ class Options:
                              "for example memory_budget=512 * 2**20")
         if self.explore not in (False, True, "quick"):
             raise ValueError(f"check: explore must be True, False or 'quick' (exact zeros, "
-                             f"ties and two magnitudes only), not {self.explore!r}")
+                             f"ties and three magnitudes only), not {self.explore!r}")
         if not _number(self.explore_budget) or not 0 < self.explore_budget < float("inf"):
             raise ValueError(f"check: explore_budget must be a number of seconds > 0, not "
                              f"{self.explore_budget!r}; for example explore_budget=20")

@@ -1,6 +1,6 @@
 """The quick pass's screen: a few evaluations that clear most special points.
 
-A point of the quick tier (exact zeros, ties, two magnitudes) is first
+A point of the quick tier (exact zeros, ties, three magnitudes) is first
 screened: one AD product per mode the check asks for (a vjp with a random
 cotangent ``v``; a jvp) and the two one-sided difference quotients of ``v .
 f`` along a direction ``u`` with positive entries (a tie whose gradients add

@@ -66,7 +66,10 @@ def test_outside_the_domain_is_counted_not_judged():
     assert _screen(torch.log, _x(-1.0, 2.0)) == "domain"
 
 
-@pytest.mark.parametrize("name", ["sinc", "x2logx", "max", "prod", "sinh_minus_x", "abs2"])
+# (softplus: a backward written exp(-x) / (1 + exp(-x)), inf / inf past exp's overflow,
+# found at 1000 since the quick pass has that magnitude; before, only --explore found it)
+@pytest.mark.parametrize("name", ["sinc", "x2logx", "max", "prod", "sinh_minus_x", "abs2",
+                                  "softplus"])
 def test_the_quick_pass_finds_the_zoo_bugs_at_zeros_ties_and_magnitudes(name):
     entry = next(e for e in ZOO if e.name == name)
     buggy = check(entry.function(torch, "buggy"), entry.inputs(torch, 0), seed=0,
@@ -75,7 +78,7 @@ def test_the_quick_pass_finds_the_zoo_bugs_at_zeros_ties_and_magnitudes(name):
     fixed = check(entry.function(torch, "fixed"), entry.inputs(torch, 0), seed=0,
                   precise=True, explore="quick")
     assert fixed.passed, fixed.message()
-    assert fixed.counts["explore"]["tried"] <= 8     # the few points of the quick pass
+    assert fixed.counts["explore"]["tried"] <= 9     # the few points of the quick pass
 
 
 class _SignNanAtZero(torch.autograd.Function):
