@@ -33,9 +33,11 @@ FALSE_ALARMS = [
 
 #: samples whose quick explore pass finds a real error at a point beside the given
 #: inputs: torch's householder_product backward is wrong in tau there (mpmath, and
-#: torch's own gradcheck fails: tests/explore/test_explore_rounding.py); the false
-#: alarm this file is about is at the given inputs, judged without the quick pass
-EXPLORED_REAL = {"linalg.householder_product"}
+#: torch's own gradcheck fails: tests/explore/test_explore_rounding.py), and its
+#: ormqr backward at reflectors of hundreds, where the quick pass's 1000 leads
+#: (tests/explore/test_explore_ormqr_tail.py); the false alarm this file is about is
+#: at the given inputs, judged without the quick pass
+EXPLORED_REAL = {"linalg.householder_product", "ormqr"}
 
 
 @pytest.mark.parametrize("op, dtype, index, kind, modes", FALSE_ALARMS,
