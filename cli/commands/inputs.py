@@ -100,7 +100,7 @@ def _defaults(target, args: str | None, seed: int,
             break
         if found.kind == "raised":
             notes.append(f"the default inputs cannot show {bug}: {target.name} raised "
-                         f"{found.text.split(':')[0]} on {name} inputs ({'; '.join(shapes)}); "
+                         f"{_raised(found.text)} on {name} inputs ({'; '.join(shapes)}); "
                          "give inputs it takes with --inputs")
             continue
         specs.append(spec)
@@ -109,6 +109,14 @@ def _defaults(target, args: str | None, seed: int,
         spec = _with_args("; ".join(["randn(3)"] * count), args)
         specs, layouts = [spec], [None]
     return specs, layouts, notes
+
+
+def _raised(text: str) -> str:
+    """A probe's exception as a warning names it: its type, and the start of its
+    message (what shape it wanted: "running_mean should contain 4 elements not 5")."""
+    kind, _, message = text.splitlines()[0].partition(":") if text else ("an error", "", "")
+    message = message.strip()
+    return f"{kind} ({message[:160]})" if message else kind
 
 
 def _one_row(parsed) -> bool:

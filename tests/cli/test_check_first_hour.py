@@ -213,6 +213,15 @@ def test_a_function_refusing_complex_gets_a_warning_of_what_cannot_show(run_json
     assert all("complex" not in spec for spec in doc["settings"]["inputs"])
 
 
+def test_the_warning_says_what_the_default_inputs_raised(run, tmp_path):
+    # before: only "raised RuntimeError"; the message says which shape the layer wants
+    pytest.importorskip("torch", reason="the layer is torch's BatchNorm1d")
+    (tmp_path / "bn.py").write_text("import torch\nlayer = torch.nn.BatchNorm1d(5)\n")
+    result = run("check", f"{tmp_path / 'bn.py'}:layer")
+    assert ("BatchNorm1d raised RuntimeError (running_mean should contain 4 elements not 5) "
+            "on rows inputs (randn(3, 4))") in " ".join(result.stderr.split())
+
+
 def test_a_two_input_function_gets_a_broadcast_set(run_json):
     _, doc = run_json("check", f"{FIRST_HOUR}:ScaledWeightGrad", "--check", "reverse")
     assert "randn(3, 4); randn(4)" in doc["settings"]["inputs"]
