@@ -32,34 +32,23 @@ from adcheck.gradcheck.engines import engine_for  # noqa: E402
 from adcheck.gradcheck.verdict.constsaves import constant_saves  # noqa: E402
 
 
-class TorchKeptNorm(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        mean = x.mean(-1, keepdim=True)
-        rstd = ((x - mean) ** 2).mean(-1, keepdim=True).add(1e-5).rsqrt()
-        ctx.save_for_backward(x, mean, rstd)
-        return (x - mean) * rstd
+def kept_norm(E):
+    """A row normalization on engine ``E`` (torch or refengine) that keeps
+    ``mean`` and ``rstd`` from its forward: wrong at second order."""
+    class KeptNorm(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mean = x.mean(-1, keepdim=True)
+            rstd = 1.0 / E.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5)
+            ctx.save_for_backward(x, mean, rstd)
+            return (x - mean) * rstd
 
-    @staticmethod
-    def backward(ctx, g):
-        x, mean, rstd = ctx.saved_tensors
-        out = (x - mean) * rstd
-        return rstd * (g - g.mean(-1, keepdim=True) - out * (g * out).mean(-1, keepdim=True))
-
-
-class RefKeptNorm(R.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        mean = x.mean(-1, keepdim=True)
-        rstd = 1.0 / R.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5)
-        ctx.save_for_backward(x, mean, rstd)
-        return (x - mean) * rstd
-
-    @staticmethod
-    def backward(ctx, g):
-        x, mean, rstd = ctx.saved_tensors
-        out = (x - mean) * rstd
-        return rstd * (g - g.mean(-1, keepdim=True) - out * (g * out).mean(-1, keepdim=True))
+        @staticmethod
+        def backward(ctx, g):
+            x, mean, rstd = ctx.saved_tensors
+            out = (x - mean) * rstd
+            return rstd * (g - g.mean(-1, keepdim=True) - out * (g * out).mean(-1, keepdim=True))
+    return KeptNorm
 
 
 def _median(call, repeat: int) -> float:
@@ -77,8 +66,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     values = np.random.default_rng(0).standard_normal((4, 6))
-    cases = [("torch", TorchKeptNorm.apply, lambda: torch.tensor(values, requires_grad=True)),
-             ("refengine", RefKeptNorm.apply,
+    cases = [("torch", kept_norm(torch).apply, lambda: torch.tensor(values, requires_grad=True)),
+             ("refengine", kept_norm(R).apply,
               lambda: R.tensor(values, dtype=R.float64, requires_grad=True))]
     print("kept intermediates: a failing second-order check, and its diagnosis alone")
     for name, func, make in cases:

@@ -126,15 +126,14 @@ class Problem:
         tensor it gave the sum of every use's derivative, and a correct
         function failed. (torch.autograd.gradcheck moves the shared tensor, and
         checks that sum.)"""
-        E, seen, copied = self.engine, {}, []
+        E, seen, copied, out = self.engine, {}, [], list(inputs)
         for i, x in enumerate(inputs):
             if not E.is_tensor(x):
                 continue
             if id(x) not in seen:
                 seen[id(x)] = i
                 continue
-            copy = E.from_numpy_like(E.to_numpy(x), x, requires_grad=E.requires_grad(x))
-            inputs = inputs[:i] + (copy,) + inputs[i + 1:]
+            out[i] = E.from_numpy_like(E.to_numpy(x), x, requires_grad=E.requires_grad(x))
             copied.append((seen[id(x)], i))
         if copied:
             pairs = ", ".join(f"{j} is input {i}" for i, j in copied)
@@ -144,7 +143,7 @@ class Problem:
                 "checked separately (torch.autograd.gradcheck checks their sum): pass "
                 "separate tensors to silence this, or check a function of one input to check "
                 "the sum", UserWarning, stacklevel=_user_level())
-        return inputs
+        return tuple(out)
 
     def _validate_inputs(self, warn_precision: bool):
         E = self.engine

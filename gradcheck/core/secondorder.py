@@ -37,15 +37,10 @@ def builds_graph(E, call) -> bool | None:
     if call is None:
         return None
     primals, grads = call
-    taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
-    if not taped:
-        return False
     try:
-        seconds = E.grad(taped, primals, [E.from_numpy(np.ones_like(E.to_numpy(g)),
-                                                       dtype=g.dtype) for g in taped])
+        return _reaches(E, grads, primals)
     except Exception:   # an engine without a tape (JAX), or a graph that refuses it
         return None
-    return any(s is not None for s in seconds)
 
 
 def reaches_grad_outputs(E, grads, grad_outputs) -> bool:
@@ -54,15 +49,22 @@ def reaches_grad_outputs(E, grads, grad_outputs) -> bool:
     backward written in the engine's operations, even where its dependence on
     the inputs is lost. Not one that computes outside autograd (no graph at
     all) or is ``@once_differentiable`` (whose graph raises when asked)."""
-    taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
-    gos = [g for g in grad_outputs if E.is_tensor(g) and E.requires_grad(g)]
-    if not taped or not gos:
-        return False
     try:
-        seconds = E.grad(taped, gos, [E.from_numpy(np.ones_like(E.to_numpy(g)), dtype=g.dtype)
-                                      for g in taped])
+        return _reaches(E, grads, [g for g in grad_outputs
+                                   if E.is_tensor(g) and E.requires_grad(g)])
     except Exception:   # noqa: BLE001 - @once_differentiable's delayed error, or no tape
         return False
+
+
+def _reaches(E, grads, wrt) -> bool:
+    """Whether the gradients ``grads`` that have a graph reach any of ``wrt``
+    through it (their vjp with ones gives one of them a gradient); raises what
+    the engine raises when asked."""
+    taped = [g for g in grads if g is not None and E.is_tensor(g) and E.requires_grad(g)]
+    if not taped or not wrt:
+        return False
+    seconds = E.grad(taped, wrt, [E.from_numpy(np.ones_like(E.to_numpy(g)), dtype=g.dtype)
+                                  for g in taped])
     return any(s is not None for s in seconds)
 
 

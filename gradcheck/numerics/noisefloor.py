@@ -55,8 +55,9 @@ NEAR = (5, 17, 61, 233)
 #: from this size a coordinate may vary on a unit's scale, which the widest moves
 #: cross (``_uncurved``, ``holds_large``; ``largesteps.CEILING`` is this)
 LARGE = 2.0 ** 10
-#: the size a coordinate at 0 moves in proportion to: the floor of the steps'
-#: scale (``richardson.step_scale``), or the largest input where that is smaller
+#: the floor of the size steps scale with (``richardson.step_scale`` takes it from
+#: here), and so the size a coordinate at 0 moves in proportion to, or the largest
+#: input where that is smaller
 ZERO_SIZE = 2.0 ** -6
 #: the quantile of the output's magnitudes that stands for its scale
 TYPICAL = 0.9

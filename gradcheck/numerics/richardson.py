@@ -40,6 +40,7 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.numerics import sentinel as sentinels
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
+from adcheck.gradcheck.numerics.noisefloor import ZERO_SIZE as SIZE_FLOOR
 from adcheck.gradcheck.numerics.stairs import stair_noise
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
@@ -160,7 +161,7 @@ def _marked(levels: list, last, a: int, b: int) -> list:
 def step_scale(x: np.ndarray) -> np.ndarray:
     """The first step ``h_0`` of each coordinate of ``x`` (real coordinates)."""
     # at an infinite coordinate x + h is x for any finite h: the floor step
-    return np.maximum(np.where(np.isfinite(x), np.abs(x), 0.0), 2.0 ** -6) / 32.0
+    return np.maximum(np.where(np.isfinite(x), np.abs(x), 0.0), SIZE_FLOOR) / 32.0
 
 
 def level_steps(h0: np.ndarray) -> np.ndarray:

@@ -59,16 +59,22 @@ class RecomputedLayerNorm(torch.autograd.Function):
         return dx, (dy * out).sum(0)
 
 
-class ExpOnCtx(torch.autograd.Function):
-    @staticmethod
+def _exp_on_ctx(E, name: str):
+    """exp on engine ``E`` whose backward reads exp(x) from ``ctx.y``, set in its
+    forward: the backward's only path to x is a tensor without history."""
     def forward(ctx, x):
-        y = x.exp()
+        y = E.exp(x)
         ctx.y = y * 1.0
         return y
 
-    @staticmethod
     def backward(ctx, g):
         return g * ctx.y
+    return type(name, (E.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
+ExpOnCtx = _exp_on_ctx(torch, "ExpOnCtx")
+RefExpOnCtx = _exp_on_ctx(R, "RefExpOnCtx")
 
 
 class MaskedRelu(torch.autograd.Function):
@@ -95,18 +101,6 @@ class NoisySquare(torch.autograd.Function):
     def backward(ctx, g):
         x, r = ctx.saved_tensors
         return 2 * g * x * r
-
-
-class RefExpOnCtx(R.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = R.exp(x)
-        ctx.y = y * 1.0
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.y
 
 
 class RefKeptNorm(R.autograd.Function):
