@@ -10,13 +10,13 @@ within tolerance. Each side is Richardson-extrapolated from steps ``h`` and
 or that is not finite gives no bracket.
 
 The bracket also takes in central quotients at points beside this one: a
-few fixed ways (``nearby``) and the piece the formula claims (``_claimed``:
+few fixed ways (``nearby``) and the piece the formula claims (``beside.claimed_directions``:
 the formula picks one limiting Jacobian of many at a repeated eigenvalue or a
 tie, and the point moved along its own rows is where that pick holds).
 
 An output that jumps at the point (it changes as much a sixteenth of the
 way beside it as all the way: eigenvectors at a repeated eigenvalue, Q of a
-rank-deficient matrix) makes the point not differentiable (``_discontinuous``).
+rank-deficient matrix) makes the point not differentiable (``beside.discontinuous``).
 A direction that excludes a finite formula is measured again at other steps
 (``_resolved``): quotients that depend on the step (a forward that cancels,
 jumps finer than the step) leave the point unresolved, not failed; so does a
@@ -43,6 +43,7 @@ import numpy as np
 
 from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.explore import beside as points
 from adcheck.gradcheck.explore.secants import linear_alone, overstepped
 
 #: relative agreement asked of the two steps of one side, and of the bracket
@@ -50,6 +51,9 @@ SIDE_TOL = 1e-2
 BRACKET_RTOL = 1e-4
 #: directions tried at most (coordinates first, then groups of equal entries)
 MAX_DIRECTIONS = 64
+#: tied entries moved one at a time to the pieces beside a kink where a formula
+#: leaves a bracket (``_Judge._limiting``), at most: the direction's own first
+LIMITING_ENTRIES = 64
 
 
 @dataclass
@@ -91,41 +95,13 @@ def directions(arrays: dict, real_inputs: list) -> list:
     return single[:MAX_DIRECTIONS - len(joint)] + joint
 
 
-def _moved(arrays: dict, direction: dict, step: float) -> dict:
-    """``arrays`` moved by ``step`` along ``direction`` (flat indices, or
-    whole arrays of the same shapes)."""
-    out = {}
-    for i, ks in direction.items():
-        a = arrays[i].copy()
-        if isinstance(ks, list):
-            a.reshape(-1)[ks] += step
-        else:
-            a += step * np.asarray(ks)
-        out[i] = a
-    return {**arrays, **out}
-
-
-def nearby(arrays: dict, real_inputs: list) -> list:
-    """Directions to the pieces around a kink or a tie, for points beside it:
-    entries ordered by index either way (the conventions of stable sorts and
-    first-index argmax) and one fixed random order; each moves every entry."""
-    rng = np.random.default_rng(0)
-    sizes = [arrays[i].size for i in real_inputs]
-    ramp = np.arange(1.0, sum(sizes) + 1.0) / max(sum(sizes), 1)
-    out = []
-    for values in (ramp, -ramp, rng.permutation(ramp) * rng.choice([-1.0, 1.0], ramp.size)):
-        parts = np.split(values, np.cumsum(sizes)[:-1])
-        out.append({i: part.reshape(arrays[i].shape) for i, part in zip(real_inputs, parts)})
-    return out
-
-
 def _quotients(ev: Evaluator, arrays: dict, direction: dict, sign: float, h: float):
     """The one-sided difference quotients on side ``sign`` at steps ``h`` and
     ``h / 2``, by output; ``None`` where the function raises (outside its domain)."""
     base = ev.problem.out_arrays
 
     def quotient(step):
-        outs = ev.evaluate(_moved(arrays, direction, sign * step), "exploring one-sided "
+        outs = ev.evaluate(points.moved_by(arrays, direction, sign * step), "exploring one-sided "
                            "derivatives")
         with np.errstate(all="ignore"):
             return {o: sign * (to_real(outs[o]) - to_real(base[o])) / step for o in outs}
@@ -133,76 +109,6 @@ def _quotients(ev: Evaluator, arrays: dict, direction: dict, sign: float, h: flo
         return quotient(h), quotient(h / 2)
     except Exception:    # outside the domain on this side: no bracket
         return None
-
-
-def _central(ev: Evaluator, offset: dict, direction: dict, h: float) -> dict:
-    up = ev.evaluate(_moved(offset, direction, h), "exploring beside a kink")
-    down = ev.evaluate(_moved(offset, direction, -h), "exploring beside a kink")
-    with np.errstate(all="ignore"):
-        return {o: (to_real(up[o]) - to_real(down[o])) / (2 * h) for o in up}
-
-
-def _beside(ev: Evaluator, arrays: dict, direction: dict, h: float, offsets: list) -> list:
-    """Central quotients along ``direction`` at points ``offsets`` away (the
-    pieces around the point), Richardson-extrapolated from ``h`` and ``h / 2``,
-    each as the two ends of its error interval; those outside the domain or not
-    finite are left out. (A point beside a repeated singular value is only a
-    shift away from it: the quotient's h^2 term, ~h^2 / gap^2, was 3e-4 of the
-    derivative at complex svdvals' zero matrix, three times the bracket's
-    tolerance, before the extrapolation.)"""
-    out = []
-    for offset in offsets:
-        try:
-            coarse = _central(ev, offset, direction, h)
-            fine = _central(ev, offset, direction, h / 2)
-        except Exception:
-            continue
-        with np.errstate(all="ignore"):
-            value = {o: (4 * fine[o] - coarse[o]) / 3 for o in fine}
-            error = {o: np.abs(fine[o] - coarse[o]) / 3 for o in fine}
-        if all(np.all(np.isfinite(v)) for v in value.values()):
-            out += [{o: v - error[o] for o, v in value.items()},
-                    {o: v + error[o] for o, v in value.items()}]
-    return out
-
-
-def _discontinuous(ev: Evaluator, directions_beside: list, arrays: dict, shift: float) -> set:
-    """The outputs that jump at the point: moved ``shift`` and ``shift / 16``
-    beside it they change about as much (a Lipschitz function changes 16
-    times less; a chosen basis, eigenvectors at a repeated eigenvalue, turns
-    by the same angle however small the move)."""
-    base, out = ev.problem.out_arrays, set()
-    for direction in directions_beside:
-        changes = []
-        for step in (shift, shift / 16):
-            try:
-                moved = ev.evaluate(_moved(arrays, direction, step), "exploring beside the point")
-            except Exception:    # outside the domain beside it: no evidence either way
-                break
-            with np.errstate(all="ignore"):
-                changes.append({o: float(np.max(np.abs(to_real(v) - to_real(base[o])),
-                                                initial=0.0)) for o, v in moved.items()})
-        if len(changes) < 2:
-            continue
-        for o, far in changes[0].items():
-            near = changes[1][o]
-            scale = float(np.max(np.abs(to_real(base[o])), initial=0.0))
-            if near > 0.5 * far and near > 1e-6 * (1.0 + scale):
-                out.add(o)
-    return out
-
-
-#: the least step: the smallest normal double (a step of 1e-300 beside entries of
-#: 1e-300 moved them by 100 %, and every output looked like it jumped)
-TINY_STEP = float(np.finfo(np.float64).tiny)
-
-
-def fd_step(peak: float, eps: float) -> float:
-    """A power of two near ``eps ** (1/3)`` times ``min(peak, 1)`` (an absolute
-    step beyond 1, where a function may oscillate), and at least 1024 units in
-    the last place of ``peak``: ``x + h`` and ``x + h / 2`` are then exact."""
-    target = eps ** (1 / 3) * (min(peak, 1.0) if peak > 0 else 1.0)
-    return float(2.0 ** np.ceil(np.log2(max(target, 1024 * eps * peak, TINY_STEP))))
 
 
 def _extrapolated(pair, o, noise_of) -> tuple | None:
@@ -273,8 +179,10 @@ class _Judge:
         self.values = {o: float(np.max(np.abs(to_real(p.out_arrays[o])), initial=0.0))
                        for o in p.float_out}
         self.floor = _floor(p, self.eps)
-        self.offsets, self.jumps = _surroundings(ev, self.arrays, real_inputs, self.eps,
+        self.offsets, self.jumps = points.surroundings(ev, self.arrays, real_inputs, self.eps,
                                                  jacobians)
+        self.shift = points.distance(self.arrays, self.eps)
+        self.tied = points.tied_entries(self.arrays)
         self.real_inputs = real_inputs
         self.opened, self.formed, self.unresolved, self.nonfinite = False, True, False, None
 
@@ -319,7 +227,7 @@ class _Judge:
         """A failing ``Bracket`` along ``direction``, or None (and the state updated)."""
         arrays, ev = self.arrays, self.ev
         peak = max(float(np.max(np.abs(arrays[i].reshape(-1)[ks]))) for i, ks in direction.items())
-        h = fd_step(peak, self.eps)
+        h = points.fd_step(peak, self.eps)
         pairs = [_quotients(ev, arrays, direction, sign, h) for sign in (-1.0, 1.0)]
         if pairs[0] is None or pairs[1] is None:
             self.formed = False
@@ -331,7 +239,7 @@ class _Judge:
                 self.formed = False
                 continue
             if beside is None:
-                beside = _beside(ev, arrays, direction, h, self.offsets)
+                beside = points.quotients_beside(ev, arrays, direction, h, self.offsets)
             failed = self._output(direction, o, sides, beside, peak, h)
             if failed is not None:
                 return failed
@@ -368,9 +276,41 @@ class _Judge:
                                       self._row_noise_of(o, row, h))
                          for entry in overstepped(self.arrays, direction, h)):
                 self.unresolved = True    # secants far from the point in an entry's own scale
+            elif self._limiting(direction, o, row, float(formula[row]), h, noise, left, right):
+                self.opened = True    # a piece's derivative, at a point that is a kink
             else:
                 return found
         return None
+
+    def _limiting(self, direction, o, row, value, h, noise, left, right) -> bool:
+        """Whether ``value`` (the formula along ``direction``) is the derivative
+        on a piece beside a point that is not differentiable: the point moved
+        by one of its tied entries (``_tied``: the ties and zeros that make it a
+        kink), either way.
+
+        At such a point the derivative along a direction is not linear in the
+        direction, and AD's per-entry conventions compose into the Jacobian of
+        one neighbouring piece, which the one-sided derivatives can both
+        exclude: relu(g z + b) . w at g = b = 0 (z and w of mixed signs), or
+        relu'(0) = 0 at a zero-weight channel of a batch-normed layer, whose AD
+        is the derivative where that channel's bias is below 0. A formula that
+        is no piece's (tied maxima each given the whole gradient) still fails.
+        """
+        noise = _row(noise, row)
+        kink = self.opened or _open(left[row:row + 1], right[row:row + 1], noise)
+        if not self.tied or not kink:
+            return False
+        moved = [(i, k) for i, ks in direction.items() for k in ks if (i, k) in self.tied]
+        entries = (moved + sorted(self.tied.difference(moved)))[:LIMITING_ENTRIES]
+        offsets = [points.moved_by(self.arrays, {i: [k]}, sign * self.shift)
+                   for i, k in entries for sign in (-1.0, 1.0)]
+        ends = points.quotients_beside(self.ev, self.arrays, direction, h, offsets)
+        for low, high in zip(ends[::2], ends[1::2]):
+            lo, hi = _row(low[o], row), _row(high[o], row)
+            tol = _tolerance(lo, hi, noise)
+            if lo[0] - tol[0] <= value <= hi[0] + tol[0]:
+                return True
+        return False
 
     def _wobble(self, mode: str, direction: dict, o: int) -> np.ndarray | float:
         """The allowance for the formula's own rounding along ``direction``: the
@@ -424,53 +364,14 @@ def _floor(problem, eps: float) -> float:
                for o in problem.float_out)
 
 
-def _surroundings(ev: Evaluator, arrays: dict, real_inputs: list, eps: float,
-                  jacobians: dict | None = None) -> tuple:
-    """The points beside this one (``nearby``, and ``claimed`` by the formula)
-    and the outputs that jump here."""
-    peak = max(float(np.max(np.abs(a), initial=0.0)) for a in arrays.values())
-    shift = 256 * fd_step(peak, eps)
-    beside = nearby(arrays, real_inputs)
-    claimed = _claimed(jacobians or {}, arrays, real_inputs)
-    return ([_moved(arrays, d, shift) for d in beside + claimed],
-            _discontinuous(ev, beside, arrays, shift))
-
-
 def jumps(ev: Evaluator, real_inputs: list) -> set:
-    """The outputs at ``ev``'s point that jump there (``_discontinuous``)."""
+    """The outputs at ``ev``'s point that jump there (``beside.discontinuous``)."""
     p = ev.problem
     arrays = {i: to_real(p.arrays[i]) for i in real_inputs}
     ev = RealView(ev, real_inputs)
     eps = max([p.epsilon(out_idx=o) for o in p.float_out]
               + [p.epsilon(in_idx=i) for i in real_inputs])
-    return _surroundings(ev, arrays, real_inputs, eps)[1]
-
-
-def _claimed(jacobians: dict, arrays: dict, real_inputs: list) -> list:
-    """Directions to the piece the formula claims: for each output and mode, its
-    rows weighted by a ramp over the output's entries, ``J^T c``. Where the
-    formula picks one of many limiting Jacobians (a basis of a repeated
-    eigenvalue's eigenspace, one of tied entries), the point moved that way is
-    where that pick is the derivative: ``A + s V diag(c) V^H`` has the
-    eigenvectors ``V`` the formula used, ``x + s e_i`` makes entry ``i`` the max."""
-    out = []
-    for jac in jacobians.values():
-        rows = {}
-        for (o, i), block in jac.blocks.items():
-            # (dense blocks only: a compressed or probed Jacobian holds J S, not J)
-            if i in real_inputs and np.ndim(block) == 2 and block.shape[1] == arrays[i].size:
-                rows.setdefault(o, {})[i] = block
-        for blocks in rows.values():
-            n = next(iter(blocks.values())).shape[0]
-            ramp = np.arange(1.0, n + 1.0) / max(n, 1)
-            for weights in (ramp, ramp[::-1]):    # outputs ascending (eigh) or descending (svd)
-                with np.errstate(all="ignore"):
-                    d = {i: np.asarray(weights @ b).reshape(arrays[i].shape)
-                         for i, b in blocks.items()}
-                top = max(float(np.max(np.abs(v), initial=0.0)) for v in d.values())
-                if np.isfinite(top) and top > 0:
-                    out.append({i: v / top for i, v in d.items()})
-    return out
+    return points.surroundings(ev, arrays, real_inputs, eps)[1]
 
 
 def _tolerance(low, high, noise):
@@ -489,6 +390,11 @@ def _bracket(formula, low, high, noise):
     bad = ~np.isfinite(formula) | (formula < low - tol) | (formula > high + tol)
     rows = np.flatnonzero(bad)
     return int(rows[0]) if rows.size else -1
+
+
+def _row(values, row: int) -> np.ndarray:
+    """Entry ``row`` of a per-row array (a scalar: itself), as a 1-element array."""
+    return np.atleast_1d(values)[row:row + 1] if np.ndim(values) else np.atleast_1d(values)
 
 
 def _open(left, right, noise) -> bool:

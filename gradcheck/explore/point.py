@@ -135,6 +135,13 @@ def rebuilt(engine, inputs, arrays: dict) -> list:
     return ins
 
 
+def _entries(flat: list) -> str:
+    """Flat indices as a direction names them; a long run shortened."""
+    if len(flat) <= 2 * NAMED:
+        return f"entries {list(flat)}"
+    return f"{len(flat)} entries [{', '.join(str(k) for k in flat[:NAMED])}, ..., {flat[-1]}]"
+
+
 def annotate(results: list, description: str, code: str, bracket=None,
              arrays: dict | None = None) -> list:
     """``results`` (failing, from the check at the point) with the point, the
@@ -146,7 +153,7 @@ def annotate(results: list, description: str, code: str, bracket=None,
         text += (f"; {bracket.mode}-mode directional derivative {bracket.formula:.6e} "
                  f"outside the one-sided derivatives [{bracket.left:.6e}, {bracket.right:.6e}]"
                  f" for output {bracket.out_idx} at [{bracket.row}] along "
-                 + ", ".join(f"input {i} entries {ks}" for i, ks in bracket.direction.items()))
+                 + ", ".join(f"input {i} {_entries(ks)}" for i, ks in bracket.direction.items()))
     if bracket is not None and bracket.note:
         text += f"; {bracket.note}"
     text += f"; reproduce with: {code}"

@@ -38,7 +38,7 @@ import numpy as np
 from adcheck.gradcheck.core.coords import from_real, to_real
 from adcheck.gradcheck.core.problem import as_tuple
 from adcheck.gradcheck.core.secondorder import Reshaped
-from adcheck.gradcheck.explore.brackets import fd_step
+from adcheck.gradcheck.explore.beside import fd_step
 from adcheck.gradcheck.explore.moves import moved_at
 
 #: the relative tolerance of a screened projection (a failing one goes to the full check)

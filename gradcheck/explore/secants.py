@@ -1,7 +1,7 @@
 """Whether a direction's quotients are derivatives where its step exceeds an
 entry's own magnitude.
 
-A direction's step is set by its largest entry (``brackets.fd_step``). Beside
+A direction's step is set by its largest entry (``beside.fd_step``). Beside
 an entry of 1.1e11 the step of the direction moving every entry together is
 0.03, which moves a divisor of 5.5e-9 across millions of fmod's jumps: the
 quotients are then secants of the function far from the point, in that

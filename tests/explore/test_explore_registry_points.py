@@ -15,7 +15,7 @@ import adcheck.refengine as E
 from adcheck.gradcheck.api import check, run
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.explore import catalogue
-from adcheck.gradcheck.explore.brackets import fd_step
+from adcheck.gradcheck.explore.beside import fd_step
 from adcheck.gradcheck.explore.search import Explorer
 from adcheck.gradcheck.numerics.precise import SAFETY
 

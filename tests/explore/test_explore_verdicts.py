@@ -10,7 +10,7 @@ from adcheck.gradcheck import GradcheckError, check
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
-from adcheck.gradcheck.explore import brackets
+from adcheck.gradcheck.explore import beside, brackets
 from explore_zoo import ZOO
 
 
@@ -160,7 +160,7 @@ def test_an_output_that_jumps_at_the_point_is_told_from_a_kink():
         x = _x(*point)
         ev = Evaluator(Problem(func, (x,), "f", warn_precision=False))
         arrays = {0: ev.problem.arrays[0].astype(float)}
-        return brackets._discontinuous(ev, brackets.nearby(arrays, [0]), arrays, 1e-3)
+        return beside.discontinuous(ev, beside.nearby(arrays, [0]), arrays, 1e-3)
 
     step = lambda x: (x >= 0).to(x.dtype) + x      # jumps by 1 at x[0] = 0
     assert judged_jumps(step, (0.0, 1.0)) == {0}
