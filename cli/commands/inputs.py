@@ -12,16 +12,25 @@ show (issue 28, item 6):
 - ``complex``: every input ``randn(3, 4) complex128``, where a missing
   ``conj()`` differs.
 
+A layer (an ``nn.Module``) gets instead the shapes its first layer takes
+(``cli.commands.layer_inputs``: a Linear's width, a convolution's channels,
+an embedding's indices), the first of them it runs on, and that set in
+complex128 where it takes it.
+
 Each is kept when the object runs on it (one call before the run, in a
 process of its own: ``cli.commands.probe``); for each one it cannot run on,
-a warning says which bug the run cannot show; when the call times out or
-its process dies, that set alone is checked (the run then says why). When none runs, ``randn(3)`` per input is checked (the run
-then reports why it fails), with that warning too. Every set's layout (the
-tensors' shapes, ``runner.layouts``) goes into the report, so that a
-failure's worst entries are shown in the tensors' own indices.
+a warning says which bug the run cannot show (not for complex inputs to a
+layer of real parameters); when the call times out or its process dies,
+that set alone is checked (the run then says why). When none runs,
+``randn(3)`` per input is tried, kept with those warnings when the object
+runs on it; when it runs on that neither, the command exits 2 with what each
+set raised. Every set's layout (the tensors' shapes, ``runner.layouts``)
+goes into the report, so that a failure's worst entries are shown in the
+tensors' own indices.
 """
 from __future__ import annotations
 
+from adcheck.cli.commands.layer_inputs import layer_inputs, real_parameters
 from adcheck.cli.commands.probe import probe
 from adcheck.cli.errors import InputError
 
@@ -84,31 +93,72 @@ def _defaults(target, args: str | None, seed: int,
                          f"with --inputs, e.g. --inputs \"{EXAMPLE}\"")
     count = max(len([p for p in target.params if p not in keywords])
                 if target.params else target.arity, 1)
-    specs, layouts, notes = [], [], []
-    for name, make, bug in CANDIDATES:
-        shapes = make(count)
-        if shapes is None:
-            continue
-        spec = _with_args("; ".join(shapes), args)
-        found = probe(target, spec, seed, len(specs), seconds)
-        if found.kind in ("timeout", "died"):   # checked as it is: the run says what happens
-            notes.append(f"on {name} inputs ({'; '.join(shapes)}) {target.name} "
-                         f"{found.text} before the run; the other default inputs were not "
-                         "tried; give --inputs to choose")
-            specs.append(spec)
-            layouts.append(None)
-            break
-        if found.kind == "raised":
-            notes.append(f"the default inputs cannot show {bug}: {target.name} raised "
-                         f"{_raised(found.text)} on {name} inputs ({'; '.join(shapes)}); "
-                         "give inputs it takes with --inputs")
-            continue
-        specs.append(spec)
-        layouts.append(found.layout)
-    if not specs:
+    kept = _Kept(target, args, seed, seconds)
+    layer = layer_inputs(target.func, count) if target.kind.endswith("Module") else []
+    if layer:   # the shapes its first layer takes; its complex set made from the one it runs on
+        chosen = kept.first_of("rows", layer)
+        complex_set = chosen and [_complex(s) for s in chosen]
+        if complex_set != chosen and not kept.stopped:   # (indices alone: no complex set)
+            kept.first_of("complex", [complex_set], quiet=real_parameters(target.func))
+    else:
+        for name, make, _ in CANDIDATES:
+            shapes = make(count)
+            if shapes is not None:
+                kept.first_of(name, [shapes])
+            if kept.stopped:
+                break
+    if not kept.specs:
         spec = _with_args("; ".join(["randn(3)"] * count), args)
-        specs, layouts = [spec], [None]
-    return specs, layouts, notes
+        found = probe(target, spec, seed, 0, seconds)
+        if found.kind == "raised":
+            raise InputError(
+                f"{target.name} runs on none of the default inputs ("
+                + "; ".join(kept.refusals + [f"randn(3): {_raised(found.text)}"])
+                + f"); give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"")
+        kept.specs, kept.layouts = [spec], [found.layout]
+    return kept.specs, kept.layouts, kept.notes
+
+
+def _complex(spec: str) -> str:
+    return f"{spec} complex128" if spec.startswith("randn") else spec
+
+
+class _Kept:
+    """The default sets the object runs on, with their layouts; the warnings
+    for those it refuses, and what each refusal said."""
+
+    def __init__(self, target, args, seed: int, seconds: float):
+        self.target, self.args, self.seed, self.seconds = target, args, seed, seconds
+        self.specs, self.layouts, self.notes, self.refusals = [], [], [], []
+        self.stopped = False
+
+    def first_of(self, name: str, alternatives: list, quiet: bool = False) -> list | None:
+        """Keep the first of ``alternatives`` (lists of specs) the object runs
+        on, and return it; None, with a warning unless ``quiet``, when it runs
+        on none. A call that times out or dies keeps its set and stops here
+        (the run then says what happens)."""
+        target, bug = self.target, next(b for n, _, b in CANDIDATES if n == name)
+        for shapes in alternatives:
+            shown = "; ".join(shapes)
+            spec = _with_args(shown, self.args)
+            found = probe(target, spec, self.seed, len(self.specs), self.seconds)
+            if found.kind == "raised":
+                self.refusals.append(f"{shown}: {_raised(found.text)}")
+                continue
+            self.specs.append(spec)
+            self.layouts.append(found.layout)
+            if found.kind in ("timeout", "died"):
+                self.notes.append(f"on {name} inputs ({shown}) {target.name} {found.text} "
+                                  "before the run; the other default inputs were not tried; "
+                                  "give --inputs to choose")
+                self.layouts[-1] = None
+                self.stopped = True
+            return shapes
+        if not quiet:
+            self.notes.append(f"the default inputs cannot show {bug}: {target.name} raised "
+                              f"{_raised(found.text)} on {name} inputs ({shown}); give "
+                              "inputs it takes with --inputs")
+        return None
 
 
 def _raised(text: str) -> str:

@@ -214,12 +214,16 @@ def test_a_function_refusing_complex_gets_a_warning_of_what_cannot_show(run_json
 
 
 def test_the_warning_says_what_the_default_inputs_raised(run, tmp_path):
-    # before: only "raised RuntimeError"; the message says which shape the layer wants
-    pytest.importorskip("torch", reason="the layer is torch's BatchNorm1d")
-    (tmp_path / "bn.py").write_text("import torch\nlayer = torch.nn.BatchNorm1d(5)\n")
-    result = run("check", f"{tmp_path / 'bn.py'}:layer")
-    assert ("BatchNorm1d raised RuntimeError (running_mean should contain 4 elements not 5) "
-            "on rows inputs (randn(3, 4))") in " ".join(result.stderr.split())
+    # before: only "raised ValueError"; the message says which shape the object wants
+    (tmp_path / "vec.py").write_text(
+        "def norm2(x):\n"
+        "    if x.ndim != 1:\n"
+        "        raise ValueError(f'norm2 wants a vector, got {x.ndim} dimensions')\n"
+        "    return (x * x).sum()\n")
+    result = run("check", f"{tmp_path / 'vec.py'}:norm2", "--check", "reverse")
+    assert result.exit_code == 0     # (on the one-row fallback, randn(3))
+    assert ("norm2 raised ValueError (norm2 wants a vector, got 2 dimensions) on rows inputs "
+            "(randn(3, 4))") in " ".join(result.stderr.split())
 
 
 def test_a_two_input_function_gets_a_broadcast_set(run_json):
