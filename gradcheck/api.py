@@ -273,6 +273,7 @@ def _run(func, inputs, options: Options) -> Report:
                                  primals)
         for result in report.results:
             result.order = options.order
+        modules.name_spectral_norms(report, original)
         modules.name_results(report, names, len(problem.inputs))
         report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)

@@ -180,18 +180,76 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
     arg_names = _argument_names(module.forward, count) + keys
     flat = flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
     flat.func.random_layers = random_layers(module)
+    flat.func.spectral_norms = spectral_norms(module)
     return flat
 
 
 def random_layers(module) -> list:
     """The names of ``module``'s layers that draw random numbers on every call
-    as it is: dropout layers (of any kind) in training mode with ``p > 0``.
-    Their outputs change from call to call, which the determinism check
-    finds; this says where, and that ``.eval()`` ends it."""
+    as it is, in training mode: dropout layers (of any kind) with ``p > 0``,
+    RReLU, and layers with a dropout rate of their own (MultiheadAttention's,
+    a recurrent layer's between its layers). Their outputs change from call
+    to call, which the determinism check finds; this says where, and that
+    ``.eval()`` ends it."""
     return [f"{name}: {type(m).__name__}" if name else type(m).__name__
-            for name, m in module.named_modules()
-            if "Dropout" in type(m).__name__ and getattr(m, "training", False)
-            and getattr(m, "p", 0) > 0]
+            for name, m in module.named_modules() if _draws(m)]
+
+
+def _draws(layer) -> bool:
+    if not getattr(layer, "training", False):
+        return False
+    kind = type(layer).__name__
+    if "Dropout" in kind:
+        return getattr(layer, "p", 0) > 0
+    if kind == "RReLU":
+        return True
+    rate = getattr(layer, "dropout", 0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
+        return False
+    return getattr(layer, "num_layers", 2) > 1   # (one recurrent layer: none between)
+
+
+def spectral_norms(module) -> list:
+    """The weights under ``spectral_norm`` in ``module`` in training mode (the
+    parametrization and the older hook). Every call takes a power-iteration
+    step from its vectors u and v, and the backward treats the step's result
+    as constant, by torch's design (the largest singular value's gradient once
+    the iteration has converged): each evaluation of a check starts from the
+    same u and v, so the gradient is not the derivative of the function
+    called, and only ``.eval()`` (u and v fixed) makes it one."""
+    found = []
+    for name, m in module.named_modules():
+        if not getattr(m, "training", False):
+            continue
+        if type(m).__name__ == "_SpectralNorm":     # at <owner>.parametrizations.<weight>.<k>
+            owner, _, rest = name.rpartition("parametrizations.")
+            found.append(owner + rest.split(".")[0])
+        for hook in getattr(m, "_forward_pre_hooks", {}).values():
+            if type(hook).__name__ == "SpectralNorm":
+                found.append(f"{name}.{hook.name}" if name else hook.name)
+    return found
+
+
+#: the derivative checks a spectral norm in training mode fails by design
+_DERIVATIVE_CHECKS = ("reverse", "forward", "fast-reverse", "fast-forward")
+
+
+def name_spectral_norms(report, func) -> None:
+    """Say on each failing derivative check of a module with ``spectral_norms``
+    in training mode why it fails and what checks it instead."""
+    weights = getattr(func, "spectral_norms", None)
+    if not weights:
+        return
+    text = (f"spectral_norm in training mode ({', '.join(weights)}): each call takes a "
+            "power-iteration step from the layer's vectors u and v and the backward treats "
+            "the step's result as constant (torch's design: the gradient of the largest "
+            "singular value once the iteration has converged for these weights, which it has "
+            "not here: a layer built without iterating, or weights the check moved), so the "
+            "gradient is not the derivative of the function called; "
+            "check the module in eval mode (.eval()), where u and v stay fixed")
+    for result in report.failures:
+        if result.check in _DERIVATIVE_CHECKS:
+            result.diagnosis = text if not result.diagnosis else f"{result.diagnosis}; {text}"
 
 
 def doubles_parameters(inputs) -> bool:

@@ -137,9 +137,9 @@ def _repeat_failures(p: Problem, first: dict, second: dict, nondet_tol: float) -
                          nondet_tol + rounding * scale, same_nonfinite=True)
         if not result.passed:
             layers = getattr(p.source, "random_layers", None)
-            fix = ("the module is in training mode, where its dropout layers "
-                   f"({', '.join(layers)}) draw new masks on every call: call .eval() on it "
-                   "to check it" if layers else "fix its randomness inside it (a seeded "
+            fix = ("the module is in training mode, where its random layers "
+                   f"({', '.join(layers)}) draw anew on every call (dropout masks, RReLU "
+                   "slopes): call .eval() on it to check it" if layers else "fix its randomness inside it (a seeded "
                    "generator)")
             result.diagnosis = (
                 f"nondeterministic forward: {p.subject} evaluated twice at the same inputs "
