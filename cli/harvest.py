@@ -2,7 +2,7 @@
 
 ``--harvest`` and ``--max-shapes`` are options of ``check``; ``harvest_report``
 finds the model and its inputs (``--inputs``, else ``example_inputs()`` in
-the file), runs ``runner.harvest`` in this process (the recorded inputs are
+the file, else for a layer the shapes its first layer takes), runs ``runner.harvest`` in this process (the recorded inputs are
 the model's own tensors) and returns the ``RunReport`` every format renders.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def harvest_options(func):
         "--harvest", is_flag=True, expose_value=False, callback=_store(FLAG),
         help="Run the model (a module class, a factory of no argument, an instance or a "
              "function) once at --inputs, or at what example_inputs() in the same file "
-             "returns, record every custom autograd.Function, torch.library custom op, "
+             "returns, or (a layer) at the shapes its first layer takes, record every custom autograd.Function, torch.library custom op, "
              "refengine Function and (--engine jax) custom_vjp/custom_jvp it applies, and check each at the inputs the model fed "
              "it, named PATH:Class (PATH: the submodule that applied it), then the whole "
              "model, saying where its failure comes from. Exit 3 when the model applies "
@@ -52,27 +52,39 @@ def harvesting() -> bool:
     return bool(click.get_current_context().meta.get(FLAG))
 
 
+def _built(target, spec: str, seed: int) -> tuple:
+    import numpy as np
+
+    from adcheck.runner.checks import derive_seed
+    from adcheck.runner.spec import SpecError, build, parse
+    try:
+        parsed = parse(spec)
+    except SpecError as exc:
+        raise InputError(f"--inputs: {exc}") from None
+    return tuple(build(parsed, target.engine, np.random.default_rng(
+        derive_seed(seed, "inputs", 0))))
+
+
 def _inputs(target, specs: tuple, seed: int) -> tuple:
     if len(specs) > 1:
         raise InputError("--harvest runs the model once: give one --inputs, not "
                          f"{len(specs)}")
     if specs:
-        import numpy as np
-
-        from adcheck.runner.checks import derive_seed
-        from adcheck.runner.spec import SpecError, build, parse
-        try:
-            parsed = parse(specs[0])
-        except SpecError as exc:
-            raise InputError(f"--inputs: {exc}") from None
-        return tuple(build(parsed, target.engine, np.random.default_rng(
-            derive_seed(seed, "inputs", 0))))
+        return _built(target, specs[0], seed)
     from adcheck.runner.target import source_module
     if target.engine == "jax":      # checked in float64, as --inputs' arrays are
         import jax
         jax.config.update("jax_enable_x64", True)
     make = getattr(source_module(target.spec), EXAMPLE_INPUTS, None)
     if not callable(make):
+        from adcheck.cli.commands.inputs import layer_set
+        from adcheck.cli.reporting import warn
+        spec = layer_set(target, seed)
+        if spec is not None:    # a model whose first layer says what it takes
+            warn(f"--harvest runs {target.name} on {spec}, the shapes its first layer takes; "
+                 f"give --inputs, or define {EXAMPLE_INPUTS}() in "
+                 f"{target.spec.split(':')[0]}, to choose")
+            return _built(target, spec, seed)
         raise InputError(f"--harvest needs the model's inputs: give --inputs \"randn(4, 8)\", "
                          f"or define {EXAMPLE_INPUTS}() in {target.spec.split(':')[0]} "
                          "returning them (a tensor or a tuple of tensors)")

@@ -48,6 +48,14 @@ class HarvestSubject(Subject):
             return "a harvested Function has no mpmath reference"
         return None
 
+    def fault_skip(self, check: str, exc: BaseException) -> str | None:
+        """A forward-mode check of a Function whose jvp raises NotImplementedError
+        (written as a placeholder) is skipped, as one without a jvp is."""
+        from adcheck.runner.checks import CHECKS
+        from adcheck.runner.target import no_forward_rule
+        words = no_forward_rule(exc) if CHECKS[check].ad == "forward" else None
+        return None if words is None else f"{self.name} has no forward-mode rule ({words})"
+
     def keywords(self, check: str, policy, call) -> dict:
         return {**options(check, policy, None, self.op.has_jvp),
                 "input_names": list(call.names)}

@@ -231,13 +231,16 @@ NO_FORWARD_RULE = ("You must implement the jvp function",
 
 def no_forward_rule(exc: BaseException) -> str | None:
     """The engine's words when ``exc`` (or what caused it) says that code under
-    check has no forward-mode rule (a Function without jvp, a custom_vjp),
-    else ``None``."""
+    check has no forward-mode rule (a Function without jvp, a custom_vjp, a
+    jvp of the user's that raises NotImplementedError, as torch's default
+    one does), else ``None``. Asked of a forward-mode check's error only."""
     while exc is not None:
-        text = str(exc)
-        if isinstance(exc, (NotImplementedError, TypeError)) and any(
-                words in text for words in NO_FORWARD_RULE):
-            return f"{type(exc).__name__}: {' '.join(text.split())}"
+        text = " ".join(str(exc).split())
+        if isinstance(exc, NotImplementedError) and not text:
+            return "NotImplementedError, raised by a jvp not written yet"
+        if isinstance(exc, NotImplementedError) or (isinstance(exc, TypeError) and any(
+                words in text for words in NO_FORWARD_RULE)):
+            return f"{type(exc).__name__}: {text}"
         exc = exc.__cause__
     return None
 

@@ -70,7 +70,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
                    "bfloat16, and int64 int32 int16 int8 uint8 bool for index tensors, never "
                    "differentiated); 'nograd'. Repeat for more input sets. Default: randn(3, "
                    "4) per positional argument, a broadcast set and a complex set, each kept "
-                   "when the object runs on it (see docs/check.md).")
+                   "when the object runs on it; for a layer (nn.Module) the shapes its first "
+                   "layer takes (see docs/check.md).")
 @click.option("--args", "args", metavar="KEYWORDS",
               help="Non-tensor arguments passed by name to every call, parsed (never "
                    "evaluated): --args 'dim=1, keepdim=True'. Values: numbers, True, False, "

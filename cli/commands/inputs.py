@@ -30,7 +30,8 @@ tensors' own indices.
 """
 from __future__ import annotations
 
-from adcheck.cli.commands.layer_inputs import layer_inputs, real_parameters
+from adcheck.cli.commands.layer_inputs import (in_dtype, layer_inputs, parameters_dtype,
+                                                real_parameters)
 from adcheck.cli.commands.probe import probe
 from adcheck.cli.errors import InputError
 
@@ -117,6 +118,22 @@ def _defaults(target, args: str | None, seed: int,
                 + f"); give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"")
         kept.specs, kept.layouts = [spec], [found.layout]
     return kept.specs, kept.layouts, kept.notes
+
+
+def layer_set(target, seed: int) -> str | None:
+    """The first of a layer's own input sets (``layer_inputs``), in its
+    parameters' dtype, it runs on, as ``--inputs`` would give it (``--harvest``
+    runs the model as it is built); None for an object that is no layer, or
+    that takes none."""
+    if not target.kind.endswith("Module"):
+        return None
+    count = max(len(target.params) if target.params else (target.arity or 1), 1)
+    dtype = parameters_dtype(target.func)
+    for shapes in layer_inputs(target.func, count):
+        spec = "; ".join(in_dtype(s, dtype) for s in shapes)
+        if probe(target, spec, seed, 0, PROBE_SECONDS).kind == "ran":
+            return spec
+    return None
 
 
 def _complex(spec: str) -> str:

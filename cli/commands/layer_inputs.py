@@ -175,6 +175,24 @@ def _first_matrix(module) -> tuple | None:
     return None
 
 
+def parameters_dtype(module) -> str | None:
+    """The dtype name of ``module``'s first floating parameter ("float32"), if any."""
+    try:
+        for param in module.parameters():
+            name = str(param.dtype).rsplit(".", 1)[-1]
+            if name.startswith(("float", "bfloat", "complex")):
+                return name
+    except Exception:  # noqa: BLE001 - a user's module may override parameters()
+        return None
+    return None
+
+
+def in_dtype(spec: str, dtype: str | None) -> str:
+    """A floating spec of ``layer_inputs`` in ``dtype`` (indices stay as they are)."""
+    return f"{spec} {dtype}" if dtype and dtype != "float64" and spec.startswith("randn") \
+        else spec
+
+
 def real_parameters(module) -> bool:
     """Whether ``module`` has floating parameters and none complex: complex
     inputs are no input for it (its own failure to take them is no warning)."""

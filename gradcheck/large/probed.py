@@ -55,6 +55,8 @@ from adcheck.gradcheck.core.sides import REVERSE
 
 #: the relative size of a wrong entry the report states escape odds for
 STATED_RELATIVE = 1e-6
+#: where the tolerance's relative part reaches that: how many times it the stated size is
+ABOVE_ALLOWANCE = 32
 
 _erf = np.vectorize(math.erf)
 
@@ -274,9 +276,13 @@ def chi2_median_mean(count: int) -> float:
 
 def odds_of_rows(summaries: dict, reverse_tolerances: dict | None, k: int, c: float,
                  r: float = STATED_RELATIVE) -> dict:
-    """``escape_odds`` from each block's ``row_summary``."""
+    """``escape_odds`` from each block's ``row_summary``. Where the tolerance's
+    relative part ``c`` is not below ``r`` (a float32 model's check: no entry
+    wrong by 1e-6 can be told from rounding), the odds are stated for the
+    first power of ten at least ``ABOVE_ALLOWANCE`` times ``c`` instead of
+    a useless certainty of escape."""
     if r <= c:
-        return {"forward": 1.0, "reverse": 1.0, "relative_error": r}
+        r = 10.0 ** math.ceil(math.log10(ABOVE_ALLOWANCE * c))
     forward, reverse = 0.0, 0.0
     for key, rows in summaries.items():
         beta = rows["ratio"] / (r - c) if rows else 0.0

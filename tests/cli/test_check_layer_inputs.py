@@ -116,3 +116,27 @@ def test_a_module_of_no_known_layer_and_no_weight_gets_no_guess():
         def forward(self, x):
             return 2 * x
     assert layer_inputs(Scale(), 1) == []
+
+
+def test_harvest_runs_a_model_without_inputs_on_its_first_layers_shape(run_json):
+    # before: exit 2, "--harvest needs the model's inputs"; the model is float32 as built
+    result, doc = run_json("check", f"{LAYER_MODELS}:SwishNet", "--harvest", "--check",
+                           "reverse")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "--harvest runs SwishNet on randn(3, 6) float32" in " ".join(result.stderr.split())
+    assert {r["op"] for r in doc["results"]} == {"(root):Swish", "SwishNet"}
+    assert all(r["status"] == "passed" for r in doc["results"])
+
+
+@pytest.mark.parametrize("how", ["direct", "function", "harvest"])
+def test_a_jvp_that_raises_not_implemented_is_a_skip_not_an_error(run_json, how):
+    # (torch's own default jvp raises NotImplementedError: a placeholder says the same)
+    args = {"direct": (f"{LAYER_MODELS}:Swish",),
+            "function": (f"{LAYER_MODELS}:swish", "--engine", "torch"),
+            "harvest": (f"{LAYER_MODELS}:SwishNet", "--harvest")}[how]
+    result, doc = run_json("check", *args, "--check", "reverse,forward", "--inputs",
+                           "randn(3, 6)" if how != "harvest" else "randn(3, 6) float32")
+    assert result.exit_code == 0, result.stdout
+    forward = [r for r in doc["results"] if r["check"] == "forward"]
+    assert forward and all(r["status"] == "skipped" for r in forward)
+    assert any("NotImplementedError" in r["message"] for r in forward)
