@@ -206,14 +206,20 @@ def _rounded(base, scaled, expected) -> bool:
 
 
 def request_undefined_grad(ev: Evaluator) -> None:
-    """Where undefined gradients are zeros (refengine) and there is one output,
-    the undefined-grad check is the vjp of zeros: the reverse batch computes it."""
+    """Where undefined gradients are zeros (refengine, JAX), the undefined-grad
+    check is the vjp of zeros: a zero row in each output's reverse batch, which
+    runs that output's backward with every output gradient zero (the others
+    take no part in it), so each output's part of the graph is run with zeros.
+    None when some output's rows are too large to hold ahead (``_small``)."""
     p = ev.problem
-    if not p.engine.supports_undefined_grad and len(p.diff_out) == 1 and \
-            _small(ev, SIDES["reverse"], p.diff_out[0]):
-        out = p.out_arrays[p.diff_out[0]]   # (its block, kept to be asked for as it is)
-        ev.memo["undefined zeros"] = ev.prefetch("vjp", p.diff_out[0],
-                                                 np.zeros((1, *out.shape), out.dtype))
+    if p.engine.supports_undefined_grad or not all(_small(ev, SIDES["reverse"], o)
+                                                   for o in p.diff_out):
+        return
+    rows = {}
+    for o in p.diff_out:
+        out = p.out_arrays[o]   # (its block, kept to be asked for as it is)
+        rows[o] = ev.prefetch("vjp", o, np.zeros((1, *out.shape), out.dtype))
+    ev.memo["undefined zeros"] = rows
 
 
 def undefined_grad(ev: Evaluator) -> list:
@@ -223,12 +229,11 @@ def undefined_grad(ev: Evaluator) -> list:
     try:
         if p.engine.supports_undefined_grad:
             grads = _undefined_vjp(ev)
-        elif len(p.diff_out) == 1:   # prefetched by request_undefined_grad
-            out_idx = p.diff_out[0]
-            zeros = ev.memo.pop("undefined zeros", None)
-            stacked = ev.vjps(out_idx, np.zeros_like(p.out_arrays[out_idx])[None]
-                              if zeros is None else zeros, what)
-            grads = [None if g is None else g[0] for g in stacked.values()]
+        elif "undefined zeros" in ev.memo:   # prefetched by request_undefined_grad
+            per_output = [ev.vjps(o, block, what) for o, block in
+                          ev.memo.pop("undefined zeros").items()]
+            grads = [_nonzero_first([None if s.get(i) is None else s[i][0] for s in per_output])
+                     for i in p.diff_in]
         else:
             zeros = {o: np.zeros_like(p.out_arrays[o]) for o in p.diff_out}
             grads = list(ev.vjp(zeros, what).values())
@@ -238,6 +243,13 @@ def undefined_grad(ev: Evaluator) -> list:
                        diagnosis=f"the backward raised {type(cause).__name__} ({cause}) when its "
                        "output gradients were undefined; it must accept None/zero grads")]
     return [_undefined_result(in_idx, array) for in_idx, array in zip(p.diff_in, grads)]
+
+
+def _nonzero_first(arrays: list):
+    """Of one input's gradients from each output's zero row, one that is not all
+    zero (NaN counts as nonzero) if any, else the first; None if all are None."""
+    found = [a for a in arrays if a is not None]
+    return next((a for a in found if np.count_nonzero(a)), found[0] if found else None)
 
 
 def _undefined_vjp(ev: Evaluator) -> list:
