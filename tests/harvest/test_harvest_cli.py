@@ -79,8 +79,11 @@ def test_a_model_without_custom_functions_checks_nothing_and_exits_3(run, tmp_pa
 
 
 def test_no_inputs_and_no_example_inputs_is_a_usage_error(run, tmp_path):
+    # (a model with no layer whose shapes tell its inputs: a Linear's would be
+    # taken, tests/cli/test_check_layer_inputs.py)
     path = tmp_path / "bare.py"
-    path.write_text("import torch\nmake = lambda: torch.nn.Linear(3, 2)\n")
+    path.write_text("import torch\nclass Twice(torch.nn.Module):\n"
+                    "    def forward(self, x):\n        return 2 * x\nmake = Twice\n")
     result = run("check", f"{path}:make", "--harvest")
     assert result.exit_code == 2
     assert "define example_inputs()" in result.output
