@@ -47,7 +47,25 @@ def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, 
              for i, text in enumerate(chosen)]
     record = recorded(settings, engine=target.engine, fail_fast=fail_fast, target=target_text,
                       kind=target.kind, inputs=[t.inputs for t in tasks], layouts=layouts)
-    return run("check", tasks, jobs, fail_fast, level, record)
+    report = run("check", tasks, jobs, fail_fast, level, record)
+    if not specs:
+        _complex_only(report, target.name, chosen)
+    return report
+
+
+def _complex_only(report, name: str, chosen: list) -> None:
+    """Say when the checks that failed or raised did so on the default complex
+    set alone: a function meant for real inputs (an activation whose forward
+    runs on complex tensors) is then told how to check only those."""
+    from adcheck.cli.reporting import warn
+    complex_sets = {i for i, spec in enumerate(chosen) if "complex128" in spec}
+    bad = [r for r in report.results if r.status in ("failed", "error")]
+    if complex_sets and bad and all(r.sample in complex_sets for r in bad):
+        real = [spec for spec in chosen if "complex128" not in spec]
+        given = " ".join(f"--inputs '{spec}'" for spec in real) or "--inputs 'randn(3, 4)'"
+        warn(f"every failure and error is on the default complex inputs: if {name} is meant "
+             f"for real inputs only, check it on real ones alone ({given}); a missing conj() "
+             "shows only on complex ones")
 
 
 def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):

@@ -251,3 +251,39 @@ def test_an_object_that_exits_before_the_run_is_the_runs_error_not_adchecks_deat
     for r in doc["results"]:
         by_dtype.setdefault(r["dtype"], set()).add(r["status"])
     assert by_dtype["float64"] == {"passed"} and by_dtype["complex128"] == {"error"}
+
+
+REAL_ONLY_SIN = (
+    "import adcheck.refengine as E\n"
+    "from adcheck.refengine.autograd import Function\n"
+    "class RealSin(Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, x):\n"
+    "        ctx.save_for_backward(x)\n"
+    "        return x.sin()\n"
+    "    @staticmethod\n"
+    "    def backward(ctx, g):\n"
+    "        (x,) = ctx.saved_tensors\n"
+    "        return g * x.cos() * FACTOR\n")
+
+
+@pytest.mark.parametrize("factor, told", [(1, True), (2, False)])
+def test_failures_on_the_default_complex_set_alone_say_how_to_check_real_inputs(
+        run, tmp_path, factor, told):
+    # an activation written for real inputs whose forward runs on complex ones: its
+    # vjp lacks conj() there, which is right to report, and all a newcomer sees
+    (tmp_path / "act.py").write_text(REAL_ONLY_SIN.replace("FACTOR", str(factor)))
+    result = run("check", f"{tmp_path / 'act.py'}:RealSin", "--check", "reverse")
+    assert result.exit_code == 1
+    said = "every failure and error is on the default complex inputs" in result.stderr
+    assert said == told      # (a factor wrong on real inputs too: no such advice)
+    if told:
+        assert "check it on real ones alone (--inputs 'randn(3, 4)')" in \
+            " ".join(result.stderr.split())
+
+
+def test_complex_inputs_given_by_hand_get_no_such_advice(run, tmp_path):
+    (tmp_path / "act.py").write_text(REAL_ONLY_SIN.replace("FACTOR", "1"))
+    result = run("check", f"{tmp_path / 'act.py'}:RealSin", "--check", "reverse",
+                 "--inputs", "randn(3, 4) complex128")
+    assert result.exit_code == 1 and "default complex inputs" not in result.stderr
