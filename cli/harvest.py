@@ -2,8 +2,9 @@
 
 ``--harvest`` and ``--max-shapes`` are options of ``check``; ``harvest_report``
 finds the model and its inputs (``--inputs``, else ``example_inputs()`` in
-the file, else for a layer the shapes its first layer takes), runs ``runner.harvest`` in this process (the recorded inputs are
-the model's own tensors) and returns the ``RunReport`` every format renders.
+the file, else for a layer the shapes its first layer takes), runs
+``runner.harvest`` in this process (the recorded inputs are the model's own
+tensors) and returns the ``RunReport`` every format renders.
 """
 from __future__ import annotations
 
@@ -40,9 +41,10 @@ def harvest_options(func):
         "--harvest", is_flag=True, expose_value=False, callback=_store(FLAG),
         help="Run the model (a module class, a factory of no argument, an instance or a "
              "function) once at --inputs, or at what example_inputs() in the same file "
-             "returns, or (a layer) at the shapes its first layer takes, record every custom autograd.Function, torch.library custom op, "
-             "refengine Function and (--engine jax) custom_vjp/custom_jvp it applies, and check each at the inputs the model fed "
-             "it, named PATH:Class (PATH: the submodule that applied it), then the whole "
+             "returns, or (a layer) at the shapes its first layer takes, record every "
+             "custom autograd.Function, torch.library custom op, refengine Function and "
+             "(--engine jax) custom_vjp/custom_jvp it applies, and check each at the "
+             "inputs the model fed it, named PATH:Class (PATH: the submodule that applied it), then the whole "
              "model, saying where its failure comes from. Exit 3 when the model applies "
              "no custom Function (see docs/harvest.md).")(func)
 

@@ -285,8 +285,8 @@ class _Judge:
     def _limiting(self, direction, o, row, value, h, noise, left, right) -> bool:
         """Whether ``value`` (the formula along ``direction``) is the derivative
         on a piece beside a point that is not differentiable: the point moved
-        by one of its tied entries (``_tied``: the ties and zeros that make it a
-        kink), either way.
+        by one of its tied entries (``beside.tied_entries``: the ties and zeros
+        that make it a kink), either way.
 
         At such a point the derivative along a direction is not linear in the
         direction, and AD's per-entry conventions compose into the Jacobian of

@@ -139,8 +139,8 @@ def _repeat_failures(p: Problem, first: dict, second: dict, nondet_tol: float) -
             layers = getattr(p.source, "random_layers", None)
             fix = ("the module is in training mode, where its random layers "
                    f"({', '.join(layers)}) draw anew on every call (dropout masks, RReLU "
-                   "slopes): call .eval() on it to check it" if layers else "fix its randomness inside it (a seeded "
-                   "generator)")
+                   "slopes): call .eval() on it to check it" if layers else
+                   "fix its randomness inside it (a seeded generator)")
             result.diagnosis = (
                 f"nondeterministic forward: {p.subject} evaluated twice at the same inputs "
                 f"gives output {o} values that differ by {result.max_error:.1e}; finite "
