@@ -26,15 +26,25 @@ STEPS = 5
 #: image sides tried for a convolution after the smallest it takes (MNIST,
 #: CIFAR): a model flattening its feature maps into a Linear takes one size only
 IMAGE_SIDES = (28, 32)
+#: input sets guessed at most (each costs one call of the model before the run)
+GUESSES = 6
 
 
 def layer_inputs(module, count: int) -> list[list[str]]:
     """Input sets (``count`` specs each, the ``--inputs`` language) to try, in
-    order, for ``module``; empty when no layer of it tells a shape."""
+    order, for ``module``: its first layer's, then the next kinds' (a model
+    may assign its head before the layer its forward applies first), at most
+    ``GUESSES``; empty when no layer of it tells a shape."""
+    found: list = []
     for layer in _walk(module):
-        sets = _by_kind(layer)
-        if sets:
-            return [_fitted(shapes, count) for shapes in sets]
+        for shapes in _by_kind(layer):
+            fitted = _fitted(shapes, count)
+            if fitted not in found:
+                found.append(fitted)
+        if len(found) >= GUESSES:
+            return found[:GUESSES]
+    if found:
+        return found
     weight = _first_matrix(module)
     if weight is None:
         return []
