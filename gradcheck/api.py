@@ -275,6 +275,7 @@ def _run(func, inputs, options: Options) -> Report:
             result.order = options.order
         modules.name_spectral_norms(report, original)
         modules.name_results(report, names, len(problem.inputs))
+        modules.name_padding_rows(report, original)
         report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start

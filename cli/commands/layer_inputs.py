@@ -133,7 +133,16 @@ def _normalized(layer):
 
 def _embedding(layer):
     size = _int(layer.num_embeddings)
-    return [[f"randint({size}, {ROWS}, 4) int64"]] if size else []
+    if not size:
+        return []
+    # torch gives the padding row no gradient, by design: indices avoid it where a
+    # range can (the first row, or the last)
+    pad = getattr(layer, "padding_idx", None)
+    if size > 1 and pad == 0:
+        return [[f"randint({size - 1}, {ROWS}, 4) + 1 int64"]]
+    if size > 1 and pad == size - 1:
+        return [[f"randint({size - 1}, {ROWS}, 4) int64"]]
+    return [[f"randint({size}, {ROWS}, 4) int64"]]
 
 
 def _recurrent(layer):

@@ -181,6 +181,7 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
     flat = flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)
     flat.func.random_layers = random_layers(module)
     flat.func.spectral_norms = spectral_norms(module)
+    flat.func.padding_rows = padding_rows(module)
     return flat
 
 
@@ -250,6 +251,34 @@ def name_spectral_norms(report, func) -> None:
     for result in report.failures:
         if result.check in _DERIVATIVE_CHECKS:
             result.diagnosis = text if not result.diagnosis else f"{result.diagnosis}; {text}"
+
+
+def padding_rows(module) -> dict:
+    """``{weight name: padding index}`` of ``module``'s embeddings with a
+    ``padding_idx``: torch gives that row no gradient, by design."""
+    found = {}
+    for name, m in module.named_modules():
+        pad = getattr(m, "padding_idx", None)
+        if "Embedding" in type(m).__name__ and isinstance(pad, int):
+            found[f"{name}.weight" if name else "weight"] = pad
+    return found
+
+
+def name_padding_rows(report, func) -> None:
+    """Say on each failing derivative check of an embedding's weight with a
+    ``padding_idx`` that its padding row gets no gradient by torch's design
+    (indices equal to it make that row differ from the finite differences)."""
+    rows = getattr(func, "padding_rows", None) or {}
+    for result in report.failures:
+        pad = rows.get(result.in_name)
+        if pad is None or result.check not in _DERIVATIVE_CHECKS:
+            continue
+        text = (f"{result.in_name} has padding_idx={pad}, whose row gets no gradient by "
+                "torch's design: indices equal to it make that row differ from the finite "
+                "differences; check with indices that avoid it")
+        # (first: the generic words after it, "the formula is wrong for some elements
+        # only", are then read as what they are, the pattern of the entries)
+        result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"
 
 
 def doubles_parameters(inputs) -> bool:

@@ -141,3 +141,15 @@ def test_a_jvp_that_raises_not_implemented_is_a_skip_not_an_error(run_json, how)
     forward = [r for r in doc["results"] if r["check"] == "forward"]
     assert forward and all(r["status"] == "skipped" for r in forward)
     assert any("NotImplementedError" in r["message"] for r in forward)
+
+
+@pytest.mark.parametrize("pad", [0, -1])
+def test_an_embeddings_default_indices_avoid_its_padding_row(pad):
+    # torch gives that row no gradient by design: indices meeting it would fail the weight
+    layer = nn.Embedding(10, 3, padding_idx=pad)
+    ((spec,),) = layer_inputs(layer, 1)
+    (indices,) = build(parse(spec), "torch", np.random.default_rng(0))
+    assert indices.dtype == torch.int64 and indices.shape == (3, 4)
+    assert int(indices.min()) >= 0 and int(indices.max()) <= 9
+    assert layer.padding_idx not in indices.tolist()[0] + indices.tolist()[1] + \
+        indices.tolist()[2]

@@ -71,3 +71,18 @@ def test_only_training_mode_and_only_spectral_norm_is_named():
         torch.nn.Linear(4, 3))) == []
     nested = torch.nn.Sequential(torch.nn.Tanh(), _parametrized())
     assert spectral_norms(nested) == ["1.weight"]
+
+
+def test_an_embeddings_padding_row_is_named_when_the_indices_meet_it():
+    # torch gives the padding row no gradient by design (found checking
+    # nn.Embedding(10, 3, padding_idx=0) with indices that include 0)
+    torch.manual_seed(0)
+    layer = torch.nn.Embedding(10, 3, padding_idx=0).double()
+    met = torch.tensor([[0, 3, 5], [7, 0, 2]])
+    (grad,) = torch.autograd.grad(layer(met).sum(), layer.weight)
+    assert grad[0].abs().sum() == 0 and grad[3].abs().sum() > 0   # the premise
+    report = check(layer, (met,), seed=0, precise=True)
+    (failure,) = [r for r in report.failures if r.check == "reverse"]
+    assert failure.in_name == "weight"
+    assert failure.diagnosis.startswith("weight has padding_idx=0, whose row gets no gradient")
+    assert check(layer, (met.clamp_min(1),), seed=0, precise=True).passed
