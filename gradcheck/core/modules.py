@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from adcheck.gradcheck.core import recompute
 from adcheck.gradcheck.engines import is_tensor
 from adcheck.gradcheck.core.problem import as_tuple
 
@@ -175,7 +176,11 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
     count, keys = len(inputs), [n for n, _, _ in entries]
 
     def forward(*args):
-        return functional_call(module, dict(zip(keys, args[count:])), tuple(args[:count]))
+        params = dict(zip(keys, args[count:]))
+        outs = functional_call(module, params, tuple(args[:count]))
+        if kind == "torch":   # (for a backward that recomputes the forward: checkpoint)
+            recompute.record(_flatten(outs)[0], module, params)
+        return outs
 
     arg_names = _argument_names(module.forward, count) + keys
     flat = flatten_call(forward, inputs + tuple(copies), arg_names, type(module).__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import grids, measured
+from adcheck.gradcheck.core import grids, measured, recompute
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.errors import NoDoubleBackward
 
@@ -169,6 +169,7 @@ def _vjp_function(func, problem, grad_outputs):
             if not create_graph:
                 raise
             _raise_for_graph(E, outs, [ins[i] for i in diff_in], gos, exc)
+        recompute.inherit([g for g in grads if g is not None], outs)
         if create_graph and not used:
             used.append(tuple(k for k, g in enumerate(grads) if g is not None))
             graph.append(([ins[i] for i in diff_in], grads, gos))

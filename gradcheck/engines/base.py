@@ -121,13 +121,21 @@ class Engine:
     def grad(self, outputs: Sequence, inputs: Sequence, grad_outputs: Sequence,
              create_graph: bool = False) -> tuple:
         """``autograd.grad`` with ``retain_graph=True, allow_unused=True``."""
-        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                         create_graph=create_graph, allow_unused=True)
+        with self.backward_of(outputs):
+            return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                             create_graph=create_graph, allow_unused=True)
 
     def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
         """``grad`` with ``is_grads_batched=True``."""
-        return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
-                                         allow_unused=True, is_grads_batched=True)
+        with self.backward_of(outputs):
+            return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
+                                             allow_unused=True, is_grads_batched=True)
+
+    def backward_of(self, outputs) -> AbstractContextManager:
+        """What a backward of ``outputs`` runs inside: on torch, the parameters a
+        checked module computed them with (``core.recompute``: a checkpointed
+        forward recomputes with the module's parameters)."""
+        return nullcontext()
 
     def dual_level(self) -> AbstractContextManager:
         return self.module.autograd.forward_ad.dual_level()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import budget as budgets, coords
+from adcheck.gradcheck.core import budget as budgets, coords, recompute
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
 from adcheck.gradcheck.verdict.diagnosis import cast_inside, integer_cause, whole_numbers
@@ -258,7 +258,9 @@ def _undefined_vjp(ev: Evaluator) -> list:
     outs = [p.outputs[o] for o in p.diff_out]
     zeros = [p.like_output(o, np.zeros_like(p.out_arrays[o])) for o in p.diff_out]
     p.counts["vjp"] += 1
-    grads = E.grad([E.undefined_grad(o) for o in outs], [p.inputs[i] for i in p.diff_in], zeros)
+    undefined = [E.undefined_grad(o) for o in outs]
+    recompute.inherit(undefined, outs)
+    grads = E.grad(undefined, [p.inputs[i] for i in p.diff_in], zeros)
     return [None if g is None else E.to_numpy(g) for g in grads]
 
 
