@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import grids, measured, recompute
+from adcheck.gradcheck.core import grids, measured
+from adcheck.gradcheck.engines import recompute
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.errors import NoDoubleBackward
 

@@ -133,7 +133,7 @@ class Engine:
 
     def backward_of(self, outputs) -> AbstractContextManager:
         """What a backward of ``outputs`` runs inside: on torch, the parameters a
-        checked module computed them with (``core.recompute``: a checkpointed
+        checked module computed them with (``engines.recompute``: a checkpointed
         forward recomputes with the module's parameters)."""
         return nullcontext()
 

@@ -157,7 +157,7 @@ class TorchEngine(Engine):
         return first
 
     def backward_of(self, outputs):
-        from adcheck.gradcheck.core.recompute import during_backward
+        from adcheck.gradcheck.engines.recompute import during_backward
         return during_backward(outputs)
 
     @contextmanager

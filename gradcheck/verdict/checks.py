@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.core import budget as budgets, coords, recompute
+from adcheck.gradcheck.core import budget as budgets, coords
+from adcheck.gradcheck.engines import recompute
 from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
 from adcheck.gradcheck.verdict.diagnosis import cast_inside, integer_cause, whole_numbers

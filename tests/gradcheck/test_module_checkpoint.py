@@ -8,7 +8,7 @@ inputs the values agree; at an explored point (the parameters moved) the
 backward was another function's: a false FAIL of torch's right formulas; and
 a float32-built layer, checked on float64 copies, raised "mat1 and mat2 must
 have the same dtype". The backward now runs with the parameters its outputs
-were computed with (gradcheck/core/recompute.py).
+were computed with (gradcheck/engines/recompute.py).
 """
 import pytest
 import torch
