@@ -34,8 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from adcheck.gradcheck.engines import recompute
-from adcheck.gradcheck.engines import is_tensor
+from adcheck.gradcheck.engines import is_tensor, recompute
 from adcheck.gradcheck.core.problem import as_tuple
 
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 import weakref
 from contextlib import contextmanager, nullcontext
 
-#: id(output) -> (a weak reference to it, the module, its parameters by name)
+#: id(output) -> (a weak reference to it, the module, its parameters by name); an
+#: entry goes when its output does (the reference's callback), so no parameters
+#: are held past the outputs computed with them
 _MADE_WITH: dict = {}
-#: entries kept before the dead ones are swept out
-SWEEP_AT = 4096
 
 
 def record(outputs, module, params: dict) -> None:
     """Note that the torch tensors ``outputs`` were computed by ``module`` with
-    ``params`` (a name -> tensor mapping, as ``functional_call`` takes it)."""
-    if len(_MADE_WITH) >= SWEEP_AT:
-        for key in [k for k, (ref, _, _) in _MADE_WITH.items() if ref() is None]:
-            del _MADE_WITH[key]
+    ``params`` (a name -> tensor mapping, as ``functional_call`` takes it);
+    only those with a graph, which a backward can run on."""
     for out in outputs:
-        if hasattr(out, "grad_fn"):
-            _MADE_WITH[id(out)] = (weakref.ref(out), module, params)
+        if getattr(out, "grad_fn", None) is not None:
+            key = id(out)
+            _MADE_WITH[key] = (weakref.ref(out, lambda _, key=key: _MADE_WITH.pop(key, None)),
+                               module, params)
 
 
 def inherit(derived, outputs) -> None:
