@@ -37,6 +37,13 @@ def as_tuple(value) -> tuple:
     return (value,)
 
 
+def _listed(indices: list) -> str:
+    """``[0, 1, 2, 3]`` as "0 to 3", ``[0, 2, 5]`` as "0, 2 and 5"."""
+    if indices == list(range(indices[0], indices[-1] + 1)) and len(indices) > 2:
+        return f"{indices[0]} to {indices[-1]}"
+    return ", ".join(str(i) for i in indices[:-1]) + f" and {indices[-1]}"
+
+
 def _user_level() -> int:
     """``warnings.warn``'s ``stacklevel``, called from the function that warns,
     naming the first frame outside adcheck (the user's call of ``check``, at
@@ -173,14 +180,21 @@ class Problem:
             raise UncheckableError(
                 f"{self.name}: no input requires grad, so there is nothing to check; "
                 f"{E.requires_grad_hint}{hint}")
+        narrow: dict = {}   # dtype -> the inputs of it (one warning, not one per input:
+        #                     a module's parameters are inputs too, a float32 model's all)
         for i in self.diff_in if warn_precision else ():
             dtype = str(self.inputs[i].dtype)
             if not ("float64" in dtype or "complex128" in dtype):
-                warnings.warn(
-                    f"{self.name}: input {i} requires grad and has dtype {dtype}, not double "
-                    "precision; finite differences at eps=1e-6 will likely fail. "
-                    "Use float64 or complex128 inputs, or pass precise=True to judge the "
-                    "formula in its own precision.", UserWarning, stacklevel=_user_level())
+                narrow.setdefault(dtype, []).append(i)
+        for dtype, which in narrow.items():
+            inputs = f"input {which[0]} requires" if len(which) == 1 else \
+                f"inputs {_listed(which)} require"
+            warnings.warn(
+                f"{self.name}: {inputs} grad and {'has' if len(which) == 1 else 'have'} dtype "
+                f"{dtype}, not double precision; finite differences at eps=1e-6 will likely "
+                "fail. Use float64 or complex128 inputs (a module's parameters are then "
+                "checked in double precision too), or pass precise=True to judge the formula "
+                "in its own precision.", UserWarning, stacklevel=_user_level())
 
     def _classify_outputs(self):
         E = self.engine
