@@ -133,10 +133,21 @@ def flatten_call(func, inputs, arg_names: list, name: str | None = None) -> Flat
             for j, k in enumerate(slots):
                 new[k] = args[start + j]
             rebuilt.append(rebuild(new))
-        return func(*rebuilt)
+        return _output_leaves(func(*rebuilt))
 
     call.__name__ = name or getattr(func, "__name__", "function")
     return Flat(call, tuple(flat), tuple(names), name)
+
+
+def _output_leaves(value):
+    """A result as the check takes it: a tensor or a flat tuple of them as it
+    is; nested (a dict of a model's outputs, an LSTM's ``(out, (h, c))``) its
+    tensor leaves in order, which were otherwise not checked at all."""
+    if is_tensor(value) or (isinstance(value, (tuple, list)) and all(
+            is_tensor(v) or not _is_tree(v) for v in value)):
+        return value
+    leaves, _, _ = _flatten(value)
+    return tuple(leaf for leaf in leaves if is_tensor(leaf))
 
 
 def _copy(tensor, kind: str, requires_grad: bool, double: bool):
