@@ -44,9 +44,9 @@ def harvest_options(func):
              "returns, or (a layer) at the shapes its first layer takes, record every "
              "custom autograd.Function, torch.library custom op, refengine Function and "
              "(--engine jax) custom_vjp/custom_jvp it applies, and check each at the "
-             "inputs the model fed it, named PATH:Class (PATH: the submodule that applied it), then the whole "
-             "model, saying where its failure comes from. Exit 3 when the model applies "
-             "no custom Function (see docs/harvest.md).")(func)
+             "inputs the model fed it, named PATH:Class (PATH: the submodule that applied "
+             "it), then the whole model, saying where its failure comes from. Exit 3 when "
+             "the model applies no custom Function (see docs/harvest.md).")(func)
 
 
 def harvesting() -> bool:

@@ -92,8 +92,7 @@ def _defaults(target, args: str | None, seed: int,
     if target.arity is None:
         raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
                          f"with --inputs, e.g. --inputs \"{EXAMPLE}\"")
-    count = max(len([p for p in target.params if p not in keywords])
-                if target.params else target.arity, 1)
+    count = _count(target, keywords)
     kept = _Kept(target, args, seed, seconds)
     layer = layer_inputs(target.func, count) if target.kind.endswith("Module") else []
     if layer:   # the shapes its first layer takes; its complex set made from the one it runs on
@@ -127,13 +126,20 @@ def layer_set(target, seed: int) -> str | None:
     that takes none."""
     if not target.kind.endswith("Module"):
         return None
-    count = max(len(target.params) if target.params else (target.arity or 1), 1)
+    count = _count(target, {})
     dtype = parameters_dtype(target.func)
     for shapes in layer_inputs(target.func, count):
         spec = "; ".join(in_dtype(s, dtype) for s in shapes)
         if probe(target, spec, seed, 0, PROBE_SECONDS).kind == "ran":
             return spec
     return None
+
+
+def _count(target, keywords: dict) -> int:
+    """How many tensors the default sets give ``target``: its positional
+    parameters not named in ``keywords`` (``--args``), at least one."""
+    named = [p for p in target.params if p not in keywords]
+    return max(len(named) if target.params else (target.arity or 1), 1)
 
 
 def _complex(spec: str) -> str:

@@ -87,13 +87,9 @@ def _by_kind(layer) -> list[list[str]]:
                 return rule(layer)
             except (AttributeError, TypeError, ValueError):
                 return []
+    # (a Linear, or a layer of the user's with its in_features; LazyLinear's is 0 until called)
     features = _int(getattr(layer, "in_features", None))
     return [[_randn(ROWS, features)]] if features else []
-
-
-def _linear(layer):
-    features = _int(layer.in_features)
-    return [[_randn(ROWS, features)]] if features else []   # (LazyLinear: 0 until called)
 
 
 def _bilinear(layer):
@@ -168,7 +164,6 @@ def _attention(layer):
 
 #: (class name pattern, rule): a rule gives the input sets a layer of that kind takes
 _RULES = (
-    (r"Linear", _linear),
     (r"Bilinear", _bilinear),
     (r"(Lazy)?Conv(Transpose)?[123]d", _conv),
     (r"BatchNorm1d|SyncBatchNorm", _batchnorm1d),

@@ -211,7 +211,8 @@ def request_undefined_grad(ev: Evaluator) -> None:
     check is the vjp of zeros: a zero row in each output's reverse batch, which
     runs that output's backward with every output gradient zero (the others
     take no part in it), so each output's part of the graph is run with zeros.
-    None when some output's rows are too large to hold ahead (``_small``)."""
+    Nothing is asked ahead when some output's rows are too large to hold
+    (``_small``): the check then makes its own vjp of zeros."""
     p = ev.problem
     if p.engine.supports_undefined_grad or not all(_small(ev, SIDES["reverse"], o)
                                                    for o in p.diff_out):

@@ -17,6 +17,8 @@ import re
 
 import numpy as np
 
+from adcheck.gradcheck.lowprec.lowprecision import U32
+
 NICE_FACTORS = {2.0: "2", 0.5: "1/2", 3.0: "3", 1 / 3: "1/3", 4.0: "4", 0.25: "1/4"}
 
 
@@ -114,17 +116,14 @@ def _factor(e, a, tol, mode) -> str | None:
     relative = abs(c - 1.0)
     text = (f"analytical is {_factor_name(c)} times numerical (relative error "
             f"{relative:.1e}): a constant factor in the {_verb(mode)} is off")
-    if relative <= FLOAT32_ROUNDING:
+    if relative <= U32:
         # (a failing check this close is a double-precision one: torch's float64
         # hardsigmoid backward multiplies by float32(1/6), 1 + 3.0e-8 times 1/6)
-        text += (f", by no more than float32's rounding ({FLOAT32_ROUNDING:.1e}): a constant "
+        text += (f", by no more than float32's rounding ({U32:.1e}): a constant "
                  "of the formula computed or written in float32 (a literal such as 1.0f / 6, "
                  "np.float32) inside double-precision code")
     return text
 
-
-#: the largest relative rounding of a number to float32 (2^-24)
-FLOAT32_ROUNDING = 2.0 ** -24
 
 
 def _complex_factor(ce, ca, tol_c, mode) -> str | None:
