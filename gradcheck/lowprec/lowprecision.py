@@ -62,9 +62,11 @@ terms, each estimated from what the check can observe:
    ``y``; moving input coordinate ``c`` until output ``r`` moves by its
    rounding ``d_r = max(|y_low_r - y_r|, u |y_r| / 2)`` (the measured
    rounding, at least the mean rounding of a stored value) changes ``J_rc``
-   by ``|H_rc| * min(d_r / |J_rc|, L_c)``, with ``H_rc`` the second
-   derivative of ``y_r`` along ``c`` (float64 second differences) and the
-   move capped at the input's magnitude ``L_c``. This is what makes tanh at
+   by ``|H_rc| * min(d_r / |J_rc|, sqrt(2 d_r / |H_rc|), L_c)``, with
+   ``H_rc`` the second derivative of ``y_r`` along ``c`` (float64 second
+   differences), the move the smaller of the first- and second-order ones
+   (at a root of the derivative the first is infinite) and capped at the
+   input's magnitude ``L_c``. This is what makes tanh at
    x = 5 in float32 off by 7e-4 relative, and a correct formula. Likewise a
    formula that rounds an intermediate of its input's size (``x * x`` in
    atanh's ``1 / (1 - x * x)``) is the derivative at an input a fraction of
@@ -160,6 +162,16 @@ def _term_counts(numerical: Jacobian, key) -> np.ndarray:
         return np.sum(np.abs(block) > floor, axis=1)
 
 
+def coupled_rows(numerical: Jacobian, out_idx: int, counts: dict | None = None) -> np.ndarray:
+    """For each coordinate of output ``out_idx``: whether it depends on several
+    input coordinates (of any input), where term 4 applies; ``counts``:
+    ``_term_counts`` by block, where the caller has them."""
+    keys = [key for key in numerical.blocks if key[0] == out_idx]
+    found = sum((counts[key] if counts is not None else _term_counts(numerical, key))
+                for key in keys)
+    return np.asarray(found) > 1
+
+
 def _largest(numerical: Jacobian, out_idx: int) -> float:
     """``M``: the largest finite ``|N|`` of output ``out_idx``'s blocks."""
     return max((largest_finite(b) for (o, _), b in numerical.blocks.items() if o == out_idx),
@@ -183,7 +195,7 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
     largest, coupled = {}, {}
     for o in {o for o, _ in numerical.blocks}:
         largest[o] = _largest(numerical, o)
-        coupled[o] = sum(n for (p, _), n in counts.items() if p == o) > 1   # term 4 applies
+        coupled[o] = coupled_rows(numerical, o, counts)   # term 4 applies
     result = {}
     for key, block in numerical.blocks.items():
         o = key[0]
@@ -236,17 +248,23 @@ def sum_units(problem, wide) -> dict:
     return units
 
 
-def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Term 5's move of an input: ``min(d / |J|, L)`` (``L`` where ``J`` is 0)."""
+def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """Term 5's move of an input: ``min(d / |J|, sqrt(2 d / |H|), L)``: the output
+    moves by ``d`` within the smaller of its first- and second-order moves (at a
+    root of the derivative, hardswish's x = -1.5, the first is infinite and
+    only the cap ``L`` bounded it: a derivative off by ``|H| L``, 5 times the
+    block's largest entry, was allowed)."""
     cap = np.broadcast_to(cap, J.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(J > 0, np.minimum(rounding / J, cap), cap)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        first = np.where(J > 0, rounding / J, np.inf)
+        second = np.where(H > 0, np.sqrt(2 * rounding / H), np.inf)
+        return np.minimum(np.minimum(first, second), cap)
 
 
 def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict,
                  inputs: dict | None = None, unit: float = 0.0,
                  paired: frozenset = frozenset()) -> dict:
-    """Term 5 per block: ``|H_rc| * (min(d_r / |J_rc|, L_c) + unit * |x_c|)``,
+    """Term 5 per block: ``|H_rc| * (move_rc + unit * |x_c|)`` (``_move``),
     from ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by
     output), ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input,
     real form) and ``unit`` (the input's relative move, ``INPUT_ROUNDING *
@@ -256,7 +274,7 @@ def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict
     for key, H in second.items():
         o, i = key
         J = np.abs(numerical.blocks[key])
-        move = _move(J, rounding[o][:, None], scales[i][None, :])
+        move = _move(J, rounding[o][:, None], scales[i][None, :], np.abs(H))
         if inputs is not None:
             move = move + unit * inputs[i][None, :]
         terms[key] = np.nan_to_num(np.abs(H), nan=np.inf) * move
@@ -285,7 +303,7 @@ def _paired_term(J: np.ndarray, H: np.ndarray, rounding: np.ndarray, cap: np.nda
     first = np.hypot(J[0::2], J[1::2])                     # (m, 2n): |f'| per input axis
     curve = np.nan_to_num(np.hypot(H[0::2], H[1::2]), nan=np.inf)
     d = np.hypot(rounding[0::2], rounding[1::2])[:, None]
-    move = _move(first, d, cap[None, :])
+    move = _move(first, d, cap[None, :], curve)
     if nudge is not None:
         move = move + nudge[None, :]
     term = (curve * move).reshape(m, n, 2).max(axis=2)     # the larger input axis
