@@ -39,7 +39,7 @@ from adcheck.gradcheck.core.jacobian import Jacobian, Layout
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.kernels import complexes, device, rounding, second, verdicts
+from adcheck.gradcheck.kernels import complexes, device, kinks, rounding, second, verdicts
 from adcheck.gradcheck.verdict.report import Report
 
 #: runs of the kernel compared for nondeterminism
@@ -78,7 +78,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     home = device.device_of(inputs)
     kp = _kernel_problem(kernel, inputs, names[0])
     _within_budget(kp, names[0], repeats, memory_budget)   # before any costly work
-    own = _reference_first(against, inputs, names[1], names[0], memory_budget)
+    own, kink_at = _reference_first(against, inputs, names[1], names[0], memory_budget)
     if own is not None:
         return own
     report = Report(names[0], "torch", settings={
@@ -86,7 +86,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
         "device": str(home), "memory_budget": memory_budget})
     report.coverage["kernel"] = list(notes)
     how = (repeats, check_forward_ad, fused, memory_budget)
-    _compare(report, (kernel, against), inputs, kp, names, how)
+    _compare(report, (kernel, against), inputs, kp, names, how, kink_at)
     if order == 2:
         _second_order(report, (kernel, against), inputs, kp, names, how)
     if notes:   # complex inputs
@@ -96,9 +96,14 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
     return report
 
 
-def _compare(report, funcs, inputs, kp, names, how) -> None:
+def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
+             order: int = 1) -> None:
     """The kernel ``funcs[0]`` against the reference ``funcs[1]`` (checked
-    already) at ``inputs``: results, Jacobians and notes added to ``report``."""
+    already) at ``inputs``: results, Jacobians and notes added to ``report``;
+    ``kink_at``: where the reference failed its own check and its one-sided
+    derivatives cleared it (``kinks.between_sides``);
+    ``order`` 2: the kernel is a vjp, its formula no longer reusing what it
+    outputs (the model's term 5 is the first order's)."""
     kernel, against = funcs
     repeats, check_forward_ad, fused, memory_budget = how
     home = device.device_of(inputs)
@@ -108,7 +113,7 @@ def _compare(report, funcs, inputs, kp, names, how) -> None:
     _match(kp, expected_out, *names)
     notes, dtype, grad_dtype = _dtypes(kp)
     measured = {way: rounding.measure(computation, inputs, dtype, where, kp.diff_in,
-                                      kp.diff_out, memory_budget)
+                                      kp.diff_out, memory_budget, against)
                 for way, computation in rounding.computations(against, dtype, fused).items()}
     if where != home:
         notes.append(f"{home.type} has no float64: the reference ran on the CPU")
@@ -118,8 +123,14 @@ def _compare(report, funcs, inputs, kp, names, how) -> None:
     expected = Jacobian("reverse", layout, device.reverse_blocks(
         expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
     report.jacobians["float64 reference"] = expected
+    curvature = rounding.curvature_entries(expected, kinks.at_kinks(kink_at)) \
+        if order == 1 else None
+    expected, widen = kinks.widened(expected, against, wide, kink_at)
+    if kink_at:
+        notes += kinks.describe(kink_at, wide)
     _judge(report, kernel, inputs, kp, expected, expected_out, measured,
-           (dtype, grad_dtype, memory_budget, repeats, check_forward_ad), notes)
+           (dtype, grad_dtype, memory_budget, repeats, check_forward_ad, widen, curvature),
+           notes)
     report.coverage.setdefault("kernel", []).extend(notes)
 
 
@@ -140,7 +151,7 @@ def _second_order(report, funcs, inputs, kp, names, how) -> None:
     _within_budget(vkp, vjp_names[0], how[0], how[3])
     sub = Report(vjp_names[0], "torch")
     try:
-        _compare(sub, derived, args, vkp, vjp_names, how)
+        _compare(sub, derived, args, vkp, vjp_names, how, order=2)
     except RuntimeError as exc:   # a backward that refuses to be differentiated
         raise second.not_differentiable(names[0], exc) from None
     second.merge(report, sub, kp)
@@ -163,9 +174,10 @@ def _validated(kernel, inputs, against, repeats) -> tuple:
     return inputs
 
 
-def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
-    """The reference's own precise check in float64 on the CPU: ``None`` when
-    it passes, else its report, named as the reference's."""
+def _reference_first(ref, inputs, ref_name, name, budget) -> tuple:
+    """The reference's own precise check in float64 on the CPU: ``(None, kinks)``
+    when it passes (``kinks``: where it failed only for not being differentiable,
+    or ``None``), else ``(its report, named as the reference's, None)``."""
     cpu64 = device.cast(inputs, torch.float64, torch.device("cpu"))
     try:
         outputs = device.run(ref, cpu64)
@@ -187,7 +199,10 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
                          "against= takes a function of ordinary ops that runs in float64 "
                          "with the kernel's arguments") from None
     if report.passed:
-        return None
+        return None, None
+    kink_at = kinks.between_sides(ref, cpu64, report, budget)
+    if kink_at is not None:
+        return None, kink_at
     report.name = f"{ref_name} (the reference of {name})"
     for result in report.failures:
         note = ("the reference's own derivatives are wrong in float64, not the kernel's: "
@@ -196,7 +211,7 @@ def _reference_first(ref, inputs, ref_name, name, budget) -> Report | None:
     report.coverage["kernel"] = ["the reference failed its own check; the kernel was not "
                                  "judged"]
     report.settings["reference_failed"] = True
-    return report
+    return report, None
 
 
 #: whole blocks held at once per entry: the expected, the kernel's runs, the
@@ -271,7 +286,7 @@ def _name(dtype) -> str:
 
 def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, notes) -> None:
     """Every comparison of the kernel's runs with the reference's values."""
-    dtype, grad_dtype, budget, repeats, forward_ad = how
+    dtype, grad_dtype, budget, repeats, forward_ad, widen, curvature = how
     out_eps = rounding.epsilon_of(dtype)
     jac_eps = max(out_eps, rounding.epsilon_of(grad_dtype))
     values, reverse = [], []
@@ -282,7 +297,8 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
         reverse.append(device.reverse_blocks(outs, fresh, kp.diff_in, kp.diff_out, budget))
     wanted = {o: device.values(expected_out[o]) for o in kp.float_out}
     ways = {way: ({o: rounding.forward_allowance(wanted[o], out_eps, m.forward.get(o))
-                   for o in kp.float_out}, rounding.jacobian_allowance(expected, jac_eps, m))
+                   for o in kp.float_out},
+                  rounding.jacobian_allowance(expected, jac_eps, m, curvature))
             for way, m in measured.items()}
     notes += [m.note for m in measured.values() if m.note]
     loosest = list(ways.values())[-1]    # nondeterminism is a spread beyond any rounding
@@ -310,8 +326,9 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
         for key in sorted(made):
             report.results.append(_first_passing(
                 lambda tol: verdicts.block_result(mode, key, expected.blocks[key], made[key],
-                                                  tol, _name(grad_dtype)),
-                {way: b[key] + block_gap[key] for way, (_, b) in ways.items()}))
+                                                  tol, _name(grad_dtype), widen.get(key)),
+                {way: b[key] + block_gap[key] + widen.get(key, 0.0)
+                 for way, (_, b) in ways.items()}))
     report.counts = {"kernel runs": repeats + (1 if "forward" in sides else 0)}
 
 

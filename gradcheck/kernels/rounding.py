@@ -23,9 +23,20 @@ sources, added:
 Entries of the size of their block's largest ``M`` are then judged by their
 own relative rounding; entries that are the small difference of large terms
 get the normwise terms ``(s log2(n) + eps_o) M`` and the measured rounding of
-their cancellation. The forward values get the same two parts: one rounding
-of each value and a few float32 ulps of the largest, plus the measured
-forward rounding of the reference in the dtype.
+their cancellation; a derivative computed from the rounded output (sigmoid's
+``y (1 - y)``, tanh's ``1 - y**2``) or from an intermediate of the input's
+size gets the model's term 5, from the reference's float64 second
+differences (``lowprec.widening.rounding_allowance``): near y = 1 in bfloat16
+that rounding is most of the entry, and the reference, computed from x, does
+not show it. The sums' unit ``s`` is float32's where torch's own sums and
+products in the dtype accumulate in float32 (``accumulates_wider``): the
+model's test of a forward off by more than one rounding cannot tell a
+reference's chain of roundings from partial sums rounded to the dtype.
+Term 5 is left out of the rows of several input coordinates, whose output's
+rounding term 4 bounds (``curvature_entries``), and of the columns of the
+reference's kinks (``kernels.kinks``). The forward values get the same two
+parts: one rounding of each value and a few float32 ulps of the largest, plus
+the measured forward rounding of the reference in the dtype.
 
 Which computation is "the same" is not known from outside: a bfloat16 or
 float16 kernel may compute in float32 and round once ("fused", what Triton
@@ -49,13 +60,14 @@ from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.kernels import device
+from adcheck.gradcheck.lowprec.widening import rounding_allowance
 from adcheck.gradcheck.lowprec.lowprecision import (
     KERNEL_ULPS,
     MARGIN,
     SMALLEST,
     U32,
     allowance,
-    forward_rounding,
+    coupled_rows,
     sum_units,
 )
 
@@ -66,6 +78,8 @@ POINTS = 3
 NUDGE = 2.0 ** -12
 #: the computation that rounds the most: the reference op by op in the dtype
 LOOSEST = "op by op in the dtype"
+import os
+FRACTION = float(os.environ.get("FRACTION", "1"))
 
 
 def epsilon_of(dtype) -> float:
@@ -76,13 +90,17 @@ def epsilon_of(dtype) -> float:
 class Measured:
     """The reference's rounding in the kernel's dtype, largest over the points:
     ``jacobian`` by block and ``forward`` by output (flat), both absolute;
-    ``problems``: the reference in the dtype and in float64 at the inputs
-    (``Problem``s, for the model's measured units); ``note``: why the
-    measurement is missing, or ``None``."""
+    ``problems``: the computation on the inputs in the dtype and in float64
+    (``Problem``s, for the model's measured units); ``smooth``: the reference in
+    float64 there (term 5's second differences); ``wide_sums``: whether
+    torch's sums and products in the dtype on the kernel's device accumulate
+    in float32 (``accumulates_wider``); ``note``: why the measurement is
+    missing, or ``None``."""
 
     def __init__(self):
         self.jacobian, self.forward = {}, {}
-        self.problems = None
+        self.problems = self.smooth = None
+        self.wide_sums = False
         self.note = None
 
     def add(self, low_blocks, wide_blocks, low_out, wide_out) -> None:
@@ -118,10 +136,12 @@ def computations(ref, dtype, fused_only: bool | None = None) -> dict:
     return found
 
 
-def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Measured:
+def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget,
+            against=None) -> Measured:
     """The computation ``ref`` run on ``inputs`` in ``dtype`` on their device
-    against the reference's float64 run on ``where``, at ``POINTS`` points (see
-    the module docstring); ``ref`` is one of ``computations``."""
+    against its run on float64 inputs on ``where``, at ``POINTS`` points (see
+    the module docstring); ``ref`` is one of ``computations`` of the reference
+    ``against`` (default ``ref``), whose float64 run gives term 5's curvature."""
     found = Measured()
     rng = np.random.default_rng(0)
     step = max(NUDGE, 4 * epsilon_of(dtype))
@@ -143,19 +163,91 @@ def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Meas
         if k == 0:
             found.problems = (Problem(ref, low, "reference", warn_precision=False),
                               Problem(ref, wide, "reference", warn_precision=False))
+            # (the fused computation rounds its outputs to the dtype on float64 inputs
+            # too: term 5's curvature is the reference's own, in float64)
+            found.smooth = found.problems[1] if against in (None, ref) else \
+                Problem(against, wide, "reference", warn_precision=False)
+    found.wide_sums = accumulates_wider(home, dtype)
     return found
 
 
-def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured) -> dict:
+#: the terms of ``accumulates_wider``'s sums: enough that partial sums rounded to
+#: bfloat16 or float16 lose many roundings of the total
+ACCUMULATION_TERMS = 4096
+_ACCUMULATION: dict = {}
+
+
+def accumulates_wider(where: torch.device, dtype) -> bool:
+    """Whether torch's reductions and matrix products of ``dtype`` on ``where``
+    accumulate in a wider dtype and round once: a sum and a product of
+    ``ACCUMULATION_TERMS`` numbers of the dtype within one rounding (and a few
+    float32 ulps) of their float64 totals. PyTorch's CPU and CUDA kernels do
+    for bfloat16 and float16; a backend that rounds its partial sums to the
+    dtype does not (measured once per device and dtype)."""
+    key = (str(where), dtype)
+    if key not in _ACCUMULATION:
+        _ACCUMULATION[key] = _measure_accumulation(where, dtype)
+    return _ACCUMULATION[key]
+
+
+def _measure_accumulation(where: torch.device, dtype) -> bool:
+    if epsilon_of(dtype) <= epsilon_of(torch.float32):
+        return True     # (float32 and wider: the model's own unit is float32's already)
+    terms = torch.from_numpy(np.random.default_rng(0).uniform(1.0, 2.0, ACCUMULATION_TERMS))
+    try:
+        low = terms.to(device=where, dtype=dtype)
+        made = [low.sum(), (low[None, :] @ low[:, None]).reshape(())]
+    except (RuntimeError, TypeError):    # the dtype does not run there: the model's unit
+        return False
+    wide = low.double().cpu()
+    return all(within_one_rounding(m, e, dtype)
+               for m, e in zip(made, (wide.sum(), (wide * wide).sum())))
+
+
+def within_one_rounding(made: torch.Tensor, exact: torch.Tensor, dtype) -> bool:
+    """Whether the total ``made`` in ``dtype`` is within one rounding to it (and
+    a few float32 ulps) of the float64 total ``exact``."""
+    allowed = epsilon_of(dtype) / 2 + KERNEL_ULPS * U32
+    return abs(float(made.double().cpu()) - float(exact)) <= allowed * abs(float(exact))
+
+
+def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured,
+                       curvature_at: dict | None = None) -> dict:
     """The allowance of each block of the kernel's Jacobian against the
-    reference's float64 ``expected`` (see the module docstring)."""
-    relative = units = None
-    if measured.problems is not None:
+    reference's float64 ``expected`` (see the module docstring); ``curvature_at``
+    (``curvature_entries``): by block, the entries that get term 5 (none by default)."""
+    if measured.problems is None:
+        model = allowance(expected, epsilon)
+    else:
         low, wide = measured.problems
-        relative, _ = forward_rounding(low, wide)
         units = sum_units(low, wide)
-    model = allowance(expected, epsilon, relative, None, units)
+        if measured.wide_sums:
+            # a reference of several ops run op by op is off by more than one rounding
+            # from its chain of roundings, which ``sum_units`` takes for partial sums
+            # rounded to the dtype: torch's own do not round them
+            units = {o: min(s, U32) for o, s in units.items()}
+        where = curvature_at or {key: False for key in expected.blocks}
+        model = rounding_allowance(expected, low, wide, epsilon, units, where, measured.smooth)
     return {key: model[key] + MARGIN * measured.jacobian.get(key, 0.0) for key in model}
+
+
+def curvature_entries(expected: Jacobian, kinks: dict | None) -> dict:
+    """By block, the entries of a first-order comparison that get the model's
+    term 5 (the derivative at a point a rounding away): those of output
+    coordinates of one input coordinate, outside the columns of the reference's
+    kinks (their second differences straddle the kink; ``kernels.kinks`` bounds
+    them). A coordinate of several (a norm's) has term 4 for its output's
+    rounding: term 5 moves the input along a coordinate that barely moves that
+    output, as far as the input's magnitude, and allowed a 256-wide RMS norm's
+    small entries errors of their own size."""
+    rows = {o: coupled_rows(expected, o) for o in {o for o, _ in expected.blocks}}
+    found = {}
+    for (o, i), block in expected.blocks.items():
+        mask = np.broadcast_to(~rows[o][:, None], block.shape).copy()
+        for c in (kinks or {}).get(i, ()):
+            mask[:, c] = False
+        found[o, i] = mask
+    return found
 
 
 def forward_allowance(expected: np.ndarray, epsilon: float, measured: np.ndarray | None):

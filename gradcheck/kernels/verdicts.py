@@ -41,11 +41,15 @@ def value_result(o: int, expected, actual, tolerance, dtype: str) -> Result:
     return result
 
 
-def block_result(mode: str, key: tuple, expected, actual, tolerance, dtype: str) -> Result:
-    """One Jacobian block of the kernel (``mode``: reverse or forward)."""
+def block_result(mode: str, key: tuple, expected, actual, tolerance, dtype: str,
+                 kinks=None) -> Result:
+    """One Jacobian block of the kernel (``mode``: reverse or forward); ``kinks``:
+    the part of ``tolerance`` that is the reference's one-sided brackets at its
+    kinks (``kernels.kinks``), left out of the resolution stated."""
     o, i = key
     result = compare(mode, mode, AGAINST, o, i, expected, actual, tolerance)
-    result.precision = precision(dtype, tolerance, expected)
+    result.precision = precision(dtype, tolerance if kinks is None else tolerance - kinks,
+                                 expected)
     if not result.passed:
         words = diagnose(expected, actual, tolerance, mode, False, False)
         # the diagnosis names the sides of a gradient check; here they are these two

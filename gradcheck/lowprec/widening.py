@@ -239,6 +239,24 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     return jac
 
 
+def rounding_allowance(jac: Jacobian, low: Problem, wide: Problem, epsilon: float,
+                       sums: dict | None = None, curvature_at: dict | None = None,
+                       smooth: Problem | None = None) -> dict:
+    """The allowance of a formula in ``low``'s dtype (machine epsilon ``epsilon``)
+    against ``jac``, with terms 4 and 5 from its float64 run ``wide`` (see
+    ``gradcheck.lowprec.lowprecision``); ``sums``: term 3's unit by output, where
+    the caller knows it (else measured by ``sum_units``); ``curvature_at``: by
+    block, the entries term 5 applies to (default every entry); ``smooth``: the
+    float64 function whose second differences term 5 takes (default ``wide``)."""
+    relative, each = forward_rounding(low, wide)
+    second, scales = second_differences(Evaluator(smooth or wide))
+    terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(low),
+                         _complex_pairs(wide))
+    if curvature_at is not None:
+        terms = {key: np.where(curvature_at[key], term, 0.0) for key, term in terms.items()}
+    return allowance(jac, epsilon, relative, terms, sum_units(low, wide) if sums is None else sums)
+
+
 def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | None) -> None:
     """Give the mpmath reference Jacobian ``jac`` of a low-precision problem the
     allowance for the formula's rounding: from the float64 run ``wide`` when
@@ -247,10 +265,6 @@ def attach_reference_allowance(ev: Evaluator, jac: Jacobian, wide: Problem | Non
     if wide is None:
         jac.allowance = allowance(jac, formula_epsilon(p))
     else:
-        relative, each = forward_rounding(p, wide)
-        second, scales = second_differences(Evaluator(wide))
-        terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
-                             _complex_pairs(wide))
-        jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
+        jac.allowance = rounding_allowance(jac, p, wide, formula_epsilon(p))
         p.counts["function"] += wide.counts["function"]
     jac.precision = Precision(formula_dtype(p), "mpmath", "mpmath reference")
