@@ -113,7 +113,7 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     _match(kp, expected_out, *names)
     notes, dtype, grad_dtype = _dtypes(kp)
     measured = {way: rounding.measure(computation, inputs, dtype, where, kp.diff_in,
-                                      kp.diff_out, memory_budget, against)
+                                      kp.diff_out, memory_budget)
                 for way, computation in rounding.computations(against, dtype, fused).items()}
     if where != home:
         notes.append(f"{home.type} has no float64: the reference ran on the CPU")
@@ -123,8 +123,8 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     expected = Jacobian("reverse", layout, device.reverse_blocks(
         expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
     report.jacobians["float64 reference"] = expected
-    curvature = rounding.curvature_entries(expected, kinks.at_kinks(kink_at)) \
-        if order == 1 else None
+    curvature = (rounding.curvature_entries(expected, kinks.at_kinks(kink_at)),
+                 rounding.curvature_of(against, wide)) if order == 1 else None
     expected, widen = kinks.widened(expected, against, wide, kink_at)
     if kink_at:
         notes += kinks.describe(kink_at, wide)

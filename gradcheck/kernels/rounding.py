@@ -57,10 +57,11 @@ import numpy as np
 import torch
 
 from adcheck.gradcheck.core.coords import largest_finite
+from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.kernels import device
-from adcheck.gradcheck.lowprec.widening import rounding_allowance
+from adcheck.gradcheck.lowprec.widening import rounding_allowance, second_differences
 from adcheck.gradcheck.lowprec.lowprecision import (
     KERNEL_ULPS,
     MARGIN,
@@ -91,15 +92,14 @@ class Measured:
     """The reference's rounding in the kernel's dtype, largest over the points:
     ``jacobian`` by block and ``forward`` by output (flat), both absolute;
     ``problems``: the computation on the inputs in the dtype and in float64
-    (``Problem``s, for the model's measured units); ``smooth``: the reference in
-    float64 there (term 5's second differences); ``wide_sums``: whether
+    (``Problem``s, for the model's measured units); ``wide_sums``: whether
     torch's sums and products in the dtype on the kernel's device accumulate
     in float32 (``accumulates_wider``); ``note``: why the measurement is
     missing, or ``None``."""
 
     def __init__(self):
         self.jacobian, self.forward = {}, {}
-        self.problems = self.smooth = None
+        self.problems = None
         self.wide_sums = False
         self.note = None
 
@@ -136,12 +136,10 @@ def computations(ref, dtype, fused_only: bool | None = None) -> dict:
     return found
 
 
-def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget,
-            against=None) -> Measured:
+def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget) -> Measured:
     """The computation ``ref`` run on ``inputs`` in ``dtype`` on their device
     against its run on float64 inputs on ``where``, at ``POINTS`` points (see
-    the module docstring); ``ref`` is one of ``computations`` of the reference
-    ``against`` (default ``ref``), whose float64 run gives term 5's curvature."""
+    the module docstring); ``ref`` is one of ``computations``."""
     found = Measured()
     rng = np.random.default_rng(0)
     step = max(NUDGE, 4 * epsilon_of(dtype))
@@ -163,10 +161,6 @@ def measure(ref, inputs: tuple, dtype, where, diff_in, diff_out, budget,
         if k == 0:
             found.problems = (Problem(ref, low, "reference", warn_precision=False),
                               Problem(ref, wide, "reference", warn_precision=False))
-            # (the fused computation rounds its outputs to the dtype on float64 inputs
-            # too: term 5's curvature is the reference's own, in float64)
-            found.smooth = found.problems[1] if against in (None, ref) else \
-                Problem(against, wide, "reference", warn_precision=False)
     found.wide_sums = accumulates_wider(home, dtype)
     return found
 
@@ -212,10 +206,12 @@ def within_one_rounding(made: torch.Tensor, exact: torch.Tensor, dtype) -> bool:
 
 
 def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured,
-                       curvature_at: dict | None = None) -> dict:
+                       curvature: tuple | None = None) -> dict:
     """The allowance of each block of the kernel's Jacobian against the
-    reference's float64 ``expected`` (see the module docstring); ``curvature_at``
-    (``curvature_entries``): by block, the entries that get term 5 (none by default)."""
+    reference's float64 ``expected`` (see the module docstring); ``curvature``:
+    ``(entries, second differences)``, the entries that get term 5 by block
+    (``curvature_entries``) and the reference's float64 curvature
+    (``curvature_of``); none get it without."""
     if measured.problems is None:
         model = allowance(expected, epsilon)
     else:
@@ -226,9 +222,17 @@ def jacobian_allowance(expected: Jacobian, epsilon: float, measured: Measured,
             # from its chain of roundings, which ``sum_units`` takes for partial sums
             # rounded to the dtype: torch's own do not round them
             units = {o: min(s, U32) for o, s in units.items()}
-        where = curvature_at or {key: False for key in expected.blocks}
-        model = rounding_allowance(expected, low, wide, epsilon, units, where, measured.smooth)
+        where, second = curvature or ({key: False for key in expected.blocks}, None)
+        model = rounding_allowance(expected, low, wide, epsilon, units, where, second)
     return {key: model[key] + MARGIN * measured.jacobian.get(key, 0.0) for key in model}
+
+
+def curvature_of(against, wide: tuple) -> tuple:
+    """``second_differences`` of the reference in float64 at ``wide``: term 5's
+    curvature, the same for every computation (the fused one rounds its
+    outputs to the dtype on float64 inputs too)."""
+    return second_differences(Evaluator(Problem(against, wide, "reference",
+                                                warn_precision=False)))
 
 
 def curvature_entries(expected: Jacobian, kinks: dict | None) -> dict:

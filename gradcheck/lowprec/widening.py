@@ -241,15 +241,16 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
 
 def rounding_allowance(jac: Jacobian, low: Problem, wide: Problem, epsilon: float,
                        sums: dict | None = None, curvature_at: dict | None = None,
-                       smooth: Problem | None = None) -> dict:
+                       curvature: tuple | None = None) -> dict:
     """The allowance of a formula in ``low``'s dtype (machine epsilon ``epsilon``)
     against ``jac``, with terms 4 and 5 from its float64 run ``wide`` (see
     ``gradcheck.lowprec.lowprecision``); ``sums``: term 3's unit by output, where
     the caller knows it (else measured by ``sum_units``); ``curvature_at``: by
-    block, the entries term 5 applies to (default every entry); ``smooth``: the
-    float64 function whose second differences term 5 takes (default ``wide``)."""
+    block, the entries term 5 applies to (default every entry); ``curvature``:
+    ``second_differences`` of the float64 function, where the caller has them
+    (default ``wide``'s)."""
     relative, each = forward_rounding(low, wide)
-    second, scales = second_differences(Evaluator(smooth or wide))
+    second, scales = curvature or second_differences(Evaluator(wide))
     terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(low),
                          _complex_pairs(wide))
     if curvature_at is not None:
