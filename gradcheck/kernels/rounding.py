@@ -105,11 +105,12 @@ class Measured:
 
     def add(self, low_blocks, wide_blocks, low_out, wide_out) -> None:
         for key, block in low_blocks.items():
-            diff = np.nan_to_num(np.abs(block - wide_blocks[key]), nan=np.inf)
+            diff = np.nan_to_num(np.abs(block - wide_blocks[key]), nan=np.inf, posinf=np.inf)
             self.jacobian[key] = np.maximum(self.jacobian.get(key, 0.0), diff)
         for o, (a, b) in enumerate(zip(low_out, wide_out)):
             if device.floating(b):
-                diff = np.nan_to_num(np.abs(device.values(a) - device.values(b)), nan=np.inf)
+                diff = np.nan_to_num(np.abs(device.values(a) - device.values(b)), nan=np.inf,
+                                     posinf=np.inf)
                 self.forward[o] = np.maximum(self.forward.get(o, 0.0), diff)
 
 

@@ -19,6 +19,7 @@ alarm before:
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -155,3 +156,16 @@ def test_one_sided_derivatives_of_hardswish_at_its_kinks():
         lo, hi = _one_sided(reference, (x,), 0, c)
         assert lo[0][c] == pytest.approx(left, abs=1e-7)
         assert hi[0][c] == pytest.approx(right, abs=1e-7)
+
+
+def test_a_reference_that_overflows_in_the_dtype_warns_nothing():
+    """exp(2 x) overflows float16 beyond x = 5.5: the reference run in the dtype
+    is infinite there, its rounding unbounded, and that is no NumPy overflow
+    warning of ours in the user's output."""
+    g = torch.Generator().manual_seed(0)
+    x = (2 * torch.randn(4, 64, generator=g)).to(torch.float16).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        report = kernels.check(lambda x: F.softplus(x, beta=2.0), (x,),
+                               against=lambda x: torch.log1p(torch.exp(2 * x)) / 2)
+    assert report.passed, kernels.summary(report)
