@@ -7,41 +7,18 @@ resolution it states and must not claim one below it.
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from adcheck.gradcheck import kernels
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from rms_ops import RMSNorm, rms_reference  # noqa: E402
+
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-
-
-def rms_reference(x, w):
-    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
-
-
-class RMSNorm(torch.autograd.Function):
-    """A fused RMS norm: float32 inside, a hand-written backward; ``scale``
-    multiplies the weight's gradient (1: correct)."""
-
-    scale = 1.0
-
-    @staticmethod
-    def forward(ctx, x, w):
-        xf, wf = x.float(), w.float()
-        inv = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + 1e-6)
-        ctx.save_for_backward(xf, wf, inv)
-        ctx.dtype = x.dtype
-        return (xf * inv * wf).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        xf, wf, inv = ctx.saved_tensors
-        gf = g.float()
-        n = xf.shape[-1]
-        gw = (gf * xf * inv).sum(0) * RMSNorm.scale
-        gy = gf * wf
-        gx = inv * gy - xf * inv ** 3 * (gy * xf).sum(-1, keepdim=True) / n
-        return gx.to(ctx.dtype), gw.to(ctx.dtype)
 
 
 def _inputs(dtype, seed=0):
