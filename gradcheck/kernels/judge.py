@@ -175,9 +175,10 @@ def _validated(kernel, inputs, against, repeats) -> tuple:
 
 
 def _reference_first(ref, inputs, ref_name, name, budget) -> tuple:
-    """The reference's own precise check in float64 on the CPU: ``(None, kinks)``
-    when it passes (``kinks``: where it failed only for not being differentiable,
-    or ``None``), else ``(its report, named as the reference's, None)``."""
+    """The reference's own precise check in float64 on the CPU: ``(None, judged)``
+    when it passes, ``judged`` being where it failed and its one-sided derivatives
+    cleared it (``kinks.between_sides``; ``None`` when it passed outright), else
+    ``(its report, named as the reference's, None)``."""
     cpu64 = device.cast(inputs, torch.float64, torch.device("cpu"))
     try:
         outputs = device.run(ref, cpu64)

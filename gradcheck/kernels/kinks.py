@@ -6,14 +6,16 @@ on a kink of the reference (hardswish's ``clamp(x + 3, 0, 6)`` at x = -3.0,
 a ReLU at 0, a tie of a max): central differences there average the two
 sides, and the check fails a right formula. Before the reference is blamed,
 each coordinate where it failed is judged by its one-sided derivatives
-(``explore.brackets``, on the reference as a function of those coordinates
-alone); where the formula lies between them the coordinate is a kink, and
-the reference is checked again over every other coordinate. It is right
-when that check passes; wrong when a failing coordinate's formula leaves its
-bracket, when the failures cannot be located, or when more than
-``MAX_KINKS`` coordinates would have to be set aside. The kernel is then
-compared with the reference's AD everywhere, kinks included (one side's
-derivative, the convention of the reference's ops).
+(``explore.brackets``, on the reference as a function of that coordinate
+alone): a kink where its formula lies between two sides that differ, right
+(the precise check's failure not confirmed) where they agree with it; then
+the reference is checked again over every other coordinate. It is right when
+that check passes; wrong when a failing coordinate's formula leaves its
+bracket (or is NaN, or jumps), when the failures cannot be located, or when
+more than ``MAX_KINKS`` coordinates would have to be set aside. At a kink
+the kernel may take either side's derivative or one between them
+(``widened``): torch's hardswish takes the other side's than a reference's
+``clamp``.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from adcheck.gradcheck.explore import brackets
 from adcheck.gradcheck.explore.search import EXPLAINABLE
 from adcheck.gradcheck.kernels import device
 
-#: coordinates set aside as kinks at most (the one-sided judgement moves each)
+#: coordinates judged by their sides at most (the one-sided judgement moves each)
 MAX_KINKS = 64
 #: checks of the rest at most: each may locate one more kink per block
 ROUNDS = 8

@@ -79,8 +79,6 @@ POINTS = 3
 NUDGE = 2.0 ** -12
 #: the computation that rounds the most: the reference op by op in the dtype
 LOOSEST = "op by op in the dtype"
-import os
-FRACTION = float(os.environ.get("FRACTION", "1"))
 
 
 def epsilon_of(dtype) -> float:

@@ -257,7 +257,8 @@ def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray, H: np.ndarray) -
     cap = np.broadcast_to(cap, J.shape)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         first = np.where(J > 0, rounding / J, np.inf)
-        second = np.where(H > 0, np.sqrt(2 * rounding / H), np.inf)
+        # (an infinite or NaN curvature bounds nothing: its term stays infinite)
+        second = np.where((H > 0) & np.isfinite(H), np.sqrt(2 * rounding / H), np.inf)
         return np.minimum(np.minimum(first, second), cap)
 
 

@@ -72,3 +72,18 @@ def test_the_move_at_a_root_is_the_second_order_one(d):
     terms = output_terms(jac, {(0, 0): np.array([[2.0]])}, {0: np.array([d])},
                          {0: np.array([10.0])})
     assert terms[0, 0][0, 0] == pytest.approx(2 * np.sqrt(d), rel=1e-12)
+
+
+def test_an_unknown_curvature_still_bounds_nothing():
+    """A NaN second difference (the function undefined beside the point) leaves
+    the entry an infinite allowance, in a real block and in a complex pair."""
+    layout = Layout({0: (1,)}, {0: False}, {0: (1,)}, {0: False})
+    jac = Jacobian("numerical", layout, {(0, 0): np.array([[0.5]])})
+    terms = output_terms(jac, {(0, 0): np.array([[np.nan]])}, {0: np.array([1e-3])},
+                         {0: np.array([1.0])})
+    assert terms[0, 0][0, 0] == np.inf
+    paired = Layout({0: (1,)}, {0: True}, {0: (1,)}, {0: True})
+    jac = Jacobian("numerical", paired, {(0, 0): np.full((2, 2), 0.5)})
+    terms = output_terms(jac, {(0, 0): np.full((2, 2), np.nan)}, {0: np.full(2, 1e-3)},
+                         {0: np.ones(2)}, paired=frozenset({(0, 0)}))
+    assert np.all(terms[0, 0] == np.inf)
