@@ -38,6 +38,11 @@ ROUNDS = 8
 #: the one-sided derivatives' step, relative to the coordinate (at least 1): with
 #: Richardson's step halved, their error is of its square times the curvature
 SIDE_STEP = 2.0 ** -20
+#: kinks named in the note at most
+NAMED = 6
+#: one-sided derivatives that differ by more than this fraction of the block's
+#: largest entry make a kink (theirs differ by that step times the curvature)
+SIDES_DIFFER = 1e-4
 
 
 def between_sides(ref, cpu64: tuple, report, budget: int) -> dict | None:
@@ -70,6 +75,35 @@ def between_sides(ref, cpu64: tuple, report, budget: int) -> dict | None:
         if failed.passed:
             return judged
     return None
+
+
+def at_failures(results: list, jacobians: dict, expected, ref, wide: tuple,
+                judged: dict) -> dict:
+    """Kinks of the reference among the columns where the kernel's failing
+    Jacobian blocks (``results``) differ most from its float64 ``expected``
+    (by input, flat coordinate to "kink"): coordinates along which the
+    reference's one-sided derivatives differ, where its own check passed (a
+    tie's gradient split in half is the central quotient too) and the kernel
+    took another side. Columns already ``judged`` are left out."""
+    found: dict = {}
+    for result in results:
+        key = (result.out_idx, result.in_idx)
+        if result.passed or result.check not in ("reverse", "forward") \
+                or key not in expected.blocks or result.check not in jacobians:
+            continue
+        i, wanted = result.in_idx, expected.blocks[key]
+        with np.errstate(invalid="ignore"):
+            errors = np.nan_to_num(np.abs(jacobians[result.check].blocks[key] - wanted),
+                                   nan=np.inf).max(axis=0)
+        columns = np.argsort(-errors)[:MAX_KINKS]
+        scale = float(np.max(np.abs(wanted), initial=0.0))
+        for c in (int(c) for c in columns if errors[c] >= errors.max() / 4):
+            if c in judged.get(i, {}) or c in found.get(i, {}):
+                continue
+            left, right = _one_sided(ref, wide, i, c)
+            if any(np.any(np.abs(left[o] - right[o]) > SIDES_DIFFER * scale) for o in left):
+                found.setdefault(i, {})[c] = "kink"
+    return found
 
 
 def at_kinks(judged: dict | None) -> dict:
@@ -105,9 +139,11 @@ def describe(judged: dict, wide: tuple) -> list:
     """The notes naming where the reference's own check failed and its one-sided
     derivatives cleared it."""
     def where(verdict):
-        return ", ".join(f"input {i} at flat index {c} ({float(wide[i].detach().reshape(-1)[c]):g})"
-                         for i, found in judged.items() for c, v in sorted(found.items())
-                         if v == verdict)
+        places = [f"input {i} at flat index {c} ({float(wide[i].detach().reshape(-1)[c]):g})"
+                  for i, found in judged.items() for c, v in sorted(found.items())
+                  if v == verdict]
+        more = f", and {len(places) - NAMED} more" if len(places) > NAMED else ""
+        return ", ".join(places[:NAMED]) + more
     notes = []
     if at_kinks(judged):
         notes.append(f"the inputs sit where the reference is not differentiable ({where('kink')}):"

@@ -163,3 +163,45 @@ def test_a_reference_that_overflows_in_the_dtype_warns_nothing():
         report = kernels.check(lambda x: F.softplus(x, beta=2.0), (x,),
                                against=lambda x: torch.log1p(torch.exp(2 * x)) / 2)
     assert report.passed, kernels.summary(report)
+
+
+def _pool_reference(x):
+    return torch.maximum(x[..., 0::2], x[..., 1::2])
+
+
+def test_max_pool_at_ties_passes():
+    """After a ReLU, bfloat16 activations tie at 0 in most pools: torch.maximum
+    (the reference) splits a tie's gradient in half, which its own check
+    accepts (the central quotient is a half too), max_pool gives it to one
+    entry; either is a side of the tie."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.relu(torch.randn(2, 3, 16, generator=g)).to(torch.bfloat16).requires_grad_()
+    report = kernels.check(lambda x: F.max_pool1d(x, 2), (x,), against=_pool_reference)
+    assert report.passed, kernels.summary(report)
+    assert "more)" in " ".join(report.coverage["kernel"])    # many ties, a few named
+
+
+class _ShrunkPool(torch.autograd.Function):
+    """max_pool1d(x, 2) whose gradient is 0.9 where a pool's maximum is unique."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return F.max_pool1d(x, 2)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        a, b = x[..., 0::2], x[..., 1::2]
+        scale = torch.where(a == b, torch.ones_like(g), torch.full_like(g, 0.9))
+        out = torch.zeros_like(x)
+        out[..., 0::2] = g * scale * (a >= b)
+        out[..., 1::2] = g * scale * (b > a)
+        return out
+
+
+def test_a_wrong_pool_still_fails_beside_the_ties():
+    g = torch.Generator().manual_seed(0)
+    x = torch.relu(torch.randn(2, 3, 16, generator=g)).to(torch.bfloat16).requires_grad_()
+    report = kernels.check(_ShrunkPool.apply, (x,), against=_pool_reference)
+    assert not report.passed
