@@ -86,9 +86,9 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
         "device": str(home), "memory_budget": memory_budget})
     report.coverage["kernel"] = list(notes)
     how = (repeats, check_forward_ad, fused, memory_budget)
-    _compare(report, (kernel, against), inputs, kp, names, how, kink_at)
+    moves = _compare(report, (kernel, against), inputs, kp, names, how, kink_at)
     if order == 2:
-        _second_order(report, (kernel, against), inputs, kp, names, how)
+        _second_order(report, (kernel, against), inputs, kp, names, how, moves)
     if notes:   # complex inputs
         complexes.annotate(report)
         report.settings["complex"] = True
@@ -97,13 +97,15 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
 
 
 def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
-             order: int = 1) -> None:
+             order: int = 1, moves: tuple | None = None) -> dict:
     """The kernel ``funcs[0]`` against the reference ``funcs[1]`` (checked
     already) at ``inputs``: results, Jacobians and notes added to ``report``;
     ``kink_at``: where the reference failed its own check and its one-sided
-    derivatives cleared it (``kinks.between_sides``);
-    ``order`` 2: the kernel is a vjp, its formula no longer reusing what it
-    outputs (the model's term 5 is the first order's)."""
+    derivatives cleared it (``kinks.between_sides``). ``order`` 2: the kernel is
+    a vjp, whose formula may reuse the forward's rounded output: the first
+    order's term 5 is carried over through ``moves`` (``(rounding.output_moves,
+    the first order's inputs)``, ``rounding.reused_output_terms``). Returns the
+    first order's moves."""
     kernel, against = funcs
     repeats, check_forward_ad, fused, memory_budget = how
     home = device.device_of(inputs)
@@ -123,18 +125,19 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     expected = Jacobian("reverse", layout, device.reverse_blocks(
         expected_out, wide, kp.diff_in, kp.diff_out, memory_budget))
     report.jacobians["float64 reference"] = reference = expected
-    second_differences = rounding.curvature_of(against, wide) if order == 1 else None
+    second_differences = rounding.curvature_of(against, wide)
+    extras = rounding.reused_output_terms(reference, second_differences, *moves) if moves else {}
     judged, start = {i: dict(found) for i, found in (kink_at or {}).items()}, len(report.results)
     for _ in range(2):
         # (again, once, where the kernel fails only at kinks or ties the reference passed
         # its own check at: torch.maximum splits a tie's gradient, max_pool gives it to one)
-        curvature = None if order != 1 else \
-            (rounding.curvature_entries(reference, kinks.at_kinks(judged)), second_differences)
+        curvature = (rounding.curvature_entries(reference, kinks.at_kinks(judged)),
+                     second_differences)
         expected, widen = kinks.widened(reference, against, wide, judged)
         told = list(notes)
         _judge(report, kernel, inputs, kp, expected, expected_out, measured,
-               (dtype, grad_dtype, memory_budget, repeats, check_forward_ad, widen, curvature),
-               told)
+               (dtype, grad_dtype, memory_budget, repeats, check_forward_ad, widen, curvature,
+                extras), told)
         more = kinks.at_failures(report.results[start:], report.jacobians, reference, against,
                                  wide, judged) if order == 1 else {}
         if not more:
@@ -145,9 +148,13 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     if judged:
         told += kinks.describe(judged, wide)
     report.coverage.setdefault("kernel", []).extend(told)
+    if order != 1:
+        return {}
+    return rounding.output_moves(reference, measured, second_differences,
+                                 max(rounding.epsilon_of(dtype), rounding.epsilon_of(grad_dtype)))
 
 
-def _second_order(report, funcs, inputs, kp, names, how) -> None:
+def _second_order(report, funcs, inputs, kp, names, how, moves: dict) -> None:
     """``order=2``: the reference's own second derivatives first, then the
     kernel's vjp judged against the reference's as a kernel of its own."""
     own = second.reference_check(funcs[1], inputs, names, how[3])
@@ -164,7 +171,7 @@ def _second_order(report, funcs, inputs, kp, names, how) -> None:
     _within_budget(vkp, vjp_names[0], how[0], how[3])
     sub = Report(vjp_names[0], "torch")
     try:
-        _compare(sub, derived, args, vkp, vjp_names, how, order=2)
+        _compare(sub, derived, args, vkp, vjp_names, how, order=2, moves=(moves, kp.diff_in))
     except RuntimeError as exc:   # a backward that refuses to be differentiated
         raise second.not_differentiable(names[0], exc) from None
     second.merge(report, sub, kp)
@@ -300,7 +307,7 @@ def _name(dtype) -> str:
 
 def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, notes) -> None:
     """Every comparison of the kernel's runs with the reference's values."""
-    dtype, grad_dtype, budget, repeats, forward_ad, widen, curvature = how
+    dtype, grad_dtype, budget, repeats, forward_ad, widen, curvature, extras = how
     out_eps = rounding.epsilon_of(dtype)
     jac_eps = max(out_eps, rounding.epsilon_of(grad_dtype))
     values, reverse = [], []
@@ -312,7 +319,8 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
     wanted = {o: device.values(expected_out[o]) for o in kp.float_out}
     ways = {way: ({o: rounding.forward_allowance(wanted[o], out_eps, m.forward.get(o))
                    for o in kp.float_out},
-                  rounding.jacobian_allowance(expected, jac_eps, m, curvature))
+                  _plus(rounding.jacobian_allowance(expected, jac_eps, m, curvature),
+                        extras.get(way, {})))
             for way, m in measured.items()}
     notes += [m.note for m in measured.values() if m.note]
     loosest = list(ways.values())[-1]    # nondeterminism is a spread beyond any rounding
@@ -344,6 +352,10 @@ def _judge(report, kernel, inputs, kp, expected, expected_out, measured, how, no
                 {way: b[key] + block_gap[key] + widen.get(key, 0.0)
                  for way, (_, b) in ways.items()}))
     report.counts = {"kernel runs": repeats + (1 if "forward" in sides else 0)}
+
+
+def _plus(tolerances: dict, more: dict) -> dict:
+    return {key: t + more[key] if key in more else t for key, t in tolerances.items()}
 
 
 def _first_passing(judge, tolerances: dict):

@@ -34,7 +34,11 @@ model's test of a forward off by more than one rounding cannot tell a
 reference's chain of roundings from partial sums rounded to the dtype.
 Term 5 is left out of the rows of several input coordinates, whose output's
 rounding term 4 bounds (``curvature_entries``), and of the columns of the
-reference's kinks (``kernels.kinks``). The forward values get the same two
+reference's kinks (``kernels.kinks``). At second order the kernel is a vjp
+whose formula may reuse the forward's rounded output: for an elementwise
+first order, the first order's move (``output_moves``) times the vjp's
+curvature is added on each gradient's diagonal (``reused_output_terms``).
+The forward values get the same two
 parts: one rounding of each value and a few float32 ulps of the largest, plus
 the measured forward rounding of the reference in the dtype.
 
@@ -56,6 +60,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.jacobian import Jacobian
@@ -63,12 +68,15 @@ from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.kernels import device
 from adcheck.gradcheck.lowprec.widening import rounding_allowance, second_differences
 from adcheck.gradcheck.lowprec.lowprecision import (
+    INPUT_ROUNDING,
     KERNEL_ULPS,
     MARGIN,
     SMALLEST,
     U32,
     allowance,
     coupled_rows,
+    forward_rounding,
+    input_move,
     sum_units,
 )
 
@@ -232,6 +240,57 @@ def curvature_of(against, wide: tuple) -> tuple:
     outputs to the dtype on float64 inputs too)."""
     return second_differences(Evaluator(Problem(against, wide, "reference",
                                                 warn_precision=False)))
+
+
+def output_moves(expected: Jacobian, measured: dict, curvature: tuple, epsilon: float) -> dict:
+    """By computation (``measured``'s), by input: for a first order of one output
+    whose every row's only entry is on the diagonal (elementwise), each input
+    coordinate's move in term 5 (``lowprec.lowprecision.input_move``: until its
+    output moves by its rounding, plus a fraction of a rounding of itself): where
+    a double backward that reuses the forward's rounded output is the second
+    derivative at (``reused_output_terms``). Empty where not elementwise."""
+    second, scales = curvature
+    outs = {o for o, _ in expected.blocks}
+    if len(outs) != 1:
+        return {}
+    found = {}
+    for way, m in measured.items():
+        if m.problems is None:
+            continue
+        low, wide = m.problems
+        _, each = forward_rounding(low, wide)
+        moves = {}
+        for (o, i), J in expected.blocks.items():
+            n = J.shape[0]
+            if J.shape != (n, n) or np.count_nonzero(J - np.diag(np.diag(J))):
+                continue
+            x = np.abs(coords.to_real(wide.arrays[i]))
+            moves[i] = input_move(np.abs(np.diag(J)), each[o], scales[i],
+                                  np.abs(np.diag(second[o, i]))) + \
+                INPUT_ROUNDING * epsilon / 2 * x
+        found[way] = moves
+    return found
+
+
+def reused_output_terms(expected: Jacobian, curvature: tuple, moves: dict, inputs: list) -> dict:
+    """By computation, by block of a vjp's Jacobian (``expected``: the gradient of
+    input ``inputs[k]`` along each input): the allowance, ``MARGIN`` times the
+    third derivative's ``|H|`` times the move (``output_moves``), on the diagonal
+    of each gradient's block along its own input: a double backward computed from
+    the forward's rounded output (torch's tanh and sigmoid) is the second
+    derivative at the input moved that far."""
+    second, _ = curvature
+    found = {}
+    for way, by_input in moves.items():
+        terms = {}
+        for (k, j), block in expected.blocks.items():
+            if k >= len(inputs) or inputs[k] != j or j not in by_input \
+                    or block.shape != (by_input[j].size, by_input[j].size):
+                continue
+            H = np.nan_to_num(np.abs(np.diag(second[k, j])), nan=np.inf)
+            terms[k, j] = np.diag(MARGIN * H * by_input[j])
+        found[way] = terms
+    return found
 
 
 def curvature_entries(expected: Jacobian, kinks: dict | None) -> dict:

@@ -248,7 +248,7 @@ def sum_units(problem, wide) -> dict:
     return units
 
 
-def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray, H: np.ndarray) -> np.ndarray:
+def input_move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray, H: np.ndarray) -> np.ndarray:
     """Term 5's move of an input: ``min(d / |J|, sqrt(2 d / |H|), L)``: the output
     moves by ``d`` within the smaller of its first- and second-order moves (at a
     root of the derivative, hardswish's x = -1.5, the first is infinite and
@@ -265,7 +265,7 @@ def _move(J: np.ndarray, rounding: np.ndarray, cap: np.ndarray, H: np.ndarray) -
 def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict,
                  inputs: dict | None = None, unit: float = 0.0,
                  paired: frozenset = frozenset()) -> dict:
-    """Term 5 per block: ``|H_rc| * (move_rc + unit * |x_c|)`` (``_move``),
+    """Term 5 per block: ``|H_rc| * (move_rc + unit * |x_c|)`` (``input_move``),
     from ``second`` (``H`` by block, real form), ``rounding`` (``d_r`` by
     output), ``scales`` (``L_c`` by input), ``inputs`` (``|x_c|`` by input,
     real form) and ``unit`` (the input's relative move, ``INPUT_ROUNDING *
@@ -275,7 +275,7 @@ def output_terms(numerical: Jacobian, second: dict, rounding: dict, scales: dict
     for key, H in second.items():
         o, i = key
         J = np.abs(numerical.blocks[key])
-        move = _move(J, rounding[o][:, None], scales[i][None, :], np.abs(H))
+        move = input_move(J, rounding[o][:, None], scales[i][None, :], np.abs(H))
         if inputs is not None:
             move = move + unit * inputs[i][None, :]
         terms[key] = np.nan_to_num(np.abs(H), nan=np.inf) * move
@@ -304,7 +304,7 @@ def _paired_term(J: np.ndarray, H: np.ndarray, rounding: np.ndarray, cap: np.nda
     first = np.hypot(J[0::2], J[1::2])                     # (m, 2n): |f'| per input axis
     curve = np.nan_to_num(np.hypot(H[0::2], H[1::2]), nan=np.inf)
     d = np.hypot(rounding[0::2], rounding[1::2])[:, None]
-    move = _move(first, d, cap[None, :], curve)
+    move = input_move(first, d, cap[None, :], curve)
     if nudge is not None:
         move = move + nudge[None, :]
     term = (curve * move).reshape(m, n, 2).max(axis=2)     # the larger input axis

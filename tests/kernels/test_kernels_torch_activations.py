@@ -205,3 +205,16 @@ def test_a_wrong_pool_still_fails_beside_the_ties():
     x = torch.relu(torch.randn(2, 3, 16, generator=g)).to(torch.bfloat16).requires_grad_()
     report = kernels.check(_ShrunkPool.apply, (x,), against=_pool_reference)
     assert not report.passed
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ["sigmoid", "tanh", "silu", "mish"])
+def test_torch_activation_passes_at_second_order(name, dtype):
+    """Their double backwards reuse the forward's rounded output (tanh's
+    ``-2 y (1 - y**2)``): the second derivative at the input moved until the
+    output moves by its rounding, the first order's term 5 carried over."""
+    kernel, reference = ACTIVATIONS[name]
+    g = torch.Generator().manual_seed(0)
+    x = (2 * torch.randn(4, 64, generator=g)).to(dtype).requires_grad_()
+    report = kernels.check(kernel, (x,), against=reference, order=2)
+    assert report.passed, kernels.summary(report)
