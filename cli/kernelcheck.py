@@ -110,6 +110,6 @@ def kernel_check(target: str | None, against: str, specs: tuple, device_name: st
         raise InputError(str(exc)) from None
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), default=str))
-    elif level >= 0:
-        click.echo(kernels.summary(report))
+    else:   # (-q: the verdict and the failing comparisons, as other checks print)
+        click.echo(kernels.summary(report, failures_only=level < 0))
     click.get_current_context().exit(ExitCode.OK if report.passed else ExitCode.FAILED)

@@ -141,10 +141,11 @@ def selected(report, checks=None) -> list:
             if checks is None or name_of(r) in checks or r.check == "nondeterministic"]
 
 
-def summary(report, checks=None) -> str:
+def summary(report, checks=None, failures_only: bool = False) -> str:
     """The report of a kernel check in words: the verdict, the notes, then
     every comparison (``line``); with ``checks`` (names of ``CHECKS``), the
-    verdict and the lines of those comparisons only."""
+    verdict and the lines of those comparisons only; ``failures_only``: the
+    verdict and the failing comparisons' lines (the command line's ``-q``)."""
     results = selected(report, checks)
     failures = [r for r in results if not r.passed]
     head = f"{report.name}: " + ("passed" if not failures else
@@ -155,6 +156,8 @@ def summary(report, checks=None) -> str:
     elif dtype:
         head += f" ({dtype} kernel against {AGAINST})"
     lines = [head]
+    if failures_only:
+        return "\n".join(lines + ["  " + line(r) for r in failures])
     lines += [f"  note: {note}" for note in report.coverage.get("kernel", [])]
     lines += ["  " + line(r) for r in results]
     return "\n".join(lines)

@@ -60,3 +60,21 @@ def test_a_device_that_is_not_available_is_one_line_and_exit_2():
 def test_device_without_against_is_a_usage_error():
     result = _run(f"{OPS}:fused_rms", "--device", "cpu")
     assert result.exit_code == 2 and "--device applies to a kernel" in result.output
+
+
+def test_quiet_prints_the_verdict_and_the_failures_only():
+    """``-q`` is "failures and totals only" for a kernel too: it printed nothing,
+    even for a failing kernel (exit 1 and no word of why)."""
+    failing = _run(f"{OPS}:buggy_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS,
+                   "-q")
+    assert failing.exit_code == 1
+    lines = failing.output.splitlines()
+    assert lines, "nothing printed"
+    assert lines[0].startswith("buggy_rms: ") and "failing comparison(s)" in lines[0]
+    assert lines[1:] and all(line.startswith("  FAIL") or line.startswith("       ")
+                             for line in lines[1:])
+    passing = _run(f"{OPS}:fused_rms", "--against", f"{OPS}:rms_reference", "--inputs", INPUTS,
+                   "-q")
+    assert passing.exit_code == 0
+    assert passing.output.splitlines() == [passing.output.splitlines()[0]]
+    assert passing.output.startswith("fused_rms: passed")
