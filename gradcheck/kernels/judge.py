@@ -86,7 +86,8 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
         "device": str(home), "memory_budget": memory_budget})
     report.coverage["kernel"] = list(notes)
     how = (repeats, check_forward_ad, fused, memory_budget)
-    moves = _compare(report, (kernel, against), inputs, kp, names, how, kink_at)
+    moves = _compare(report, (kernel, against), inputs, kp, names, how, kink_at,
+                     keep_moves=order == 2)
     if order == 2:
         _second_order(report, (kernel, against), inputs, kp, names, how, moves)
     if notes:   # complex inputs
@@ -97,7 +98,7 @@ def check(kernel, inputs, *, against, name: str | None = None, repeats: int = RE
 
 
 def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
-             order: int = 1, moves: tuple | None = None) -> dict:
+             order: int = 1, moves: tuple | None = None, keep_moves: bool = False) -> dict:
     """The kernel ``funcs[0]`` against the reference ``funcs[1]`` (checked
     already) at ``inputs``: results, Jacobians and notes added to ``report``;
     ``kink_at``: where the reference failed its own check and its one-sided
@@ -105,7 +106,7 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     a vjp, whose formula may reuse the forward's rounded output: the first
     order's term 5 is carried over through ``moves`` (``(rounding.output_moves,
     the first order's inputs)``, ``rounding.reused_output_terms``). Returns the
-    first order's moves."""
+    first order's moves where ``keep_moves`` (a second order follows), else ``{}``."""
     kernel, against = funcs
     repeats, check_forward_ad, fused, memory_budget = how
     home = device.device_of(inputs)
@@ -148,7 +149,7 @@ def _compare(report, funcs, inputs, kp, names, how, kink_at: dict | None = None,
     if judged:
         told += kinks.describe(judged, wide)
     report.coverage.setdefault("kernel", []).extend(told)
-    if order != 1:
+    if not keep_moves:
         return {}
     return rounding.output_moves(reference, measured, second_differences,
                                  max(rounding.epsilon_of(dtype), rounding.epsilon_of(grad_dtype)))

@@ -294,8 +294,9 @@ def reused_output_terms(expected: Jacobian, curvature: tuple, moves: dict, input
 
 
 def curvature_entries(expected: Jacobian, kinks: dict | None) -> dict:
-    """By block, the entries of a first-order comparison that get the model's
-    term 5 (the derivative at a point a rounding away): those of output
+    """By block, the entries of a comparison that get the model's term 5 (the
+    derivative at a point a rounding away; at second order the vjp's own, beside
+    ``reused_output_terms``): those of output
     coordinates of one input coordinate, outside the columns of the reference's
     kinks (their second differences straddle the kink; ``kernels.kinks`` bounds
     them). A coordinate of several (a norm's) has term 4 for its output's
