@@ -81,9 +81,11 @@ def cli() -> None:
     reference autograd engine shipped with adcheck) or on PyTorch.
 
     Exit status: 0 all checks passed, 1 a check failed, 2 a usage or input
-    error (or an output that cannot be written), 130 interrupted, 143
-    terminated (SIGTERM), 129 hung up (SIGHUP); when stopped, the partial
-    report is written.
+    error (or an output that cannot be written), 3 nothing failed but some op
+    or target had every check skipped (nothing judged; --allow-empty makes it
+    0), 130 interrupted, 143 terminated (SIGTERM), 129 hung up (SIGHUP); when
+    stopped, the partial report is written. Each command's --help says which
+    of these it uses.
     """
 
 

@@ -102,6 +102,18 @@ def test_the_help_of_each_command_lists_its_exit_statuses(name):
         f"{sorted(STATUSES[name])}")
 
 
+
+def test_the_commands_own_help_lists_every_status_a_command_ends_with():
+    """``adcheck --help`` is where a newcomer reads first: it lists the union
+    of the commands' statuses (it left out 3, the run that judged nothing)."""
+    with click.Context(cli, info_name="adcheck") as ctx:
+        text = " ".join(cli.get_help(ctx).split())
+    found = re.search(r"Exit status(.*)", text, re.IGNORECASE | re.DOTALL)
+    assert found, "adcheck --help says nothing of its exit status"
+    listed = {int(n) for n in re.findall(r"(?<![\w.-])(\d{1,3})(?!\w|\.\d)", found.group(1))
+              if int(n) in {0, 1, 2, 3, 129, 130, 143}}
+    assert listed == set().union(*STATUSES.values())
+
 def _undocumented(name: str, command: click.Command, paragraphs: list) -> list:
     mention = _names(name)
     about = [p for p in paragraphs if mention.search(p)]
