@@ -124,6 +124,7 @@ def nested(x):
 """
 
 
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed: the hint is for torch code")
 @pytest.mark.parametrize("name", ["swish", "outer", "nested"])
 def test_torch_behind_a_function_class_or_helper_is_told_too(run, tmp_path, name):
     # before: checked on refengine, three errors "argument 'input' must be Tensor, not Tensor"
@@ -234,6 +235,7 @@ def test_a_two_input_function_gets_a_broadcast_set(run_json):
     assert doc["settings"]["layouts"][index]["inputs"][1][0] == [4]
 
 
+@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is not installed: the run is on --engine torch")
 def test_an_object_that_exits_before_the_run_is_the_runs_error_not_adchecks_death(run_json,
                                                                                    tmp_path):
     (tmp_path / "ex.py").write_text(

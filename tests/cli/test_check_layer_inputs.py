@@ -9,11 +9,13 @@ command must then check it.
 """
 import numpy as np
 import pytest
-import torch
-from cli_paths import LAYER_MODELS, USER_MODULES
 
-from adcheck.cli.commands.layer_inputs import layer_inputs
-from adcheck.runner.spec import build, parse
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from cli_paths import LAYER_MODELS, USER_MODULES  # noqa: E402
+
+from adcheck.cli.commands.layer_inputs import layer_inputs  # noqa: E402
+from adcheck.runner.spec import build, parse  # noqa: E402
 
 nn = torch.nn
 

@@ -71,6 +71,7 @@ def test_a_torch_module_is_checked_on_torch():
 
 
 def test_a_module_taking_only_indices_is_checked_in_its_parameters_in_double(run_json):
+    pytest.importorskip("torch", reason="torch is not installed")
     # before: refused ("every input is nograd or an integer, so there is nothing to
     # differentiate"), and with a float input beside, the parameters stayed float32
     result, doc = run_json("check", f"{USER_MODULES}:make_torch_embedding", "--inputs",
@@ -83,7 +84,7 @@ def test_a_module_taking_only_indices_is_checked_in_its_parameters_in_double(run
 
 
 def test_integer_inputs_do_not_decide_the_parameters_precision():
-    import torch
+    torch = pytest.importorskip("torch", reason="torch is not installed")
     from adcheck.gradcheck.core.modules import doubles_parameters
     idx = torch.zeros(3, dtype=torch.int64)
     assert doubles_parameters((idx,))

@@ -92,6 +92,8 @@ def _rebuilt(result, record: dict):
 
 @pytest.mark.parametrize("option", sorted(CARRIED))
 def test_the_reproducer_rebuilds_the_check_the_run_made(planned, option):
+    if option == "engine":
+        pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
     tasks, record = planned(*CARRIED[option])
     saved = json.loads(json.dumps(dict(record)))     # as a JSON report holds it
     (task,) = tasks

@@ -11,15 +11,17 @@ from types import SimpleNamespace
 
 import mpmath
 import numpy as np
-import torch
+import pytest
 
-import adcheck.refengine as E
-from adcheck.gradcheck.api import check, run
-from adcheck.gradcheck.core.options import Options
-from adcheck.gradcheck.explore import arbiter
-from adcheck.gradcheck.explore.search import Explorer
-from adcheck.gradcheck.explore.tally import Tally
-from adcheck.runner.reproduction import rebuild
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+import adcheck.refengine as E  # noqa: E402
+from adcheck.gradcheck.api import check, run  # noqa: E402
+from adcheck.gradcheck.core.options import Options  # noqa: E402
+from adcheck.gradcheck.explore import arbiter  # noqa: E402
+from adcheck.gradcheck.explore.search import Explorer  # noqa: E402
+from adcheck.gradcheck.explore.tally import Tally  # noqa: E402
+from adcheck.runner.reproduction import rebuild  # noqa: E402
 
 #: found by an idle `adcheck ops --check reverse,forward --explore --explore-budget 2`
 X = -7.850276256330784

@@ -5,12 +5,14 @@ import json
 import textwrap
 
 import pytest
-import torch
-from click.testing import CliRunner
 
-from adcheck.cli.main import cli
-from pytest_adcheck import assert_gradients
-from pytest_adcheck.cases import SelectionError, plan_cases
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from adcheck.cli.main import cli  # noqa: E402
+from pytest_adcheck import assert_gradients  # noqa: E402
+from pytest_adcheck.cases import SelectionError, plan_cases  # noqa: E402
 
 SINC = textwrap.dedent('''
     import torch

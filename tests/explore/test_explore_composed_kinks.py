@@ -15,12 +15,14 @@ test_explore_verdicts.test_a_tie_summing_to_two_fails_only_along_the_joint_direc
 from __future__ import annotations
 
 import numpy as np
-import torch
+import pytest
 
-from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.jacobian import Jacobian
-from adcheck.gradcheck.core.problem import Problem
-from adcheck.gradcheck.explore import brackets
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck.gradcheck.core.evaluation import Evaluator  # noqa: E402
+from adcheck.gradcheck.core.jacobian import Jacobian  # noqa: E402
+from adcheck.gradcheck.core.problem import Problem  # noqa: E402
+from adcheck.gradcheck.explore import brackets  # noqa: E402
 
 Z = torch.tensor([1.0, -3.0], dtype=torch.float64)
 W = torch.tensor([1.0, -1.0], dtype=torch.float64)

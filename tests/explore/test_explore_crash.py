@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import textwrap
 
-import torch
-from click.testing import CliRunner
+import pytest
 
-from adcheck.cli.main import cli
-from adcheck.gradcheck import check
-from adcheck.gradcheck.explore import watch
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from adcheck.cli.main import cli  # noqa: E402
+from adcheck.gradcheck import check  # noqa: E402
+from adcheck.gradcheck.explore import watch  # noqa: E402
 
 FRAGILE = textwrap.dedent('''
     import ctypes

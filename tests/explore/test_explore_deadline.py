@@ -6,10 +6,12 @@ mode AD is not supported" (233 errors of ``adcheck ops --engine torch
 from __future__ import annotations
 
 import pytest
-import torch
-import torch.autograd.forward_ad as fw
 
-from adcheck.gradcheck.explore.deadline import Timeout, deadline
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+import torch.autograd.forward_ad as fw  # noqa: E402
+
+from adcheck.gradcheck.explore.deadline import Timeout, deadline  # noqa: E402
 
 
 def _tangent_of_3x() -> float:

@@ -10,15 +10,17 @@ import json
 
 import mpmath
 import pytest
-import torch
-from click.testing import CliRunner
 
-from adcheck.cli.main import cli
-from adcheck.gradcheck import check, gradcheck, gradgradcheck
-from adcheck.gradcheck.core.options import Options
-from pytest_adcheck import assert_gradients
-from pytest_adcheck.cases import plan_cases
-from explore_zoo import ZOO
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from adcheck.cli.main import cli  # noqa: E402
+from adcheck.gradcheck import check, gradcheck, gradgradcheck  # noqa: E402
+from adcheck.gradcheck.core.options import Options  # noqa: E402
+from pytest_adcheck import assert_gradients  # noqa: E402
+from pytest_adcheck.cases import plan_cases  # noqa: E402
+from explore_zoo import ZOO  # noqa: E402
 
 SINC = next(e for e in ZOO if e.name == "sinc")
 

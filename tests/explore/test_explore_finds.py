@@ -11,11 +11,12 @@ import math
 import mpmath
 import numpy as np
 import pytest
-import torch
 
-from adcheck import refengine
-from adcheck.gradcheck import check
-from explore_zoo import ZOO
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck import refengine  # noqa: E402
+from adcheck.gradcheck import check  # noqa: E402
+from explore_zoo import ZOO  # noqa: E402
 
 BY_NAME = {entry.name: entry for entry in ZOO}
 

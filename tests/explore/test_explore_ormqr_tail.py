@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import mpmath
 import numpy as np
-import torch
+import pytest
 
-from test_explore_registry_points import verdict_at
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from test_explore_registry_points import verdict_at  # noqa: E402
 
 #: the point: the sample's reflectors with the last row as the search left it
 A = [[-1.1134797837479669, 0.4604830729167928, -0.3717526739065754, 0.46654952669651384,

@@ -9,15 +9,17 @@ from types import SimpleNamespace
 
 import mpmath
 import numpy as np
-import torch
+import pytest
 
-import adcheck.refengine as E
-from adcheck.gradcheck.api import check, run
-from adcheck.gradcheck.core.options import Options
-from adcheck.gradcheck.explore import catalogue
-from adcheck.gradcheck.explore.beside import fd_step
-from adcheck.gradcheck.explore.search import Explorer
-from adcheck.gradcheck.numerics.precise import SAFETY
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+import adcheck.refengine as E  # noqa: E402
+from adcheck.gradcheck.api import check, run  # noqa: E402
+from adcheck.gradcheck.core.options import Options  # noqa: E402
+from adcheck.gradcheck.explore import catalogue  # noqa: E402
+from adcheck.gradcheck.explore.beside import fd_step  # noqa: E402
+from adcheck.gradcheck.explore.search import Explorer  # noqa: E402
+from adcheck.gradcheck.numerics.precise import SAFETY  # noqa: E402
 
 F64 = E.float64
 

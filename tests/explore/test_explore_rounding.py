@@ -10,11 +10,12 @@ from types import SimpleNamespace
 import mpmath
 import numpy as np
 import pytest
-import torch
 
-import adcheck.refengine as E
-from adcheck.gradcheck.explore import wobble
-from test_explore_registry_points import _t, mp_pinv, verdict_at
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+import adcheck.refengine as E  # noqa: E402
+from adcheck.gradcheck.explore import wobble  # noqa: E402
+from test_explore_registry_points import _t, mp_pinv, verdict_at  # noqa: E402
 #: the torch engine's --explore point: column 0 at 2.8e10 and -4.2e10, condition 5.8e10
 PINV_COND = [[0.4628024457747943, -1.5086003717618903, -1.0238700227191175],
              [28346471735.05345, -1.1818204647406947, 0.480371451522915],

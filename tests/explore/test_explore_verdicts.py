@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from adcheck.gradcheck import GradcheckError, check
-from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.core.jacobian import Jacobian
-from adcheck.gradcheck.core.problem import Problem
-from adcheck.gradcheck.explore import beside, brackets
-from explore_zoo import ZOO
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck.gradcheck import GradcheckError, check  # noqa: E402
+from adcheck.gradcheck.core.evaluation import Evaluator  # noqa: E402
+from adcheck.gradcheck.core.jacobian import Jacobian  # noqa: E402
+from adcheck.gradcheck.core.problem import Problem  # noqa: E402
+from adcheck.gradcheck.explore import beside, brackets  # noqa: E402
+from explore_zoo import ZOO  # noqa: E402
 
 
 def _x(*values, grad=True):

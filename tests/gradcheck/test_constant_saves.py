@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-import adcheck.refengine as R
-from adcheck.gradcheck import check
-from adcheck.gradcheck.api import NO_DOUBLE_BACKWARD, lacks_double_backward
-from adcheck.gradcheck.verdict.constsaves import constant_saves
-from adcheck.gradcheck.engines import engine_for
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+import adcheck.refengine as R  # noqa: E402
+from adcheck.gradcheck import check  # noqa: E402
+from adcheck.gradcheck.api import NO_DOUBLE_BACKWARD, lacks_double_backward  # noqa: E402
+from adcheck.gradcheck.verdict.constsaves import constant_saves  # noqa: E402
+from adcheck.gradcheck.engines import engine_for  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli" / "fixtures"))
 # a backward returning a new tensor from NumPy: no graph even of the grad_output

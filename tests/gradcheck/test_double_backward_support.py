@@ -13,12 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from torch.autograd.function import once_differentiable
 
-from adcheck.gradcheck import check
-from adcheck.gradcheck.api import NO_DOUBLE_BACKWARD, lacks_double_backward
-from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from torch.autograd.function import once_differentiable  # noqa: E402
+
+from adcheck.gradcheck import check  # noqa: E402
+from adcheck.gradcheck.api import NO_DOUBLE_BACKWARD, lacks_double_backward  # noqa: E402
+from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli" / "fixtures"))
 # NumpyGradSin's backward calls grad.numpy(): it raises when asked for a graph

@@ -2,6 +2,7 @@
 named by their module paths; the bad inputs exit as documented."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -10,6 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from adcheck.cli.main import cli
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="PyTorch is not installed: examples/harvest_model.py "
+                                "and the models here are torch code")
 
 MODEL = f"{Path(__file__).resolve().parents[2] / 'examples' / 'harvest_model.py'}:Model"
 

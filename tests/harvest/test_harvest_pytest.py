@@ -2,6 +2,7 @@
 Functions; each Function (by input shapes) becomes a test item of its own."""
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -9,6 +10,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="PyTorch is not installed: the sample project's tests "
+                                "and Functions are torch code")
 
 PROJECT = Path(__file__).resolve().parent / "sample_project"
 

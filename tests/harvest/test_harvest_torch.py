@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import pytest
-import torch
 
-from adcheck import gradcheck
-from adcheck.gradcheck.harvest import ForwardError, NothingHarvested, record
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck import gradcheck  # noqa: E402
+from adcheck.gradcheck.harvest import ForwardError, NothingHarvested, record  # noqa: E402
 
 D = torch.float64
 

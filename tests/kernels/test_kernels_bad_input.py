@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
-from adcheck.gradcheck import kernels
-from adcheck.gradcheck.errors import GradcheckError
-from adcheck.gradcheck.kernels import device
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck.gradcheck import kernels  # noqa: E402
+from adcheck.gradcheck.errors import GradcheckError  # noqa: E402
+from adcheck.gradcheck.kernels import device  # noqa: E402
 
 
 def gelu_reference(x):

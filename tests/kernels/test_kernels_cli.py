@@ -5,10 +5,12 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from click.testing import CliRunner
 
-from adcheck.cli.main import cli
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from adcheck.cli.main import cli  # noqa: E402
 
 OPS = str(Path(__file__).resolve().parents[2] / "examples" / "kernel_ops.py")
 INPUTS = "randn(4, 16) float16; rand(16) + 0.5 float16"

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-from click.testing import CliRunner
 
-from adcheck.cli.main import cli
-from adcheck.gradcheck import kernels
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from click.testing import CliRunner  # noqa: E402
+
+from adcheck.cli.main import cli  # noqa: E402
+from adcheck.gradcheck import kernels  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))

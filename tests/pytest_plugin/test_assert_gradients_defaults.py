@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from adcheck.gradcheck import check
-from pytest_adcheck import assert_gradients
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+from adcheck.gradcheck import check  # noqa: E402
+from pytest_adcheck import assert_gradients  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli" / "fixtures"))
 from second_order import DetachedSiLU, NumpySin, SiLU  # noqa: E402
