@@ -1,0 +1,81 @@
+"""72 functions of one tensor calling torch's own ops where their derivatives
+have special points (norms and distances at zero, ties, kinks of losses and
+activations, special functions in their tails, matrix functions): each is
+checked as a new user checks a function, by ``run.py`` beside this file
+(``adcheck check functions.py:NAME --engine torch -q``, nothing else).
+bench/explore.md records a run."""
+import torch
+import torch.nn.functional as F
+
+def vnorm(x): return torch.linalg.vector_norm(x, dim=-1)
+def vnorm1(x): return torch.linalg.vector_norm(x, ord=1, dim=-1)
+def vnorminf(x): return torch.linalg.vector_norm(x, ord=float("inf"), dim=-1)
+def normalize(x): return F.normalize(x, dim=-1)
+def cdist(x): return torch.cdist(x, x.flip(0))
+def pdist(x): return F.pdist(x)
+def cos(x): return F.cosine_similarity(x, x.roll(1, 0), dim=-1)
+def logsumexp(x): return torch.logsumexp(x, dim=-1)
+def softmax(x): return torch.softmax(x, dim=-1)
+def log_softmax(x): return torch.log_softmax(x, dim=-1)
+def xlogy(x): return torch.special.xlogy(x, x * x + 1)
+def xlog1py(x): return torch.special.xlog1py(x, x * x)
+def entr(x): return torch.special.entr(x.abs())
+def sinc(x): return torch.sinc(x)
+def atan2(x): return torch.atan2(x, x.roll(1, -1))
+def hypot(x): return torch.hypot(x, x.roll(1, -1))
+def prod(x): return torch.prod(x, dim=-1)
+def cumprod(x): return torch.cumprod(x, dim=-1)
+def median(x): return torch.median(x, dim=-1).values
+def kthvalue(x): return torch.kthvalue(x, 2, dim=-1).values
+def sort(x): return torch.sort(x, dim=-1).values
+def topk(x): return torch.topk(x, 2, dim=-1).values
+def amax(x): return torch.amax(x, dim=-1)
+def max_(x): return torch.max(x, dim=-1).values
+def logcumsumexp(x): return torch.logcumsumexp(x, dim=-1)
+def std(x): return torch.std(x, dim=-1)
+def var_mean(x): return torch.var_mean(x, dim=-1)
+def huber(x): return F.huber_loss(x, torch.zeros_like(x), reduction="none")
+def smooth_l1(x): return F.smooth_l1_loss(x, x.roll(1, -1), reduction="none")
+def elu(x): return F.elu(x)
+def selu(x): return F.selu(x)
+def celu(x): return F.celu(x, alpha=0.5)
+def softplus(x): return F.softplus(x, beta=2, threshold=5)
+def logsigmoid(x): return F.logsigmoid(x)
+def hardtanh(x): return F.hardtanh(x)
+def leaky(x): return F.leaky_relu(x, 0.1)
+def rrelu_eval(x): return F.rrelu(x, training=False)
+def glu(x): return F.glu(x, dim=-1)
+def layer_norm(x): return F.layer_norm(x, x.shape[-1:])
+def group_norm(x): return F.group_norm(x.unsqueeze(0), 1)
+def rms_norm(x): return F.rms_norm(x, x.shape[-1:])
+def gelu_tanh(x): return F.gelu(x, approximate="tanh")
+def mish(x): return F.mish(x)
+def logit(x): return torch.logit(torch.sigmoid(x), eps=1e-6)
+def erfinv(x): return torch.erfinv(torch.tanh(x))
+def lgamma(x): return torch.lgamma(x)
+def digamma(x): return torch.digamma(x.abs() + 0.1)
+def polygamma(x): return torch.polygamma(1, x.abs() + 0.1)
+def i0(x): return torch.i0(x)
+def i1e(x): return torch.special.i1e(x)
+def ndtri(x): return torch.special.ndtri(torch.sigmoid(x))
+def log_ndtr(x): return torch.special.log_ndtr(x)
+def erfcx(x): return torch.special.erfcx(x)
+def frac(x): return torch.frac(x)
+def fmod(x): return torch.fmod(x, 0.7)
+def remainder(x): return torch.remainder(x, 0.7)
+def copysign(x): return torch.copysign(x, x.roll(1, -1))
+def clamp_t(x): return torch.clamp(x, min=x.roll(1, -1), max=x.roll(1, -1) + 1)
+def where_(x): return torch.where(x > 0, x, x * x)
+def maximum(x): return torch.maximum(x, x.roll(1, -1))
+def fmax(x): return torch.fmax(x, x.roll(1, -1))
+def dist(x): return torch.dist(x, x.roll(1, -1), p=3)
+def renorm(x): return torch.renorm(x, p=2, dim=0, maxnorm=1.0)
+def det(x): return torch.linalg.det(x[..., :3, :3] if x.shape[-1] >= 3 else x)
+def pinv(x): return torch.linalg.pinv(x)
+def svdvals(x): return torch.linalg.svdvals(x)
+def nuclear(x): return torch.linalg.matrix_norm(x, ord="nuc")
+def spectral(x): return torch.linalg.matrix_norm(x, ord=2)
+def trace_(x): return torch.trace(x @ x.mT)
+def cross(x): return torch.linalg.cross(x[..., :3], x[..., 1:4] if x.shape[-1] > 3 else x[..., :3])
+def angle(x): return torch.angle(x)
+def sgn(x): return torch.sgn(x) * x
