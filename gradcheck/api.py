@@ -27,7 +27,7 @@ from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
-from adcheck.gradcheck.large.resolved import WHOLE_COORDINATES, whole_needed
+from adcheck.gradcheck.large.resolved import WHOLE_COORDINATES, poorly_resolved, whole_needed
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.verdict.report import Report
@@ -183,10 +183,17 @@ def _judged_whole(func, inputs, options: Options, report: Report) -> Report:
     resolved little or nothing at inputs far above a unit
     (``gradcheck.large.resolved``). Where whole Jacobians are too large to
     build here, a pass that resolved nothing is refused and one that resolved
-    little says so."""
+    little says so; as is a pass on whole Jacobians that resolved little
+    (``poorly_resolved``)."""
     # (a narrower formula's cells resolve its own rounding, above POOR by nature)
     found = None if _narrow(report) else whole_needed(report)
     if found is None:
+        poor = None if _narrow(report) else poorly_resolved(report)
+        if poor is not None and report.cell_reach[1] is None:
+            raise UncheckableError(
+                f"{report.name}: {poor}, so this check could not have failed: check it at "
+                "smaller inputs, or against an mpmath reference (reference=)")
+        report.settled = poor or report.settled
         return report
     layout = report.jacobians["numerical"].layout
     coordinates = sum(layout.in_size(i) for i in layout.in_shapes)

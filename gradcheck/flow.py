@@ -118,7 +118,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     refuse_unresolved(ev.problem, numerical, tols, report.results)
-    if plan.seeds and options.precise:
+    if options.precise:   # (a dense plan's too: large.resolved.poorly_resolved)
         report.cell_reach = cell_reach(ev.problem, compared, built)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))

@@ -19,6 +19,12 @@ where they cannot be built, a pass that resolved nothing is refused (it
 could not have failed, as ``lowprec.indtype.refuse_unresolved`` holds for
 differences in a narrow dtype), and one that resolved little says so in
 ``Report.settled``.
+
+Whole Jacobians themselves resolve little where a unit's steps meet the
+outputs' rounding: ``x + sin(x)`` at 1e13, whose output's spacing (2e-3)
+over steps of 1/32 leaves the derivative's ``cos`` term known to a few
+tenths. ``poorly_resolved`` tells such a pass of a dense plan, refused or
+said as above.
 """
 from __future__ import annotations
 
@@ -68,3 +74,18 @@ def whole_needed(report) -> str | None:
     what = "no error" if found is None else f"only errors above {found:.1e} relative"
     return (f"the {report.plan} cells, at inputs up to {largest:.1e}, resolved {what}: a seed "
             "column cannot move such entries by a unit's steps exactly")
+
+
+def poorly_resolved(report) -> str | None:
+    """What a passed precise check on whole Jacobians (a dense plan) resolved,
+    in words, where that is little or nothing at inputs far above a unit (see
+    the module docstring), or ``None``."""
+    reach = report.cell_reach
+    if not report.passed or report.plan != "dense" or reach is None:
+        return None
+    largest, found = reach
+    if not largest >= CEILING or (found is not None and found <= POOR):
+        return None
+    what = "no error" if found is None else f"only errors above {found:.1e} relative"
+    return (f"at inputs up to {largest:.1e}, whole Jacobians resolved {what}: differences "
+            "on a unit's steps there meet the outputs' rounding")

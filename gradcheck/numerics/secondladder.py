@@ -61,7 +61,7 @@ def coordinates_work(ev: Evaluator, in_idx: int, x: np.ndarray, columns: np.ndar
     if large.size:
         first = largesteps.first_steps(x[large], ev.problem.epsilon(in_idx=in_idx))
         second = yield from largesteps.ladder(ev, in_idx, first, columns[large])
-        judged(ev.problem, result, large, second, first)
+        judged(ev.problem, result, large, second, first, contradicted=True)
     return result
 
 
@@ -84,11 +84,21 @@ def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: n
     return result
 
 
-def judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.ndarray) -> None:
+def judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.ndarray,
+           contradicted: bool = False) -> None:
     """Take into ``result`` (rows ``rows``) the entries of ``second`` that are
     credible and that ``result`` lacks, disagrees with or estimates less
     precisely (module docstring); ``first``: the second ladder's first step
-    per row."""
+    per row. ``contradicted`` (the unit ladder of large coordinates): where
+    an entry that is not credible lies farther from the first ladder's than
+    both estimates reach, every usable entry of the block is taken: the first
+    ladder's steps, wider than a period of structure of a unit's width,
+    average that structure away with a small estimate. ``x + sin(x)`` at
+    1e12, whose output's rounding (1.2e-4) leaves the unit ladder estimates
+    of 4e-2 to 2e-1 (its values were within 3e-4 of 1 + cos(x)), kept the
+    first ladder's 1 +- 1e-9: the right formula failed, and a backward
+    missing the cos term passed. Taken, each entry is judged within its own
+    wide estimate."""
     found, first_unresolved = result
     values, unresolved = second
     for o in problem.float_out:
@@ -102,16 +112,18 @@ def judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.nd
         # a move below the smallest normal number is rounded in absolute terms, which
         # the estimate (relative to the outputs) does not see: prod at 1e-308 moves by 0
         credible &= np.abs(value) * first[:, None] >= np.finfo(np.float64).tiny
-        if credible.any():
+        if credible.any() or contradicted:
+            usable = np.isfinite(value) & np.isfinite(error) & ~unresolved[o]
             _take((*found[o], first_unresolved[o]), rows, (value, error), credible,
-                  np.sqrt(eps) / 2 * np.abs(value) + ulps)
+                  np.sqrt(eps) / 2 * np.abs(value) + ulps, usable if contradicted else None)
 
 
 def _take(first: tuple, rows: np.ndarray, second: tuple, credible: np.ndarray,
-          allowance: np.ndarray) -> None:
+          allowance: np.ndarray, contradicting: np.ndarray | None = None) -> None:
     """Write ``second``'s credible entries that ``first`` lacks, disagrees with
     or estimates less precisely into ``first``'s rows ``rows`` (its values,
-    errors and unresolved flags)."""
+    errors and unresolved flags); and of the entries ``contradicting`` marks,
+    those apart from ``first``'s beyond both estimates (``judged``)."""
     values, errors, unresolved = first
     value, error = second
     missing = ~np.isfinite(values[rows]) | ~np.isfinite(errors[rows]) | unresolved[rows]
@@ -120,7 +132,17 @@ def _take(first: tuple, rows: np.ndarray, second: tuple, credible: np.ndarray,
     # (and where both agree, the smaller estimate, as within one ladder: the wide
     # steps' quotients of a column whose steps crossed zero are finite for some
     # outputs, but no better than their large estimate)
-    which, entries = np.nonzero(credible & (missing | apart | (error < errors[rows])))
+    taken = credible & (missing | apart | (error < errors[rows]))
+    if contradicting is not None:
+        # apart beyond the two estimates themselves: the values cannot both be within
+        # them, and the first ladder's steps are the ones that cross the structure; one
+        # such entry shows the function has structure of a unit's width here, which
+        # every wide step of the block averages away, agreeing or not
+        with np.errstate(invalid="ignore"):
+            contradicted = np.abs(value - values[rows]) > error + errors[rows] + allowance
+        if np.any(contradicting & contradicted & ~missing):
+            taken |= contradicting & ~missing
+    which, entries = np.nonzero(taken)
     values[rows[which], entries] = value[which, entries]
     errors[rows[which], entries] = error[which, entries]
     unresolved[rows[which], entries] = False
