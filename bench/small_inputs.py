@@ -63,10 +63,10 @@ def estimates() -> list:
         return []
     ratios, take = [], secondladder._take
 
-    def recorded(first, rows, second, credible, allowance):
+    def recorded(first, rows, second, credible, allowance, *contradicting):
         values, _, _ = first
         before = values[rows].copy()
-        take(first, rows, second, credible, allowance)
+        take(first, rows, second, credible, allowance, *contradicting)
         value, error = second
         after = values[rows]
         # (NaN != NaN: an entry left NaN is not taken; 0: no ratio)
@@ -79,18 +79,23 @@ def estimates() -> list:
 def verdicts(functions: dict, scales, draw) -> None:
     """Print, per scale, the functions (name: (function, whether its input
     must be positive)) that do not pass at ``draw(rng, scale, positive)``."""
+    from adcheck.gradcheck.errors import UncheckableError
     rng = np.random.default_rng(1)
     ratios = estimates()
     for scale in scales:
-        failing = []
+        failing, refused = [], []
         for name, (fn, positive) in functions.items():
             x = torch.tensor(draw(rng, scale, positive), dtype=torch.float64, requires_grad=True)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if not gradcheck.check(fn, (x,), precise=True, seed=0).passed:
-                    failing.append(name)
-        print(f"{scale:g}: {len(functions) - len(failing)} of {len(functions)} pass; "
-              f"not passing: {', '.join(failing) or 'none'}")
+                try:
+                    if not gradcheck.check(fn, (x,), precise=True, seed=0).passed:
+                        failing.append(name)
+                except UncheckableError:   # (nothing resolved there: no verdict to count)
+                    refused.append(name)
+        print(f"{scale:g}: {len(functions) - len(failing) - len(refused)} of {len(functions)} "
+              f"pass; not passing: {', '.join(failing) or 'none'}"
+              + (f"; refused (resolved nothing): {', '.join(refused)}" if refused else ""))
     if ratios:
         print(f"entries the second ladder took: {len(ratios)}; their estimate over their value: "
               f"median {np.median(ratios):.1e}, 90th percentile {np.quantile(ratios, 0.9):.1e}, "

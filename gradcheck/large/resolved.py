@@ -20,11 +20,13 @@ could not have failed, as ``lowprec.indtype.refuse_unresolved`` holds for
 differences in a narrow dtype), and one that resolved little says so in
 ``Report.settled``.
 
-Whole Jacobians themselves resolve little where a unit's steps meet the
-outputs' rounding: ``x + sin(x)`` at 1e13, whose output's spacing (2e-3)
+Whole Jacobians themselves resolve little where the outputs' rounding
+meets the steps: ``x + sin(x)`` at 1e13, whose output's spacing (2e-3)
 over steps of 1/32 leaves the derivative's ``cos`` term known to a few
-tenths. ``poorly_resolved`` tells such a pass of a dense plan, refused or
-said as above.
+tenths; ``atan`` at 1e12, whose derivative, 1e-24, moves an output of
+about 1.57 by less than its rounding over any step its ladder takes.
+``poorly_resolved`` tells such a pass of a dense plan, refused or said as
+above.
 """
 from __future__ import annotations
 
@@ -87,5 +89,5 @@ def poorly_resolved(report) -> str | None:
     if not largest >= CEILING or (found is not None and found <= POOR):
         return None
     what = "no error" if found is None else f"only errors above {found:.1e} relative"
-    return (f"at inputs up to {largest:.1e}, whole Jacobians resolved {what}: differences "
-            "on a unit's steps there meet the outputs' rounding")
+    return (f"at inputs up to {largest:.1e}, whole Jacobians resolved {what}: the outputs' "
+            "rounding leaves differences there no finer")
