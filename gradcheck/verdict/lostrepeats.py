@@ -1,0 +1,87 @@
+"""A backward that writes by index assignment and drops repeated indices.
+
+``grad[idx] += g`` (or ``grad[idx] = g``) where ``idx`` repeats an index
+writes each repeated place once: NumPy's and torch's advanced-index
+assignment do not accumulate (torch's ``index_put_`` documents which write
+wins as undefined without ``accumulate=True``). An embedding's or a
+scatter's backward written so is right wherever the indices are distinct
+and wrong where they repeat, which many test inputs avoid by chance.
+
+Its failure has a shape of its own, told here (``lost_repeats``): in a
+first-order reverse-mode block, every entry where the vjp differs from the
+expected Jacobian is one where the vjp is zero and the expected entry is
+not, and each such entry's column (an input coordinate) keeps another
+nonzero entry that agrees (one of the repeated contributions survives),
+while an integer input of the check holds a repeated value. ``name`` adds
+the cause and the fix to such failures' diagnoses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: a difference below this share of the block's largest entry is no difference here
+GROSS = 1e-6
+
+
+def repeated_indices(problem) -> list:
+    """``(input index, value, count)`` of the most repeated value of each
+    integer tensor input of ``problem`` that repeats one."""
+    found = []
+    for i, array in problem.arrays.items():
+        if array.dtype.kind not in "iu" or array.size < 2:
+            continue
+        values, counts = np.unique(array, return_counts=True)
+        top = int(np.argmax(counts))
+        if counts[top] > 1:
+            found.append((i, int(values[top]), int(counts[top])))
+    return found
+
+
+def lost_repeats(expected: np.ndarray, actual: np.ndarray) -> int:
+    """How many entries the vjp dropped in the way repeated indices written by
+    assignment drop them (see the module docstring), or 0 where the block's
+    error has another shape."""
+    if expected is None or actual is None or expected.shape != actual.shape or \
+            expected.ndim != 2 or np.iscomplexobj(expected) or np.iscomplexobj(actual):
+        return 0
+    with np.errstate(invalid="ignore"):
+        scale = float(np.nanmax(np.abs(expected), initial=0.0))
+        if not scale > 0 or not np.all(np.isfinite(actual)):
+            return 0
+        small = GROSS * scale
+        differs = np.abs(actual - expected) > small
+        if not differs.any():
+            return 0
+        dropped = differs & (np.abs(actual) <= small) & (np.abs(expected) > small)
+        if not np.array_equal(dropped, differs):
+            return 0
+        kept = ~differs & (np.abs(expected) > small)
+        columns = np.flatnonzero(differs.any(axis=0))
+    return int(differs.sum()) if kept[:, columns].any(axis=0).all() else 0
+
+
+def name(report, problem) -> None:
+    """Prefix the diagnosis of each first-order reverse-mode failure of
+    ``report`` whose error has the shape of dropped repeated indices, when an
+    integer input of ``problem`` repeats a value, with that cause and its fix."""
+    if problem.order != 1:
+        return
+    repeats = None
+    for result in report.failures:
+        if result.check != "reverse" or result.origin is not None:
+            continue
+        dropped = lost_repeats(result.expected, result.actual)
+        if not dropped:
+            continue
+        repeats = repeated_indices(problem) if repeats is None else repeats
+        if not repeats:
+            return
+        which = "; ".join(f"{value} appears {count} times in input {i}"
+                          for i, value, count in repeats)
+        text = (f"the vjp is zero at {dropped} entries where numerical is not, each beside "
+                f"an entry of its input coordinate that it keeps, and the indices repeat "
+                f"({which}): a backward that writes the gradient by index assignment "
+                "(grad[idx] += g, grad[idx] = g, index_put_ without accumulate) keeps one "
+                "of a repeated index's contributions; accumulate them with index_add_, "
+                "index_put_(..., accumulate=True) or scatter_add_")
+        result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"
