@@ -21,7 +21,9 @@ Each is kept when the object runs on it (one call before the run, in a
 process of its own: ``cli.commands.probe``); for each one it cannot run on,
 a warning says which bug the run cannot show (not for complex inputs to a
 layer of real parameters); when the call times out or its process dies,
-that set alone is checked (the run then says why). When none runs,
+that set alone is checked (the run then says why). When none runs because
+the object indexes with an argument, each argument in turn is given as
+indices (``INDEX_SET``, some repeated), the others as rows. When none runs,
 ``randn(3)`` per input is tried, kept with those warnings when the object
 runs on it; when it runs on that neither, the command exits 2 with what each
 set raised. Every set's layout (the tensors' shapes, ``runner.layouts``)
@@ -29,6 +31,8 @@ goes into the report, so that a failure's worst entries are shown in the
 tensors' own indices.
 """
 from __future__ import annotations
+
+import re
 
 from adcheck.cli.commands.layer_inputs import (in_dtype, layer_inputs, parameters_dtype,
                                                 real_parameters)
@@ -47,6 +51,16 @@ CANDIDATES = (
      "a complex bug (a missing conj(), a wrong real or imaginary part)"),
 )
 
+
+#: where every default set failed on an argument used as indices (an embedding's lookup
+#: ``weight[idx]``): that argument as 12 integers below 10 (so some repeat: a backward
+#: that writes by index assignment drops a repeated one's gradient), the others 10 rows
+INDEX_SET = ("indices", "randint(10, 12) int64", "randn(10, 4)",
+             "a lookup by repeated indices (a gradient written by index assignment)")
+#: what a refusal says when the object indexes with a floating point argument
+#: (torch's and refengine's IndexError, gather's and index_select's, F.embedding's)
+_INDEX_WORDS = re.compile(r"(indices|index).*(long|int|Long|Int)"
+                          r"|(long|int|Long|Int).*(indices|index)")
 
 #: how long the call of one input set before the run may take, in seconds (at most --timeout)
 PROBE_SECONDS = 5.0
@@ -107,6 +121,8 @@ def _defaults(target, args: str | None, seed: int,
                 kept.first_of(name, [shapes])
             if kept.stopped:
                 break
+        if not kept.specs and count > 1 and any(_INDEX_WORDS.search(r) for r in kept.refusals):
+            _index_sets(kept, count)
     if not kept.specs:
         spec = _with_args("; ".join(["randn(3)"] * count), args)
         found = probe(target, spec, seed, 0, seconds)
@@ -117,6 +133,27 @@ def _defaults(target, args: str | None, seed: int,
                 + f"); give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"")
         kept.specs, kept.layouts = [spec], [found.layout]
     return kept.specs, kept.layouts, kept.notes
+
+
+def _index_sets(kept, count: int) -> None:
+    """Each argument in turn as indices (``INDEX_SET``), the first set the
+    object runs on kept, and that set's floating inputs in complex128 where it
+    takes them."""
+    name, indices, rows, _ = INDEX_SET
+    sets = [[indices if k == position else rows for k in range(count)]
+            for position in range(count)]
+    before = list(kept.notes)
+    chosen = kept.first_of(name, sets, bug=INDEX_SET[3])
+    if not chosen:
+        return
+    # (the sets refused for indexing with floats: no bug is left unshown by them)
+    kept.notes = [n for n in kept.notes if n not in before]
+    position = chosen.index(indices)
+    kept.notes.append(f"{kept.target.name} indexes with input {position}, which the default "
+                      f"sets give as {indices} (12 indices below 10: some repeat), the "
+                      f"others as {rows}; give --inputs to choose")
+    if not kept.stopped:
+        kept.first_of("complex", [[_complex(s) for s in chosen]])
 
 
 def layer_set(target, seed: int) -> str | None:
@@ -155,12 +192,15 @@ class _Kept:
         self.specs, self.layouts, self.notes, self.refusals = [], [], [], []
         self.stopped = False
 
-    def first_of(self, name: str, alternatives: list, quiet: bool = False) -> list | None:
+    def first_of(self, name: str, alternatives: list, quiet: bool = False,
+                 bug: str | None = None) -> list | None:
         """Keep the first of ``alternatives`` (lists of specs) the object runs
         on, and return it; None, with a warning unless ``quiet``, when it runs
-        on none. A call that times out or dies keeps its set and stops here
+        on none (``bug``: what it cannot show then, by default the candidate
+        ``name``'s). A call that times out or dies keeps its set and stops here
         (the run then says what happens)."""
-        target, bug = self.target, next(b for n, _, b in CANDIDATES if n == name)
+        target = self.target
+        bug = bug or next(b for n, _, b in CANDIDATES if n == name)
         for shapes in alternatives:
             shown = "; ".join(shapes)
             spec = _with_args(shown, self.args)
