@@ -59,8 +59,12 @@ INDEX_SET = ("indices", "randint(10, 12) int64", "randn(10, 4)",
              "a lookup by repeated indices (a gradient written by index assignment)")
 #: what a refusal says when the object indexes with a floating point argument
 #: (torch's and refengine's IndexError, gather's and index_select's, F.embedding's)
-_INDEX_WORDS = re.compile(r"(indices|index).*(long|int|Long|Int)"
-                          r"|(long|int|Long|Int).*(indices|index)")
+_INDEX_WORDS = re.compile(r"(indices|for index).*(long|int|Long|Int)"
+                          r"|(long|int|Long|Int).*(indices|for index)")
+#: parameters by these names are options more often than tensors: where no default
+#: set runs, the error says to give them with --args (an example value each)
+OPTIONS = {"dim": "-1", "axis": "-1", "keepdim": "True", "eps": "1e-05", "p": "2",
+           "alpha": "1.0", "beta": "1.0", "threshold": "20.0", "training": "False"}
 
 #: how long the call of one input set before the run may take, in seconds (at most --timeout)
 PROBE_SECONDS = 5.0
@@ -130,9 +134,24 @@ def _defaults(target, args: str | None, seed: int,
             raise InputError(
                 f"{target.name} runs on none of the default inputs ("
                 + "; ".join(kept.refusals + [f"randn(3): {_raised(found.text)}"])
-                + f"); give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"")
+                + f"); {_what_to_give(target, keywords)}")
         kept.specs, kept.layouts = [spec], [found.layout]
     return kept.specs, kept.layouts, kept.notes
+
+
+def _what_to_give(target, keywords: dict) -> str:
+    """What to pass when no default set runs: the parameters whose names are
+    usually options (``OPTIONS``) with ``--args``, or inputs with ``--inputs``."""
+    options = [p for p in target.params if p in OPTIONS and p not in keywords]
+    if options:
+        example = ", ".join(f"{p}={OPTIONS[p]}" for p in options)
+        which = ", ".join(options)
+        return (f"{target.name} takes {which}, which the default sets give as tensors: if "
+                f"{'it is an option' if len(options) == 1 else 'they are options'}, give "
+                f"{'it' if len(options) == 1 else 'them'} with --args, e.g. --args "
+                f"'{example}'; else give inputs it takes with --inputs, e.g. --inputs "
+                f"\"{EXAMPLE}\"")
+    return f"give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\""
 
 
 def _index_sets(kept, count: int) -> None:

@@ -43,6 +43,10 @@ def first_indices(idx, weight):
 
 def nothing_runs(a, b):
     raise ValueError("no input set suits me")
+
+
+def softmax_along(x, dim):
+    return E.softmax(x, dim=int(dim))
 '''
 
 
@@ -82,3 +86,14 @@ def test_an_object_refusing_every_set_for_another_reason_still_exits_2(run, look
     assert result.exit_code == 2
     assert "runs on none of the default inputs" in result.output
     assert "randint" not in result.output
+
+
+def test_a_parameter_named_like_an_option_is_said_to_go_with_args(run, lookup):
+    # (softmax_along takes dim as a tensor no default set makes a single integer of)
+    result = run("check", f"{lookup}:softmax_along", "-q")
+    assert result.exit_code == 2
+    assert "softmax_along takes dim" in result.output
+    assert "--args 'dim=-1'" in result.output
+    assert "randint" not in result.output      # (no index error: no index sets tried)
+    given = run("check", f"{lookup}:softmax_along", "--args", "dim=-1", "-q")
+    assert given.exit_code == 0, given.output
