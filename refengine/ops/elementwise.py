@@ -10,7 +10,7 @@ from .. import dtypes
 from ..batching.rules import elementwise
 from ..autograd.tangents import absent
 from .dispatch import call
-from .opdef import OPS, defelementwise, deflinear, defop, no_bool, public
+from .opdef import OPS, defelementwise, deflinear, defop, no_bool, no_complex_kernel, public
 
 F = dict(promote=("self",), to_float=True, inplace=True)   # float-valued ops on any input
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -232,6 +232,7 @@ def _clamp_max_grad(grad, self, min, max):
 # clamp = min(max(self, min), max). At a bound the gradient goes to self
 # (PyTorch: min <= self <= max); where min > max the output is max.
 defop("clamp", _clamp, inputs=("self", "min", "max"), promote=("self", "min", "max"),
+      refuse=no_complex_kernel(None, "clamp is not supported for complex types"),
       vjp={"self": lambda grad, self, min, max: _only(grad, _inside(self, min, max)),
            "min": _clamp_min_grad, "max": _clamp_max_grad},
       jvp=_clamp_jvp, inplace=True, batch=elementwise, scalar_inputs=("min", "max"),

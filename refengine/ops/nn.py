@@ -21,7 +21,7 @@ from ..batching.rules import along_dim, pad_batched
 from .dispatch import call
 from .layout import c_order
 from .elementwise import _np_erf
-from .opdef import OPS, defelementwise, deflinear, defop
+from .opdef import OPS, defelementwise, deflinear, defop, no_complex_kernel
 
 N = dict(promote=("self",), method=None, function=False, inplace=True)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -99,14 +99,15 @@ def _log_softmax(self, dim, dtype=None):
 
 
 S = dict(promote=("self",), to_float=True, batch=along_dim(), layout=c_order)
+# (torch has no complex kernel: its message names the last dimension's, whatever dim)
 defop("softmax", _softmax,
       vjp={"self": lambda grad, result, dim: result * (grad - (grad * result).sum(dim, keepdim=True))},
       jvp=lambda self_t, result, dim: result * (self_t - (self_t * result).sum(dim, keepdim=True)),
-      **S)
+      refuse=no_complex_kernel("softmax_lastdim_kernel_impl"), **S)
 defop("log_softmax", _log_softmax,
       vjp={"self": lambda grad, result, dim: grad - result.exp() * grad.sum(dim, keepdim=True)},
       jvp=lambda self_t, result, dim: self_t - (self_t * result.exp()).sum(dim, keepdim=True),
-      **S)
+      refuse=no_complex_kernel("log_softmax_lastdim_kernel_impl"), **S)
 
 
 # ----- losses ----------------------------------------------------------------------
@@ -150,6 +151,7 @@ def _mse_batch(c):
 
 
 defop("mse_loss", _mse, inputs=("self", "target"), promote=("self", "target"),
+      refuse=no_complex_kernel("mse_cpu"),
       vjp={"self": _mse_grad,
            "target": lambda grad, self, target, reduction: -_mse_grad(grad, self, target, reduction)},
       jvp=lambda self_t, target_t, self, target, reduction:
@@ -283,6 +285,7 @@ def _layer_norm_batch(c):
 
 defop("layer_norm", _layer_norm, inputs=("self", "weight", "bias"),
       promote=("self", "weight", "bias"), node="NativeLayerNormBackward0",
+      refuse=no_complex_kernel("LayerNormKernelImpl"),
       vjp={"self": _ln_vjp_self,
            "weight": lambda grad, self, normalized_shape, eps:
            grad * _ln_stats(self, normalized_shape, eps)[1],

@@ -46,6 +46,21 @@ def no_complex(name: str) -> Callable:
     return check
 
 
+def no_complex_kernel(kernel: str | None, message: str | None = None) -> Callable:
+    """A ``refuse`` check: PyTorch has no kernel of this op for complex tensors
+    and raises ``NotImplementedError`` in the forward, with ``message`` or its
+    dispatcher's words for ``kernel``. NumPy would compute a value, and the
+    rules (written for real numbers) would differentiate it wrongly."""
+    from ..dtypes import SCALAR_NAMES
+
+    def check(tensors: dict) -> None:
+        for t in tensors.values():
+            if not isinstance(t, list) and t.dtype.is_complex:
+                raise NotImplementedError(
+                    message or f'"{kernel}" not implemented for \'{SCALAR_NAMES[t.dtype]}\'')
+    return check
+
+
 def defop(name: str, forward: Callable, *, vjp: dict | None, jvp=None, **options) -> OpDef:
     """Define an op with its rules written out (``vjp=None``: not differentiable)."""
     inputs = options.pop("inputs", None) or _tensor_params(forward)

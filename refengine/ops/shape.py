@@ -383,12 +383,23 @@ def _stack_rule(c):
     return c.run(tensors=materialize_items(c, "tensors"), dim=shift_dim(c.env["dim"], rank))
 
 
+def _sequence_of(name: str):
+    """A ``refuse`` check: torch takes a tuple or list of tensors here, never one
+    tensor (NumPy would iterate its rows, and a batched one's batch)."""
+    def check(tensors: dict) -> None:
+        if not isinstance(tensors.get("tensors"), list):
+            raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of "
+                            f"Tensors, not {type(tensors.get('tensors')).__name__}")
+    return check
+
+
 deflinear("cat", _cat, vjp={"tensors": _cat_vjp}, inputs=("tensors",), promote=("tensors",),
-          method=None, batch=_cat_rule)
+          method=None, batch=_cat_rule, refuse=_sequence_of("cat"))
 deflinear("stack", lambda tensors, dim=0: np.stack(tensors, axis=dim),
           vjp={"tensors": lambda grad, tensors_shape, dim:
                [grad.select(dim, i) for i in range(len(tensors_shape))]},
-          inputs=("tensors",), promote=("tensors",), method=None, batch=_stack_rule)
+          inputs=("tensors",), promote=("tensors",), method=None, batch=_stack_rule,
+          refuse=_sequence_of("stack"))
 
 
 # ----- copying shape ops: tril triu flip roll repeat (tile, split, chunk, unbind composite)
