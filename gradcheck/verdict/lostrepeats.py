@@ -11,9 +11,11 @@ Its failure has a shape of its own, told here (``lost_repeats``): in a
 first-order reverse-mode block, every entry where the vjp differs from the
 expected Jacobian is one where the vjp is zero and the expected entry is
 not, and each such entry's column (an input coordinate) keeps another
-nonzero entry that agrees (one of the repeated contributions survives),
-while an integer input of the check holds a repeated value. ``name`` adds
-the cause and the fix to such failures' diagnoses.
+nonzero entry that agrees (one of the repeated contributions survives).
+``name`` adds the cause and the fix to such failures' diagnoses, with the
+repeated values of the check's integer inputs where it has any (a harvested
+Function's indices may be a constant of its call instead). A gradient
+summed over part of a broadcast has the same shape, and is named with it.
 """
 from __future__ import annotations
 
@@ -62,8 +64,10 @@ def lost_repeats(expected: np.ndarray, actual: np.ndarray) -> int:
 
 def name(report, problem) -> None:
     """Prefix the diagnosis of each first-order reverse-mode failure of
-    ``report`` whose error has the shape of dropped repeated indices, when an
-    integer input of ``problem`` repeats a value, with that cause and its fix."""
+    ``report`` whose error has the shape of dropped repeated contributions with
+    that cause and its fix, naming the repeated values of ``problem``'s integer
+    inputs where there are any (a harvested Function's indices may be no input
+    of its check: a constant of the call the model made)."""
     if problem.order != 1:
         return
     repeats = None
@@ -74,14 +78,14 @@ def name(report, problem) -> None:
         if not dropped:
             continue
         repeats = repeated_indices(problem) if repeats is None else repeats
-        if not repeats:
-            return
         which = "; ".join(f"{value} appears {count} times in input {i}"
                           for i, value, count in repeats)
         text = (f"the vjp is zero at {dropped} entries where numerical is not, each beside "
-                f"an entry of its input coordinate that it keeps, and the indices repeat "
-                f"({which}): a backward that writes the gradient by index assignment "
-                "(grad[idx] += g, grad[idx] = g, index_put_ without accumulate) keeps one "
-                "of a repeated index's contributions; accumulate them with index_add_, "
-                "index_put_(..., accumulate=True) or scatter_add_")
+                "an entry of its input coordinate that it keeps, so of the contributions to "
+                "an input entry used several times it keeps one"
+                + (f" (the indices repeat: {which})" if which else "")
+                + ": a gradient written by index assignment where an index repeats "
+                "(grad[idx] += g, grad[idx] = g, index_put_ without accumulate; accumulate "
+                "with index_add_, index_put_(..., accumulate=True) or scatter_add_), or summed "
+                "over part of a broadcast (sum it over every broadcast row)")
         result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"

@@ -66,7 +66,7 @@ def test_assignment_with_a_repeated_index_fails_naming_the_cause_and_the_fix():
     assert not report.passed
     (failure,) = [f for f in report.failures if f.check == "reverse"]
     assert WORDS in failure.diagnosis and "index_add_" in failure.diagnosis
-    assert "4 appears 2 times in input 1" in failure.diagnosis
+    assert "the indices repeat: 4 appears 2 times in input 1" in failure.diagnosis
     # the vjp the check built is the hand Jacobian with the first 4's row dropped
     hand = _hand_jacobian([4, 1, 4, 0])
     assert np.allclose(failure.expected, hand)
@@ -103,3 +103,20 @@ def test_the_shape_is_only_the_dropped_contributions(actual_of):
     dropped = hand.copy()
     dropped[0:3] = 0            # the first read of row 4 lost, its second kept
     assert lost_repeats(hand, dropped) == 3
+
+
+def test_a_bias_gradient_summed_over_part_of_its_broadcast_has_the_same_shape():
+    class AddBias(Function):
+        @staticmethod
+        def forward(ctx, x, b):
+            return x + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g[-1]      # the last row's share only
+    x = E.tensor(np.random.default_rng(1).standard_normal((3, 4)), requires_grad=True)
+    b = E.tensor(np.random.default_rng(2).standard_normal(4), requires_grad=True)
+    report = check(AddBias.apply, (x, b), precise=True, explore=False)
+    (failure,) = report.failures
+    assert failure.in_idx == 1 and "part of a broadcast" in failure.diagnosis
+    assert "the indices repeat" not in failure.diagnosis     # (no integer input here)
