@@ -10,8 +10,10 @@ and wrong where they repeat, which many test inputs avoid by chance.
 Its failure has a shape of its own, told here (``lost_repeats``): in a
 first-order reverse-mode block, every entry where the vjp differs from the
 expected Jacobian is one where the vjp is zero and the expected entry is
-not, and each such entry's column (an input coordinate) keeps another
-nonzero entry that agrees (one of the repeated contributions survives).
+not, each such entry's row (an output coordinate) is dropped whole (it
+was read through the dropped index), and each such entry's column (an
+input coordinate) keeps another nonzero entry that agrees (one of the
+repeated contributions survives).
 ``name`` adds the cause and the fix to such failures' diagnoses, with the
 repeated values of the check's integer inputs where it has any (a harvested
 Function's indices may be a constant of its call instead). A gradient
@@ -59,7 +61,13 @@ def lost_repeats(expected: np.ndarray, actual: np.ndarray) -> int:
             return 0
         kept = ~differs & (np.abs(expected) > small)
         columns = np.flatnonzero(differs.any(axis=0))
-    return int(differs.sum()) if kept[:, columns].any(axis=0).all() else 0
+        rows = np.flatnonzero(differs.any(axis=1))
+    # each dropped use loses all of its output's entries (the vjp of an output read
+    # through a dropped index is zero), and each dropped input entry keeps another use;
+    # a vjp missing its cross terms keeps each row's diagonal instead
+    if kept[rows].any() or not kept[:, columns].any(axis=0).all():
+        return 0
+    return int(differs.sum())
 
 
 def name(report, problem) -> None:

@@ -120,3 +120,10 @@ def test_a_bias_gradient_summed_over_part_of_its_broadcast_has_the_same_shape():
     (failure,) = report.failures
     assert failure.in_idx == 1 and "part of a broadcast" in failure.diagnosis
     assert "the indices repeat" not in failure.diagnosis     # (no integer input here)
+
+
+def test_a_vjp_missing_its_cross_terms_is_not_named_so():
+    # softmax's Jacobian keeps its diagonal in every row: a row loses some entries only
+    p = np.array([0.2, 0.3, 0.5])
+    expected = np.diag(p) - np.outer(p, p)
+    assert lost_repeats(expected, np.diag(np.diag(expected))) == 0
