@@ -39,6 +39,8 @@ from adcheck.gradcheck.core.jacobian import cell_layout
 from adcheck.gradcheck.numerics.precise import annotate
 from adcheck.gradcheck.large.probed import escape_odds
 from adcheck.gradcheck.large.resolved import cell_reach
+from adcheck.gradcheck.numerics.largesteps import CEILING
+from adcheck.gradcheck.numerics.noisefloor import largest_input
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
 from adcheck.gradcheck.core.repeat import repeat_first_run
 from adcheck.gradcheck.core.reuse import ad_kept, expected_jacobian
@@ -118,7 +120,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     refuse_unresolved(ev.problem, numerical, tols, report.results)
-    if options.precise:   # (a dense plan's too: large.resolved.poorly_resolved)
+    # (a dense plan's only where an input reaches a unit's steps: large.resolved.poorly_resolved)
+    if options.precise and (plan.seeds or largest_input(ev) >= CEILING):
         report.cell_reach = cell_reach(ev.problem, compared, built)
     if plan.seeds:
         _cover(report, plan, numerical, compared, _epsilon(ev))
