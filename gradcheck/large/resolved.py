@@ -67,27 +67,29 @@ def cell_reach(problem, compared: dict, built: dict) -> tuple:
 def whole_needed(report) -> str | None:
     """Why a passed compressed or probed check is judged again on whole
     Jacobians (see the module docstring), or ``None``."""
-    reach = report.cell_reach
-    if not report.passed or report.plan not in CELL_PLANS or reach is None:
-        return None
-    largest, found = reach
-    if not largest >= CEILING or (found is not None and found <= POOR):
-        return None
-    what = "no error" if found is None else f"only errors above {found:.1e} relative"
-    return (f"the {report.plan} cells, at inputs up to {largest:.1e}, resolved {what}: a seed "
-            "column cannot move such entries by a unit's steps exactly")
+    found = _poor(report, CELL_PLANS)
+    return None if found is None else (
+        f"the {report.plan} cells, at inputs up to {found[0]:.1e}, resolved {found[1]}: a "
+        "seed column cannot move such entries by a unit's steps exactly")
 
 
 def poorly_resolved(report) -> str | None:
     """What a passed precise check on whole Jacobians (a dense plan) resolved,
     in words, where that is little or nothing at inputs far above a unit (see
     the module docstring), or ``None``."""
+    found = _poor(report, ("dense",))
+    return None if found is None else (
+        f"at inputs up to {found[0]:.1e}, whole Jacobians resolved {found[1]}: the outputs' "
+        "rounding leaves differences there no finer")
+
+
+def _poor(report, plans: tuple) -> tuple | None:
+    """``(largest input, what was resolved in words)`` of a passed check of one
+    of ``plans`` at inputs far above a unit that resolved little or nothing."""
     reach = report.cell_reach
-    if not report.passed or report.plan != "dense" or reach is None:
+    if not report.passed or report.plan not in plans or reach is None:
         return None
     largest, found = reach
     if not largest >= CEILING or (found is not None and found <= POOR):
         return None
-    what = "no error" if found is None else f"only errors above {found:.1e} relative"
-    return (f"at inputs up to {largest:.1e}, whole Jacobians resolved {what}: the outputs' "
-            "rounding leaves differences there no finer")
+    return largest, "no error" if found is None else f"only errors above {found:.1e} relative"
