@@ -127,6 +127,11 @@ def _defaults(target, args: str | None, seed: int,
                 break
         if not kept.specs and count > 1 and any(_INDEX_WORDS.search(r) for r in kept.refusals):
             _index_sets(kept, count)
+        options = _option_like(target, keywords)
+        if kept.specs and options:   # (it ran with them as tensors: checked as such)
+            kept.notes.append(f"{target.name} takes {', '.join(options)}, which the default "
+                              "sets give as tensors, and it was checked so (their derivatives "
+                              f"too); {_as_options(options)}")
     if not kept.specs:
         spec = _with_args("; ".join(["randn(3)"] * count), args)
         found = probe(target, spec, seed, 0, seconds)
@@ -139,18 +144,28 @@ def _defaults(target, args: str | None, seed: int,
     return kept.specs, kept.layouts, kept.notes
 
 
+def _option_like(target, keywords: dict) -> list:
+    """The parameters of ``target`` named as options usually are (``OPTIONS``)
+    that ``--args`` does not give."""
+    return [p for p in target.params if p in OPTIONS and p not in keywords]
+
+
+def _as_options(options: list) -> str:
+    """How to give ``options`` as options, in words."""
+    one = len(options) == 1
+    example = ", ".join(f"{p}={OPTIONS[p]}" for p in options)
+    return (f"if {'it is an option' if one else 'they are options'}, give "
+            f"{'it' if one else 'them'} with --args, e.g. --args '{example}'")
+
+
 def _what_to_give(target, keywords: dict) -> str:
     """What to pass when no default set runs: the parameters whose names are
     usually options (``OPTIONS``) with ``--args``, or inputs with ``--inputs``."""
-    options = [p for p in target.params if p in OPTIONS and p not in keywords]
+    options = _option_like(target, keywords)
     if options:
-        example = ", ".join(f"{p}={OPTIONS[p]}" for p in options)
-        which = ", ".join(options)
-        return (f"{target.name} takes {which}, which the default sets give as tensors: if "
-                f"{'it is an option' if len(options) == 1 else 'they are options'}, give "
-                f"{'it' if len(options) == 1 else 'them'} with --args, e.g. --args "
-                f"'{example}'; else give inputs it takes with --inputs, e.g. --inputs "
-                f"\"{EXAMPLE}\"")
+        return (f"{target.name} takes {', '.join(options)}, which the default sets give as "
+                f"tensors: {_as_options(options)}; else give inputs it takes with --inputs, "
+                f"e.g. --inputs \"{EXAMPLE}\"")
     return f"give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\""
 
 

@@ -47,6 +47,10 @@ def nothing_runs(a, b):
 
 def softmax_along(x, dim):
     return E.softmax(x, dim=int(dim))
+
+
+def lp_normalize(x, p, eps):
+    return x / (x.abs() ** p).sum(-1, keepdim=True) ** (1 / p) + eps
 '''
 
 
@@ -97,3 +101,13 @@ def test_a_parameter_named_like_an_option_is_said_to_go_with_args(run, lookup):
     assert "randint" not in result.output      # (no index error: no index sets tried)
     given = run("check", f"{lookup}:softmax_along", "--args", "dim=-1", "-q")
     assert given.exit_code == 0, given.output
+
+
+def test_options_that_run_as_tensors_are_checked_so_and_said_to_be(run, lookup):
+    # (p and eps as random tensors: a function of them the user did not mean)
+    result = run("check", f"{lookup}:lp_normalize", "-q")
+    assert result.exit_code == 0, result.output
+    assert "lp_normalize takes p, eps, which the default sets give as tensors" in result.stderr
+    assert "--args 'p=2, eps=1e-05'" in result.stderr
+    given = run("check", f"{lookup}:lp_normalize", "--args", "p=2, eps=1e-05", "-q")
+    assert given.exit_code == 0 and "give as tensors" not in given.stderr
