@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes
 from ..batching.rules import elementwise
 from ..autograd.tangents import absent
+from ..grad_mode import is_recording
 from .dispatch import call
 from .opdef import OPS, defelementwise, deflinear, defop, no_bool, no_complex_kernel, public
 
@@ -182,12 +183,21 @@ def _finite(self):
     return self.isfinite().to(self.dtype)
 
 
+def _no_complex_autograd(tensors: dict) -> None:
+    """PyTorch refuses a complex input that would be recorded, in the forward."""
+    for t in tensors.values():
+        if not isinstance(t, list) and t.dtype.is_complex and t.requires_grad and \
+                is_recording():
+            _finite(t)
+
+
 # Replaced entries are constants: the gradient passes only where self is finite.
-# (Complex input is refused when differentiated, as PyTorch refuses it.)
+# (Complex input is refused when differentiated, as PyTorch refuses it: recorded in
+# the forward, and in a jvp)
 defop("nan_to_num", _nan_to_num,
       vjp={"self": lambda grad, self: grad * _finite(self)},
       jvp=lambda self_t, self: self_t * _finite(self),
-      promote=("self",), inplace=True, batch=elementwise)
+      promote=("self",), inplace=True, batch=elementwise, refuse=_no_complex_autograd)
 
 
 def _clamp(self, min=None, max=None):

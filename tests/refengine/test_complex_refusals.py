@@ -3,7 +3,8 @@ refuses them, instead of computed by NumPy and differentiated by rules
 written for real numbers (found by calling every registry op with a torch
 name on complex inputs: softmax's, log_softmax's, mse_loss's and
 layer_norm's vjps were the conjugates of the derivative; clamp's backward
-raised "ge is not supported"). ``stack`` and ``cat`` of one tensor, rather
+raised "ge is not supported"; nan_to_num refused a recorded complex input in
+its backward, torch in the forward). ``stack`` and ``cat`` of one tensor, rather
 than a sequence, are refused as torch refuses them (NumPy iterated the rows,
 and under vmap the batch, so a check of ``stack(x)`` crashed in reshaping).
 
@@ -30,6 +31,7 @@ CALLS = [
     ("clamp", lambda M, x: M.clamp(x, -1, 1)),
     ("clip", lambda M, x: M.clip(x, -1, 1)),
     ("dropout", lambda M, x: M.nn.functional.dropout(x, 0.5)),
+    ("nan_to_num recorded", lambda M, x: M.nan_to_num(x)),
     ("stack of a tensor", lambda M, x: M.stack(x)),
     ("cat of a tensor", lambda M, x: M.cat(x)),
 ]
@@ -57,10 +59,18 @@ def test_refused_on_complex_as_torch_refuses(name, call, dtype):
         assert ours[1] == theirs[1]
 
 
-@pytest.mark.parametrize("name,call", CALLS[:8], ids=[c[0] for c in CALLS[:8]])
+@pytest.mark.parametrize("name,call", CALLS[:9], ids=[c[0] for c in CALLS[:9]])
 def test_the_same_calls_run_on_real_tensors(name, call):
     real = np.random.default_rng(2).standard_normal((3, 4))
     ours = call(E, E.tensor(real, requires_grad=True))
     theirs = call(torch, torch.tensor(real, requires_grad=True))
     if name != "dropout":     # (each draws its own mask)
         assert np.allclose(ours.detach().numpy(), theirs.detach().numpy(), atol=1e-12)
+
+
+def test_nan_to_num_of_complex_runs_where_nothing_is_recorded():
+    for module in (E, torch):
+        x = module.tensor(VALUES, requires_grad=True)
+        with module.no_grad():
+            assert module.nan_to_num(x).dtype == x.dtype
+        assert module.nan_to_num(x.detach()).dtype == x.dtype
