@@ -176,12 +176,12 @@ def _index_sets(kept, count: int) -> None:
     name, indices, rows, _ = INDEX_SET
     sets = [[indices if k == position else rows for k in range(count)]
             for position in range(count)]
-    before = list(kept.notes)
+    before = len(kept.notes)
     chosen = kept.first_of(name, sets, bug=INDEX_SET[3])
     if not chosen:
         return
     # (the sets refused for indexing with floats: no bug is left unshown by them)
-    kept.notes = [n for n in kept.notes if n not in before]
+    del kept.notes[:before]
     position = chosen.index(indices)
     kept.notes.append(f"{kept.target.name} indexes with input {position}, which the default "
                       f"sets give as {indices} (12 indices below 10: some repeat), the "

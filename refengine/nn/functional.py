@@ -7,10 +7,10 @@ dropout, reflect and replicate padding), compose differentiable ops.
 """
 from __future__ import annotations
 
-from .. import creation, dtypes
+from .. import creation
 from ..ops.conv import conv_nd
 from ..ops.dispatch import call
-from ..ops.opdef import OPS
+from ..ops.opdef import OPS, no_complex_kernel
 
 __all__ = [
     "conv1d",
@@ -167,9 +167,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0 or input.numel() == 0:
         return input
-    if input.is_complex():   # (torch draws its mask with bernoulli, which has no complex kernel)
-        raise NotImplementedError('"bernoulli_scalar_cpu_" not implemented for '
-                                  f"'{dtypes.SCALAR_NAMES[input.dtype]}'")
+    # (torch draws its mask with bernoulli, which has no complex kernel)
+    no_complex_kernel("bernoulli_scalar_cpu_")({"input": input})
     if p == 1:
         noise = creation.zeros((), dtype=input.dtype)
     else:

@@ -20,6 +20,7 @@ import inspect
 from typing import Callable
 
 from ..autograd.tangents import absent
+from ..dtypes import SCALAR_NAMES
 from ..batching.rules import elementwise
 from .dispatch import call
 from .layout import NOT_ITERATED, arrange
@@ -36,13 +37,22 @@ def no_bool(message: str) -> Callable:
     return check
 
 
+def _complex_one(tensors: dict):
+    """The first complex tensor among a call's ``tensors`` (lists of tensors
+    aside), or ``None``."""
+    for t in tensors.values():
+        if not isinstance(t, list) and t.dtype.is_complex:
+            return t
+    return None
+
+
 def no_complex(name: str) -> Callable:
     """A ``refuse`` check: the op is defined on real numbers only."""
     def check(tensors: dict) -> None:
-        for t in tensors.values():
-            if not isinstance(t, list) and t.dtype.is_complex:
-                raise RuntimeError(f"{name} is not supported for complex tensors "
-                                   f"(got {t.dtype}): the complex numbers are not ordered")
+        t = _complex_one(tensors)
+        if t is not None:
+            raise RuntimeError(f"{name} is not supported for complex tensors "
+                               f"(got {t.dtype}): the complex numbers are not ordered")
     return check
 
 
@@ -51,13 +61,11 @@ def no_complex_kernel(kernel: str | None, message: str | None = None) -> Callabl
     and raises ``NotImplementedError`` in the forward, with ``message`` or its
     dispatcher's words for ``kernel``. NumPy would compute a value, and the
     rules (written for real numbers) would differentiate it wrongly."""
-    from ..dtypes import SCALAR_NAMES
-
     def check(tensors: dict) -> None:
-        for t in tensors.values():
-            if not isinstance(t, list) and t.dtype.is_complex:
-                raise NotImplementedError(
-                    message or f'"{kernel}" not implemented for \'{SCALAR_NAMES[t.dtype]}\'')
+        t = _complex_one(tensors)
+        if t is not None:
+            raise NotImplementedError(
+                message or f'"{kernel}" not implemented for \'{SCALAR_NAMES[t.dtype]}\'')
     return check
 
 
