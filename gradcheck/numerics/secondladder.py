@@ -61,7 +61,7 @@ def coordinates_work(ev: Evaluator, in_idx: int, x: np.ndarray, columns: np.ndar
     if large.size:
         first = largesteps.first_steps(x[large], ev.problem.epsilon(in_idx=in_idx))
         second = yield from largesteps.ladder(ev, in_idx, first, columns[large])
-        judged(ev.problem, result, large, second, first, contradicted=True)
+        judged(ev.problem, result, large, second, first, unit_ladder=True)
     return result
 
 
@@ -85,11 +85,11 @@ def directions_work(ev: Evaluator, in_idx: int, steps: np.ndarray, directions: n
 
 
 def judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.ndarray,
-           contradicted: bool = False) -> None:
+           unit_ladder: bool = False) -> None:
     """Take into ``result`` (rows ``rows``) the entries of ``second`` that are
     credible and that ``result`` lacks, disagrees with or estimates less
     precisely (module docstring); ``first``: the second ladder's first step
-    per row. ``contradicted`` (the unit ladder of large coordinates): where
+    per row. ``unit_ladder`` (the second ladder of large coordinates): where
     an entry that is not credible lies farther from the first ladder's than
     both estimates reach, every usable entry of the block is taken: the first
     ladder's steps, wider than a period of structure of a unit's width,
@@ -112,10 +112,10 @@ def judged(problem, result: tuple, rows: np.ndarray, second: tuple, first: np.nd
         # a move below the smallest normal number is rounded in absolute terms, which
         # the estimate (relative to the outputs) does not see: prod at 1e-308 moves by 0
         credible &= np.abs(value) * first[:, None] >= np.finfo(np.float64).tiny
-        if credible.any() or contradicted:
+        if credible.any() or unit_ladder:
             usable = np.isfinite(value) & np.isfinite(error) & ~unresolved[o]
             _take((*found[o], first_unresolved[o]), rows, (value, error), credible,
-                  np.sqrt(eps) / 2 * np.abs(value) + ulps, usable if contradicted else None)
+                  np.sqrt(eps) / 2 * np.abs(value) + ulps, usable if unit_ladder else None)
 
 
 def _take(first: tuple, rows: np.ndarray, second: tuple, credible: np.ndarray,
