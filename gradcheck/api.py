@@ -19,7 +19,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from adcheck.gradcheck.verdict import checks, constsaves, faults, lostrepeats, noise
+from adcheck.gradcheck.verdict import checks, constsaves, faults, lostrepeats, noise, triangle
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -284,6 +284,7 @@ def _run(func, inputs, options: Options) -> Report:
         modules.name_results(report, names, len(problem.inputs))
         modules.name_padding_rows(report, original)
         lostrepeats.name(report, problem)
+        triangle.name(report, problem)
         report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start

@@ -4,7 +4,8 @@ The object may be a ``refengine.autograd.Function`` subclass, a
 ``torch.autograd.Function`` subclass (checked on torch), a JAX function
 object (``jax.custom_vjp``, ``jax.custom_jvp`` or ``jax.jit``; checked on
 JAX), a plain function of tensors (checked on the ``--engine`` given,
-``"jax"`` for a plain function of JAX arrays), or a torch or refengine
+``"jax"`` for a plain function of JAX arrays; torch's and refengine's own
+functions, ``torch:sin``, on their own engine), or a torch or refengine
 ``nn.Module``: an instance, a class built with no argument, or a factory
 (a function of no argument that returns one), checked in its inputs and
 its parameters (``gradcheck.core.modules``). A module is built after seeding
@@ -16,6 +17,7 @@ what to do.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -145,17 +147,62 @@ def _jax_kind(obj) -> tuple[str, bool] | None:
 
 def _required(func, skip_ctx: bool) -> tuple | None:
     """The names of ``func``'s required positional parameters (without ``ctx``),
-    or ``None`` when its signature does not tell."""
+    or ``None`` when neither its signature nor its documented one tells."""
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
-        return None
+        params = _documented(func)
+        if params is None:
+            return None
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return None
     positional = [p.name for p in params
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
                   and p.default is p.empty]
     return tuple(positional[1:] if skip_ctx else positional)
+
+
+def _documented(func) -> list | None:
+    """The parameters of a compiled function (torch's ``sin``, ``gelu``, which
+    have no signature Python can read) as the first line of its docstring
+    writes them, ``gelu(input, approximate = 'none') -> Tensor``, when that line
+    names the function; else ``None``."""
+    line = (getattr(func, "__doc__", None) or "").strip().partition("\n")[0]
+    name, paren, rest = line.partition("(")
+    own = getattr(func, "__name__", None)
+    if not paren or not own or not name.strip() or \
+            not own.endswith(name.strip().rpartition(".")[2]):
+        return None
+    depth = 0
+    for end, char in enumerate(rest):   # (the closing parenthesis of the parameters)
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth < 0:
+            break
+    else:
+        return None
+    try:
+        tree = ast.parse(f"def f({rest[:end]}): pass")
+    except SyntaxError:
+        return None
+    arguments = tree.body[0].args
+    positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+    first_default = len(positional) - len(arguments.defaults)
+    if hasattr(func, "__objclass__"):   # a method of a class (``Tensor.sin``): ``sin() -> Tensor``
+        positional, first_default = ["self", *positional], first_default + 1
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return [inspect.Parameter(a, kind) if k < first_default else
+            inspect.Parameter(a, kind, default=None) for k, a in enumerate(positional)]
+
+
+def own_engine(obj) -> str | None:
+    """The engine a function belongs to by where it is defined (torch's own
+    ``sin`` or ``nn.functional.gelu``: torch; refengine's: refengine), which no
+    other engine's tensors run through; ``None`` for a function of the user's."""
+    module = getattr(obj, "__module__", None) or \
+        getattr(getattr(obj, "__objclass__", None), "__module__", None) or ""
+    if module.startswith("adcheck.refengine"):
+        return "refengine"
+    return "torch" if module.partition(".")[0] == "torch" else None
 
 
 def _arity(func, skip_ctx: bool) -> int | None:
@@ -209,7 +256,7 @@ def engine_hint(target: "Target", engine: str) -> str | None:
     """Why a plain function looks written for another engine than ``engine``
     (its code names that engine's modules only), with the option to give; else
     ``None``."""
-    if target.kind != "function":
+    if target.kind != "function" or own_engine(target.func) is not None:
         return None
     used = engines_used(target.func)
     if len(used) != 1 or engine in used:
@@ -328,8 +375,11 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
     if not callable(obj):
         raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
                           "Function; point MODULE:OBJECT at one")
-    return Target(text, name, obj, "function", engine, True, _arity(obj, skip_ctx=False),
-                  _required(obj, skip_ctx=False) or ())
+    own = own_engine(obj)
+    if own == "torch":   # (named as asked: torch.linalg.det's compiled name is linalg_det)
+        name = text.split(":")[1].rpartition(".")[2]
+    return Target(text, name, obj, "function", own or engine, True,
+                  _arity(obj, skip_ctx=False), _required(obj, skip_ctx=False) or ())
 
 
 def source_module(text: str):

@@ -15,6 +15,8 @@ def _function(op: OpDef):
         return _run(op, bind(args, kwargs), None)   # what call() does, one frame less
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = op.forward.__doc__ or f"refengine op ``{op.name}`` (grad_fn {op.node})."
+    # (what ``inspect.signature`` reports: the parameters ``bind`` takes, not *args)
+    fn.__signature__ = op.signature
     return fn
 
 

@@ -1,0 +1,86 @@
+"""``adcheck check`` of an engine's own functions, as a newcomer tries first:
+``torch:sin``, ``torch.nn.functional:gelu``, ``adcheck.refengine:sin``.
+
+They exited 2: torch's compiled functions and refengine's ops have no
+signature Python reads (``(*args, **kwargs)``), so "cannot tell how many
+inputs"; given ``--inputs``, torch's ran on refengine tensors (the default
+engine of a plain function) and failed with "must be Tensor, not Tensor",
+"make it run on refengine tensors". A function defined in torch is now
+checked on torch and one of refengine's on refengine, their inputs counted
+from refengine's op definitions and from the signature line of torch's
+docstrings."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from adcheck import refengine as E
+from adcheck.runner.target import resolve
+
+
+def test_refengine_functions_have_their_op_signature():
+    assert list(inspect.signature(E.add).parameters) == ["self", "other", "alpha"]
+    x, y = E.tensor(np.arange(3.0)), E.tensor(np.ones(3))
+    # (the names the signature gives are those the call binds)
+    np.testing.assert_array_equal(E.add(self=x, other=y, alpha=2).numpy(), [2.0, 3.0, 4.0])
+
+
+def test_a_refengine_function_is_checked_on_its_default_inputs(run):
+    result = run("check", "adcheck.refengine:sin", "-q")
+    assert result.exit_code == 0, result.output
+    assert "6 passed" in result.stdout
+
+
+def test_a_refengine_function_taking_dim_says_to_give_it_with_args(run):
+    result = run("check", "adcheck.refengine:cumsum", "-q")
+    assert result.exit_code == 2
+    assert "cumsum takes dim" in result.output and "--args 'dim=-1'" in result.output
+    assert run("check", "adcheck.refengine:cumsum", "--args", "dim=-1", "-q").exit_code == 0
+
+
+def test_a_users_function_still_needs_its_engine_told(run, tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("import torch\n\ndef swish(x):\n    return x * torch.sigmoid(x)\n")
+    pytest.importorskip("torch", reason="the function calls torch (pip install torch)")
+    result = run("check", f"{path}:swish", "-q")
+    assert result.exit_code == 2
+    assert "add --engine torch" in result.output
+
+
+class TestTorchFunctions:
+    @pytest.fixture(autouse=True)
+    def _torch(self):
+        pytest.importorskip("torch", reason="torch's own functions (pip install torch)")
+
+    @pytest.mark.parametrize("spec, inputs", [
+        ("torch:sin", ("input",)), ("torch.nn.functional:gelu", ("input",)),
+        ("torch:atan2", ("input", "other")), ("torch.nn.functional:conv2d", ("input", "weight")),
+        ("torch:Tensor.sin", ("self",)), ("torch:cumsum", ("input", "dim"))])
+    def test_their_inputs_are_read_from_the_docstring(self, spec, inputs):
+        target = resolve(spec)
+        assert target.engine == "torch" and target.params == inputs
+
+    def test_torch_sin_is_checked_on_torch_without_being_told(self, run_json):
+        result, doc = run_json("check", "torch:sin")
+        assert result.exit_code == 0, result.output
+        assert doc["settings"]["engine"] == "torch"
+        assert {r["status"] for r in doc["results"]} == {"passed"}
+        assert len(doc["results"]) == 6      # (3 checks on the real and the complex set)
+
+    def test_a_function_of_torch_nn_functional_too(self, run):
+        result = run("check", "torch.nn.functional:gelu", "-q")
+        assert result.exit_code == 0, result.output
+
+    def test_a_compiled_function_is_named_as_asked(self, run_json):
+        result, doc = run_json("check", "torch.linalg:det", "--inputs", "randn(3, 3)",
+                               "--check", "reverse")
+        assert result.exit_code == 0, result.output
+        assert {r["op"] for r in doc["results"]} == {"det"}
+
+    def test_torch_cumsum_says_to_give_dim_with_args(self, run):
+        result = run("check", "torch:cumsum", "-q")
+        assert result.exit_code == 2
+        assert "--args 'dim=-1'" in result.output
+        assert run("check", "torch:cumsum", "--args", "dim=-1", "-q").exit_code == 0
