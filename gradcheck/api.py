@@ -19,7 +19,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from adcheck.gradcheck.verdict import checks, constsaves, faults, lostrepeats, noise, triangle
+from adcheck.gradcheck.verdict import (checks, constsaves, faults, inputsign, lostrepeats, noise,
+                                      phase, triangle)
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -285,6 +286,8 @@ def _run(func, inputs, options: Options) -> Report:
         modules.name_padding_rows(report, original)
         lostrepeats.name(report, problem)
         triangle.name(report, problem)
+        inputsign.name(report, problem)
+        phase.name(report, problem)
         report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start

@@ -29,6 +29,27 @@ def _shape_of(value) -> list | None:
 def layout_of(call) -> dict:
     """The layout of ``call`` (``func``, ``inputs`` and ``names`` as
     ``TargetSubject.call`` gives them): ``func`` runs once on ``inputs``."""
+    return layout_and_outputs(call)[0]
+
+
+def all_finite(outs) -> bool:
+    """Whether every floating point or complex entry of the tensors ``outs``
+    (of any engine) is finite; an output that cannot be read counts as finite."""
+    for value in outs:
+        if _shape_of(value) is None:
+            continue
+        try:
+            held = value.detach() if hasattr(value, "detach") else value
+            array = np.asarray(held.cpu() if hasattr(held, "cpu") else held)
+        except Exception:   # (an engine's tensor NumPy cannot read: nothing said)
+            continue
+        if array.dtype.kind in "fc" and not np.all(np.isfinite(array)):
+            return False
+    return True
+
+
+def layout_and_outputs(call) -> tuple[dict, tuple]:
+    """``layout_of(call)``, and the outputs of its one run."""
     out = call.func(*call.inputs)
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     names = list(call.names or [])
@@ -36,7 +57,7 @@ def layout_of(call) -> dict:
     for i, x in enumerate(call.inputs):
         pair = _shape_of(x)
         inputs.append(None if pair is None else pair + [names[i] if i < len(names) else None])
-    return {"inputs": inputs, "outputs": [_shape_of(o) for o in outs]}
+    return {"inputs": inputs, "outputs": [_shape_of(o) for o in outs]}, outs
 
 
 def real_size(pair) -> int:

@@ -107,11 +107,8 @@ def _defaults(target, args: str | None, seed: int,
               seconds: float) -> tuple[list, list, list]:
     """``(specs, layouts, warnings)`` of the default input sets (see the module)."""
     keywords = keyword_names(args)
-    if target.arity is None:
-        raise InputError(f"cannot tell how many inputs {target.spec} takes; give them "
-                         f"with --inputs, e.g. --inputs \"{EXAMPLE}\"")
-    count = _count(target, keywords)
     kept = _Kept(target, args, seed, seconds)
+    count = _count(target, keywords) if target.arity is not None else _probed_count(kept)
     layer = layer_inputs(target.func, count) if target.kind.endswith("Module") else []
     if layer:   # the shapes its first layer takes; its complex set made from the one it runs on
         chosen = kept.first_of("rows", layer)
@@ -127,6 +124,8 @@ def _defaults(target, args: str | None, seed: int,
                 break
         if not kept.specs and count > 1 and any(_INDEX_WORDS.search(r) for r in kept.refusals):
             _index_sets(kept, count)
+        if not kept.specs and kept.refusals and all("square" in r for r in kept.refusals):
+            _square_sets(kept, count)
         options = _option_like(target, keywords)
         if kept.specs and options:   # (it ran with them as tensors: checked as such)
             kept.notes.append(f"{target.name} takes {', '.join(options)}, which the default "
@@ -139,29 +138,48 @@ def _defaults(target, args: str | None, seed: int,
             raise InputError(
                 f"{target.name} runs on none of the default inputs ("
                 + "; ".join(kept.refusals + [f"randn(3): {_raised(found.text)}"])
-                + f"); {_what_to_give(target, keywords)}")
+                + f"); {_what_to_give(target, keywords, kept.refusals + [found.text])}")
         kept.specs, kept.layouts = [spec], [found.layout]
     return kept.specs, kept.layouts, kept.notes
 
 
-def _option_like(target, keywords: dict) -> list:
-    """The parameters of ``target`` named as options usually are (``OPTIONS``)
-    that ``--args`` does not give."""
-    return [p for p in target.params if p in OPTIONS and p not in keywords]
+#: a parameter a refusal names (torch's "argument 'dim' (position 2) must be int",
+#: Python's 'missing 1 required positional argument: "dim"')
+_NAMED = re.compile(r"""argument '(\w+)'|arguments?: ['"](\w+)['"]""")
+#: a parameter torch says must be a number or integers ("argument 'k' (position 2)
+#: must be int, not Tensor"): an option whatever its name, with an example value
+_TYPED = re.compile(r"argument '(\w+)' \(position \d+\) must be (int|tuple of ints|Number|"
+                    r"float|bool), not Tensor")
+_TYPED_EXAMPLES = {"int": "1", "tuple of ints": "(1,)", "Number": "2.0", "float": "2.0",
+                   "bool": "True"}
 
 
-def _as_options(options: list) -> str:
-    """How to give ``options`` as options, in words."""
+def _option_like(target, keywords: dict, refusals: list = ()) -> dict:
+    """The parameters of ``target`` that look like options (named as options
+    usually are, ``OPTIONS``, or said by a refusal to be numbers), with an
+    example value each, that ``--args`` does not give: by its signature, or
+    named in ``refusals`` (an object whose signature does not tell)."""
+    named = list(target.params) + [a or b for text in refusals
+                                   for a, b in _NAMED.findall(text)]
+    found = {p: OPTIONS[p] for p in named if p in OPTIONS}
+    for text in refusals:
+        for name, kind in _TYPED.findall(text):
+            found.setdefault(name, _TYPED_EXAMPLES[kind])
+    return {p: v for p, v in found.items() if p not in keywords}
+
+
+def _as_options(options: dict) -> str:
+    """How to give ``options`` (example values by name) as options, in words."""
     one = len(options) == 1
-    example = ", ".join(f"{p}={OPTIONS[p]}" for p in options)
+    example = ", ".join(f"{p}={v}" for p, v in options.items())
     return (f"if {'it is an option' if one else 'they are options'}, give "
             f"{'it' if one else 'them'} with --args, e.g. --args '{example}'")
 
 
-def _what_to_give(target, keywords: dict) -> str:
+def _what_to_give(target, keywords: dict, refusals: list = ()) -> str:
     """What to pass when no default set runs: the parameters whose names are
     usually options (``OPTIONS``) with ``--args``, or inputs with ``--inputs``."""
-    options = _option_like(target, keywords)
+    options = _option_like(target, keywords, refusals)
     if options:
         return (f"{target.name} takes {', '.join(options)}, which the default sets give as "
                 f"tensors: {_as_options(options)}; else give inputs it takes with --inputs, "
@@ -190,6 +208,26 @@ def _index_sets(kept, count: int) -> None:
         kept.first_of("complex", [[_complex(s) for s in chosen]])
 
 
+#: where every default set was refused for not being square (a determinant, an
+#: inverse, a solve, eigh): every input this matrix, and then in complex128
+SQUARE = "randn(4, 4)"
+
+
+def _square_sets(kept, count: int) -> None:
+    """Every input ``SQUARE`` (the set kept where the object runs on it), and
+    that set in complex128 where it takes it."""
+    before = len(kept.notes)
+    chosen = kept.first_of("square", [[SQUARE] * count],
+                           bug="a matrix function's bug (the other default sets are not square)")
+    if not chosen:
+        return
+    del kept.notes[:before]   # (the sets refused for not being square leave nothing unshown)
+    kept.notes.append(f"{kept.target.name} takes square matrices, which the default sets "
+                      f"give as {SQUARE}; give --inputs to choose")
+    if not kept.stopped:
+        kept.first_of("complex", [[_complex(s) for s in chosen]])
+
+
 def layer_set(target, seed: int) -> str | None:
     """The first of a layer's own input sets (``layer_inputs``), in its
     parameters' dtype, it runs on, as ``--inputs`` would give it (``--harvest``
@@ -206,6 +244,26 @@ def layer_set(target, seed: int) -> str | None:
     return None
 
 
+#: how many inputs an object whose signature does not tell is tried with, in turn
+MOST_INPUTS = 3
+
+
+def _probed_count(kept) -> int:
+    """How many inputs an object whose signature does not say takes (a compiled
+    function without a docstring, ``torch.relu``): the fewest of ``rows``
+    inputs, up to ``MOST_INPUTS``, it runs on. Exits 2 when it runs on none."""
+    refusals = []
+    for count in range(1, MOST_INPUTS + 1):
+        shown = "; ".join(["randn(3, 4)"] * count)
+        found = probe(kept.target, _with_args(shown, kept.args), kept.seed, 0, kept.seconds)
+        if found.kind != "raised":
+            return count
+        refusals.append(f"{shown}: {_raised(found.text)}")
+    raise InputError(f"cannot tell how many inputs {kept.target.spec} takes, and it runs on "
+                     f"none of 1 to {MOST_INPUTS} inputs ({'; '.join(refusals)}); "
+                     + _what_to_give(kept.target, {}, refusals))
+
+
 def _count(target, keywords: dict) -> int:
     """How many tensors the default sets give ``target``: its positional
     parameters not named in ``keywords`` (``--args``), at least one."""
@@ -215,6 +273,20 @@ def _count(target, keywords: dict) -> int:
 
 def _complex(spec: str) -> str:
     return f"{spec} complex128" if spec.startswith("randn") else spec
+
+
+#: where a function is NaN or inf on randn inputs (a log, a square root, atanh,
+#: acosh), the real ones moved into these ranges in turn, the first where every
+#: output is finite kept: (0.1, 0.9), then (1.1, 2.1)
+DOMAINS = ("* 0.8 + 0.1", "+ 1.1")
+
+
+def _moved(spec: str, affine: str) -> str:
+    """``spec`` with a real ``randn(...)`` made ``rand(...) AFFINE``; others as they are."""
+    if not spec.startswith("randn(") or "complex" in spec:
+        return spec
+    close = spec.index(")")
+    return f"rand{spec[5:close + 1]} {affine}{spec[close + 1:]}"
 
 
 class _Kept:
@@ -242,6 +314,8 @@ class _Kept:
             if found.kind == "raised":
                 self.refusals.append(f"{shown}: {_raised(found.text)}")
                 continue
+            if found.kind == "ran" and not found.finite:
+                shapes, spec, found = self._in_domain(name, shapes, spec, found)
             self.specs.append(spec)
             self.layouts.append(found.layout)
             if found.kind in ("timeout", "died"):
@@ -256,6 +330,25 @@ class _Kept:
                               f"{_raised(found.text)} on {name} inputs ({shown}); give "
                               "inputs it takes with --inputs")
         return None
+
+    def _in_domain(self, name: str, shapes: list, spec: str, found):
+        """``(shapes, spec, found)`` of the first of ``DOMAINS`` where ``shapes``
+        (on which the object ran with NaN or inf outputs) gives finite outputs,
+        said in a warning; the given ones where none does (the run then says
+        that no derivative can be checked where the function is not finite)."""
+        for affine in DOMAINS:
+            moved = [_moved(s, affine) for s in shapes]
+            if moved == shapes:
+                break
+            again = probe(self.target, _with_args("; ".join(moved), self.args), self.seed,
+                          len(self.specs), self.seconds)
+            if again.kind == "ran" and again.finite:
+                self.notes.append(
+                    f"{self.target.name} is NaN or inf on {name} inputs ({'; '.join(shapes)}); "
+                    f"they are {'; '.join(moved)} instead, where it is finite; give --inputs "
+                    "to choose")
+                return moved, _with_args("; ".join(moved), self.args), again
+        return shapes, spec, found
 
 
 def _raised(text: str) -> str:

@@ -27,17 +27,20 @@ class Probed(NamedTuple):
     kind: str
     layout: dict | None = None
     text: str = ""
+    #: whether every output entry was finite (where it "ran")
+    finite: bool = True
 
 
 def _call(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
     from adcheck.runner.checks import fault_text
-    from adcheck.runner.layouts import layout_of
+    from adcheck.runner.layouts import all_finite, layout_and_outputs
     from adcheck.runner.deadline import TaskTimeout, deadline
     from adcheck.runner.subjects import subject_of
     try:
         with deadline(seconds):
             call, _ = subject_of(target, spec, seed, index).call()
-            return Probed("ran", layout_of(call))
+            layout, outs = layout_and_outputs(call)
+            return Probed("ran", layout, finite=all_finite(outs))
     except TaskTimeout as exc:
         return Probed("timeout", None, str(exc))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: any fault

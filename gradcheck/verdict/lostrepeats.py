@@ -70,12 +70,29 @@ def lost_repeats(expected: np.ndarray, actual: np.ndarray) -> int:
     return int(differs.sum())
 
 
+def _ignored_outputs(result, problem) -> str:
+    """The output entries whose rows the vjp of ``result`` dropped, in words:
+    how many, and the first in the output's own indices."""
+    with np.errstate(invalid="ignore"):
+        scale = float(np.nanmax(np.abs(result.expected), initial=0.0))
+        rows = np.flatnonzero((np.abs(result.actual - result.expected) > GROSS * scale).any(1))
+    shape = problem.layout.out_shapes.get(result.out_idx)
+    if shape is None or not rows.size:
+        return f"{rows.size} output entries"
+    element = int(rows[0]) // (2 if problem.layout.out_complex[result.out_idx] else 1)
+    first = ", ".join(str(int(k)) for k in np.unravel_index(element, shape)) if shape else ""
+    return (f"{rows.size} output coordinate{'s' if rows.size > 1 else ''} of output "
+            f"{result.out_idx} (the first [{first}])")
+
+
 def name(report, problem) -> None:
     """Prefix the diagnosis of each first-order reverse-mode failure of
     ``report`` whose error has the shape of dropped repeated contributions with
     that cause and its fix, naming the repeated values of ``problem``'s integer
-    inputs where there are any (a harvested Function's indices may be no input
-    of its check: a constant of the call the model made)."""
+    inputs where there are any. Without them (a harvested Function's indices
+    may be a constant of the call the model made), the same shape is an output
+    whose gradient the backward ignores, said first: an output the formula
+    treats as arbitrary (svd's extra singular vectors), then the other causes."""
     if problem.order != 1:
         return
     repeats = None
@@ -86,14 +103,24 @@ def name(report, problem) -> None:
         if not dropped:
             continue
         repeats = repeated_indices(problem) if repeats is None else repeats
-        which = "; ".join(f"{value} appears {count} times in input {i}"
-                          for i, value, count in repeats)
-        text = (f"the vjp is zero at {dropped} entries where numerical is not, each beside "
-                "an entry of its input coordinate that it keeps, so of the contributions to "
-                "an input entry used several times it keeps one"
-                + (f" (the indices repeat: {which})" if which else "")
-                + ": a gradient written by index assignment where an index repeats "
-                "(grad[idx] += g, grad[idx] = g, index_put_ without accumulate; accumulate "
-                "with index_add_, index_put_(..., accumulate=True) or scatter_add_), or summed "
-                "over part of a broadcast (sum it over every broadcast row)")
+        assignment = ("a gradient written by index assignment where an index repeats "
+                      "(grad[idx] += g, grad[idx] = g, index_put_ without accumulate; "
+                      "accumulate with index_add_, index_put_(..., accumulate=True) or "
+                      "scatter_add_)")
+        if repeats:
+            which = "; ".join(f"{value} appears {count} times in input {i}"
+                              for i, value, count in repeats)
+            text = (f"the vjp is zero at {dropped} entries where numerical is not, each "
+                    "beside an entry of its input coordinate that it keeps, so of the "
+                    "contributions to an input entry used several times it keeps one (the "
+                    f"indices repeat: {which}): {assignment}, or summed over part of a "
+                    "broadcast (sum it over every broadcast row)")
+        else:
+            text = (f"the vjp ignores {_ignored_outputs(result, problem)}: it is zero for "
+                    "their every entry where numerical is not, and right for the other "
+                    "outputs. The backward drops their grad_output: an output its formula "
+                    "treats as arbitrary (torch.linalg.svd's extra singular vectors with "
+                    "full_matrices=True, whose gradients torch ignores: check it with "
+                    f"full_matrices=False), {assignment}, or a gradient summed over part of "
+                    "a broadcast (sum it over every broadcast row)")
         result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"

@@ -49,6 +49,35 @@ def test_a_users_function_still_needs_its_engine_told(run, tmp_path):
     assert "add --engine torch" in result.output
 
 
+UNSIGNED = """
+def pair(*tensors):
+    x, w = tensors      # (exactly two: its signature does not say so)
+    return x * w.sin()
+
+
+def softmax_of(*args):
+    import adcheck.refengine as E
+    return E.softmax(args[0], dim=args[1])
+"""
+
+
+def test_an_object_whose_signature_does_not_tell_is_tried_with_one_to_three_inputs(
+        run_json, tmp_path):
+    path = tmp_path / "unsigned.py"
+    path.write_text(UNSIGNED)
+    result, doc = run_json("check", f"{path}:pair", "--check", "reverse")
+    assert result.exit_code == 0, result.output
+    assert {len(r["sample_name"].split(";")) for r in doc["results"]} == {2}
+
+
+def test_when_none_of_them_runs_it_exits_2_saying_what_each_raised(run, tmp_path):
+    path = tmp_path / "unsigned.py"
+    path.write_text(UNSIGNED)
+    result = run("check", f"{path}:softmax_of", "-q")
+    assert result.exit_code == 2
+    assert "runs on none of 1 to 3 inputs" in result.output and "--inputs" in result.output
+
+
 class TestTorchFunctions:
     @pytest.fixture(autouse=True)
     def _torch(self):
@@ -79,8 +108,53 @@ class TestTorchFunctions:
         assert result.exit_code == 0, result.output
         assert {r["op"] for r in doc["results"]} == {"det"}
 
+    def test_torch_relu_without_docstring_is_tried_with_one_input(self, run):
+        result = run("check", "torch:relu", "--check", "reverse", "-q")
+        assert result.exit_code == 0, result.output
+
+    def test_an_option_named_by_the_refusals_is_said_to_go_with_args(self, run):
+        # (torch.log_softmax has no docstring: its dim is named by what it raised)
+        result = run("check", "torch:log_softmax", "-q")
+        assert result.exit_code == 2
+        assert "log_softmax takes dim" in result.output and "--args 'dim=-1'" in result.output
+        given = run("check", "torch:log_softmax", "--args", "dim=-1", "--check", "reverse", "-q")
+        assert given.exit_code == 0, given.output
+
     def test_torch_cumsum_says_to_give_dim_with_args(self, run):
         result = run("check", "torch:cumsum", "-q")
         assert result.exit_code == 2
         assert "--args 'dim=-1'" in result.output
         assert run("check", "torch:cumsum", "--args", "dim=-1", "-q").exit_code == 0
+
+
+def test_a_function_of_square_matrices_gets_square_default_inputs(run_json):
+    # (every default set is 3 x 4: a determinant refused them all, and the command
+    # exited 2 before; now a square set is tried, and its complex twin)
+    result, doc = run_json("check", "adcheck.refengine.linalg:det", "--check", "reverse")
+    assert result.exit_code == 0, result.output
+    assert "det takes square matrices" in result.stderr
+    assert {(r["dtype"], r["status"]) for r in doc["results"]} == {
+        ("float64", "passed"), ("complex128", "passed")}
+    assert {r["sample_name"] for r in doc["results"]} == {"randn(4, 4)",
+                                                           "randn(4, 4) complex128"}
+
+
+def test_eigh_on_its_square_default_is_said_to_read_one_triangle(run):
+    result = run("check", "adcheck.refengine.linalg:eigh", "--check", "reverse", "-q")
+    assert result.exit_code == 1, result.output
+    assert "reads only the lower triangle" in result.stdout
+
+
+class TestTorchOptions:
+    @pytest.fixture(autouse=True)
+    def _torch(self):
+        pytest.importorskip("torch", reason="torch's own functions (pip install torch)")
+
+    @pytest.mark.parametrize("spec, hint, given", [
+        ("torch:topk", "--args 'k=1'", "k=2"), ("torch:flip", "--args 'dims=(1,)'", "dims=(1,)")])
+    def test_an_argument_torch_says_must_be_integers_is_said_to_go_with_args(
+            self, run, spec, hint, given):
+        result = run("check", spec, "-q")
+        assert result.exit_code == 2
+        assert hint in result.output
+        assert run("check", spec, "--args", given, "--check", "reverse", "-q").exit_code == 0

@@ -82,9 +82,15 @@ def test_a_low_precision_repeat_may_differ_by_its_rounding():
     assert "deterministic" in {r.check for r in report.failures}
 
 
-def test_a_double_precision_repeat_must_be_exact():
+def test_a_double_precision_repeat_may_differ_by_rounding_only():
+    # LAPACK's vectorised paths depend on where arrays sit in memory:
+    # torch.linalg.lstsq of a complex 3x4 system differed between two calls by a
+    # few units of rounding in 6 checks of 40, and failed as "nondeterministic"
+    # (torch's gradcheck, which checks no forward's determinism, passed 60 of 60)
     x = torch.tensor([0.3, -1.7, 2.2], dtype=torch.float64, requires_grad=True)
-    report = gradcheck.check(_jittered(torch.finfo(torch.float64).eps), (x,), seed=0)
+    report = gradcheck.check(_jittered(4 * torch.finfo(torch.float64).eps), (x,), seed=0)
+    assert report.passed, report.message()
+    report = gradcheck.check(_jittered(1e-12), (x,), seed=0)
     assert "deterministic" in {r.check for r in report.failures}
 
 

@@ -127,3 +127,19 @@ def test_a_vjp_missing_its_cross_terms_is_not_named_so():
     p = np.array([0.2, 0.3, 0.5])
     expected = np.diag(p) - np.outer(p, p)
     assert lost_repeats(expected, np.diag(np.diag(expected))) == 0
+
+
+def test_svd_extra_singular_vectors_are_said_to_be_ignored_not_assigned():
+    # torch documents the gradients of full_matrices=True's extra vectors (an
+    # arbitrary basis) as ignored: Vh's last row of a 3 x 4 input; the failure
+    # named index assignment first, with no index anywhere
+    torch = pytest.importorskip("torch", reason="torch's svd (pip install torch)")
+    a = torch.tensor(np.random.default_rng(3).standard_normal((3, 4)), requires_grad=True)
+    report = check(torch.linalg.svd, (a,), explore=False)
+    (failure,) = [f for f in report.failures if f.check == "reverse"]
+    assert failure.out_idx == 2
+    assert failure.diagnosis.startswith(
+        "the vjp ignores 4 output coordinates of output 2 (the first [3, 0])")
+    assert "full_matrices=False" in failure.diagnosis
+    assert check(lambda a: torch.linalg.svd(a, full_matrices=False), (a,),
+                 explore=False).passed

@@ -1,0 +1,87 @@
+"""Outputs defined up to a phase per vector (eigenvectors, singular vectors)
+checked as they are: the function's vectors (LAPACK's phase) and the
+formula's derivative (another phase) differ by ``i theta_k v_k``. The
+failure said "analytical couples entries that do not depend on each other:
+a reduction or a broadcast over the wrong axis"; it now names the phase, and
+a function of the vectors that does not depend on it passes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from adcheck import refengine
+from adcheck.gradcheck import check
+from adcheck.gradcheck.verdict.phase import phase_only
+
+
+def _engines():
+    yield refengine
+    try:
+        import torch
+    except ImportError:
+        return
+    yield torch
+
+
+ENGINES = list(_engines())
+IDS = [E.__name__.rpartition(".")[2] for E in ENGINES]
+
+
+def _complex_matrix(E, seed=1, shape=(4, 4)):
+    rng = np.random.default_rng(seed)
+    return E.tensor(rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) \
+        .requires_grad_()
+
+
+@pytest.mark.parametrize("E", ENGINES, ids=IDS)
+def test_hermitian_eigenvectors_fail_naming_their_phase(E):
+    a = _complex_matrix(E)
+    report = check(lambda a: E.linalg.eigh(a + a.mH), (a,), check_forward_ad=True,
+                   explore=False)
+    for mode in ("reverse", "forward"):
+        (failure,) = [f for f in report.failures if f.check == mode]
+        assert failure.out_idx == 1
+        assert "only by a change of phase of each column of output 1" in failure.diagnosis
+        assert "wrong axis" not in failure.diagnosis
+
+
+@pytest.mark.parametrize("E", ENGINES, ids=IDS)
+def test_what_does_not_depend_on_the_phase_passes(E):
+    a = _complex_matrix(E)
+    report = check(lambda a: E.linalg.eigh(a + a.mH)[1].abs(), (a,), check_forward_ad=True,
+                   explore=False)
+    assert report.passed, report.message()
+
+
+def test_torch_eig_too():
+    torch = pytest.importorskip("torch", reason="torch's eig (pip install torch)")
+    report = check(torch.linalg.eig, (_complex_matrix(torch),), explore=False)
+    (failure,) = report.failures
+    assert failure.out_idx == 1 and "change of phase" in failure.diagnosis
+
+
+def _phase_moved(kind):
+    """A real Jacobian block of a complex 3 x 3 output, and the same block with
+    each vector's change of phase added (column vectors, or row vectors)."""
+    rng = np.random.default_rng(7)
+    value = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    actual = rng.standard_normal((18, 5))
+    theta = rng.standard_normal((3, 5))       # per vector, per input direction
+    vectors = value if kind == "column" else value.T
+    change = 1j * vectors[:, :, None] * theta[None, :, :]      # (m, k, input)
+    if kind == "row":
+        change = change.swapaxes(0, 1)
+    moved = np.empty_like(actual)
+    flat = change.reshape(9, 5)
+    moved[0::2], moved[1::2] = flat.real, flat.imag
+    return value, actual, actual + moved
+
+
+@pytest.mark.parametrize("kind", ["column", "row"])
+def test_the_shape_is_a_change_of_phase_of_each_vector(kind):
+    value, actual, expected = _phase_moved(kind)
+    assert phase_only(expected, actual, value) == kind
+    assert phase_only(actual, actual, value) is None          # (nothing differs)
+    scaled = expected.copy()
+    scaled[0] *= 1.5            # one entry off besides: the phase no longer explains it
+    assert phase_only(scaled, actual, value) is None
