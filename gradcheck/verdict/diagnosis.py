@@ -126,6 +126,34 @@ def _factor(e, a, tol, mode) -> str | None:
 
 
 
+#: the largest relative error of every entry that ``_near_float32`` takes for a
+#: float32 rounding carried through the formula (a constant rounded to float32 and
+#: amplified by the formula's sensitivity to it: diffsort's NormalCDF saves its
+#: width as torch.tensor(0.1), float32, and its gradient is off by up to 2.6e-7)
+NEAR_FLOAT32 = 2.0 ** -20
+
+
+def _near_float32(e, a, tol, mode) -> str | None:
+    """A block off by float32's rounding at every entry, no more (no factor), in
+    a check whose tolerances resolve far finer than that (double precision's: a
+    low-precision formula's own check allows its rounding)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zero = np.abs(e) <= tol
+        if np.any(np.abs(a[zero]) > tol[zero]) or zero.all():
+            return None
+        size = np.abs(e[~zero])
+        relative = float(np.max(np.abs(a[~zero] - e[~zero]) / size))
+        resolved = float(np.median(tol[~zero] / size))
+    if not (relative <= NEAR_FLOAT32 and resolved < U32):
+        return None
+    return (f"analytical differs from numerical by at most {relative:.1e} relative at every "
+            f"entry, float32's rounding ({U32:.1e}) carried through the formula and far "
+            f"above double precision's: the {_verb(mode)} reads a value rounded to float32 "
+            "inside double-precision code (torch.tensor(0.1) saved without a dtype is "
+            "float32; a float32 buffer, parameter or np.float32 literal), or an "
+            "approximation accurate to about that (an iterative solver's tolerance)")
+
+
 def _complex_factor(ce, ca, tol_c, mode) -> str | None:
     denom = np.vdot(ce, ce).real
     if denom == 0.0 or not np.iscomplexobj(ce):
@@ -334,7 +362,8 @@ def _diagnose(expected, actual, tol, mode, out_complex, in_complex, origin, whol
         return (f"analytical holds only whole numbers where numerical does not: "
                 f"{integer_cause(_verb(mode))}")
     for explain in (_factor(e, a, tol_r, mode),
-                    _complex_factor(_cplx(e, in_complex), _cplx(a, in_complex), tol, mode)):
+                    _complex_factor(_cplx(e, in_complex), _cplx(a, in_complex), tol, mode),
+                    _near_float32(e, a, tol_r, mode)):
         if explain:
             return explain
     for candidate, what in _conjugates(e, out_complex, in_complex):
