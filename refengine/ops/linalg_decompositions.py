@@ -165,11 +165,23 @@ def _svd(A, full_matrices=True):
 
 
 def _svd_reduced(A, U, Vh, full_matrices):
+    """U and V of the reduced decomposition: with ``full_matrices`` of a matrix
+    that is not square, the first min(m, n) columns of U and rows of Vh (the
+    rest are an arbitrary basis, whose derivatives torch ignores in the vjp
+    and makes zero in the jvp)."""
     m, n = A.shape[-2:]
     if full_matrices and m != n:
-        raise RuntimeError("linalg.svd: differentiating with full_matrices=True is only "
-                           "supported for square matrices; use full_matrices=False.")
+        k = min(m, n)
+        return U.narrow(-1, 0, k), Vh.narrow(-2, 0, k).mH
     return U, Vh.mH
+
+
+def _padded(t, dim: int, like):
+    """``t`` with zeros after it along ``dim`` up to ``like``'s size there."""
+    have = t.shape[dim]
+    if like.shape[dim] == have:
+        return t
+    return call(OPS["cat"], [t, like.narrow(dim, have, like.shape[dim] - have) * 0], dim)
 
 
 def _all_zero(t) -> bool:
@@ -182,6 +194,7 @@ def _all_zero(t) -> bool:
 def _svd_vjp(grads, A, U, S, Vh, full_matrices):
     gU, gS, gVh = grads
     U, V = _svd_reduced(A, U, Vh, full_matrices)
+    gU, gVh = gU.narrow(-1, 0, U.shape[-1]), gVh.narrow(-2, 0, V.shape[-1])
     if _all_zero(gU) and _all_zero(gVh):
         # S's cotangent alone (U and Vh unused come here as zeros; torch's gU, gVh are
         # undefined then): U diag(gS) V^H, what the rule below gives but for F's 1/0
@@ -203,6 +216,8 @@ def _svd_vjp(grads, A, U, S, Vh, full_matrices):
 
 
 def _svd_jvp(A_t, A, U, S, Vh, full_matrices):
+    # (the rule's parameters are named by the op's outputs: U and Vh as returned)
+    U_full, Vh_full = U, Vh
     U, V = _svd_reduced(A, U, Vh, full_matrices)
     Sc = S.to(U.dtype)
     P = U.mH.matmul(A_t).matmul(V)
@@ -215,7 +230,8 @@ def _svd_jvp(A_t, A, U, S, Vh, full_matrices):
     AV, AhU = A_t.matmul(V), A_t.mH.matmul(U)
     dU = U.matmul(OU) + (AV - U.matmul(U.mH.matmul(AV))) / col
     dV = V.matmul(OV) + (AhU - V.matmul(V.mH.matmul(AhU))) / col
-    return dU, P.diagonal(0, -2, -1).real, dV.mH
+    return (_padded(dU, -1, U_full), P.diagonal(0, -2, -1).real,
+            _padded(dV.mH, -2, Vh_full))
 
 
 defop("linalg_svd", _svd, inputs=("A",), outputs=("U", "S", "Vh"),
