@@ -281,17 +281,22 @@ def _run(func, inputs, options: Options) -> Report:
                                  primals)
         for result in report.results:
             result.order = options.order
-        modules.name_spectral_norms(report, original)
-        modules.name_results(report, names, len(problem.inputs))
-        modules.name_padding_rows(report, original)
-        lostrepeats.name(report, problem)
-        triangle.name(report, problem)
-        inputsign.name(report, problem)
-        phase.name(report, problem)
+        _named(report, problem, original, names)
         report.computed_in = problem.computed_inside()
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _named(report: Report, problem: Problem, original, names) -> None:
+    """The inputs' names on the results, and each failure whose shape says its
+    cause (a module's design, dropped repeats, a triangle read, a sign at
+    negative inputs, a phase) said so."""
+    modules.name_spectral_norms(report, original)
+    modules.name_results(report, names, len(problem.inputs))
+    modules.name_padding_rows(report, original)
+    for name in (lostrepeats.name, triangle.name, inputsign.name, phase.name):
+        name(report, problem)
 
 
 #: the diagnosis of a second-order failure when the backward builds no graph
