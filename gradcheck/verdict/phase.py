@@ -14,6 +14,9 @@ wrong axis".
 ``name`` says so where the whole difference between the expected and the
 AD Jacobian of a complex output is such a change of phase of its columns
 (or of its rows: ``Vh``), to ``GROSS`` of the expected block's largest entry.
+The Jacobians alone cannot tell this from a formula that misses the phase
+part of a unique output's derivative (columns normalised to unit length,
+whose derivative has one): the diagnosis names both.
 """
 from __future__ import annotations
 
@@ -73,8 +76,9 @@ def name(report, problem) -> None:
         verb = "vjp" if result.mode == "reverse" else "jvp"
         result.diagnosis = (
             f"the {verb} differs from numerical only by a change of phase of each {kind} of "
-            f"output {result.out_idx} (v e^(i theta)): that output is defined up to such "
-            "phases (eigenvectors, singular vectors), and the formula differentiates "
-            "another choice of them than the function makes; only what does not depend on "
-            "the phases has one derivative. Check a function of it that does not (abs(v), "
-            "v v^H, U @ Vh), as PyTorch's tests of eig, eigh and svd do")
+            f"output {result.out_idx} (v e^(i theta)): either that output is defined up to "
+            "such phases (eigenvectors, singular vectors) and the formula differentiates "
+            "another choice of them than the function makes, so that only what does not "
+            "depend on the phases has one derivative: check a function of it that does not "
+            "(abs(v), v v^H, U @ Vh), as PyTorch's tests of eig, eigh and svd do; or the "
+            f"{verb} misses the part of the derivative that turns each {kind}'s phase")

@@ -12,6 +12,7 @@ import pytest
 from adcheck import refengine
 from adcheck.gradcheck import check
 from adcheck.gradcheck.verdict.phase import phase_only
+from adcheck.refengine.autograd import Function
 
 
 def _engines():
@@ -85,3 +86,30 @@ def test_the_shape_is_a_change_of_phase_of_each_vector(kind):
     scaled = expected.copy()
     scaled[0] *= 1.5            # one entry off besides: the phase no longer explains it
     assert phase_only(scaled, actual, value) is None
+
+
+class UnitColumns(Function):
+    """a / |a| column by column, with a vjp that drops the phase part of the
+    derivative (the complex projection y y^H where Re(y^H g) belongs): a unique
+    output, wrong by exactly a change of each column's phase."""
+
+    @staticmethod
+    def forward(ctx, a):
+        r = (a * a.conj()).real.sum(-2, keepdim=True).sqrt()
+        y = a / r
+        ctx.save_for_backward(y, r)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        y, r = ctx.saved_tensors
+        return (g - y * (y.conj() * g).sum(-2, keepdim=True)) / r
+
+
+def test_a_unique_output_wrong_by_its_phase_is_told_both_ways():
+    report = check(UnitColumns.apply, (_complex_matrix(refengine, shape=(3, 2)),),
+                   precise=True, explore=False)
+    (failure,) = [f for f in report.failures if f.check == "reverse"]
+    assert "change of phase of each column" in failure.diagnosis
+    assert "misses the part of the derivative that turns each column's phase" in \
+        failure.diagnosis
