@@ -19,8 +19,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from adcheck.gradcheck.verdict import (checks, constsaves, faults, inputsign, lostrepeats, noise,
-                                      phase, triangle)
+from adcheck.gradcheck.verdict import (checks, compiled, constsaves, faults, inputsign, lostrepeats,
+                                      noise, phase, triangle)
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -291,11 +291,11 @@ def _run(func, inputs, options: Options) -> Report:
 def _named(report: Report, problem: Problem, original, names) -> None:
     """The inputs' names on the results, and each failure whose shape says its
     cause (a module's design, dropped repeats, a triangle read, a sign at
-    negative inputs, a phase) said so."""
+    negative inputs, a phase, torch.compile's lost tangents) said so."""
     modules.name_spectral_norms(report, original)
     modules.name_results(report, names, len(problem.inputs))
     modules.name_padding_rows(report, original)
-    for name in (lostrepeats.name, triangle.name, inputsign.name, phase.name):
+    for name in (lostrepeats.name, triangle.name, inputsign.name, phase.name, compiled.name):
         name(report, problem)
 
 

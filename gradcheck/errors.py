@@ -34,15 +34,26 @@ def no_derivative_formula(exc: BaseException) -> NoDoubleBackward | None:
     """A ``NoDoubleBackward`` caused by ``exc`` where ``exc`` is the engine saying
     it has no derivative of an operation a backward calls (torch: "derivative
     for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not
-    implemented", the CPU attention kernel's backward), raised while the
-    backward is differentiated; else ``None``."""
+    implemented", the CPU attention kernel's backward) or of a torch.compile'd
+    function's backward ("torch.compile with aot_autograd does not currently
+    support double backward"), raised while the backward is differentiated;
+    else ``None``."""
     text = str(exc)
-    if not isinstance(exc, RuntimeError) or "derivative for " not in text or \
-            "not implemented" not in text:
+    if not isinstance(exc, RuntimeError):
+        return None
+    if COMPILED_BACKWARD in text:
+        reason = (f"its backward is torch.compile's ({text}): check second order on the "
+                  "function it compiles")
+    elif "derivative for " in text and "not implemented" in text:
+        reason = f"the engine implements no derivative of an operation its backward calls: {text}"
+    else:
         return None
     missing = NoDoubleBackward(f"differentiating the backward raised {type(exc).__name__} "
                                f"({text}): the function has no double backward there")
-    missing.reason = (f"the engine implements no derivative of an operation its backward "
-                      f"calls: {text}")
+    missing.reason = reason
     missing.__cause__ = exc
     return missing
+
+
+#: how torch refuses to differentiate the backward of a torch.compile'd function
+COMPILED_BACKWARD = "does not currently support double backward"
