@@ -196,13 +196,15 @@ def _documented(func) -> list | None:
 
 def own_engine(obj) -> str | None:
     """The engine a function belongs to by where it is defined (torch's own
-    ``sin`` or ``nn.functional.gelu``: torch; refengine's: refengine), which no
-    other engine's tensors run through; ``None`` for a function of the user's."""
+    ``sin`` or ``nn.functional.gelu``: torch; ``jax.nn.gelu``: jax;
+    refengine's: refengine), which no other engine's tensors run through;
+    ``None`` for a function of the user's."""
     module = getattr(obj, "__module__", None) or \
         getattr(getattr(obj, "__objclass__", None), "__module__", None) or ""
     if module.startswith("adcheck.refengine"):
         return "refengine"
-    return "torch" if module.partition(".")[0] == "torch" else None
+    package = module.partition(".")[0]
+    return "torch" if package == "torch" else "jax" if package in ("jax", "jaxlib") else None
 
 
 def _arity(func, skip_ctx: bool) -> int | None:
@@ -376,8 +378,8 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
         raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
                           "Function; point MODULE:OBJECT at one")
     own = own_engine(obj)
-    if own == "torch":   # (named as asked: torch.linalg.det's compiled name is linalg_det)
-        name = text.split(":")[1].rpartition(".")[2]
+    if own in ("torch", "jax"):   # (named as asked: torch.linalg.det's compiled name is
+        name = text.split(":")[1].rpartition(".")[2]   # linalg_det)
     return Target(text, name, obj, "function", own or engine, True,
                   _arity(obj, skip_ctx=False), _required(obj, skip_ctx=False) or ())
 

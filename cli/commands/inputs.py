@@ -124,7 +124,8 @@ def _defaults(target, args: str | None, seed: int,
                 break
         if not kept.specs and count > 1 and any(_INDEX_WORDS.search(r) for r in kept.refusals):
             _index_sets(kept, count)
-        if not kept.specs and kept.refusals and all("square" in r for r in kept.refusals):
+        if not kept.specs and kept.refusals and all(_SQUARE_WORDS.search(r)
+                                                    for r in kept.refusals):
             _square_sets(kept, count)
         options = _option_like(target, keywords)
         if kept.specs and options:   # (it ran with them as tensors: checked as such)
@@ -211,6 +212,9 @@ def _index_sets(kept, count: int) -> None:
 #: where every default set was refused for not being square (a determinant, an
 #: inverse, a solve, eigh): every input this matrix, and then in complex128
 SQUARE = "randn(4, 4)"
+#: how torch and refengine ("must be batches of square matrices") and JAX ("must
+#: have shape [..., n, n]") refuse a matrix that is not square
+_SQUARE_WORDS = re.compile(r"square|\[\.\.\., n, n\]")
 
 
 def _square_sets(kept, count: int) -> None:

@@ -145,6 +145,16 @@ def test_eigh_on_its_square_default_is_said_to_read_one_triangle(run):
     assert "reads only the lower triangle" in result.stdout
 
 
+def test_a_jax_function_is_checked_on_jax_without_being_told(run_json):
+    pytest.importorskip("jax", reason="JAX's own functions (pip install jax)")
+    result, doc = run_json("check", "jax.nn:gelu", "--check", "reverse")
+    assert result.exit_code == 0, result.output
+    assert doc["settings"]["engine"] == "jax"
+    # (JAX refuses a matrix that is not square in its own words)
+    square = run_json("check", "jax.numpy.linalg:det", "--check", "reverse")[0]
+    assert square.exit_code == 0 and "det takes square matrices" in square.stderr
+
+
 class TestTorchOptions:
     @pytest.fixture(autouse=True)
     def _torch(self):
