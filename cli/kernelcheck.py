@@ -8,7 +8,9 @@ with ``--seed`` on the CPU and moved to ``--device``. The verdict is
 ``gradcheck.kernels.check``'s, printed by ``kernels.summary`` (or as JSON
 with ``--format json``). ``--check`` picks what is judged beyond the values
 and vjps: ``forward`` (the jvp; judged by default), ``gradgrad`` and
-``fwgrad_bwgrad`` (the second order, only when asked). Exit 0 when it passes, 1 when a comparison fails,
+``fwgrad_bwgrad`` (the second order, only when asked). Unless ``--no-explore``,
+the kernel is judged again at its inputs times ``TINY`` (the quick pass:
+tiny magnitudes). Exit 0 when it passes, 1 when a comparison fails,
 2 (one line) for bad input: a reference that raises in float64 or returns
 other outputs, a device that is not available, a spec that does not parse.
 """
@@ -90,9 +92,23 @@ def _order_and_forward() -> tuple:
     return (2 if second else 1), ("forward" in names or "fwgrad_bwgrad" in names)
 
 
+#: the quick pass of a kernel (on unless --no-explore): its floating point inputs
+#: times this, where an eps added to x * x meets it (a norm's eps dropped from its
+#: backward shows there and nowhere near randn); a larger scale is no point of
+#: derivatives but of range (float16 overflows at 1e3 in correct kernels)
+TINY = 1e-3
+
+
+def _scaled(inputs: tuple, factor: float) -> tuple:
+    return tuple((x.detach() * factor).to(x.dtype).requires_grad_(x.requires_grad)
+                 if x.is_floating_point() or x.is_complex() else x for x in inputs)
+
+
 def kernel_check(target: str | None, against: str, specs: tuple, device_name: str | None,
-                 seed: int, memory_budget: int, fmt: str, level: int) -> None:
-    """Run the check and exit with its status (see the module docstring)."""
+                 seed: int, memory_budget: int, fmt: str, level: int,
+                 explore: bool | None = None) -> None:
+    """Run the check and exit with its status (see the module docstring);
+    ``explore`` not False: judge the kernel at its inputs times ``TINY`` too."""
     from adcheck.gradcheck import kernels
     from adcheck.gradcheck.errors import GradcheckError
     if target is None:
@@ -102,14 +118,26 @@ def kernel_check(target: str | None, against: str, specs: tuple, device_name: st
     kernel, ref = _resolved(target, "kernel"), _resolved(against, "--against")
     where = _device(device_name)
     inputs = _inputs(specs, kernel.arity, seed, where)
-    try:
-        report = kernels.check(kernel.func, inputs, against=ref.func, name=kernel.name,
-                               memory_budget=memory_budget * 2**20, order=order,
-                               check_forward_ad=forward)
-    except (ValueError, TypeError, GradcheckError) as exc:
-        raise InputError(str(exc)) from None
+    def judged(at: tuple):
+        try:
+            return kernels.check(kernel.func, at, against=ref.func, name=kernel.name,
+                                 memory_budget=memory_budget * 2**20, order=order,
+                                 check_forward_ad=forward)
+        except (ValueError, TypeError, GradcheckError) as exc:
+            raise InputError(str(exc)) from None
+    report = judged(inputs)
+    tiny = judged(_scaled(inputs, TINY)) if explore is not False else None
+    passed = report.passed and (tiny is None or tiny.passed)
     if fmt == "json":
-        click.echo(json.dumps(report.to_dict(), default=str))
+        doc = report.to_dict()
+        if tiny is not None:
+            doc["tiny"] = {"scale": TINY, **tiny.to_dict()}
+        click.echo(json.dumps(doc, default=str))
     else:   # (-q: the verdict and the failing comparisons, as other checks print)
         click.echo(kernels.summary(report, failures_only=level < 0))
-    click.get_current_context().exit(ExitCode.OK if report.passed else ExitCode.FAILED)
+        # (-q: the tiny magnitudes' failures only where they are the run's only ones)
+        if tiny is not None and (level > 0 or not tiny.passed and (report.passed or level == 0)):
+            click.echo(f"at its inputs times {TINY:g} (the quick pass: tiny magnitudes, where "
+                       "an eps added to x * x matters; --no-explore leaves it out):")
+            click.echo(kernels.summary(tiny, failures_only=level < 0))
+    click.get_current_context().exit(ExitCode.OK if passed else ExitCode.FAILED)

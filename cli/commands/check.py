@@ -140,7 +140,8 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
         from adcheck.cli.kernelcheck import kernel_check
         if against is None:
             raise InputError("--device applies to a kernel judged --against a reference")
-        return kernel_check(target, against, specs, device_name, seed, memory_budget, fmt, level)
+        return kernel_check(target, against, specs, device_name, seed, memory_budget, fmt, level,
+                            explore)
     check_writable(junit_xml, write_baseline, html)
     if (target is None) == (plugin is None):
         raise InputError("give either MODULE:OBJECT or --plugin FILE (one of them); see "

@@ -80,3 +80,66 @@ def test_quiet_prints_the_verdict_and_the_failures_only():
     assert passing.exit_code == 0
     assert passing.output.splitlines() == [passing.output.splitlines()[0]]
     assert passing.output.startswith("fused_rms: passed")
+
+
+EPS_DROPPED = '''
+import torch
+
+EPS = 1e-6
+
+
+def rms_reference(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+
+
+class RmsNorm(torch.autograd.Function):
+    """RMS norm in float32 inside; ``with_eps`` False: the backward recomputes its
+    scale without EPS, right wherever the mean of x * x dwarfs it."""
+
+    with_eps = True
+
+    @staticmethod
+    def forward(ctx, x, w):
+        r = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS)
+        ctx.save_for_backward(x, w)
+        return (x.float() * r * w.float()).to(x.dtype)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, w = (t.float() for t in ctx.saved_tensors)
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + (EPS if cls.with_eps else 0.0))
+        gx_hat = g.float() * w
+        gx = r * (gx_hat - x * r * r * (gx_hat * x).mean(-1, keepdim=True))
+        return gx.to(g.dtype), (g.float() * x * r).sum(0).to(g.dtype)
+
+
+class NoEps(RmsNorm):
+    with_eps = False
+'''
+
+
+@pytest.fixture
+def eps_kernels(tmp_path):
+    path = tmp_path / "eps_kernels.py"
+    path.write_text(EPS_DROPPED)
+    return str(path)
+
+
+def test_an_eps_dropped_from_the_backward_fails_at_tiny_magnitudes(eps_kernels):
+    # (at randn's inputs the mean of x * x dwarfs 1e-6: both kernels pass there; the
+    # quick pass judges them again at a thousandth of their inputs)
+    inputs = "randn(4, 16) float32; rand(16) + 0.5 float32"
+    right = _run(f"{eps_kernels}:RmsNorm", "--against", f"{eps_kernels}:rms_reference",
+                 "--inputs", inputs)
+    assert right.exit_code == 0, right.output
+    wrong = _run(f"{eps_kernels}:NoEps", "--against", f"{eps_kernels}:rms_reference",
+                 "--inputs", inputs)
+    assert wrong.exit_code == 1, wrong.output
+    first, _, tiny = wrong.output.partition("at its inputs times 0.001")
+    assert "NoEps: passed" in first and "FAIL vjp (reverse mode)" in tiny
+    left_out = _run(f"{eps_kernels}:NoEps", "--against", f"{eps_kernels}:rms_reference",
+                    "--inputs", inputs, "--no-explore")
+    assert left_out.exit_code == 0 and "times 0.001" not in left_out.output
+    doc = json.loads(_run(f"{eps_kernels}:NoEps", "--against", f"{eps_kernels}:rms_reference",
+                          "--inputs", inputs, "--format", "json").output)
+    assert doc["passed"] and not doc["tiny"]["passed"] and doc["tiny"]["scale"] == 1e-3
