@@ -118,6 +118,7 @@ def kernel_check(target: str | None, against: str, specs: tuple, device_name: st
     kernel, ref = _resolved(target, "kernel"), _resolved(against, "--against")
     where = _device(device_name)
     inputs = _inputs(specs, kernel.arity, seed, where)
+
     def judged(at: tuple):
         try:
             return kernels.check(kernel.func, at, against=ref.func, name=kernel.name,

@@ -128,8 +128,8 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     built with no argument, a factory function of no argument, or an
     instance), checked in its inputs and its parameters, in double
     precision, each failure naming the parameter. --engine picks the engine
-    of a plain function; the others, and torch's and refengine's own
-    functions ('torch:sin', 'torch.linalg:det'), are checked on their own
+    of a plain function; the others, and torch's, JAX's and refengine's
+    own functions ('torch:sin', 'jax.nn:gelu'), are checked on their own
     engine.
     """
     from adcheck.cli.options import parse_dtypes
