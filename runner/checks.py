@@ -40,6 +40,25 @@ def fault_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
+def no_double_backward(name: str, check: str, exc: BaseException) -> str | None:
+    """Why a second-order check that raised ``exc`` does not apply: the backward
+    cannot build a graph (NumPy inside, torch.compile's): a choice."""
+    cause = exc.__cause__
+    if CHECKS[check].order != 2 or not isinstance(cause, NoDoubleBackward):
+        return None
+    why = cause.reason or (f"its backward raised {fault_text(cause.__cause__)} when asked to "
+                           "build a graph")
+    return f"second order not checked: {name} has no double backward ({why})"
+
+
+def builds_no_graph(name: str, check: str, report) -> str | None:
+    """Why a failed second-order ``report`` does not apply: the backward builds no graph."""
+    from adcheck.gradcheck.api import lacks_double_backward
+    if CHECKS[check].order != 2 or not lacks_double_backward(report):
+        return None
+    return f"second order not checked: {name} has no double backward"
+
+
 def derive_seed(base: int, *parts) -> int:
     """A seed for one check, stable across runs, platforms and ``--jobs``."""
     text = ":".join(str(p) for p in (base, *parts))
@@ -268,28 +287,16 @@ class TargetSubject(Subject):
         return None
 
     def fault_skip(self, check: str, exc: BaseException) -> str | None:
-        """Why a check that raised does not apply: forward mode through a module
-        whose code has no jvp (a custom Function without one), as a Function
-        without a jvp is skipped; a second-order check of a backward that cannot
-        build a graph (NumPy inside); else ``None``."""
+        """Forward mode through a module whose code has no jvp (as a Function
+        without one), or ``no_double_backward``'s skip; else ``None``."""
         cause = exc.__cause__
         if self.target.kind.endswith("Module") and CHECKS[check].ad == "forward" \
                 and isinstance(cause, NotImplementedError):
             return f"forward mode does not run through the module ({fault_text(cause)})"
-        if CHECKS[check].order == 2 and isinstance(cause, NoDoubleBackward):
-            why = cause.reason or (f"its backward raised {fault_text(cause.__cause__)} when "
-                                   "asked to build a graph")
-            return f"second order not checked: {self.name} has no double backward ({why})"
-        return None
+        return no_double_backward(self.name, check, exc)
 
     def failure_skip(self, check: str, report) -> str | None:
-        """A second-order check of an object whose backward builds no graph of
-        its inputs: the object has no double backward, which is a choice (a
-        registry op that declares second order fails instead)."""
-        from adcheck.gradcheck.api import lacks_double_backward
-        if CHECKS[check].order != 2 or not lacks_double_backward(report):
-            return None
-        return f"second order not checked: {self.name} has no double backward"
+        return builds_no_graph(self.name, check, report)
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
         named = {} if call.names is None else {"input_names": call.names}

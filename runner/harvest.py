@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from adcheck.runner.checks import FAULTS, Subject, derive_seed, options, run_check, run_checks
+from adcheck.runner.checks import (FAULTS, Subject, builds_no_graph, derive_seed,
+                                   no_double_backward, options, run_check, run_checks)
 from adcheck.runner.results import TASK_CHECK, CheckResult
 
 #: what the skipped result of a model that applies no custom Function says
@@ -50,11 +51,17 @@ class HarvestSubject(Subject):
 
     def fault_skip(self, check: str, exc: BaseException) -> str | None:
         """A forward-mode check of a Function whose jvp raises NotImplementedError
-        (written as a placeholder) is skipped, as one without a jvp is."""
+        (written as a placeholder) is skipped, as one without a jvp is; so is a
+        second-order check of one whose backward cannot build a graph."""
         from adcheck.runner.checks import CHECKS
         from adcheck.runner.target import no_forward_rule
         words = no_forward_rule(exc) if CHECKS[check].ad == "forward" else None
-        return None if words is None else f"{self.name} has no forward-mode rule ({words})"
+        if words is not None:
+            return f"{self.name} has no forward-mode rule ({words})"
+        return no_double_backward(self.name, check, exc)
+
+    def failure_skip(self, check: str, report) -> str | None:
+        return builds_no_graph(self.name, check, report)
 
     def keywords(self, check: str, policy, call) -> dict:
         return {**options(check, policy, None, self.op.has_jvp),

@@ -96,6 +96,8 @@ class Application:
     grad_enabled: bool
     depth: int
     mutated: tuple = ()
+    #: the arguments that are the model's constants: its buffers, its frozen parameters
+    constants: tuple = ()
     extra_outputs: tuple = ()
     outputs: int = 0
     out_nodes: list = field(default_factory=list, repr=False)
@@ -141,9 +143,16 @@ class Recorder:
         self._wrapped: list = []
         self._mode = None
         self._params = {}
+        #: the ids of the model's constants: its buffers (state, filters, masks) and
+        #: the parameters it freezes (requires_grad=False)
+        self._constants: set = set()
         if model is not None:
             self._params = {id(t): n for n, t in model.named_buffers()}
-            self._params.update({id(t): n for n, t in model.named_parameters()})
+            parameters = list(model.named_parameters())
+            self._params.update({id(t): n for n, t in parameters})
+            self._constants = ({id(t) for _, t in model.named_buffers()}
+                               | {id(t) for _, t in parameters if not t.requires_grad}) \
+                - {id(t) for _, t in parameters if t.requires_grad}
 
     @property
     def path(self) -> str:
@@ -223,7 +232,9 @@ class Recorder:
         params = {i: self._params[id(a)] for i, a in enumerate(args) if id(a) in self._params}
         enabled = True if E is None else bool(E.is_grad_enabled())
         entry = Application(self.path, cls, kind, engine, copies, dict(kwargs), grads, params,
-                            enabled, self.depth)
+                            enabled, self.depth,
+                            constants=tuple(i for i, a in enumerate(args)
+                                            if id(a) in self._constants))
         self.applications.append(entry)
         return entry
 

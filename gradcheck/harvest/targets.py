@@ -87,10 +87,15 @@ def _widen(t):
 
 
 def _positions(app: Application) -> list:
+    """The arguments differentiated: those that required grad in the model; where
+    none did (a model run on inputs that do not), its floating point ones but the
+    model's constants (buffers and frozen parameters: a wavelet's filters, a
+    running mean, whose gradient a Function rightly leaves None), unless every
+    floating point one is such a constant."""
     floating = [i for i, a in enumerate(app.args)
                 if namespace(a) is not None and (a.is_floating_point() or a.is_complex())]
     wanted = [i for i in floating if app.requires_grad[i]]
-    return wanted or floating
+    return wanted or [i for i in floating if i not in app.constants] or floating
 
 
 def _runs_double(func, inputs) -> str | None:
