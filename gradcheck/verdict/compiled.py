@@ -1,9 +1,10 @@
 """A torch.compile'd function checked in forward mode.
 
-torch 2.13's ``torch.compile`` (the inductor backend) returns outputs
-without the forward-mode tangents of its dual inputs (pytorch#187284): the
-jvp of a compiled function is silently zero, which the forward check fails
-as "analytical is zero". ``name`` adds that cause where the function checked
+torch 2.13's ``torch.compile`` (the inductor backend) may return outputs
+without the forward-mode tangents of its dual inputs (pytorch#187284; whether
+it does depends on what the process compiled before): the jvp of a compiled
+function is then silently zero, which the forward check fails as "analytical
+is zero". ``name`` adds that cause where the function checked
 is a compiled one (``_torchdynamo_orig_callable`` on a function,
 ``_orig_mod`` on a module) and its forward-mode block is zero.
 """
@@ -27,6 +28,6 @@ def name(report, problem) -> None:
         if result.check != "forward" or result.actual is None or np.any(result.actual):
             continue
         text = ("the function is torch.compile'd, and torch.compile returns no forward-mode "
-                "tangent for its dual inputs (pytorch#187284: the jvp is silently zero); "
-                "check forward mode on the function it compiles")
+                "tangent for dual inputs where it runs its compiled graph (pytorch#187284: "
+                "the jvp is silently zero); check forward mode on the function it compiles")
         result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"

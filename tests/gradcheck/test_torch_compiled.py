@@ -1,7 +1,8 @@
 """A torch.compile'd function, checked as a newcomer checks one.
 
-torch 2.13's torch.compile returns no forward-mode tangent for dual inputs
-(pytorch#187284): its jvp is silently zero, and the forward check failed
+torch 2.13's torch.compile may return no forward-mode tangent for dual
+inputs (pytorch#187284; whether it does depends on what the process compiled
+before): its jvp is then silently zero, and the forward check failed
 "analytical is zero" with no word of the compilation. Its backward has no
 double backward ("torch.compile with aot_autograd does not currently support
 double backward"), which the second-order check reported as an error of the
@@ -34,18 +35,48 @@ def _x():
     return torch.linspace(-1, 1, 6, dtype=torch.float64, requires_grad=True)
 
 
-def test_torch_compile_drops_the_tangent_and_the_failure_says_so(compiled):
-    report = check(compiled, (_x(),), check_forward_ad=True, explore=False)
+class SinWithoutTangent(torch.autograd.Function):
+    """sin whose jvp is zero, as torch.compile's output tangents are."""
+
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.cos(x)
+
+    @staticmethod
+    def jvp(ctx, t):
+        return torch.zeros_like(t)
+
+
+def _as_compiled(func):
+    """``func`` marked as torch.compile marks what it returns."""
+    def compiled(x):
+        return func(x)
+    compiled._torchdynamo_orig_callable = func
+    return compiled
+
+
+def test_a_compiled_functions_lost_tangents_are_named():
+    # (a real compilation drops its tangents or not by what the process compiled
+    # before, the inductor's caches included: the same check passed in one process and
+    # failed in another; the rule is held on a function that loses them every time)
+    report = check(_as_compiled(SinWithoutTangent.apply), (_x(),), check_forward_ad=True,
+                   explore=False)
     (failure,) = [f for f in report.failures if f.check == "forward"]
     assert "torch.compile returns no forward-mode tangent" in failure.diagnosis
-    # reverse mode through the compiled function is right
     assert not [f for f in report.failures if f.check == "reverse"]
-    # the premise, without adcheck: a fresh compilation's output has no tangent
-    import torch.autograd.forward_ad as fw
-    torch._dynamo.reset()
-    with fw.dual_level():
-        dual = fw.make_dual(_x().detach(), torch.ones(6, dtype=torch.float64))
-        assert fw.unpack_dual(torch.compile(_cubic)(dual)).tangent is None
+    # and the same zero jvp of a function nobody compiled is not blamed on torch.compile
+    (plain,) = [f for f in check(SinWithoutTangent.apply, (_x(),), check_forward_ad=True,
+                                 explore=False).failures if f.check == "forward"]
+    assert "torch.compile" not in plain.diagnosis
 
 
 def test_its_missing_double_backward_is_said_to_be_torch_compiles(compiled):
