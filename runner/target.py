@@ -4,8 +4,8 @@ The object may be a ``refengine.autograd.Function`` subclass, a
 ``torch.autograd.Function`` subclass (checked on torch), a JAX function
 object (``jax.custom_vjp``, ``jax.custom_jvp`` or ``jax.jit``; checked on
 JAX), a plain function of tensors (checked on the ``--engine`` given,
-``"jax"`` for a plain function of JAX arrays; torch's and refengine's own
-functions, ``torch:sin``, on their own engine), or a torch or refengine
+``"jax"`` for a plain function of JAX arrays; torch's, JAX's and refengine's
+own functions, ``torch:sin``, on their own engine), or a torch or refengine
 ``nn.Module``: an instance, a class built with no argument, or a factory
 (a function of no argument that returns one), checked in its inputs and
 its parameters (``gradcheck.core.modules``). A module is built after seeding
@@ -378,8 +378,9 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
         raise TargetError(f"{text} is a {type(obj).__name__}, not a function or an autograd "
                           "Function; point MODULE:OBJECT at one")
     own = own_engine(obj)
-    if own in ("torch", "jax"):   # (named as asked: torch.linalg.det's compiled name is
-        name = text.split(":")[1].rpartition(".")[2]   # linalg_det)
+    # (named as asked: torch.linalg.det's compiled function calls itself linalg_det)
+    if own in ("torch", "jax"):
+        name = text.split(":")[1].rpartition(".")[2]
     return Target(text, name, obj, "function", own or engine, True,
                   _arity(obj, skip_ctx=False), _required(obj, skip_ctx=False) or ())
 

@@ -129,7 +129,7 @@ def _factor(e, a, tol, mode) -> str | None:
 #: the largest relative error of every entry that ``_near_float32`` takes for a
 #: float32 rounding carried through the formula (a constant rounded to float32 and
 #: amplified by the formula's sensitivity to it: diffsort's NormalCDF saves its
-#: width as torch.tensor(0.1), float32, and its gradient is off by up to 2.6e-7)
+#: width as torch.tensor(0.1), float32, and its gradient is off by up to 2.7e-7)
 NEAR_FLOAT32 = 2.0 ** -20
 
 
