@@ -57,3 +57,11 @@ def no_derivative_formula(exc: BaseException) -> NoDoubleBackward | None:
 
 #: how torch refuses to differentiate the backward of a torch.compile'd function
 COMPILED_BACKWARD = "does not currently support double backward"
+
+
+#: how torch's backward of svd and eigh refuses a cotangent that depends on the
+#: arbitrary phase of complex singular or eigen vectors, and what to check instead
+PHASE_WORDS = "specified up to multiplication by e^{i phi}"
+PHASE_FIX = ("the vectors are defined up to a phase each, and the check's unit cotangents "
+             "depend on it: check a function of them that does not (abs(U), U @ Vh, "
+             "U diag(S) Vh), as PyTorch's tests of svd and eigh do")

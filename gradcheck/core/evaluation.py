@@ -37,7 +37,8 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
-from adcheck.gradcheck.errors import GradcheckError, no_derivative_formula
+from adcheck.gradcheck.errors import (PHASE_FIX, PHASE_WORDS, GradcheckError,
+                                      no_derivative_formula)
 from adcheck.gradcheck.core.points import call_mapped, mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
@@ -98,10 +99,11 @@ class Evaluator:
             others = len(p.diff_out) > len(keys)
             hint = (" (the other outputs' gradients are undefined here: a Function that calls "
                     "ctx.set_materialize_grads(False) receives None for them)") if others else ""
+            fix = PHASE_FIX if PHASE_WORDS in str(exc) else \
+                "check the backward formula runs for these shapes and dtypes"
             raise GradcheckError(
                 f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
-                f"{hint}; check the backward formula runs for these shapes and dtypes") from (
-                    p.order == 2 and no_derivative_formula(exc) or exc)
+                f"{hint}; {fix}") from (p.order == 2 and no_derivative_formula(exc) or exc)
         p.check_unchanged(p.inputs, p.arrays, f"the backward{p.of}", what)
         p.check_grad_outputs(keys, gos, before, what)
         return {i: None if g is None else p.check_shape(E.to_numpy(g), p.arrays[i].shape,

@@ -98,3 +98,15 @@ def test_a_unique_output_wrong_by_its_phase_is_told_both_ways():
     assert "change of phase of each column" in failure.diagnosis
     assert "misses the part of the derivative that turns each column's phase" in \
         failure.diagnosis
+
+
+def test_torchs_refusal_of_a_phase_dependent_cotangent_says_what_to_check():
+    # (torch's svd backward raises on the check's unit cotangents of U; the error
+    # said "check the backward formula runs for these shapes and dtypes")
+    torch = pytest.importorskip("torch", reason="torch's svd (pip install torch)")
+    from adcheck.gradcheck.errors import GradcheckError
+    a = _complex_matrix(torch, shape=(3, 4))
+    with pytest.raises(GradcheckError) as raised:
+        check(lambda a: torch.linalg.svd(a, full_matrices=False), (a,), explore=False)
+    assert "defined up to a phase each" in str(raised.value)
+    assert "check the backward formula runs" not in str(raised.value)
