@@ -80,7 +80,7 @@ def _ignored_outputs(result, problem) -> str:
     if shape is None or not rows.size:
         return f"{rows.size} output entries"
     element = int(rows[0]) // (2 if problem.layout.out_complex[result.out_idx] else 1)
-    first = ", ".join(str(int(k)) for k in np.unravel_index(element, shape)) if shape else ""
+    first = ", ".join(str(int(k)) for k in np.unravel_index(element, shape))
     return (f"{rows.size} output coordinate{'s' if rows.size > 1 else ''} of output "
             f"{result.out_idx} (the first [{first}])")
 
@@ -118,9 +118,9 @@ def name(report, problem) -> None:
         else:
             text = (f"the vjp ignores {_ignored_outputs(result, problem)}: it is zero for "
                     "their every entry where numerical is not, and right for the other "
-                    "outputs. The backward drops their grad_output: an output its formula "
-                    "treats as arbitrary (torch.linalg.svd's extra singular vectors with "
-                    "full_matrices=True, whose gradients torch ignores: check it with "
+                    "output coordinates. The backward drops their grad_output: an output its "
+                    "formula treats as arbitrary (torch.linalg.svd's extra singular vectors "
+                    "with full_matrices=True, whose gradients torch ignores: check it with "
                     f"full_matrices=False), {assignment}, or a gradient summed over part of "
                     "a broadcast (sum it over every broadcast row)")
         result.diagnosis = text if not result.diagnosis else f"{text}; {result.diagnosis}"
