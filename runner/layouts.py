@@ -3,7 +3,7 @@
 gradcheck's Jacobians are real matrices: row ``r`` is a real coordinate of
 an output, column ``c`` one of an input, a complex element owning two
 coordinates (its real part ``2k``, its imaginary part ``2k + 1``; see
-``gradcheck.core.coords``). ``layout_of(call)`` runs the call once and
+``gradcheck.core.coords``). ``layout_and_outputs(call)`` runs the call once and
 records each input's and output's shape and complexness; ``entry_name``
 turns a coordinate back into the tensor's own index (``[1, 2].im``).
 
@@ -26,12 +26,6 @@ def _shape_of(value) -> list | None:
     return [[int(k) for k in shape], "complex" in str(dtype)]
 
 
-def layout_of(call) -> dict:
-    """The layout of ``call`` (``func``, ``inputs`` and ``names`` as
-    ``TargetSubject.call`` gives them): ``func`` runs once on ``inputs``."""
-    return layout_and_outputs(call)[0]
-
-
 def all_finite(outs) -> bool:
     """Whether every floating point or complex entry of the tensors ``outs``
     (of any engine) is finite; an output that cannot be read counts as finite."""
@@ -49,7 +43,9 @@ def all_finite(outs) -> bool:
 
 
 def layout_and_outputs(call) -> tuple[dict, tuple]:
-    """``layout_of(call)``, and the outputs of its one run."""
+    """The layout of ``call`` (``func``, ``inputs`` and ``names`` as
+    ``TargetSubject.call`` gives them), and the outputs of ``func``'s one run
+    on ``inputs``."""
     out = call.func(*call.inputs)
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     names = list(call.names or [])
