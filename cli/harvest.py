@@ -98,6 +98,25 @@ def _inputs(target, specs: tuple, seed: int) -> tuple:
     return tuple(made) if isinstance(made, (tuple, list)) else (made,)
 
 
+def _refuse_dtype_clash(target, inputs: tuple, pairs: list) -> None:
+    """A model whose forward raised at --inputs of another dtype than all its
+    parameters': the inputs' mistake (float64 unless a dtype word says
+    otherwise), not the model's, said with the fix (exit 2)."""
+    if len(pairs) != 1 or pairs[0][0].status != "error" or not target.kind.endswith("Module"):
+        return
+    result = pairs[0][0]
+    params = {str(p.dtype).split(".")[-1] for p in target.func.parameters()
+              if p.is_floating_point()}
+    given = {str(x.dtype).split(".")[-1] for x in inputs if hasattr(x, "is_floating_point")
+             and x.is_floating_point()}
+    if not params or not given or params & given:
+        return
+    model, words = sorted(params)[0], sorted(given)[0]
+    raise InputError(f"{result.message}: --inputs gave {words} tensors and the model's parameters "
+                     f"are {model}; write the dtype in --inputs (e.g. 'randn(3, 5) {model}'), "
+                     "or leave --inputs out to take the shapes and dtype of the first layer")
+
+
 def _one_thread():
     """torch on one thread while checking, as the runner's workers are (unless
     ``OMP_NUM_THREADS`` says otherwise); returns the count to restore."""
@@ -127,6 +146,8 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     finally:
         if threads is not None:
             sys.modules["torch"].set_num_threads(threads)
+    if specs:
+        _refuse_dtype_clash(target, inputs, pairs)
     from adcheck.runner.record import RunRecord
     record = RunRecord.of(settings, engine=target.engine, fail_fast=fail_fast,
                           target=target_text, harvest=True)

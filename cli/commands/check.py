@@ -104,7 +104,8 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
               help="With --against: the torch device the kernel's inputs live on (cpu, cuda, "
                    "...; default cpu).")
 @click.option("--dtype", "dtypes", multiple=True, metavar="LIST",
-              help="With --plugin: dtypes to check (default float64, complex128).")
+              help="With --plugin: dtypes to check (default float64, complex128). "
+                   "MODULE:OBJECT's inputs take theirs from --inputs ('randn(3) float32').")
 @check_options("reverse,forward,gradgrad", engines=ENGINES + ("jax",))
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; the results are the same for any number "
@@ -136,6 +137,9 @@ def check(target, specs, args, plugin, dtypes, checks, engine, precise, seed, ti
     from adcheck.cli.reporting import check_writable, finish, load_baseline
     from adcheck.cli.runs import build, prestart
     level = verbosity(verbose, quiet)
+    if dtypes and plugin is None:   # (taken silently before, and never applied)
+        raise InputError("--dtype applies to the OpInfos of --plugin; for MODULE:OBJECT write "
+                         "the dtype in --inputs, e.g. --inputs 'randn(3, 5) float32'")
     if against is not None or device_name is not None:
         from adcheck.cli.kernelcheck import kernel_check
         if against is None:

@@ -39,6 +39,9 @@ def _one_line_error(result, *words):
     (["check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(3) nograd"],
      ["nothing to differentiate"]),
     (["check", f"{USER_FUNCTIONS}:DoubledSin", "--plugin", WRONG_OPS], ["one of them"]),
+    # (--dtype was taken and never applied to MODULE:OBJECT's inputs)
+    (["check", f"{USER_FUNCTIONS}:DoubledSin", "--dtype", "float32"],
+     ["--dtype applies to the OpInfos of --plugin", "'randn(3, 5) float32'"]),
     (["conformance", "--area", "nope"], ["unknown conformance area", "views"]),
     (["list", "--family", "nope"], ["unknown family"]),
 ])

@@ -109,3 +109,18 @@ def test_a_forward_that_raises_is_an_error_naming_the_module(run, tmp_path):
     result = run("check", f"{path}:make", "--harvest")
     assert result.exit_code == 1
     assert "ValueError: no such head (in 1)" in result.output
+
+
+@pytest.mark.parametrize("layer", ["Linear(3, 3)", "Conv1d(3, 3, 1)", "LayerNorm(3)"])
+def test_inputs_of_another_dtype_than_the_model_are_a_usage_error(run, tmp_path, layer):
+    # --inputs makes float64 unless told; a float32 model's layers refuse it, each in
+    # its own words: the user's input, said with the fix (an exit 1 "error" before)
+    path = tmp_path / "float32_model.py"
+    path.write_text(f"import torch\ndef make():\n    return torch.nn.{layer}\n")
+    result = run("check", f"{path}:make", "--harvest", "--inputs", "randn(2, 3, 3)")
+    assert result.exit_code == 2, result.output
+    assert "--inputs gave float64 tensors and the model's parameters are float32" in \
+        result.output
+    assert "'randn(3, 5) float32'" in result.output
+    fixed = run("check", f"{path}:make", "--harvest", "--inputs", "randn(2, 3, 3) float32")
+    assert fixed.exit_code == 3, fixed.output     # runs now (and applies no Function)
