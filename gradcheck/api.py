@@ -51,21 +51,21 @@ def check(func, inputs, **keywords) -> Report:
     - ``reference``: an mpmath reference (convention: ``gradcheck.numerics.reference``)
       used instead of finite differences; with ``precise=True`` the
       tolerance is then the AD rounding allowance alone.
-    - ``probes`` (1): random probes in fast mode and for the adjoint check.
-    - ``seed``: seed of the probes (an int >= 0), fresh by default; ``Report.seed``
-      repeats the check with the same adcheck version (``core.seeding``).
-    - ``check_scaling`` (True): the vjp scales with grad_output and the jvp
-      with the tangent. ``check_adjoint`` (True): when both modes are
-      checked, ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.
-    - ``check_detached`` (True): an output that does not require grad must
-      not depend on an input that does (a stray ``.detach()``). PyTorch's
-      gradcheck ignores such outputs; pass False for outputs declared
-      non-differentiable (``mark_non_differentiable``, or an op's saved
-      statistics such as ``native_layer_norm``'s mean and inverse std).
+    - ``probes`` (1): random probes (fast mode, the adjoint check); ``seed``: theirs (an int
+      >= 0), fresh by default; ``Report.seed`` repeats the check (``core.seeding``).
+    - ``check_scaling`` (True): the vjp scales with grad_output and the jvp with the
+      tangent. ``check_adjoint`` (True): when both modes are checked,
+      ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.
+    - ``check_detached`` (True): an output that does not require grad must not depend on an
+      input that does (a stray ``.detach()``; PyTorch's gradcheck ignores such outputs); pass
+      False for outputs declared non-differentiable (``mark_non_differentiable``, or an op's
+      saved statistics such as ``native_layer_norm``'s mean and inverse std).
+      ``check_vmap_rule`` (True): a torch Function's own ``vmap`` rule (a custom
+      op's ``register_vmap``) equals one call per example (``verdict.vmaprule``).
     - ``order`` (1): 2 checks the first derivative, as ``gradgradcheck`` (``grad_outputs``
       as there); failures are then named "reverse over reverse" or "forward over reverse".
-    - ``name``: the name in messages (default: the function's). ``memory_budget`` (512
-      MiB, in bytes): the arrays a check holds at once (``gradcheck.core.budget``).
+      ``name``: the name in messages (default: the function's).
+    - ``memory_budget`` (512 MiB, in bytes): arrays held at once (``gradcheck.core.budget``).
     - ``jacobian`` (``"auto"``): how the slow Jacobians are built.
       ``"dense"``: every entry, in chunks when the blocks exceed the budget;
       ``"compressed"``: ``J S`` for groups of columns that share no row of

@@ -48,6 +48,7 @@ from adcheck.gradcheck.large.streamed import streamed
 from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
+from adcheck.gradcheck.verdict.vmaprule import vmap_rule_results
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.coords import largest_finite
@@ -299,7 +300,8 @@ def _explain_fast(ev: Evaluator, report: Report, options: Options) -> None:
 
 
 def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: dict) -> None:
-    """Scaling, undefined gradients, gradient dtypes and batched products."""
+    """Scaling, undefined gradients, gradient dtypes, batched products and a
+    Function's own vmap rule."""
     backward, forward = options.check_backward_ad, options.check_forward_ad
     if scaling:
         report.results += checks.scaling(ev, scaling, _epsilon(ev), options.nondet_tol,
@@ -317,6 +319,8 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
                 f"{ev.problem.name}: check_batched_forward_grad needs vmap over forward AD, "
                 f"which {engine.name} does not have; pass check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
+    if options.check_vmap_rule:
+        report.results += vmap_rule_results(ev, options.nondet_tol)
 
 
 def advise(ev: Evaluator, report: Report, options: Options) -> None:

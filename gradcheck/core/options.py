@@ -67,6 +67,7 @@ class Options:
     check_scaling: bool = True
     check_adjoint: bool = True
     check_detached: bool = True
+    check_vmap_rule: bool = True
     order: int = 1
     grad_outputs: Any = None
     buffers: bool = False

@@ -152,6 +152,15 @@ class Engine:
         ``None`` when the engine cannot: gradcheck then makes one call per vector."""
         return None
 
+    def vmap_rule_of(self, func):
+        """How reports name the user's own vmap rule that ``func`` runs under the
+        engine's vmap (``gradcheck.verdict.vmaprule``), or ``None``."""
+        return None
+
+    def unchecked_vmap(self, func, in_dims):
+        """``vmap`` as the engine gives it, its results taken as they are."""
+        return self.vmap(func, in_dims)
+
     def functional_vjp(self, func, diff_in: Sequence, out_idx: Sequence, grad_idx: Sequence):
         """A function of ``(*inputs, *grad_outputs)`` giving the same vjps as the
         first derivative of ``func`` (``gradcheck.core.secondorder``), written so that

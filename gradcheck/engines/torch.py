@@ -121,6 +121,34 @@ class TorchEngine(Engine):
             return batched
         return call
 
+    def vmap_rule_of(self, func):
+        """How to name the vmap rule of the user's that ``func`` runs under
+        ``torch.func.vmap``: a ``torch.autograd.Function``'s own ``vmap``
+        staticmethod (not ``generate_vmap_rule``), or the rule registered for a
+        ``torch.library`` custom op (``register_vmap``); ``func`` is the
+        Function's ``apply`` or the op, or names either as
+        ``func.autograd_function`` (a harvested application). Else ``None``."""
+        owner = getattr(func, "__self__", None)
+        if not isinstance(owner, type):
+            owner = getattr(func, "autograd_function", func)
+        if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+            if owner.generate_vmap_rule or owner.vmap is torch.autograd.Function.vmap:
+                return None
+            return f"{owner.__name__}.vmap"
+        op = getattr(owner, "custom_op", owner)   # (harvest's stand-in class holds the op)
+        if isinstance(op, torch._ops.OpOverloadPacket):
+            op = getattr(op, "default", None)
+        name = op._schema.name if isinstance(op, torch._ops.OpOverload) else \
+            getattr(op, "_qualname", None)
+        opdef = torch._library.custom_ops.OPDEFS.get(name) if name else None
+        if opdef is None or opdef._vmap_fn is None:
+            return None
+        return f"the vmap rule registered for {name}"
+
+    def unchecked_vmap(self, func, in_dims):
+        """``torch.func.vmap`` itself, without ``vmap``'s first-example check."""
+        return torch.func.vmap(func, in_dims=in_dims)
+
     def draws_random(self, func, inputs) -> bool:
         """Whether ``func`` draws random numbers: vmap's "error" randomness mode
         refuses a draw, on a batch of one (one call; any other refusal, such as

@@ -53,6 +53,7 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
         kept = tuple(o for i, o in enumerate(out) if i not in extra)
         return kept[0] if len(kept) == 1 else kept
     harvested.__name__ = app.name
+    harvested.autograd_function = cls   # (its own vmap rule is checked too: verdict.vmaprule)
     return harvested
 
 

@@ -271,6 +271,7 @@ def custom_op_class(func):
     if qualname not in _OP_CLASSES:
         _OP_CLASSES[qualname] = type(qualname.replace("::", "."), (), {
             "apply": staticmethod(func), "forward": staticmethod(opdef._init_fn),
+            "custom_op": func,
             "__module__": "torch.library custom op", "__doc__": f"the custom op {qualname}"})
     return _OP_CLASSES[qualname]
 
