@@ -64,7 +64,9 @@ _INDEX_WORDS = re.compile(r"(indices|for index).*(long|int|Long|Int)"
 #: parameters by these names are options more often than tensors: where no default
 #: set runs, the error says to give them with --args (an example value each)
 OPTIONS = {"dim": "-1", "axis": "-1", "keepdim": "True", "eps": "1e-05", "p": "2",
-           "alpha": "1.0", "beta": "1.0", "threshold": "20.0", "training": "False"}
+           "alpha": "1.0", "beta": "1.0", "threshold": "20.0", "training": "False",
+           # (shapes that fit the default sets' first input, randn(3, 4))
+           "normalized_shape": "(4,)", "shape": "(4, 3)"}
 
 #: how long the call of one input set before the run may take, in seconds (at most --timeout)
 PROBE_SECONDS = 5.0

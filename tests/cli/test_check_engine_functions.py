@@ -12,6 +12,7 @@ docstrings."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -125,6 +126,16 @@ class TestTorchFunctions:
         assert result.exit_code == 2
         assert "--args 'dim=-1'" in result.output
         assert run("check", "torch:cumsum", "--args", "dim=-1", "-q").exit_code == 0
+
+    @pytest.mark.parametrize("spec", ["torch.nn.functional:layer_norm", "torch:reshape",
+                                      "torch:flip", "torch:roll", "torch:topk"])
+    def test_the_args_it_suggests_run(self, run, spec):
+        # layer_norm was told 'normalized_shape=(1,)', which its default inputs refuse
+        refused = run("check", spec, "--check", "reverse", "-q")
+        assert refused.exit_code == 2
+        (args,) = re.findall(r"--args '([^']+)'", refused.output)
+        given = run("check", spec, "--args", args, "--check", "reverse", "-q")
+        assert given.exit_code == 0, (args, given.output)
 
 
 def test_a_function_of_square_matrices_gets_square_default_inputs(run_json):
