@@ -152,10 +152,50 @@ class Engine:
         ``None`` when the engine cannot: gradcheck then makes one call per vector."""
         return None
 
+    def first_example_agrees(self, func, args, in_dims, batched) -> bool:
+        """Whether ``func`` called plainly on the first example of a batch of
+        ``args`` gives example 0 of its ``batched`` outputs, up to a few
+        roundings of its largest value (a batched kernel may sum in another
+        order; another random draw, or a rule that mixes the examples, moves
+        values by their own size)."""
+        example = [a if d is None else a.select(d, 0) for a, d in zip(args, in_dims)]
+        single = func(*example)
+        single = single if isinstance(single, (tuple, list)) else (single,)
+        batched = batched if isinstance(batched, (tuple, list)) else (batched,)
+        for one, many in zip(single, batched):
+            if not self.is_tensor(one):
+                continue
+            if not self.is_tensor(many) or tuple(many.shape)[1:] != tuple(one.shape):
+                return False
+            floating = self.is_differentiable_dtype(one)
+            eps = self.epsilon(one) if floating else 0.0   # (the engine's dtype's, bfloat16's)
+            one, first = self.to_numpy(one), self.to_numpy(many[0])
+            if not floating:
+                if not np.array_equal(one, first):
+                    return False
+                continue
+            if one.size == 0:
+                continue
+            # (NaN where both have it compares as no difference: NaN > allowed is False)
+            if float(np.abs(one - first).max()) > 8 * eps * float(np.abs(one).max()):
+                return False
+        return True
+
     def vmap_rule_of(self, func):
         """How reports name the user's own vmap rule that ``func`` runs under the
-        engine's vmap (``gradcheck.verdict.vmaprule``), or ``None``."""
-        return None
+        engine's vmap (``gradcheck.verdict.vmaprule``), or ``None``: an
+        ``autograd.Function``'s ``vmap`` staticmethod (not ``generate_vmap_rule``),
+        ``func`` being its ``apply`` or naming it as ``func.autograd_function``
+        (a harvested application)."""
+        base = getattr(getattr(self.module, "autograd", None), "Function", None)
+        owner = getattr(func, "__self__", None)
+        if not isinstance(owner, type):
+            owner = getattr(func, "autograd_function", func)
+        if base is None or not (isinstance(owner, type) and issubclass(owner, base)):
+            return None
+        if owner.generate_vmap_rule or owner.vmap is base.vmap:
+            return None
+        return f"{owner.__name__}.vmap"
 
     def unchecked_vmap(self, func, in_dims):
         """``vmap`` as the engine gives it, its results taken as they are."""

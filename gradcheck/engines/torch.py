@@ -109,32 +109,26 @@ class TorchEngine(Engine):
                 if "randomness" not in str(exc):
                     raise
                 shared = torch.func.vmap(func, in_dims=in_dims, randomness="same")(*args)
-                if not _same_outputs(_first_example(func, args, in_dims), shared):
+                if not self.first_example_agrees(func, args, in_dims, shared):
                     raise RuntimeError("the function draws different random numbers at each "
                                        "call, so a batch cannot share one draw") from exc
                 return shared
             # torch's batching rules are code too: index_fill with a batched 0-dim
             # value returns a wrong example 0; the loop then runs instead
-            if not _same_outputs(_first_example(func, args, in_dims), batched):
+            if not self.first_example_agrees(func, args, in_dims, batched):
                 raise RuntimeError("torch's batching rule gave another value than one call "
                                    "for the batch's first example")
             return batched
         return call
 
     def vmap_rule_of(self, func):
-        """How to name the vmap rule of the user's that ``func`` runs under
-        ``torch.func.vmap``: a ``torch.autograd.Function``'s own ``vmap``
-        staticmethod (not ``generate_vmap_rule``), or the rule registered for a
-        ``torch.library`` custom op (``register_vmap``); ``func`` is the
-        Function's ``apply`` or the op, or names either as
-        ``func.autograd_function`` (a harvested application). Else ``None``."""
-        owner = getattr(func, "__self__", None)
-        if not isinstance(owner, type):
-            owner = getattr(func, "autograd_function", func)
-        if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
-            if owner.generate_vmap_rule or owner.vmap is torch.autograd.Function.vmap:
-                return None
-            return f"{owner.__name__}.vmap"
+        """As ``Engine.vmap_rule_of``, and the rule registered for a
+        ``torch.library`` custom op (``register_vmap``): ``func`` is the op, or
+        names harvest's stand-in for it as ``func.autograd_function``."""
+        found = super().vmap_rule_of(func)
+        if found is not None:
+            return found
+        owner = getattr(func, "autograd_function", func)
         op = getattr(owner, "custom_op", owner)   # (harvest's stand-in class holds the op)
         if isinstance(op, torch._ops.OpOverloadPacket):
             op = getattr(op, "default", None)
@@ -251,31 +245,3 @@ class TorchEngine(Engine):
     def undefined_grad(self, tensor):
         return torch._C._functions.UndefinedGrad()(tensor)
 
-
-def _first_example(func, args, in_dims):
-    """``func`` called plainly on the first example of a batch of ``args``."""
-    return func(*(a if d is None else a.select(d, 0) for a, d in zip(args, in_dims)))
-
-
-def _same_outputs(single, batched) -> bool:
-    """Whether ``single`` is example 0 of ``batched`` up to a few roundings of its
-    largest value (a batched kernel may sum in another order; another random
-    draw moves values by their own size)."""
-    single = single if isinstance(single, (tuple, list)) else (single,)
-    batched = batched if isinstance(batched, (tuple, list)) else (batched,)
-    for one, many in zip(single, batched):
-        if not isinstance(one, torch.Tensor):
-            continue
-        one, first = one.detach(), many.detach()[0]
-        if one.shape != first.shape:
-            return False
-        if not (one.is_floating_point() or one.is_complex()):
-            if not torch.equal(one, first):
-                return False
-            continue
-        if one.numel() == 0:
-            continue
-        allowed = 8 * torch.finfo(one.dtype).eps * float(one.abs().max())
-        if float((one - first).abs().max()) > allowed:
-            return False
-    return True

@@ -2,13 +2,14 @@
 
 ``torch.func.vmap`` runs a ``torch.autograd.Function`` that overrides the
 ``vmap`` staticmethod, and a ``torch.library`` custom op with a rule given to
-``register_vmap``, through that rule, never through the forward. A rule that
+``register_vmap``, through that rule, never through the forward (and
+``refengine.vmap`` a refengine Function's, likewise). A rule that
 reduces over the batch dimension, ignores ``in_dims`` (a batch at another
 dimension, or an argument that is not batched at all) or returns the wrong
 ``out_dims`` gives wrong values under vmap, and every gradient check passes:
 the batched gradient checks map the backward, not the rule, and the engine's
 own batched evaluations fall back to one call at a time when the first
-example differs (``engines.torch``), which would hide it here too.
+example differs (``Engine.first_example_agrees``), which would hide it too.
 
 So where the function under check runs such a rule (``F.apply`` or the op,
 or a function that names either as ``func.autograd_function``: a harvested
@@ -125,7 +126,7 @@ def _compare_layout(p, rule, label, dims: dict, arrays: list, singles: list,
         if "randomness" in str(exc):   # a rule that draws: the determinism check's to judge
             return []
         return [_failed(rule, label, in_dims,
-                        f"torch.func.vmap raised {type(exc).__name__} ({str(exc)[:300]})")]
+                        f"vmap raised {type(exc).__name__} ({str(exc)[:300]})")]
     results = []
     for o in p.float_out:
         expected = np.stack([E.to_numpy(outs[o]) for outs in singles])

@@ -152,8 +152,25 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 
+    #: PyTorch's switch for a vmap rule made from the forward: refengine always
+    #: makes one where the Function has no ``vmap`` of its own (docs/differences.md)
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The Function on batched arguments (``refengine.batching.functions``):
+        override it to give the rule; otherwise the forward runs on them."""
+        raise NotImplementedError("vmap is not overridden")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        from ..ops.dispatch import VMAP     # (here: the dispatcher imports autograd)
+        if VMAP.active:
+            from ..batching.functions import custom_rule_call, looped_call
+            own = cls.vmap is not Function.vmap and not cls.generate_vmap_rule
+            batched = (custom_rule_call if own else looped_call)(cls, args, kwargs)
+            if batched is not NotImplemented:
+                return batched
         from ._function_apply import apply_function
         return apply_function(cls, args, kwargs)
 

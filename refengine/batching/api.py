@@ -6,6 +6,7 @@ import functools
 from ..pytree import tree_flatten, tree_unflatten
 from ..tensor import Tensor
 from .batched import BatchedTensor
+from .functions import RANDOMNESS
 from .runtime import exit_level, new_level
 
 
@@ -50,6 +51,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             leaves, spec = args, None
         size = _batch_size(leaves, dims)
         level = new_level()
+        RANDOMNESS[level] = randomness     # (what a Function's own rule is told)
         try:
             batched = [_wrap(a, d, level) for a, d in zip(leaves, dims)]
             if spec is not None:
@@ -57,6 +59,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             result = func(*batched, **kwargs)
             return _unwrap_result(result, out_dims, level, size)
         finally:
+            RANDOMNESS.pop(level, None)
             exit_level()
     return wrapped
 

@@ -290,3 +290,46 @@ def test_a_harvested_custom_op_has_its_rule_checked():
     (name,) = [op.name for op in found.ops]
     (report, *_) = found.reports[name]
     assert {r.check for r in report.failures} == {"vmap-rule"}
+
+
+# refengine runs a Function's own rule under refengine.vmap as torch does
+# (conformance/function_vmap.py holds the two engines to the same answers)
+def _ref_colsum(rule):
+    from adcheck import refengine as E
+
+    class RefColSum(E.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.sum(0)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.n = inputs[0].shape[0]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(0).expand(ctx.n, *g.shape)
+    RefColSum.vmap = staticmethod(rule)
+    return RefColSum
+
+
+@pytest.mark.parametrize("wrong", [True, False])
+def test_a_refengine_functions_own_rule_is_checked(wrong):
+    from adcheck import refengine as E
+    if wrong:
+        F = _ref_colsum(lambda info, dims, x: (x.sum(0), 0))
+    else:
+        F = _ref_colsum(lambda info, dims, x: (x.movedim(dims[0], 0).sum(1), 0))
+    x = E.tensor(np.random.default_rng(0).uniform(0.5, 1.5, (4, 5)), requires_grad=True)
+    batch = E.tensor(np.random.default_rng(1).standard_normal((3, 4, 5)))
+    got = E.vmap(F.apply)(batch)
+    assert (tuple(got.shape) != (3, 5)) == wrong      # refengine's own vmap runs the rule
+    report = check(F.apply, (x,), precise=True, seed=0)
+    assert bool(_vmap_failures(report)) == wrong
+    # the wrong rule's batches of the check's own evaluations are refused: its
+    # derivatives are judged one evaluation at a time, right, and only the rule fails
+    assert {r.check for r in report.failures} == ({"vmap-rule"} if wrong else set())
+    if wrong:
+        assert "own vmap rule" in report.batching["fallback"]
+        again = check(lambda t: F.apply(t) * 2, (x,), precise=True, seed=0)
+        assert again.passed and "own vmap rule" in again.batching["fallback"]
