@@ -14,6 +14,7 @@ from adcheck.gradcheck.lowprec.lowprecision import is_narrow
 from adcheck.gradcheck.numerics import adrounding
 from adcheck.gradcheck.verdict.noise import moved_evaluators
 from adcheck.gradcheck.verdict.compare import compare_pair
+from adcheck.gradcheck.verdict.diagnosis import FLOAT32_ROUNDING
 
 
 def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: list,
@@ -51,4 +52,8 @@ def rejudge(ev, produce, expected, actual, tolerances: dict | None, results: lis
                                        (r.out_idx, r.in_idx), epsilon)
         if (r.out_idx, r.in_idx) not in again and unsteady:
             r.detail = f"{r.detail}; {unsteady}" if r.detail else unsteady
+            if r.diagnosis and FLOAT32_ROUNDING in r.diagnosis:
+                # (an error of float32's size at every entry is the AD's own rounding
+                # here, not a float32 value inside the formula: ormqr at |x| = 400)
+                r.diagnosis = None
     return [again.get((r.out_idx, r.in_idx), r) for r in results]

@@ -131,6 +131,9 @@ def _factor(e, a, tol, mode) -> str | None:
 #: amplified by the formula's sensitivity to it: diffsort's NormalCDF saves its
 #: width as torch.tensor(0.1), float32, and its gradient is off by up to 2.7e-7)
 NEAR_FLOAT32 = 2.0 ** -20
+#: the words that name that cause (``verdict.adfloor`` withdraws them where the AD
+#: values' own rounding at the point is as large)
+FLOAT32_ROUNDING = "float32's rounding"
 
 
 def _near_float32(e, a, tol, mode) -> str | None:
@@ -147,7 +150,7 @@ def _near_float32(e, a, tol, mode) -> str | None:
     if not (relative <= NEAR_FLOAT32 and resolved < U32):
         return None
     return (f"analytical differs from numerical by at most {relative:.1e} relative at every "
-            f"entry, float32's rounding ({U32:.1e}) carried through the formula and far "
+            f"entry, {FLOAT32_ROUNDING} ({U32:.1e}) carried through the formula and far "
             f"above double precision's: the {_verb(mode)} reads a value rounded to float32 "
             "inside double-precision code (torch.tensor(0.1) saved without a dtype is "
             "float32; a float32 buffer, parameter or np.float32 literal), or an "

@@ -86,3 +86,34 @@ def test_torch_tensor_without_dtype_in_a_torch_function():
     x = torch.linspace(-0.3, 0.3, 12, dtype=torch.float64, requires_grad=True)
     (failure,) = check(Saved.apply, (x,), precise=True, explore=False).failures
     assert "reads a value rounded to float32" in failure.diagnosis
+
+
+class JitterySquare(Function):
+    """x**2 whose backward is off by up to 1e-7 relative, by an amount that
+    changes completely when x moves by an ulp (sin of x * 1e16): the error of
+    a formula that loses digits at the point, as large as float32's rounding
+    at every entry."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g * (1 + 1e-7 * E.sin(x * 1e16))
+
+
+def test_an_error_the_ad_values_own_rounding_makes_is_not_called_float32():
+    # (torch's ormqr at an explored point |x| = 400 failed so, and was named float32)
+    a = np.array([0.7, 1.3, -0.4, 0.9])
+    x = E.tensor(a, requires_grad=True)
+    (g,) = E.autograd.grad(JitterySquare.apply(x).sum(), x)
+    relative = np.abs(g.numpy() - 2 * a) / np.abs(2 * a)    # against d/dx x**2 = 2x
+    assert np.all(relative > 1e-10) and np.all(relative < 2.0 ** -20)
+    report = check(JitterySquare.apply, (x,), precise=True, seed=0, explore=False)
+    assert not report.passed
+    (failure,) = report.failures
+    assert "the AD values themselves move" in (failure.detail or ""), failure
+    assert failure.diagnosis is None or "float32" not in failure.diagnosis
