@@ -30,6 +30,7 @@ from adcheck.gradcheck.core.options import CHECK_EXPLORE, Options
 from adcheck.gradcheck.explore import explore
 from adcheck.gradcheck.large.resolved import WHOLE_COORDINATES, poorly_resolved, whole_needed
 from adcheck.gradcheck.core.problem import Problem, function_name
+from adcheck.gradcheck.core.reuse import first_order_judged, judged, mark_judged
 from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.verdict.report import Report
 
@@ -359,16 +360,42 @@ def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
     if not problem.diff_out:
         flow.no_differentiable_output(ev, report, options)
         return
-    report.results += faults.determinism_results(ev, options.nondet_tol)
-    sides = flow.sides(options)
+    # (what an earlier check of the sample judged right is not judged again: core.reuse)
+    def new(what):
+        return not judged(ev, what, options.nondet_tol)
+    determinism = new("deterministic") and not first_order_judged(
+        ev, {"deterministic", "reentrant"}, options.nondet_tol)
+    if determinism:
+        report.results += faults.determinism_results(ev, options.nondet_tol)
+    sides = [s for s in flow.sides(options) if new(f"scaling-{s.mode}")]
     scaling = checks.scaling_probes(ev, rng, sides) if options.check_scaling else {}
-    if options.check_backward_ad and options.check_undefined_grad:
+    undefined = options.check_backward_ad and options.check_undefined_grad and \
+        new("undefined-grad")
+    if undefined:
         checks.request_undefined_grad(ev)
     (flow.fast if options.fast else flow.slow)(ev, report, rng, options)
-    flow.other_checks(ev, report, rng, options, scaling)
+    flow.other_checks(ev, report, rng, options, scaling, undefined)
     flow.advise(ev, report, options)
     report.results += faults.nonfinite_results(problem, report.jacobians)
     report.batching = dict(problem.batching)
+    mark_judged(ev, _judged_right(report, determinism), options.nondet_tol)
+
+
+def _judged_right(report: Report, determinism: bool) -> set:
+    """What ``report`` judged and found right that a later check of the same
+    sample need not judge again (``core.reuse.judged``): reentrancy, scaling by
+    side, undefined gradients, a Function's own vmap rule (each with results,
+    all passed), and the forward's determinism (which says nothing when it passes)."""
+    right: dict = {}
+    for r in report.results:
+        name = f"scaling-{r.mode}" if r.check == "scaling" else r.check
+        if name in ("reentrant", "undefined-grad", "scaling-reverse", "scaling-forward",
+                    "vmap-rule"):
+            right[name] = right.get(name, True) and bool(r.passed)
+    found = {name for name, passed in right.items() if passed}
+    if determinism and not any(r.check == "deterministic" for r in report.failures):
+        found.add("deterministic")
+    return found
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,

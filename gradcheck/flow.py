@@ -43,7 +43,7 @@ from adcheck.gradcheck.numerics.largesteps import CEILING
 from adcheck.gradcheck.numerics.noisefloor import largest_input
 from adcheck.gradcheck.producers import ad_producer, choose, expected_producer
 from adcheck.gradcheck.core.repeat import repeat_first_run
-from adcheck.gradcheck.core.reuse import ad_kept, expected_jacobian
+from adcheck.gradcheck.core.reuse import ad_kept, ad_taken, expected_jacobian, judged
 from adcheck.gradcheck.large.streamed import streamed
 from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
@@ -105,10 +105,12 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     tols = plan.scheme.tolerances(numerical, _epsilon(ev))
     built, compared = {}, {}
     for side in sides(options):
-        # (a sample's dense reverse Jacobian is kept for its gradgrad check: core.reuse_ad)
+        # (a sample's dense AD Jacobians are kept for its later checks: core.reuse_ad)
         produce = ad_kept(ev, options, plan, side, ad_producer(side, options, plan))
+        taken = ad_taken(ev, options, plan, side)
         with ev.riding():   # the other checks' vectors ride in its batches
-            jac = built[side.mode] = report.jacobians[side.mode] = produce(ev)
+            jac = built[side.mode] = report.jacobians[side.mode] = \
+                produce(ev) if taken is None else taken
         expected, side_tols = compared[side.mode] = plan.against(side, numerical, tols)
         found = compare_jacobians(side.mode, expected, jac, options.atol, options.rtol,
                                   side_tols)
@@ -117,7 +119,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
                         _epsilon(ev))
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
         report.results += _on_stairs(ev, found)
-        if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
+        # reentrancy is a property of the backward (PyTorch's check), judged once a sample
+        if side is REVERSE and not judged(ev, "reentrant", options.nondet_tol):
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
     refuse_unresolved(ev.problem, numerical, tols, report.results)
@@ -259,7 +262,8 @@ def fast(ev: Evaluator, report: Report, rng, options: Options) -> None:
         with ev.riding():
             jac, products[side.mode] = fast_projections(ev, side, probes)
         report.results += compare_jacobians(jac.mode, numerical, jac, 0, 0, tols)
-        if side is REVERSE:  # reentrancy is a property of the backward (PyTorch's check)
+        if side is REVERSE and not judged(ev, "reentrant", options.nondet_tol):
+            # (reentrancy is a property of the backward: PyTorch's check)
             again = _repeat(ev, lambda: fast_projections(ev, side, probes)[0], jac)
             report.results += checks.reentrant(ev.problem, jac, again, options.nondet_tol)
         built[side.mode] = report.jacobians[jac.mode] = jac
@@ -299,14 +303,15 @@ def _explain_fast(ev: Evaluator, report: Report, options: Options) -> None:
             result.detail = f"{scalars}\n  slow check: " + describe(full, ev.problem.name)
 
 
-def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: dict) -> None:
+def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: dict,
+                 undefined: bool) -> None:
     """Scaling, undefined gradients, gradient dtypes, batched products and a
     Function's own vmap rule."""
     backward, forward = options.check_backward_ad, options.check_forward_ad
     if scaling:
         report.results += checks.scaling(ev, scaling, _epsilon(ev), options.nondet_tol,
                                          report.magnitudes)
-    if backward and options.check_undefined_grad:
+    if undefined:
         report.results += checks.undefined_grad(ev)
     if backward and options.check_grad_dtypes:
         report.results += checks.grad_dtypes(ev)
@@ -319,7 +324,7 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
                 f"{ev.problem.name}: check_batched_forward_grad needs vmap over forward AD, "
                 f"which {engine.name} does not have; pass check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
-    if options.check_vmap_rule:
+    if options.check_vmap_rule and not judged(ev, "vmap-rule", options.nondet_tol):
         report.results += vmap_rule_results(ev, options.nondet_tol)
 
 

@@ -13,6 +13,14 @@ check measures without its directions (``kept``: the nearby points of the
 formula and its float64 run, the float64 run's allowance of each entry) is
 kept too, for the other second-order check of the same sample.
 
+And what the first checks of a sample establish is not judged again by the
+later ones: the AD Jacobians the reverse and forward checks built are the
+ones the reference check compares with its mpmath Jacobian (``ad_taken``),
+and a later check skips the determinism of the forward, the reentrancy of
+the backward, the scaling of each side and the undefined gradients an
+earlier one judged right (``judged``): properties of the function and its
+formulas, not of what they are compared with.
+
 Only inside ``shared()``, which a caller enters when it knows the function
 is the same computation from check to check (a sweep's sample call): a
 user's function may read state that changes between two ``check`` calls
@@ -22,6 +30,7 @@ would judge the new formula against the old function, a false pass.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -36,9 +45,14 @@ _kept: list = []
 #: how many measurements ``kept`` holds (a probed low-precision check makes two)
 KEPT_PARTS = 4
 _parts: list = []
-#: the reverse Jacobians of dense first-order checks (``ad_kept``), for gradgrad
-KEPT_AD = 2
+#: the AD Jacobians of dense first-order checks (``ad_kept``): the reverse one for
+#: gradgrad, both for the reference check (``ad_taken``); a sample's reverse and
+#: forward sides, in one dtype and the next
+KEPT_AD = 4
 _built: list = []
+#: what first-order checks judged and found right at a point (``judged``)
+KEPT_JUDGED = 2
+_judged: list = []
 _depth = 0
 
 
@@ -56,6 +70,7 @@ def shared():
             _kept.clear()
             _parts.clear()
             _built.clear()
+            _judged.clear()
 
 
 def _options_key(options, plan) -> tuple:
@@ -95,13 +110,66 @@ def grad_output_taken(ev, key: tuple) -> dict | None:
 
 def ad_kept(ev, options, plan, side, produce):
     """``produce`` (a producer of ``side``'s Jacobian), or (inside ``shared()``,
-    for the reverse side of a dense first-order check) the same producer keeping
-    what it built for the sample's gradgrad check (``gradcheck.core.reuse_ad``)."""
-    if plan.kind != "dense" or ev.origin is None or ev.origin[1] != 1 or not _depth \
-            or side.mode != "reverse":
+    for a dense first-order check) the same producer keeping what it built for
+    the sample's later checks (``gradcheck.core.reuse_ad``)."""
+    if plan.kind != "dense" or ev.origin is None or ev.origin[1] != 1 or not _depth:
         return produce
     return KeptProducer(ev, (side.mode, options.memory_budget), produce,
                         partial(_keep, _built, KEPT_AD))
+
+
+def ad_taken(ev, options, plan, side):
+    """Inside ``shared()``, for a dense first-order check: ``side``'s Jacobian as
+    an earlier check of the same function at the same inputs built it (the
+    reference check takes the reverse and the forward checks'), counted as no
+    evaluation of this check's; else ``None``."""
+    if plan.kind != "dense" or ev.origin is None or ev.origin[1] != 1 or not _depth:
+        return None
+    entry = _find(_built, ev.origin, ev.problem.arrays, (side.mode, options.memory_budget))
+    if entry is None:
+        return None
+    return replace(entry[4], counts={}, seconds=0.0)
+
+
+def judged(ev, what: str, nondet_tol: float) -> bool:
+    """Inside ``shared()``: whether an earlier first-order check of the same
+    function at the same inputs, with the same ``nondet_tol``, judged ``what``
+    (``"deterministic"``, ``"reentrant"``, ``"scaling-reverse"``,
+    ``"scaling-forward"``, ``"undefined-grad"``, ``"vmap-rule"``: properties of the
+    function and its formulas, not of the Jacobian a check compares with) and
+    found it right."""
+    if ev.origin is None or ev.origin[1] != 1 or not _depth:
+        return False
+    entry = _find(_judged, ev.origin, ev.problem.arrays, ("judged", nondet_tol))
+    return entry is not None and what in entry[4]
+
+
+def first_order_judged(ev, what: set, nondet_tol: float) -> bool:
+    """For a second-order check (inside ``shared()``): whether the sample's
+    first-order checks judged every property of ``what`` right at the same
+    ``x`` (``judged``). A first derivative's determinism follows from the
+    forward's and the backward's reentrancy: it is the vjp of a new graph at
+    fixed grad_outputs."""
+    if ev.origin is None or ev.origin[1] != 2 or not _depth:
+        return False
+    n = getattr(ev.problem.func, "primals", None)
+    if n is None:
+        return False
+    x = {i: a for i, a in ev.problem.arrays.items() if i < n}
+    entry = _find(_judged, (ev.origin[0], 1), x, ("judged", nondet_tol))
+    return entry is not None and what <= entry[4]
+
+
+def mark_judged(ev, found: set, nondet_tol: float) -> None:
+    """Record (inside ``shared()``) that a first-order check judged ``found`` right."""
+    if ev.origin is None or ev.origin[1] != 1 or not _depth or not found:
+        return
+    key = ("judged", nondet_tol)
+    entry = _find(_judged, ev.origin, ev.problem.arrays, key)
+    if entry is None:
+        _keep(_judged, KEPT_JUDGED, ev, key, set(found))
+    else:
+        entry[4] |= found
 
 
 def _find(store: list, origin: tuple, arrays: dict, key):

@@ -1,12 +1,14 @@
-"""The reverse-mode Jacobian a sample's first-order check built, kept for its
-gradgrad check (``reuse.ad_kept``; ``gradcheck.core.reuse_gg`` reads it).
+"""The AD Jacobians a sample's first-order checks built, kept for its later
+checks (``reuse.ad_kept``): the reverse one for its gradgrad check
+(``gradcheck.core.reuse_gg`` reads it), both for its reference check, which
+compares them with the mpmath reference instead of building them again
+(``reuse.ad_taken``).
 
-Only kept, not handed to a later first-order check: the reference check of the
-same sample builds the same Jacobian again, and taking it from the reverse
-check was tried and measured (bench/ops_sweep.md, 2026-11-29, H34d): the
-vectors other checks ask for ahead (scaling, undefined gradients) ride in the
-batches of a build, and without one they need batches of their own, which
-cost more than the build saved (+1.7 % instructions over a sweep's slice).
+Taking them was tried before alone and measured slower (bench/ops_sweep.md,
+2026-11-29, H34d): the vectors other checks ask for ahead (scaling,
+undefined gradients) ride in the batches of a build, and without one they
+needed batches of their own. Those checks are now judged once a sample
+(``reuse.judged``): a check that takes the Jacobians asks for no vectors.
 
 A build that changed an input or a grad_output in place, or whose batches fell
 back to the loop, is not kept: its products are not the backward's plain ones.
