@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from adcheck.gradcheck.harvest import aliases
+
 #: the module path of the model itself (its own ``forward``), as names show it
 ROOT = "(root)"
 
@@ -159,10 +161,14 @@ class Recorder:
         return self.stack[-1] if self.stack else self.root
 
     def __enter__(self):
+        originals = []
         for engine, base in _bases():
             original = base.__dict__["apply"]
             base.apply = classmethod(self._apply_wrapper(original.__func__, engine))
             self._patched.append((base, "apply", original))
+            originals.append(original.__func__)
+        # (F.apply taken before the patch, as my_op = F.apply: recorded too)
+        self._aliases = aliases.rebind(tuple(originals), _own, self.model)
         self._patched += _jax_patches(self)
         self._mode = _custom_op_mode(self)
         if self._mode is not None:
@@ -173,6 +179,8 @@ class Recorder:
         return self
 
     def __exit__(self, *exc_info):
+        aliases.restore(getattr(self, "_aliases", []))
+        self._aliases = []
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
