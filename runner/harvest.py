@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+from adcheck.gradcheck.harvest.calls import settle
 from adcheck.runner.checks import (FAULTS, Subject, builds_no_graph, derive_seed,
                                    no_double_backward, options, run_check, run_checks)
 from adcheck.runner.results import TASK_CHECK, CheckResult
@@ -94,8 +95,12 @@ def op_results(op, settings) -> list:
             pairs += [(r, None) for r in _skipped(op, sample, index, settings.checks)]
             continue
         subject = HarvestSubject(op, sample, index)
-        pairs += [(_noted(r, sample.notes), report) for r, report in
-                  run_checks(subject, settings.checks, settings.policy, settings.keep_reports)]
+        try:
+            pairs += [(_noted(r, sample.notes), report) for r, report in
+                      run_checks(subject, settings.checks, settings.policy,
+                                 settings.keep_reports)]
+        finally:
+            settle()   # (a backward that raised left the model's parameters swapped)
     return pairs
 
 

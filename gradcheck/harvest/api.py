@@ -25,6 +25,7 @@ from adcheck.gradcheck.harvest.recording import (
     namespace,
     reachable,
 )
+from adcheck.gradcheck.harvest.calls import settle
 from adcheck.gradcheck.harvest.targets import MAX_SHAPES, group
 
 
@@ -176,8 +177,11 @@ def check_sample(name: str, sample, has_jvp: bool, **check_options):
     """``check`` of one harvested sample, named ``name``: precise by default, and
     forward mode too when the Function has a jvp (``check_options`` override)."""
     keywords = {"precise": True, "check_forward_ad": has_jvp, **check_options}
-    return check(sample.func, sample.inputs, input_names=list(sample.names), name=name,
-                 **keywords)
+    try:
+        return check(sample.func, sample.inputs, input_names=list(sample.names), name=name,
+                     **keywords)
+    finally:
+        settle()   # (a backward that raised left the model's parameters swapped)
 
 
 def composition(recording: Recording) -> list:

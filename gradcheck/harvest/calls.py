@@ -40,6 +40,7 @@ def _argument_names(cls, count: int) -> list:
 def _function(app: Application, template: list, positions: list, copy_inputs: bool):
     """``f(*differentiated)``: the Function applied with the other arguments held."""
     cls, kwargs, extra = app.cls, app.kwargs, set(app.extra_outputs)
+    held = {i: app.params[i] for i in positions if i in app.params}
 
     def harvested(*tensors):
         args = list(template)
@@ -47,7 +48,17 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
             args[i] = t
         if copy_inputs:     # a Function that writes into its inputs must not write into ours
             args = [a.clone() if namespace(a) is not None else a for a in args]
-        out = cls.apply(*args, **kwargs)
+        swap = AsParameters(app.model, {name: args[i] for i, name in held.items()}) \
+            if held and app.model is not None else None
+        if swap is None:
+            out = cls.apply(*args, **kwargs)
+        else:
+            swap.enter()
+            try:
+                out = cls.apply(*args, **kwargs)
+            finally:
+                swap.exit()
+            swap.attach(out)
         if not extra:
             return out
         kept = tuple(o for i, o in enumerate(out) if i not in extra)
@@ -55,6 +66,58 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
     harvested.__name__ = app.name
     harvested.autograd_function = cls   # (its own vmap rule is checked too: verdict.vmaprule)
     return harvested
+
+
+class AsParameters:
+    """Each of the model's parameters named in ``by_name`` made the tensor the
+    check passes for it, wherever the model holds it, while the Function's
+    forward runs (``enter``/``exit``) and again while its backward runs (node
+    hooks: ``attach``). A Function handed a parameter that also reads it
+    through the model (an adjoint ODE or SDE solver's parameters, torchsde's
+    and torchdiffeq's; a checkpoint) computed with the model's own: the
+    check's tensor reached neither side, both derivatives were zero, and the
+    check passed having judged nothing."""
+
+    def __init__(self, model, by_name: dict):
+        params = dict(model.named_parameters())
+        self.swaps = []
+        for name, tensor in by_name.items():
+            original = params.get(name)
+            for module in model.modules() if original is not None else ():
+                store = module.__dict__.get("_parameters") or {}
+                self.swaps += [(store, key, tensor, value) for key, value in store.items()
+                               if value is original]
+
+    def enter(self, *_) -> None:
+        settle()
+        for store, key, tensor, _ in self.swaps:
+            store[key] = tensor
+        _PENDING.append(self)
+
+    def exit(self, *_) -> None:
+        for store, key, _, value in reversed(self.swaps):
+            store[key] = value
+        if self in _PENDING:
+            _PENDING.remove(self)
+
+    def attach(self, out) -> None:
+        """Swap again around the backward of the Function's outputs ``out``."""
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for node in {id(o.grad_fn): o.grad_fn for o in outs
+                     if namespace(o) is not None and o.grad_fn is not None}.values():
+            node.register_prehook(self.enter)
+            node.register_hook(self.exit)
+
+
+#: swaps made for a backward that has not ended (it raised): undone by the next
+#: swap, and by ``settle`` once a sample's checks are done
+_PENDING: list = []
+
+
+def settle() -> None:
+    """Put back every parameter a swap left in place."""
+    for swap in reversed(list(_PENDING)):
+        swap.exit()
 
 
 def _notes(app: Application) -> list:

@@ -104,6 +104,8 @@ class Application:
     outputs: int = 0
     out_nodes: list = field(default_factory=list, repr=False)
     output_requires_grad: bool = False
+    #: the model, where an argument is one of its parameters (``calls.as_parameters``)
+    model: object = field(default=None, repr=False)
 
     @property
     def class_name(self) -> str:
@@ -242,7 +244,8 @@ class Recorder:
         entry = Application(self.path, cls, kind, engine, copies, dict(kwargs), grads, params,
                             enabled, self.depth,
                             constants=tuple(i for i, a in enumerate(args)
-                                            if id(a) in self._constants))
+                                            if id(a) in self._constants),
+                            model=self.model if params else None)
         self.applications.append(entry)
         return entry
 

@@ -189,10 +189,23 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
         if narrow is not None:   # (a double-precision check: the product came through it)
             result.diagnosis = cast_inside(narrow, verb)
             return result
+        relative = result.max_error / largest if largest > 0 else np.inf
+        if relative < APPROXIMATE:
+            result.diagnosis = (
+                f"the {verb} scales with its {what} only to {relative:.0e} of its size: an "
+                f"approximate {verb} whose accuracy depends on the {what} (an adaptive or "
+                "iterative solver whose steps or stopping test it sets, as an adjoint ODE "
+                "solver's), linear to the solver's tolerance, not to rounding")
+            return result
         result.diagnosis = (f"not scaled by {what}: multiplying the {what} by {SCALE} does not "
                             f"multiply the {verb} by {SCALE}; the formula ignores the "
                             f"{what}, takes its abs(), or adds a term that does not multiply it")
     return result
+
+
+#: a scaling error below this part of the products' size is an approximation's, not a
+#: formula's (a formula that ignores its grad_output is off by the whole product)
+APPROXIMATE = 1e-6
 
 
 def _rounded(base, scaled, expected) -> bool:

@@ -137,9 +137,9 @@ FLOAT32_ROUNDING = "float32's rounding"
 
 
 def _near_float32(e, a, tol, mode) -> str | None:
-    """A block off by float32's rounding at every entry, no more (no factor), in
-    a check whose tolerances resolve far finer than that (double precision's: a
-    low-precision formula's own check allows its rounding)."""
+    """A block off by float32's rounding at every entry, no more (no factor) and
+    not much less, in a check whose tolerances resolve far finer than that
+    (double precision's: a low-precision formula's own check allows its rounding)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         zero = np.abs(e) <= tol
         if np.any(np.abs(a[zero]) > tol[zero]) or zero.all():
@@ -147,7 +147,9 @@ def _near_float32(e, a, tol, mode) -> str | None:
         size = np.abs(e[~zero])
         relative = float(np.max(np.abs(a[~zero] - e[~zero]) / size))
         resolved = float(np.median(tol[~zero] / size))
-    if not (relative <= NEAR_FLOAT32 and resolved < U32):
+    # (an error well below float32's unit is not one a float32 value makes: torchsde's
+    # adjoint, off by its discretization, 1.5e-8 relative in one parameter's block)
+    if not (U32 / 2 <= relative <= NEAR_FLOAT32 and resolved < U32):
         return None
     return (f"analytical differs from numerical by at most {relative:.1e} relative at every "
             f"entry, {FLOAT32_ROUNDING} ({U32:.1e}) carried through the formula and far "
