@@ -1,9 +1,11 @@
 """`adcheck check FILE:Function` and `--harvest` on a Function whose own vmap
-staticmethod is wrong: both said green (exit 0) before; the rule is now
-checked against one call per example and its failure names the layout."""
+staticmethod is wrong (examples/vmap_rules.py's Gate): both said green (exit
+0) before; the rule is now checked against one call per example and its
+failure names the layout."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,39 +15,16 @@ from click.testing import CliRunner  # noqa: E402
 
 from adcheck.cli.main import cli  # noqa: E402
 
-SOURCE = '''
+#: the example's two Functions (examples/vmap_rules.py), and models applying them
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vmap_rules.py"
+SOURCE = f'''
+import importlib.util
 import torch
 
-
-class Gate(torch.autograd.Function):
-    """x * sigmoid(w); the rule applies itself to what it is handed and says 0."""
-
-    @staticmethod
-    def forward(x, w):
-        return x * torch.sigmoid(w)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        s = torch.sigmoid(w)
-        return g * s, (g * x * s * (1 - s)).sum(0)
-
-    @staticmethod
-    def vmap(info, in_dims, x, w):
-        return Gate.apply(x, w), 0
-
-
-class RightGate(Gate):
-    @staticmethod
-    def vmap(info, in_dims, x, w):
-        x = x.movedim(in_dims[0], 0) if in_dims[0] is not None else \\
-            x.expand(info.batch_size, *x.shape)
-        w = w.movedim(in_dims[1], 0).unsqueeze(-2) if in_dims[1] is not None else w
-        return x * torch.sigmoid(w), 0
+_spec = importlib.util.spec_from_file_location("vmap_rules_example", {str(EXAMPLE)!r})
+_example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_example)
+Gate, RightGate = _example.Gate, _example.RightGate
 
 
 class Net(torch.nn.Module):
