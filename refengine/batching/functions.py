@@ -87,8 +87,7 @@ def looped_call(cls, args: tuple, kwargs: dict):
     stacked and batched again, where a result must be differentiable;
     ``NotImplemented`` elsewhere (the forward then runs on the batch)."""
     level = top_level(args)
-    batched = [isinstance(a, BatchedTensor) and a._value is not None and a._level == level
-               for a in args]
+    batched = [isinstance(a, BatchedTensor) and a._level == level for a in args]
     if not level or not is_grad_enabled() or not any(
             (a._value if b else a).requires_grad for a, b in zip(args, batched)
             if isinstance(a, (Tensor, BatchedTensor))):
@@ -99,7 +98,7 @@ def looped_call(cls, args: tuple, kwargs: dict):
     results = [cls.apply(*[a._value.select(0, k) if b else a for a, b in zip(args, batched)],
                          **kwargs) for k in range(size)]
     if not isinstance(results[0], tuple):
-        return _stacked([r for r in results], level)
+        return _stacked(results, level)
     return tuple(_stacked([r[i] for r in results], level) for i in range(len(results[0])))
 
 
