@@ -67,13 +67,15 @@ def spread(runs: list, tolerance: dict, label: str) -> tuple:
     for key in runs[0]:
         stacked = np.stack([r[key] for r in runs])
         median[key] = np.median(stacked, axis=0)
-        gap = gaps[key] = np.max(np.abs(stacked - median[key]), axis=0)
+        # (the same inf in every run is no spread: inf - inf would say NaN, and warn)
+        with np.errstate(invalid="ignore"):
+            apart = np.where(stacked == median[key], 0.0, np.abs(stacked - median[key]))
+        gap = gaps[key] = np.max(apart, axis=0)
         if np.all(gap <= tolerance[key]):
             continue
         out_idx, in_idx = key if isinstance(key, tuple) else (key, None)
         bad = compare("nondeterministic", label, label, out_idx, in_idx, median[key],
-                      stacked[int(np.argmax(np.max(np.abs(stacked - median[key]),
-                                                   axis=tuple(range(1, stacked.ndim)))))],
+                      stacked[int(np.argmax(np.max(apart, axis=tuple(range(1, stacked.ndim)))))],
                       tolerance[key])
         bad.diagnosis = (f"{len(runs)} runs of the kernel at the same inputs differ by up to "
                          f"{bad.max_error:.1e}, beyond rounding ({bad.tolerance:.1e} there): "

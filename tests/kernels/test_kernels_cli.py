@@ -143,3 +143,37 @@ def test_an_eps_dropped_from_the_backward_fails_at_tiny_magnitudes(eps_kernels):
     doc = json.loads(_run(f"{eps_kernels}:NoEps", "--against", f"{eps_kernels}:rms_reference",
                           "--inputs", inputs, "--format", "json").output)
     assert doc["passed"] and not doc["tiny"]["passed"] and doc["tiny"]["scale"] == 1e-3
+
+
+def test_a_float16_kernel_past_its_range_at_tiny_magnitudes_is_not_failed():
+    # an RMS norm computed op by op in float16 at 256 features: at its inputs times
+    # 1e-3 its backward's 1 / rms**3 passes float16's 65504 and is inf, where the
+    # float64 reference's is finite (a correct kernel failed so, "the vjp returns inf")
+    fixture = str(Path(__file__).resolve().parent / "fixtures" / "rms_ops.py")
+    inputs = "randn(3, 256) float16; rand(256) + 0.5 float16"
+    result = _run(f"{fixture}:rms_reference", "--against", f"{fixture}:rms_reference",
+                  "--inputs", inputs)
+    assert result.exit_code == 0, result.output
+    assert "at its inputs times 0.001: not judged" in result.output
+    doc = json.loads(_run(f"{fixture}:rms_reference", "--against",
+                          f"{fixture}:rms_reference", "--inputs", inputs,
+                          "--format", "json").output)
+    assert doc["passed"] and doc["tiny"]["judged"] is False
+    # a wrong float16 kernel still fails at its own inputs
+    wrong = _run(f"{fixture}:DroppedMean", "--against", f"{fixture}:rms_reference",
+                 "--inputs", "randn(3, 16) float16; rand(16) + 0.5 float16", "-q")
+    assert wrong.exit_code == 1, wrong.output
+
+
+def test_runs_with_the_same_inf_have_no_spread_and_warn_nothing():
+    import warnings
+
+    import numpy as np
+
+    from adcheck.gradcheck.kernels.verdicts import spread
+    runs = [{0: np.array([np.inf, 1.0])}, {0: np.array([np.inf, 1.0])},
+            {0: np.array([np.inf, 1.0])}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # (inf - inf warned "invalid value")
+        _, results, gaps = spread(runs, {0: np.array([0.0, 0.0])}, "vjp")
+    assert results == [] and gaps[0].tolist() == [0.0, 0.0]
