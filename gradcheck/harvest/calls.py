@@ -48,17 +48,13 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
             args[i] = t
         if copy_inputs:     # a Function that writes into its inputs must not write into ours
             args = [a.clone() if namespace(a) is not None else a for a in args]
-        swap = AsParameters(app.model, {name: args[i] for i, name in held.items()}) \
-            if held and app.model is not None else None
-        if swap is None:
+        swap = AsParameters(app.model, {name: args[i] for i, name in held.items()})
+        swap.enter()
+        try:
             out = cls.apply(*args, **kwargs)
-        else:
-            swap.enter()
-            try:
-                out = cls.apply(*args, **kwargs)
-            finally:
-                swap.exit()
-            swap.attach(out)
+        finally:
+            swap.exit()
+        swap.attach(out)
         if not extra:
             return out
         kept = tuple(o for i, o in enumerate(out) if i not in extra)
@@ -79,7 +75,8 @@ class AsParameters:
     check passed having judged nothing."""
 
     def __init__(self, model, by_name: dict):
-        params = dict(model.named_parameters())
+        # (no model, or no parameter among the arguments: nothing to swap, nothing done)
+        params = dict(model.named_parameters()) if model is not None and by_name else {}
         self.swaps = []
         for name, tensor in by_name.items():
             original = params.get(name)
@@ -89,12 +86,16 @@ class AsParameters:
                                if value is original]
 
     def enter(self, *_) -> None:
+        if not self.swaps:
+            return
         settle()
         for store, key, tensor, _ in self.swaps:
             store[key] = tensor
         _PENDING.append(self)
 
     def exit(self, *_) -> None:
+        if not self.swaps:
+            return
         for store, key, _, value in reversed(self.swaps):
             store[key] = value
         if self in _PENDING:
@@ -102,6 +103,8 @@ class AsParameters:
 
     def attach(self, out) -> None:
         """Swap again around the backward of the Function's outputs ``out``."""
+        if not self.swaps:
+            return
         outs = out if isinstance(out, (tuple, list)) else (out,)
         for node in {id(o.grad_fn): o.grad_fn for o in outs
                      if namespace(o) is not None and o.grad_fn is not None}.values():

@@ -104,7 +104,7 @@ class Application:
     outputs: int = 0
     out_nodes: list = field(default_factory=list, repr=False)
     output_requires_grad: bool = False
-    #: the model, where an argument is one of its parameters (``calls.as_parameters``)
+    #: the model, where an argument is one of its parameters (``calls.AsParameters``)
     model: object = field(default=None, repr=False)
 
     @property
@@ -145,6 +145,8 @@ class Recorder:
         self.raised_at: str | None = None
         self._patched: list = []
         self._wrapped: list = []
+        #: ``F.apply`` aliases rebound while recording (``aliases.rebind``)
+        self._aliases: list = []
         self._mode = None
         self._params = {}
         #: the ids of the model's constants: its buffers (state, filters, masks) and
@@ -181,7 +183,7 @@ class Recorder:
         return self
 
     def __exit__(self, *exc_info):
-        aliases.restore(getattr(self, "_aliases", []))
+        aliases.restore(self._aliases)
         self._aliases = []
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
