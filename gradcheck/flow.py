@@ -325,7 +325,9 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
                 f"which {engine.name} does not have; pass check_batched_forward_grad=False")
         report.results += checks.batched_products(ev, FORWARD, rng, options.atol, options.rtol)
     if options.check_vmap_rule and not judged(ev, "vmap-rule", options.nondet_tol):
-        report.results += vmap_rule_results(ev, options.nondet_tol)
+        found, partial = vmap_rule_results(ev, options.nondet_tol)
+        report.results += found
+        report.partial += [partial] if partial else []
 
 
 def advise(ev: Evaluator, report: Report, options: Options) -> None:

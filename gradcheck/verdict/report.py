@@ -135,6 +135,9 @@ class Report:
     #: by output, the narrower dtype a double-precision output's values come
     #: through, which the check judged its rounding by (``Problem.computed_in``)
     computed_in: dict = field(default_factory=dict)
+    #: checks made only in part, each saying what was not judged and why (a vmap
+    #: rule judged on identical examples: ``gradcheck.verdict.vmaprule``)
+    partial: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -189,8 +192,8 @@ class Report:
     def remark(self) -> str:
         """What a pass was judged by beyond the usual, in words ("" if nothing):
         probed cells settled on whole Jacobians, outputs computed in a
-        narrower dtype than they are returned in."""
-        said = [self.settled] if self.settled else []
+        narrower dtype than they are returned in, checks made only in part."""
+        said = ([self.settled] if self.settled else []) + list(self.partial)
         if self.computed_in and self.order == 2:
             dtype = coarsest(self.computed_in.values())
             said.append(f"the function's values lie on {dtype}'s grid, as when it computes "
@@ -227,7 +230,7 @@ class Report:
             "batching": dict(self.batching), "plan": self.plan,
             "coverage": dict(self.coverage), "escape": dict(self.escape),
             "input_names": self.input_names, "double_backward": self.double_backward,
-            "settled": self.settled,
+            "settled": self.settled, "partial": list(self.partial),
             "computed_in": {str(o): dtype for o, dtype in self.computed_in.items()},
             "settings": {k: v for k, v in self.settings.items()
                          if isinstance(v, (bool, int, float, str, type(None)))},

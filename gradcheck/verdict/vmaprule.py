@@ -18,7 +18,11 @@ function called once per example: the examples are the given inputs and two
 copies scaled entry by entry within ``1 +- SPREADS[k]`` (signs kept, so a
 domain such as ``x > 0`` is kept), batched in every way a caller may batch
 them: all at dimension 0, each argument alone, and all at their last
-dimension.
+dimension. Where no scaled copy stays in the function's domain (a Function
+that refuses rows not summing to one, say), the examples are the given
+inputs three times: the rule's shapes, ``in_dims`` and ``out_dims`` are
+still judged, a rule that mixes examples is not, and the report says so
+(``Report.partial``).
 """
 from __future__ import annotations
 
@@ -35,35 +39,35 @@ EXAMPLES = 3
 SPREADS = (0.25, 1e-3)
 
 
-def vmap_rule_results(ev: Evaluator, nondet_tol: float) -> list:
-    """One result per float output for each layout of the batch up to the first
-    that fails; none when the function runs no vmap rule of the user's (or no
-    set of examples is in its domain)."""
+def vmap_rule_results(ev: Evaluator, nondet_tol: float) -> tuple:
+    """``(results, partial)``: one result per float output for each layout of
+    the batch up to the first that fails (none when the function runs no vmap
+    rule of the user's); ``partial`` says what was not judged, or is ``None``."""
     p = ev.problem
     rule = p.engine.vmap_rule_of(p.source)
     if rule is None or p.order != 1:
-        return []
+        return [], None
     batched = [i for i in p.arrays if p.arrays[i].dtype.kind in "fc"]
-    examples = _examples(p, batched)
-    if examples is None:
-        return []
-    args, singles = examples
+    args, singles, partial = _examples(p, batched, rule)
+    if args is None:
+        return [], partial
     results = []
     for label, dims in _layouts(p, batched):
         results += _compare_layout(p, rule, label, dims, args, singles, nondet_tol)
         if not all(r.passed for r in results):
             break   # (the first layout it fails in: the others mostly repeat the cause)
-    return results
+    return results, partial
 
 
-def _examples(p, batched: list):
-    """The examples' inputs (by example, by index) and their outputs called one
-    at a time, at the widest spread whose outputs are finite where the given
-    ones are; ``None`` when no spread gives that."""
+def _examples(p, batched: list, rule) -> tuple:
+    """``(inputs by example and index, outputs called one at a time, partial)``
+    at the widest spread whose outputs are finite where the given ones are;
+    else the given inputs ``EXAMPLES`` times, ``partial`` saying so."""
     rng = np.random.default_rng(0)   # (its own draws: the check's rng stays as it was)
     draws = {i: rng.uniform(-1.0, 1.0, (EXAMPLES - 1, *p.arrays[i].shape)) for i in batched}
+    given = {i: p.arrays[i] for i in batched}
     for spread in SPREADS:
-        arrays = [{i: p.arrays[i] for i in batched}] + [
+        arrays = [given] + [
             {i: (p.arrays[i] * (1 + spread * draws[i][k])).astype(p.arrays[i].dtype)
              for i in batched} for k in range(EXAMPLES - 1)]
         try:
@@ -71,8 +75,18 @@ def _examples(p, batched: list):
         except Exception:  # noqa: BLE001 - a copy outside the domain: a narrower spread
             continue
         if all(_finite_where_given(p, outs) for outs in singles[1:]):
-            return arrays, singles
-    return None
+            return arrays, singles, None
+    outside = (f"no copy of the inputs scaled entry by entry by 1 +- {SPREADS[0]:g} or "
+               f"1 +- {SPREADS[-1]:g} stays in the function's domain (an exception, or "
+               "outputs that are not finite)")
+    try:
+        once = _call(p, p.source, _tensors(p, given))
+    except Exception as exc:  # noqa: BLE001 - the gradient checks have reported it
+        return None, None, (f"{rule} not checked: {outside}, and the given inputs raised "
+                            f"{type(exc).__name__} outside autograd")
+    return [given] * EXAMPLES, [once] * EXAMPLES, (
+        f"{rule} checked on {EXAMPLES} identical examples, as {outside}: its shapes, in_dims "
+        "and out_dims were judged, a rule that mixes examples was not")
 
 
 def _finite_where_given(p, outs: tuple) -> bool:
