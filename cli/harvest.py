@@ -71,7 +71,8 @@ def _inputs(target, specs: tuple, seed: int) -> tuple:
     if len(specs) > 1:
         raise InputError("--harvest runs the model once: give one --inputs, not "
                          f"{len(specs)}")
-    if specs:
+    from adcheck.runner.spec import example_keywords
+    if specs and example_keywords(specs[0]) is None:   # (else: example_inputs(), named)
         return _built(target, specs[0], seed)
     from adcheck.runner.target import source_module
     if target.engine == "jax":      # checked in float64, as --inputs' arrays are

@@ -109,8 +109,16 @@ def _setup(name: str, status: str, message: str, family: str) -> CheckResult:
                        family=family)
 
 
-def model_result(target, inputs, failing: list, recording, policy) -> CheckResult:
-    """The whole model's check, its message the localisation of its failure."""
+def _order(check: str) -> int:
+    """A check's order (a task's own error, no check's: taken as first order)."""
+    from adcheck.runner.checks import CHECKS
+    return CHECKS[check].order if check in CHECKS else 1
+
+
+def model_result(target, inputs, failing: list, recording, policy,
+                 second: list = ()) -> CheckResult:
+    """The whole model's check, its message the localisation of its failure
+    (``failing``: the ops failing at first order; ``second``: at second only)."""
     from adcheck.gradcheck.harvest.api import (
         all_double,
         composition,
@@ -132,7 +140,8 @@ def model_result(target, inputs, failing: list, recording, policy) -> CheckResul
         state.restore()
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"
     result.sample, result.sample_name = 0, "the whole model (probed)"
-    result.message = localise(passed, failing, composition(recording), result.message) + (
+    result.message = localise(passed, failing, composition(recording), result.message,
+                              second) + (
         f" [{result.message}]" if result.message and passed is not None else "")
     return result, report
 
@@ -158,5 +167,7 @@ def harvest_results(target, inputs, settings, max_shapes: int) -> list:
         except FAULTS as exc:  # noqa: PERF203 - one op's trouble must not end the others
             pairs.append((_setup(op.name, "error", str(exc), op.kind), None))
     failing = list(dict.fromkeys(r.op for r, _ in pairs if r.failing))
-    pairs.append(model_result(target, inputs, failing, recording, settings.policy))
+    first = list(dict.fromkeys(r.op for r, _ in pairs if r.failing and _order(r.check) == 1))
+    pairs.append(model_result(target, inputs, first, recording, settings.policy,
+                              [op for op in failing if op not in first]))
     return pairs

@@ -18,6 +18,10 @@ Grammar (whitespace is free; ``#`` is not special)::
               | int64 | int32 | int16 | int8 | uint8 | bool          (default float64)
     number   := ["-"] digits ["." digits] [exponent] ["j"]
 
+A spec whose first item is ``example_inputs()`` (``EXAMPLE_CALL``) stands for
+what the function ``example_inputs()`` of the target's file returns
+(``runner.subjects``), followed by keywords as any spec.
+
 ``randn``, ``rand``, ``zeros`` and ``ones`` take a shape (no argument: a
 scalar); ``randint`` its bound ``high`` then a shape (integers in
 ``[0, high)``); ``full`` a shape then its value; ``eye`` ``n`` or ``n, m``;
@@ -56,6 +60,10 @@ ENGINE_DTYPES = {"refengine": ("float64", "float32", "complex128", "complex64", 
 #: the words of a keyword argument's value that are not numbers
 CONSTANTS = {"True": True, "False": False, "None": None}
 MAX_ELEMENTS = 1_000_000
+#: the spec of the tensors ``example_inputs()`` in the target's file returns
+EXAMPLE_CALL = "example_inputs()"
+#: how results made at ``EXAMPLE_CALL`` are labelled where others carry their dtype
+EXAMPLE_LABEL = "example"
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -294,6 +302,13 @@ def _parsed(text: str) -> tuple:
     """``(tensors, keywords)`` of ``text``, parsed once per process: the command
     validates a spec, and each worker reads it for its dtype and its inputs."""
     return _Parser(text).spec()
+
+
+def example_keywords(text: str) -> str | None:
+    """For a spec naming ``example_inputs()`` (``EXAMPLE_CALL``): the text of its
+    keywords ('' for none); ``None`` for any other spec."""
+    head, _, rest = text.partition(";")
+    return rest if "".join(head.split()) == EXAMPLE_CALL else None
 
 
 def parse(text: str) -> list[InputSpec]:

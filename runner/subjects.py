@@ -33,17 +33,50 @@ def subject_of(found, inputs: str, seed: int, index: int):
     import numpy as np
 
     from adcheck.runner.checks import derive_seed
-    from adcheck.runner.spec import build, parse_call
-    specs, keywords = parse_call(inputs)
+    from adcheck.runner.spec import build, example_keywords, parse_call, parse_keywords
+    example = example_keywords(inputs)
+    if example is None:
+        specs, keywords = parse_call(inputs)
+    else:
+        specs, keywords = [], parse_keywords(example)
     if keywords:
         if found.kind.endswith("Module"):
             raise RunnerError(f"{found.spec} is a module: keyword arguments "
                               f"({', '.join(keywords)}) apply to functions and Functions; "
                               "bind them in a factory (def make(): return MyLayer(dim=1))")
         found = dataclasses.replace(found, func=_bound(found.func, keywords))
+    if example is not None:
+        tensors = example_tensors(found)
+        dtype = "+".join(dict.fromkeys(str(t.dtype).rpartition(".")[2] for t in tensors))
+        return _subject_class()(found, tensors, inputs, index, dtype)
     rng = np.random.default_rng(derive_seed(seed, "inputs", index))
     dtype = "+".join(dict.fromkeys(s.dtype for s in specs))
     return _subject_class()(found, tuple(build(specs, found.engine, rng)), inputs, index, dtype)
+
+
+def example_tensors(found) -> tuple:
+    """What ``example_inputs()`` in ``found``'s file returns, as a tuple of the
+    engine's tensors. Where none requires grad, each floating point one is
+    differentiated (a copy that requires grad), as with ``--inputs``."""
+    from adcheck.gradcheck.engines import engine_for
+    from adcheck.runner.target import source_module
+    file = found.spec.split(":")[0]
+    make = getattr(source_module(found.spec), "example_inputs", None)
+    if not callable(make):
+        raise RunnerError(f"{file} defines no example_inputs(): define it, returning the "
+                          "inputs (a tensor or a tuple of tensors), or give --inputs")
+    made = make()
+    made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+    kinds = [type(x).__name__ for x in made if not hasattr(x, "shape")]
+    if not made or kinds:
+        raise RunnerError(f"example_inputs() in {file} returned "
+                          f"{', '.join(kinds) or 'nothing'}: return a tensor or a tuple of "
+                          "tensors, the object's positional inputs")
+    E = engine_for(made)
+    if any(E.requires_grad(x) for x in made):
+        return made
+    return tuple(E.from_numpy_like(E.to_numpy(x), x, E.is_differentiable_dtype(x))
+                 for x in made)
 
 
 def _bound(func, keywords: dict):

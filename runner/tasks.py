@@ -87,7 +87,9 @@ class TargetTask:
 
     @property
     def dtype(self) -> str:
-        from adcheck.runner.spec import parse
+        from adcheck.runner.spec import EXAMPLE_LABEL, example_keywords, parse
+        if example_keywords(self.inputs) is not None:
+            return EXAMPLE_LABEL
         return "+".join(dict.fromkeys(s.dtype for s in parse(self.inputs)))
 
 

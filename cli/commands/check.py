@@ -86,8 +86,10 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
                    "Constructors randn rand randint zeros ones full eye arange; '+ c', '* c'; "
                    "a dtype word (float64 default; float32, complex128, complex64, float16, "
                    "bfloat16, and int64 int32 int16 int8 uint8 bool for index tensors, never "
-                   "differentiated); 'nograd'. Repeat for more input sets. Default: randn(3, "
-                   "4) per positional argument, a broadcast set and a complex set, each kept "
+                   "differentiated); 'nograd'; or 'example_inputs()', what that function "
+                   "of the object's file returns. Repeat for more input sets. Default: "
+                   "example_inputs() where the file defines it; else randn(3, 4) per "
+                   "positional argument, a broadcast set and a complex set, each kept "
                    "when the object runs on it; for a layer (nn.Module) the shapes its first "
                    "layer takes (see docs/check.md).")
 @click.option("--args", "args", metavar="KEYWORDS",

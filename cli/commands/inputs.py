@@ -38,6 +38,7 @@ from adcheck.cli.commands.layer_inputs import (in_dtype, layer_inputs, parameter
                                                 real_parameters)
 from adcheck.cli.commands.probe import probe
 from adcheck.cli.errors import InputError
+from adcheck.runner.errors import RunnerError
 
 EXAMPLE = "randn(3, 4); rand(4) + 0.1; randn(2) complex128"
 
@@ -91,6 +92,28 @@ def _parse(text: str, target):
     if problem is not None:
         raise InputError(f"--inputs {text!r}: {problem}")
     return parsed
+
+
+def _has_example(target) -> bool:
+    """Whether the file the target comes from defines ``example_inputs()``."""
+    from adcheck.runner.target import source_module
+    try:
+        return callable(getattr(source_module(target.spec), "example_inputs", None))
+    except Exception:  # noqa: BLE001 - resolve() imported it already; nothing to add here
+        return False
+
+
+def _example_made(target) -> None:
+    """Refuse (exit 2) an ``example_inputs()`` that raises or returns no tensors:
+    the inputs' fault, not the object's."""
+    from adcheck.runner.subjects import example_tensors
+    try:
+        example_tensors(target)
+    except Exception as exc:  # noqa: BLE001 - the user's code, or what it returned
+        file = target.spec.split(":")[0]
+        said = str(exc) if isinstance(exc, RunnerError) else \
+            f"example_inputs() in {file} raised {type(exc).__name__}: {exc}"
+        raise InputError(f"{said}; fix it, or give --inputs") from None
 
 
 def keyword_names(args: str | None) -> dict:
@@ -183,11 +206,14 @@ def _what_to_give(target, keywords: dict, refusals: list = ()) -> str:
     """What to pass when no default set runs: the parameters whose names are
     usually options (``OPTIONS``) with ``--args``, or inputs with ``--inputs``."""
     options = _option_like(target, keywords, refusals)
+    # (inputs no constructor makes, probability rows say, come from Python)
+    made = (f", or define example_inputs() in {target.spec.split(':')[0]} returning them"
+            if target.spec.split(":")[0].endswith(".py") else "")
     if options:
         return (f"{target.name} takes {', '.join(options)}, which the default sets give as "
                 f"tensors: {_as_options(options)}; else give inputs it takes with --inputs, "
-                f"e.g. --inputs \"{EXAMPLE}\"")
-    return f"give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\""
+                f"e.g. --inputs \"{EXAMPLE}\"{made}")
+    return f"give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"{made}"
 
 
 def _index_sets(kept, count: int) -> None:
@@ -378,7 +404,10 @@ def input_sets(target, given: tuple, args: str | None, seed: int,
     checked against the target's engine; a layout is ``None`` where the object
     did not run on the set here (the run then says why). Each forward call
     here runs at most ``PROBE_SECONDS`` (or ``timeout``, when shorter)."""
+    from adcheck.runner.spec import EXAMPLE_CALL, example_keywords
     seconds = min(PROBE_SECONDS, timeout or PROBE_SECONDS)
+    if not given and _has_example(target):
+        given = (EXAMPLE_CALL,)
     if not given:
         specs, layouts, notes = _defaults(target, args, seed, seconds)
     else:
@@ -386,11 +415,16 @@ def input_sets(target, given: tuple, args: str | None, seed: int,
         specs, layouts, notes = [_with_args(text, args) for text in given], [], []
         slow = False
         for index, spec in enumerate(specs):
-            parsed = _parse(spec, target)
+            example = example_keywords(spec) is not None
+            parsed = None if example else _parse(spec, target)
             found = None if slow else probe(target, spec, seed, index, seconds)
             slow = slow or (found is not None and found.kind in ("timeout", "died"))
             layouts.append(None if found is None else found.layout)
-            if _one_row(parsed) and not target.kind.endswith("Module"):
+            if example:
+                _example_made(target)
+                notes.append(f"checking {target.name} at example_inputs() of "
+                             f"{target.spec.split(':')[0]} (--inputs checks it at others)")
+            elif _one_row(parsed) and not target.kind.endswith("Module"):
                 notes.append(f"--inputs {spec!r}: no input has several rows, so a row-wise "
                              "bug (a reduction over the wrong axis) cannot show; add a set "
                              "such as randn(3, 4)")

@@ -16,7 +16,7 @@ import numpy as np
 from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core.measured import first_evaluation
 from adcheck.gradcheck.engines import Engine, engine_for
-from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward, UncheckableError
 from adcheck.gradcheck.core.jacobian import Layout
 
 _DOUBLE = float(np.finfo(np.float64).eps)
@@ -226,6 +226,10 @@ class Problem:
             outputs = as_tuple(func(*args))
         except GradcheckError:
             raise
+        except NoDoubleBackward as exc:   # (no input would make it run: said as it is)
+            raise GradcheckError(
+                f"{self.name}: {exc}; a second-order check does not apply to it (order=1 "
+                "checks its first derivative)") from exc
         except Exception as exc:  # the user's function: name it and what we did
             raise GradcheckError(
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "

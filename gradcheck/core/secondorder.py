@@ -165,7 +165,8 @@ def _vjp_function(func, problem, grad_outputs):
         rounded[0] = any(g.dtype != o.dtype and E.is_tensor(g) and E.epsilon(g) < E.epsilon(o)
                          for o, g in zip(outs, gos) if g is not None)
         try:
-            grads = E.grad(outs, [ins[i] for i in diff_in], list(gos), create_graph=create_graph)
+            handed = [E.handed(g) for g in gos] if create_graph else list(gos)
+            grads = E.grad(outs, [ins[i] for i in diff_in], handed, create_graph=create_graph)
         except Exception as exc:
             if not create_graph:
                 raise

@@ -125,6 +125,16 @@ class Engine:
             return self.module.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True,
                                              create_graph=create_graph, allow_unused=True)
 
+    def handed(self, grad_output):
+        """``grad_output`` (a leaf that requires grad: a second-order check's
+        input) as autograd hands a gradient to a backward that builds a graph:
+        computed, not a leaf. A backward may change a view of it in place
+        (``g.unsqueeze(-1).unsqueeze_(-1)``, as gpytorch's ``InvQuadLogdet``),
+        which a view of a leaf that requires grad refuses."""
+        if self.is_tensor(grad_output) and self.requires_grad(grad_output):
+            return grad_output.clone()
+        return grad_output
+
     def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
         """``grad`` with ``is_grads_batched=True``."""
         with self.backward_of(outputs):

@@ -225,6 +225,10 @@ class JaxEngine(Engine):
         finally:
             self.grad_enabled = previous
 
+    def handed(self, grad_output):
+        """JAX's arrays are values: no leaf to refuse a change in place."""
+        return grad_output
+
     def grad(self, outputs, inputs, grad_outputs, create_graph: bool = False) -> tuple:
         """adcheck's vjp (see the module docstring) from the recorded pullback."""
         if create_graph:

@@ -88,9 +88,11 @@ class Harvest:
     localisation: str | None = None
     composition: list = field(default_factory=list)
 
-    def failing(self) -> list:
-        """The names of the ops whose check failed or raised."""
-        bad = [n for n, reports in self.reports.items() if any(not r.passed for r in reports)]
+    def failing(self, order: int | None = None) -> list:
+        """The names of the ops whose check failed or raised (``order``: whose
+        check of that order failed; one that raised counts at every order)."""
+        bad = [n for n, reports in self.reports.items()
+               if any(not r.passed and order in (None, r.order) for r in reports)]
         return bad + [n for n in self.errors if n not in bad]
 
     @property
@@ -150,7 +152,17 @@ def harvest(model_or_fn, inputs, *, max_shapes: int = MAX_SHAPES, model_check: b
         found.model, problem = whole_model(model_or_fn, inputs, check_options.get("seed"),
                                            all_double(recording.ops))
         passed = None if found.model is None else found.model.passed
-        found.localisation = localise(passed, found.failing(), found.composition, problem)
+        first = found.failing(order=1)
+        second = [n for n in found.failing() if n not in first]
+        if check_options.get("order", 1) == 2 and passed is False:
+            # (the Functions' first order was not checked: none can be cleared or blamed)
+            found.localisation = (
+                "the whole model fails its (first-order) check; its Functions were checked "
+                "at second order only (order=2): harvest without order=2 to find which fails "
+                "on its own" + (f"; failing at second order: {', '.join(second)}"
+                                if second else ""))
+        else:
+            found.localisation = localise(passed, first, found.composition, problem, second)
     return found
 
 
@@ -264,16 +276,19 @@ def _copy(x, double: bool):
 
 
 def localise(model_passed: bool | None, failing: list, composition: list,
-             problem: str | None = None) -> str:
+             problem: str | None = None, second: list = ()) -> str:
     """One sentence: the whole model's verdict (``None``: not checked, because of
-    ``problem``) and, when it fails, where: the ``failing`` Functions, else the
-    ``composition`` findings."""
+    ``problem``) and, when it fails, where: the ``failing`` Functions (at first
+    order, as the whole model is checked), else the ``composition`` findings.
+    ``second``: the Functions failing at second order only, which cannot
+    explain a first-order failure."""
     if model_passed is None:
         return f"the whole model was not checked: {problem}"
+    named = list(failing) + [f"{name} (at second order)" for name in second]
     if model_passed:
-        if failing:
+        if named:
             return ("the whole model passes its check, yet these Functions fail on their "
-                    f"own at the inputs it feeds them: {', '.join(failing)}")
+                    f"own at the inputs it feeds them: {', '.join(named)}")
         return "the whole model passes its check"
     if failing:
         return f"the whole model fails; at fault on their own: {', '.join(failing)}"
