@@ -16,8 +16,8 @@ intermediate as an output of the Function, or recompute it in the backward.
 Found by running the function, not by reading it: twice at the check's
 inputs and once at inputs moved a little. A kept floating tensor without
 history that is the same in the first two runs and differs in the third is
-such an intermediate (most of its entries must differ: a mask of ``x > 0``
-changes only where a move crossed 0, and rightly has no derivative); a
+such an intermediate (most of its entries not zero must differ: a mask of
+``x > 0`` changes only where a move crossed 0, and rightly has no derivative); a
 constant (a weight that requires no grad) does not change, and a random draw
 (a dropout mask) changes between the first two.
 """
@@ -58,12 +58,16 @@ def constant_saves(E, func, inputs) -> list:
 
 
 def _changed(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether most entries of ``b`` differ from ``a``'s: a smooth intermediate
-    changes nearly everywhere the inputs moved; a mask of ``x > 0`` changes only
-    where a move crossed 0, and its derivative is zero, as autograd takes it."""
+    """Whether most entries of ``b`` that are not zero in both differ from
+    ``a``'s: a smooth intermediate changes nearly everywhere the inputs moved
+    (``relu(x - 1)`` wherever it is not zero, however few those entries are);
+    a mask of ``x > 0`` changes only where a move crossed 0, and its
+    derivative is zero, as autograd takes it."""
     with np.errstate(invalid="ignore"):
-        differ = np.count_nonzero((a != b) & ~(np.isnan(a) & np.isnan(b)))
-    return a.size > 0 and 2 * differ >= a.size
+        both_nan = np.isnan(a) & np.isnan(b)
+        differ = np.count_nonzero((a != b) & ~both_nan)
+        support = np.count_nonzero(((a != 0) | (b != 0)) & ~both_nan)
+    return support > 0 and 2 * differ >= support
 
 
 def describe(found: list) -> str:

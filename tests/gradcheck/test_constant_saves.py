@@ -205,3 +205,31 @@ def test_a_backward_returning_a_new_tensor_has_no_double_backward():
     report = check(NumpyExp.apply, (_t(3, 4),), order=2, precise=True, seed=0)
     assert report.double_backward is False and lacks_double_backward(report)
     assert {f.diagnosis for f in report.failures} == {NO_DOUBLE_BACKWARD}
+
+
+class KeptHinge(torch.autograd.Function):
+    """sum(relu(x - 1)**2) / 2 keeping relu(x - 1): zero at most of randn's entries."""
+
+    @staticmethod
+    def forward(ctx, x):
+        w = torch.relu(x - 1.0)
+        ctx.save_for_backward(w)
+        return 0.5 * (w * w).sum(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (w,) = ctx.saved_tensors
+        return g.unsqueeze(-1) * w
+
+
+def test_an_intermediate_mostly_zero_is_named_too():
+    # found on torch-struct's sparsemax: the kept tensor changed at the few entries
+    # not zero only, and the failure was skipped as "no double backward" (exit 0)
+    x = torch.tensor([[-0.3, 1.8, 0.2, -1.1], [2.4, 0.1, -0.7, 0.6], [0.9, -2.0, 1.3, 0.0]],
+                     dtype=torch.float64, requires_grad=True)
+    assert int((x > 1).sum()) == 3     # relu(x - 1) is zero at 9 of 12 entries
+    assert _torch_gradgrad_fails(KeptHinge.apply, (x,))
+    report = check(KeptHinge.apply, (x,), order=2, precise=True, seed=0)
+    assert not report.passed and not lacks_double_backward(report)
+    assert all(f.diagnosis.startswith("KeptHingeBackward keeps 1 tensor from its forward")
+               for f in report.failures)
