@@ -454,7 +454,9 @@ def _verdict(func, inputs, chosen: Options, fault_skip=None):
         return "error", fault_text(exc), None, [], None
     if report.passed:   # (what it was judged by beyond the usual: Report.remark)
         return "passed", getattr(report, "remark", ""), None, [], report
-    return "failed", _first_line(report), report.diagnosis, _failure_dicts(report), report
+    # (the diagnosis of the failure the message is: another's would be misread as its own)
+    return ("failed", _first_line(report), report.failures[0].diagnosis,
+            _failure_dicts(report), report)
 
 
 def run_check(func, inputs, check: str, chosen: Options, base: CheckResult, known=None,

@@ -102,8 +102,14 @@ def entry_lines(result, layouts, verbosity: int = 0) -> list:
         return []
     from adcheck.cli.formats.detail import jacobian_pair
     parts = []
-    for failure, arrays in _pairs(result):
+    for k, (failure, arrays) in enumerate(_pairs(result)):
         lines = pair_lines(failure, arrays, layouts[result.sample])
+        if lines and k:   # (the message is the first pair's: a later one says its own)
+            name = f" ({failure['in_name']})" if failure.get("in_name") else ""
+            lines.insert(0, Text(f"      output {failure['out_idx']}, input "
+                                 f"{failure['in_idx']}{name}: "
+                                 f"{failure.get('diagnosis') or 'no recognised pattern'}",
+                                 style="cyan"))
         parts += lines
         if lines and verbosity > 0:
             view = SimpleNamespace(expected=arrays[0], actual=arrays[1],

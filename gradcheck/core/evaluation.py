@@ -417,9 +417,14 @@ class Evaluator:
     def _tolerant_evaluate(self, in_idx, array, what, tolerant) -> dict:
         try:
             return self.evaluate({in_idx: array}, what)
-        except GradcheckError:
+        except GradcheckError as exc:
             if not tolerant:
                 raise
+            # (the first: a check left with NaN differences says what the function raised)
+            if getattr(self.problem, "raised_nearby", None) is None:
+                cause = exc.__cause__ or exc
+                self.problem.raised_nearby = (f"{type(cause).__name__} "
+                                              f"({' '.join(str(cause).split())[:200]})")
             # every real coordinate NaN: a step that left the domain is discarded
             return {o: np.full(a.shape, complex(np.nan, np.nan) if np.iscomplexobj(a) else np.nan,
                                a.dtype) for o, a in self.problem.out_arrays.items()}

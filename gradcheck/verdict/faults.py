@@ -191,7 +191,8 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if not np.logical_and.reduce(np.isfinite(block), axis=None):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
-                results.append(_nonfinite_block(jac, key, block, expected, bad_outputs))
+                results.append(_nonfinite_block(jac, key, block, expected, bad_outputs,
+                                                getattr(problem, "raised_nearby", None)))
     return results
 
 
@@ -220,14 +221,19 @@ def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = Fa
                    "from the jump"))
 
 
-def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs) -> Result:
+def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs,
+                     raised: str | None = None) -> Result:
     bad = ~np.isfinite(block)
     where = _where(bad)
     there = None
     if expected is not None and expected.shape == block.shape:
         there = expected[where]
+    why = bad_outputs.get(key[0])
+    if why is None and raised is not None:   # (a step that raised counts as NaN)
+        why = (f"the function raised {raised} within a step of the given inputs (a step "
+               "leaves its domain)")
     return nonfinite_result(jac.mode, key, int(bad.sum()), block.size, where, block[where],
-                            there, bad_outputs.get(key[0]))
+                            there, why)
 
 
 def nonfinite_result(mode: str, key, count: int, size: int, where: tuple, value,
