@@ -19,6 +19,8 @@ _PHRASES = (
     ("pass precise=True", "pass --precise"),
     ("precise=True", "--precise"),
 )
+#: advice to set a tolerance no option sets: said to be Python's
+_TOLERANCE = re.compile(r"set nondet_tol >= ([0-9.e+-]+)")
 #: keywords with no option: kept, marked as Python's
 _PYTHON_ONLY = ("check_detached", "check_batched_grad", "check_batched_forward_grad",
                 "check_undefined_grad")
@@ -31,5 +33,8 @@ def cli_terms(text: str | None) -> str | None:
         return text
     for python, option in _PHRASES:
         text = text.replace(python, option)
+    text = _TOLERANCE.sub(lambda m: f"pass nondet_tol={m.group(1)} (or more) to "
+                                    "gradcheck.check in Python: no option of the command line "
+                                    "sets it", text)
     return _KEYWORD.sub(lambda m: f"in Python pass {m.group(1)} to gradcheck.check (no "
                                   "option of the command line turns it off)", text)

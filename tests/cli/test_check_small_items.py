@@ -41,6 +41,21 @@ def test_advice_on_the_command_line_is_an_option_and_python_only_keywords_say_so
     assert "no option of the command line" in detached
 
 
+def test_a_nondeterministic_function_is_not_told_of_an_option_there_is_none_of(run, tmp_path):
+    # (found on gpytorch: "set nondet_tol >= 1.9e-09", and --nondet-tol is no option)
+    (tmp_path / "noisy.py").write_text(
+        "import numpy as np\nimport adcheck.refengine as E\n"
+        "def noisy(x):\n    return E.sin(x) + E.tensor(1e-9 * np.random.randn(*x.shape))\n")
+    result = run("check", f"{tmp_path / 'noisy.py'}:noisy", "--inputs", "randn(3, 4)",
+                 "--check", "reverse", "-q")
+    assert result.exit_code == 1, result.output
+    assert "nondeterministic" in result.output
+    assert "set nondet_tol" not in result.output
+    assert "to gradcheck.check in Python: no option of the command line sets it" in \
+        result.output
+    assert run("check", "x.py:f", "--nondet-tol", "1e-8").exit_code == 2   # (really none)
+
+
 def test_a_raising_jvp_is_reported_with_the_option_to_leave_forward_out(run, tmp_path):
     (tmp_path / "j.py").write_text(
         "import adcheck.refengine as E\n"
