@@ -96,6 +96,21 @@ def test_diagnosis_of_real_error_shapes(actual, phrase):
     assert phrase in diagnose(E_REAL, actual, TOL, "reverse", False, False)
 
 
+def test_a_factor_is_named_beside_tiny_couplings():
+    # (qpth's interior point: a gradient off by a half plus 1e-9 couplings where the
+    # Jacobian is zero read "a reduction over the wrong axis")
+    e = np.diag([3.0, -1.0, 2.0, 0.5])
+    a = 0.5 * e + 1e-9
+    tol = np.full((4, 4), 1e-10)
+    found = diagnose(e, a, tol, "reverse", False, False)
+    assert found.startswith("analytical is 1/2 times numerical")
+    rest = found.split("; beyond that factor, ")[1]
+    assert rest.split(" entries are off by at most ")[0] in ("12", "13", "14", "15", "16")
+    assert float(rest.split("at most ")[1]) < 2e-9
+    # a coupling as large as the error is no footnote to a factor
+    assert "times numerical" not in diagnose(e, 0.5 * e + 0.3, tol, "reverse", False, False)
+
+
 def holomorphic_block(values):
     n = len(values)
     block = np.zeros((2 * n, 2 * n))
