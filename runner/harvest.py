@@ -136,6 +136,9 @@ def model_result(target, inputs, failing: list, recording, policy,
                                          seed=derive_seed(policy.seed, "harvest", target.spec),
                                          name=target.name)
         result, report = run_check(func, args, "reverse", chosen, base)
+        if double and result.status == "failed":   # (harvest.api.PRECISE_AGAIN)
+            result, report = run_check(func, args, "reverse", chosen.derive(precise=True),
+                                       base)
     finally:
         state.restore()
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"

@@ -175,8 +175,9 @@ def _precision_lines(report: RunReport) -> list:
     for r in report.results:
         if r.precision and r.resolution is not None:
             against = r.precision.split(": ")[0].split(" (")[0]
-            stated.setdefault(r.dtype, ([], set()))[0].append(r.resolution)
-            stated[r.dtype][1].add(against.split(" formula against ")[-1])
+            key = r.op if r.dtype == "-" else r.dtype   # (a harvest's whole model: no dtype)
+            stated.setdefault(key, ([], set()))[0].append(r.resolution)
+            stated[key][1].add(against.split(" formula against ")[-1])
     lines = []
     for dtype, (resolutions, against) in stated.items():
         lines.append(Text(f"{dtype}: formulas against {' or '.join(sorted(against))}; "
