@@ -48,6 +48,7 @@ from adcheck.gradcheck.large.streamed import streamed
 from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
+from adcheck.gradcheck.verdict.kinkpoint import name_kinks
 from adcheck.gradcheck.verdict.vmaprule import vmap_rule_results
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
 from adcheck.gradcheck.core import coords
@@ -118,7 +119,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
-        report.results += _on_stairs(ev, found)
+        report.results += _on_stairs(ev, name_kinks(ev, found))
         # reentrancy is a property of the backward (PyTorch's check), judged once a sample
         if side is REVERSE and not judged(ev, "reentrant", options.nondet_tol):
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)

@@ -1,0 +1,90 @@
+"""A failure at given inputs that sit on a kink or a tie, said so.
+
+``relu`` at 0, ``max`` of tied entries, an optimal transport plan at tied
+costs: no derivative exists there. Central differences average the two
+one-sided derivatives (relu's 0 and 1 give 0.5), the formula returns one of
+them or a value between (a subgradient convention: relu'(0) = 0), and the
+check fails with words for a formula bug ("analytical is zero: the vjp
+returns no gradient"). Where a first-order failure's worst entry has
+one-sided difference quotients that stay apart as the step shrinks (a
+smooth function's close in proportion to it) and the AD value lies between
+them, the failure says the inputs sit where the function is not
+differentiable, with both derivatives and the value AD gave. The verdict
+stays a failure, as torch's gradcheck's: ``--explore`` judges such points
+one-sided, given inputs are the user's to move.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: the relative steps of the one-sided quotients, per unit of the coordinate
+#: (of at least 1 in magnitude): a kink keeps them apart at both, a smooth
+#: function's gap shrinks a hundredfold
+STEPS = (1e-4, 1e-6)
+#: the checks whose failures are looked at (first order, against differences)
+CHECKS = ("reverse", "forward")
+
+
+def name_kinks(ev, results: list) -> list:
+    """``results``, each failing first-order comparison whose worst entry sits on a
+    kink or a tie of the function given its diagnosis saying so."""
+    p = ev.problem
+    if p.order != 1:
+        return results
+    for result in results:
+        if result.passed or result.check not in CHECKS or result.against != "numerical" \
+                or result.where is None or len(result.where) != 2 \
+                or tuple(result.origin or (0, 0)) != (0, 0):
+            continue
+        found = _one_sided(ev, result)
+        if found is not None:
+            result.diagnosis = found
+    return results
+
+
+def _one_sided(ev, result) -> str | None:
+    p = ev.problem
+    o, i, (r, c) = result.out_idx, result.in_idx, result.where
+    base, out = p.arrays.get(i), p.out_arrays.get(o)
+    if base is None or out is None or np.iscomplexobj(base) or np.iscomplexobj(out) \
+            or c >= base.size or r >= out.size:
+        return None
+    x = float(base.reshape(-1)[c])
+    y = float(out.reshape(-1)[r])
+    gaps = []
+    for step in STEPS:
+        h = step * max(1.0, abs(x))
+        slopes = []
+        for sign in (-1.0, 1.0):
+            moved = base.reshape(-1).copy()
+            moved[c] = x + sign * h
+            try:
+                outs = ev.evaluate({i: moved.reshape(base.shape)},
+                                   "looking for a kink at the given inputs")
+            except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
+                return None
+            slopes.append(sign * (float(outs[o].reshape(-1)[r]) - y) / h)
+        gaps.append(slopes)
+    (wide_l, wide_r), (left, right) = gaps
+    tol = float(np.max(result.tolerance)) if result.tolerance is not None else 0.0
+    gap = abs(right - left)
+    actual = None if result.actual is None else np.asarray(result.actual)
+    ad = float(actual[r, c]) if actual is not None and actual.ndim == 2 and \
+        r < actual.shape[0] and c < actual.shape[1] else None
+    # (a jump's quotients grow as the step shrinks: no kink, and said otherwise)
+    bounded = max(abs(left), abs(right)) <= 2 * max(abs(wide_l), abs(wide_r)) + tol
+    if not (np.isfinite(gap) and gap > 10 * tol and gap > 0.5 * abs(wide_r - wide_l)
+            and bounded) or \
+            ad is None or not min(left, right) - tol <= ad <= max(left, right) + tol:
+        return None
+    return (f"the given inputs sit where the function is not differentiable (a kink or a "
+            f"tie): along input {i} coordinate {c}, output {o} coordinate {r} has one-sided "
+            f"derivatives {_g(left)} (from below) and {_g(right)} (from above), which central "
+            f"differences average; the {result.mode} side gives {_g(ad)}, between them, as a "
+            "subgradient convention does (relu'(0) = 0, max's gradient to one of tied "
+            "entries); no derivative exists there: check at inputs away from kinks and ties, "
+            "or explore around them (--explore judges such points one-sided)")
+
+
+def _g(value: float) -> str:
+    return f"{value + 0.0:.6g}"   # (-0.0 + 0.0 is 0.0: no "-0")

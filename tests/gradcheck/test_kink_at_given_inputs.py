@@ -1,0 +1,71 @@
+"""A failure at given inputs on a kink or a tie says so.
+
+relu at zeros failed with "analytical is zero: the vjp returns no gradient
+(None or zeros) for an input the function uses", and the optimal transport
+cost at tied costs (POT's emd2) with no word of the tie: both are points
+where no derivative exists (one-sided derivatives differ), and the formula
+gives one of them, as a subgradient convention does. The failure stays (as
+torch's gradcheck fails there too) and says where it is."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adcheck.refengine as E
+from adcheck.gradcheck import check
+
+KINK = "the given inputs sit where the function is not differentiable (a kink or a tie)"
+
+
+def _t(a):
+    return E.tensor(np.asarray(a, dtype=np.float64), dtype=E.float64, requires_grad=True)
+
+
+def test_relu_at_zeros():
+    report = check(E.relu, (_t(np.zeros((3, 4))),), precise=True)
+    assert not report.passed
+    (failure,) = report.failures
+    assert failure.diagnosis.startswith(KINK)
+    assert "one-sided derivatives 0 (from below) and 1 (from above)" in failure.diagnosis
+    assert "the reverse side gives 0, between them" in failure.diagnosis
+
+
+def test_a_max_over_tied_entries():
+    # (amax splits the gradient among tied entries, which central differences agree
+    # with; max with dim gives it to one entry, as torch.max does)
+    def row_max(x):
+        return E.max(x, dim=-1)[0]
+    report = check(row_max, (_t([[1.0, 1.0, 0.5], [0.2, 0.3, 0.3]]),), precise=True)
+    assert not report.passed
+    assert report.failures[0].diagnosis.startswith(KINK)
+
+
+def test_a_wrong_formula_at_a_smooth_point_keeps_its_diagnosis():
+    class Twice(E.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return E.sin(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * E.cos(x)
+    report = check(Twice.apply, (_t(np.random.default_rng(0).standard_normal((3, 4))),),
+                   precise=True)
+    assert "2 times numerical" in report.failures[0].diagnosis
+
+
+def test_a_jump_is_not_called_a_kink():
+    # sign(x) * 2 + x has a jump at 0: its quotients grow as the step shrinks
+    def jump(x):
+        return E.sign(x) * 2.0 + x
+    x = _t([0.0, 0.5, -1.5])
+    report = check(jump, (x,), precise=True)
+    assert all(not (f.diagnosis or "").startswith(KINK) for f in report.failures)
+
+
+def test_torch_agrees_relu_at_zero_has_no_derivative():
+    torch = pytest.importorskip("torch", reason="torch's own gradcheck as the judge")
+    x = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(torch.relu, (x,), raise_exception=False)
