@@ -438,9 +438,8 @@ def _first_line(report) -> str:
 
 
 def _verdict(func, inputs, chosen: Options, fault_skip=None):
-    """``(status, message, diagnosis, failures, report)`` of one check run with the
-    options ``chosen``; ``fault_skip(exc)``: why a check that raised ``exc`` does
-    not apply, or None."""
+    """``(status, message, diagnosis, failures, report)`` of one check run with the options
+    ``chosen``; ``fault_skip(exc)``: why a check that raised ``exc`` does not apply, or None."""
     from adcheck.gradcheck.api import run
     from adcheck.gradcheck.errors import UncheckableError
     try:
@@ -454,9 +453,8 @@ def _verdict(func, inputs, chosen: Options, fault_skip=None):
         return "error", fault_text(exc), None, [], None
     if report.passed:   # (what it was judged by beyond the usual: Report.remark)
         return "passed", getattr(report, "remark", ""), None, [], report
-    # (the diagnosis of the failure the message is: another's would be misread as its own)
-    return ("failed", _first_line(report), report.failures[0].diagnosis,
-            _failure_dicts(report), report)
+    first = report.failures[0]    # (its diagnosis: another failure's would read as its own)
+    return "failed", _first_line(report), first.diagnosis, _failure_dicts(report), report
 
 
 def run_check(func, inputs, check: str, chosen: Options, base: CheckResult, known=None,
