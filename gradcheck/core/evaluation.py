@@ -39,7 +39,7 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
 from adcheck.gradcheck.errors import (PHASE_FIX, PHASE_WORDS, GradcheckError,
                                       no_derivative_formula)
-from adcheck.gradcheck.core.points import call_mapped, mapped_points
+from adcheck.gradcheck.core.points import mapped_input, mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
 from adcheck.gradcheck.core.stacked import join, stack
@@ -72,13 +72,13 @@ class Evaluator:
     # ----- one vector -------------------------------------------------------
     def evaluate(self, overrides: dict, what: str = "computing finite differences",
                  values_only: bool = False) -> dict:
-        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``;
-        ``values_only``: computed without their graph where the function can
-        (``Problem.values_func``)."""
+        """Outputs (NumPy, by ``out_idx``) with inputs replaced by ``overrides``,
+        in the grad mode ``Problem.for_values`` chooses; ``values_only``: computed
+        without their graph where the function can (``Problem.values_func``)."""
         p, E = self.problem, self.problem.engine
         sources = {i: overrides.get(i, a) for i, a in p.arrays.items()}
-        with E.enable_grad() if p.differentiates_inside else E.no_grad():
-            outs = p.call(p.fresh_inputs(overrides), what, sources, values_only)
+        outs = p.for_values(lambda grad: p.call(p.fresh_inputs(overrides, grad), what, sources,
+                                                values_only))
         return {o: E.to_numpy(outs[o]) for o in p.float_out}
 
     def vjp(self, grad_outputs: dict, what: str = "computing a vjp") -> dict:
@@ -454,32 +454,11 @@ class Evaluator:
     def _mapped_outputs(self, in_idx: int, arrays: np.ndarray) -> dict | None:
         """Outputs for each ``arrays[k]`` in place of input ``in_idx`` in one
         vmapped call (``None``: the engine has no vmap)."""
-        p, E = self.problem, self.problem.engine
-        grad = p.differentiates_inside
-        if grad and not E.vmap_differentiates:
+        p = self.problem
+        if p.differentiates_inside and not p.engine.vmap_differentiates:
             return self.twin.outputs_at(in_idx, arrays)
-        # a batch is a new tensor: an input whose storage layout the function
-        # reads (as_strided on a view with an offset) is evaluated one at a time
-        replaced = p.arrays if grad else [in_idx]
-        if not all(E.plain_layout(p.inputs[i]) for i in replaced):
-            return None
-        with E.enable_grad() if grad else E.no_grad():
-            args = p.fresh_inputs({})
-            dims = [None] * len(args)
-            # (the stack is shared, not copied: a batch's copy costs as much as its
-            # evaluation; the mutation check then compares with a copy of example 0)
-            first = np.array(arrays[0])
-            args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in, copy=False)
-            dims[in_idx] = 0
-            if grad:
-                # the function differentiates inside: each example needs its
-                # own copy of every input, or their gradients would be summed
-                for i, a in p.arrays.items():
-                    if i != in_idx:
-                        copies = np.broadcast_to(a, (len(arrays), *a.shape))
-                        args[i] = p.like_input(i, copies, i in p.diff_in)
-                        dims[i] = 0
-            return call_mapped(p, args, dims, {**p.arrays, in_idx: first}, len(arrays))
+        # (a batch raising under no_grad goes to the loop, whose calls ask why)
+        return p.for_values(lambda grad: mapped_input(p, in_idx, arrays, grad), probe=False)
 
     def _batched_vjps(self, out_idx: int, grad_outputs: np.ndarray) -> dict:
         p, E = self.problem, self.problem.engine

@@ -12,7 +12,8 @@ derivative's differences. Each example is the same evaluation at the same
 point as before; only which examples share the batch differs.
 
 ``mapped_points`` makes that call; ``Evaluator.outputs_at_each`` decides
-when it applies and falls back to one call per input. Imports only
+when it applies and falls back to one call per input. ``mapped_input`` is
+the batch of one input's points (``Evaluator.outputs_at``). Imports only
 ``gradcheck.core``'s problem.
 """
 from __future__ import annotations
@@ -53,6 +54,35 @@ def mapped_points(p: Problem, points: dict) -> dict | None:
     if found is None:
         return None
     return {i: {o: values[a:b] for o, values in found.items()} for i, (a, b) in spans.items()}
+
+
+def mapped_input(p: Problem, in_idx: int, arrays: np.ndarray, grad: bool) -> dict | None:
+    """The outputs (by ``out_idx``, stacked) for each ``arrays[k]`` in place of
+    input ``in_idx``, in one vmapped call made in the grad mode
+    ``Problem.for_values`` set (``Evaluator.outputs_at``'s batch); ``grad``: every
+    input batched, each example's leaves its own and requiring grad. ``None``:
+    the engine cannot map it."""
+    E = p.engine
+    # a batch is a new tensor: an input whose storage layout the function
+    # reads (as_strided on a view with an offset) is evaluated one at a time
+    if not all(E.plain_layout(p.inputs[i]) for i in (p.arrays if grad else [in_idx])):
+        return None
+    args = p.fresh_inputs({}, grad)
+    dims = [None] * len(args)
+    # (the stack is shared, not copied: a batch's copy costs as much as its
+    # evaluation; the mutation check then compares with a copy of example 0)
+    first = np.array(arrays[0])
+    args[in_idx] = p.like_input(in_idx, arrays, grad and in_idx in p.diff_in, copy=False)
+    dims[in_idx] = 0
+    if grad:
+        # the function may differentiate inside: each example needs its
+        # own copy of every input, or their gradients would be summed
+        for i, a in p.arrays.items():
+            if i != in_idx:
+                args[i] = p.like_input(i, np.broadcast_to(a, (len(arrays), *a.shape)),
+                                       i in p.diff_in)
+                dims[i] = 0
+    return call_mapped(p, args, dims, {**p.arrays, in_idx: first}, len(arrays))
 
 
 def call_mapped(p: Problem, args: list, dims: list, firsts: dict, count: int) -> dict | None:

@@ -57,6 +57,10 @@ def _user_level() -> int:
 class Problem:
     """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
 
+    #: whether the function raises under no_grad where it runs with grad
+    #: (``for_values``): ``None`` until a call under no_grad answers
+    refuses_no_grad: bool | None = None
+
     def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
                  order: int = 1, warn_precision: bool = True, measure: bool = True):
         """``order=2``: ``func`` is the first derivative of the function ``name``
@@ -273,13 +277,59 @@ class Problem:
                 change, where = _largest_change(now, old)
                 self.grad_output_changes[o] = (what, change, where[1:] if batched else where)
 
-    def fresh_inputs(self, overrides: dict) -> list:
-        """New leaf tensors for the tensor inputs (``overrides`` by index)."""
+    def for_values(self, compute, probe: bool = True):
+        """``compute(grad)``, an evaluation whose values alone are read: under
+        no_grad (``grad`` False), or with grad enabled on leaves that require grad
+        (``grad`` True; ``fresh_inputs(..., grad)``) for a function that
+        differentiates inside or refuses no_grad.
+
+        A function may call autograd inside (torch-struct's partition functions
+        do) and raise under no_grad; torch.autograd.gradcheck never turns grad
+        off, so it checks them. The first call under no_grad that succeeds says
+        the function runs there; the first that raises before that asks once
+        (``_refuses``; ``probe=False``: not on this call, a batch that may have
+        raised for vmap's sake) whether it raises under no_grad at the given
+        inputs. If it does, this call is made again with grad, and every later
+        one is made with grad at once (no raise paid per call)."""
+        E = self.engine
+        grad = self.differentiates_inside or bool(self.refuses_no_grad)
+        try:
+            with E.enable_grad() if grad else E.no_grad():
+                result = compute(grad)
+        except Exception:
+            if grad or not probe or not self._refuses():
+                raise
+        else:
+            # (None: nothing was called, a batch the engine cannot make)
+            if self.refuses_no_grad is None and not grad and result is not None:
+                self.refuses_no_grad = False
+            return result
+        with E.enable_grad():
+            return compute(True)
+
+    def _refuses(self) -> bool:
+        """``refuses_no_grad``, decided by one call under no_grad at the given
+        inputs where it is not known: it raising there, where the first
+        evaluation ran with grad, says the function needs grad."""
+        if self.refuses_no_grad is None:
+            try:
+                with self.engine.no_grad():
+                    self.call(self.fresh_inputs({}), "evaluating it under no_grad")
+                self.refuses_no_grad = False
+            except Exception:  # noqa: BLE001 - any refusal: the same call with grad decides
+                self.refuses_no_grad = True
+        return self.refuses_no_grad
+
+    def fresh_inputs(self, overrides: dict, grad: bool | None = None) -> list:
+        """New leaf tensors for the tensor inputs (``overrides`` by index); those
+        that require grad are leaves that require it where ``grad`` (default:
+        the function differentiates inside)."""
         args = list(self.inputs)
+        grad = self.differentiates_inside if grad is None else grad
         for i in self.arrays:
-            grad = self.differentiates_inside and i in self.diff_in
+            grad_i = grad and i in self.diff_in
             args[i] = self.engine.from_numpy_like(overrides.get(i, self.arrays[i]),
-                                                  self.inputs[i], requires_grad=grad)
+                                                  self.inputs[i], requires_grad=grad_i)
         return args
 
     def like_input(self, in_idx: int, array, requires_grad: bool = False, copy: bool = True):
@@ -348,9 +398,8 @@ class Problem:
             if not self.differentiates_inside:
                 moved = {i: self.arrays[i] * (1 + 2.0 ** -6 + 2.0 ** -40) for i in self.diff_in}
                 try:
-                    with self.engine.no_grad():
-                        outs = self.call(self.fresh_inputs(moved), "moving its inputs off "
-                                         "float32's grid")
+                    outs = self.for_values(lambda grad: self.call(
+                        self.fresh_inputs(moved, grad), "moving its inputs off float32's grid"))
                     self._moved = tuple(self.engine.to_numpy(o) if self.engine.is_tensor(o)
                                         else None for o in outs)
                 except Exception:   # (whatever it raises there, the checks will meet)
