@@ -110,3 +110,26 @@ def test_torchs_refusal_of_a_phase_dependent_cotangent_says_what_to_check():
         check(lambda a: torch.linalg.svd(a, full_matrices=False), (a,), explore=False)
     assert "defined up to a phase each" in str(raised.value)
     assert "check the backward formula runs" not in str(raised.value)
+
+
+class ZeroPhaseGrad(Function):
+    """exp(1j * w) of real angles w (in place of a phase's derivative) with a vjp of
+    zeros: found on torchkbnufft's k-space trajectory, whose gradient is zero."""
+
+    @staticmethod
+    def forward(ctx, w):
+        # (one sample of a trajectory per column: each output entry turns with its column)
+        ctx.shape = w.shape
+        return refengine.exp(1j * (w[0] + 2 * w[1])).reshape(1, 1, -1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return refengine.zeros(ctx.shape, dtype=refengine.float64)
+
+
+def test_a_zero_vjp_is_said_to_be_zero_not_a_phase():
+    w = refengine.tensor(np.random.default_rng(0).uniform(-3, 3, (2, 5)),
+                         dtype=refengine.float64, requires_grad=True)
+    report = check(ZeroPhaseGrad.apply, (w,), precise=True, explore=False)
+    (failure,) = report.failures
+    assert failure.diagnosis.startswith("analytical is zero: the vjp returns no gradient")
