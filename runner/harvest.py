@@ -109,6 +109,10 @@ def _setup(name: str, status: str, message: str, family: str) -> CheckResult:
                        family=family)
 
 
+#: the sample name of the whole model's row
+MODEL_SAMPLE = "the whole model (probed)"
+
+
 def _order(check: str) -> int:
     """A check's order (a task's own error, no check's: taken as first order)."""
     from adcheck.runner.checks import CHECKS
@@ -142,7 +146,7 @@ def model_result(target, inputs, failing: list, recording, policy,
     finally:
         state.restore()
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"
-    result.sample, result.sample_name = 0, "the whole model (probed)"
+    result.sample, result.sample_name = 0, MODEL_SAMPLE
     result.message = localise(passed, failing, composition(recording), result.message,
                               second) + (
         f" [{result.message}]" if result.message and passed is not None else "")
