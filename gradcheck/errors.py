@@ -65,3 +65,10 @@ PHASE_WORDS = "specified up to multiplication by e^{i phi}"
 PHASE_FIX = ("the vectors are defined up to a phase each, and the check's unit cotangents "
              "depend on it: check a function of them that does not (abs(U), U @ Vh, "
              "U diag(S) Vh), as PyTorch's tests of svd and eigh do")
+
+#: how autograd refuses a saved tensor changed in place since it was saved
+INPLACE_WORDS = "modified by an inplace operation"
+INPLACE_FIX = ("a tensor autograd saved for the backward was changed in place after it was "
+               "saved (by the forward, or by the backward itself where it is differentiated "
+               "again): compute into a new tensor (x = x * 2, not x.mul_(2)), or clone it "
+               "before changing it")

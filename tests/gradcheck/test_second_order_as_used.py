@@ -215,3 +215,34 @@ def test_the_command_line_prints_a_passing_models_sentence(tmp_path):
     assert result.exit_code == 1, result.output
     assert ("Model: the whole model passes its check, yet these Functions fail on their own "
             "at the inputs it feeds them: (root):KeptSquare (at second order)") in result.output
+
+
+class InplaceBackward(torch.autograd.Function):
+    """exp, two outputs; the backward changes its saved result in place, which its
+    own differentiation then refuses (qpth's second order: "modified by an inplace
+    operation", said as "the other outputs' gradients are undefined ... check the
+    backward formula runs for these shapes")."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y, 2 * x
+
+    @staticmethod
+    def backward(ctx, g, h):
+        (y,) = ctx.saved_tensors
+        out = g * y + 2 * h
+        y.mul_(1.0)
+        return out
+
+
+def test_a_saved_tensor_changed_in_place_is_said_so():
+    x = _x()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.gradgradcheck(InplaceBackward.apply, (x,))
+    with pytest.raises(GradcheckError) as caught:
+        check(InplaceBackward.apply, (x,), order=2)
+    text = str(caught.value)
+    assert "a tensor autograd saved for the backward was changed in place" in text
+    assert "undefined here" not in text and "runs for these shapes" not in text
