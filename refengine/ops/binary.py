@@ -119,8 +119,16 @@ def _pow_self(grad, self, exponent):
     if _zero_number(exponent):
         from ..creation import zeros_like
         return zeros_like(self)
-    # torch's where(exponent == 0, 0, ...): 0 there even for a NaN or inf gradient
-    return (grad * (exponent * self.pow(exponent - 1)).conj()).masked_fill(exponent == 0, 0)
+    # 0 where p == 0, as torch's where(exponent == 0, 0, ...), even for a NaN or inf
+    # gradient or x = 0; masked only where not finite, for its derivative in p, x**-1,
+    # flows there (torch's where cuts it: its double backward is 0 at p == 0)
+    return _zero_at_zero_power(grad * (exponent * self.pow(exponent - 1)).conj(), exponent)
+
+
+def _zero_at_zero_power(product, exponent):
+    """``product`` (p x**(p-1) times a gradient or tangent), 0 where p == 0: it is
+    0 there already wherever finite (0 times a finite number)."""
+    return product.masked_fill((exponent == 0) & ~product.isfinite(), 0)
 
 
 def _exponent_factor(self, exponent, result):
@@ -173,7 +181,7 @@ def _pow_jvp(self_t, exponent_t, self, exponent, result):
     # not pick up 0 * log(x) = nan); a zero tangent, sign(x)'s, does not
     out = None
     if not absent(self_t):
-        out = (self_t * (exponent * self.pow(exponent - 1))).masked_fill(exponent == 0, 0)
+        out = _zero_at_zero_power(self_t * (exponent * self.pow(exponent - 1)), exponent)
     if absent(exponent_t):
         return out
     dexp = _exponent_factor(self, exponent, result)
