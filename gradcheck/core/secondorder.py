@@ -13,7 +13,7 @@ import numpy as np
 from adcheck.gradcheck.core import grids, measured
 from adcheck.gradcheck.engines import recompute
 from adcheck.gradcheck.core.problem import Problem, as_tuple
-from adcheck.gradcheck.errors import NoDoubleBackward
+from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward
 
 
 def _random_like(problem, out_idx, rng):
@@ -72,7 +72,19 @@ def _reaches(E, grads, wrt) -> bool:
 def _raise_for_graph(E, outs, primals, gos, exc: Exception):
     """Raise what a backward that raised ``exc`` with ``create_graph=True``
     means: ``NoDoubleBackward`` when it runs without a graph (NumPy inside: it
-    has no double backward), else ``exc`` itself (a backward that is broken)."""
+    has no double backward), else ``exc`` itself (a backward that is broken).
+    A backward that runs when asked again is neither: it raised on one call only
+    (torchkbnufft's double backward races across threads)."""
+    try:
+        E.grad(outs, primals, [E.handed(g) for g in gos], create_graph=True)
+    except Exception:  # noqa: BLE001 - raised again: the same cause, judged below
+        pass
+    else:
+        raise GradcheckError(
+            f"nondeterministic backward: asked to build a graph (create_graph=True), it raised "
+            f"{type(exc).__name__} ({exc}) on one call and ran on the next at the same inputs: "
+            "it races or keeps state (an in-place accumulation across threads, a cache)"
+        ) from exc
     try:
         E.grad(outs, primals, [E.from_numpy(E.to_numpy(g), dtype=g.dtype) for g in gos])
     except Exception:

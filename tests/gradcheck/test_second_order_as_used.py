@@ -246,3 +246,34 @@ def test_a_saved_tensor_changed_in_place_is_said_so():
     text = str(caught.value)
     assert "a tensor autograd saved for the backward was changed in place" in text
     assert "undefined here" not in text and "runs for these shapes" not in text
+
+
+class RaisesOnce(torch.autograd.Function):
+    """sin, whose backward raises the first time it is asked for a graph, as a
+    double backward racing across threads raises on some calls only
+    (torchkbnufft's, at two threads or more): once said "has no double backward"."""
+
+    raised = False
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if torch.is_grad_enabled() and not RaisesOnce.raised:
+            RaisesOnce.raised = True
+            raise RuntimeError("INTERNAL ASSERT FAILED")
+        return g * x.cos()
+
+
+def test_a_backward_raising_on_one_call_only_is_nondeterministic_not_missing():
+    RaisesOnce.raised = False
+    with pytest.raises(GradcheckError) as caught:
+        check(RaisesOnce.apply, (_x(),), order=2)
+    text = str(caught.value)
+    assert "nondeterministic backward" in text and "INTERNAL ASSERT FAILED" in text
+    assert not isinstance(caught.value.__cause__, NoDoubleBackward)
+    assert "no double backward" not in text
