@@ -170,48 +170,38 @@ def test_a_passing_model_names_second_order_failures_as_such():
     assert found.localisation.endswith("(root):KeptSquare (at second order)")
 
 
-def test_the_command_line_localises_alike(tmp_path):
+def _harvest_on_the_command_line(tmp_path, sine: str, *options):
+    """``adcheck check FILE:make --harvest`` of ``Model(sine)`` (this file's classes)."""
+    import sys
+    from pathlib import Path
+
     from click.testing import CliRunner
 
     from adcheck.cli.main import cli
-    path = tmp_path / "kept.py"
+    path = tmp_path / f"kept_{sine.lower()}.py"
     path.write_text(
         "import torch\n"
-        "from test_second_order_as_used import KeptSquare, WrongSin, Model\n"
-        "def make():\n    return Model(WrongSin)\n"
+        f"from test_second_order_as_used import Model, {sine}\n"
+        f"def make():\n    return Model({sine})\n"
         "def example_inputs():\n    torch.manual_seed(1)\n"
         "    return torch.randn(3, 4, dtype=torch.float64)\n")
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).parent))
+    here = str(Path(__file__).parent)
+    sys.path.insert(0, here)
     try:
-        result = CliRunner().invoke(cli, ["check", f"{path}:make", "--harvest", "-q"],
-                                    catch_exceptions=False)
+        return CliRunner().invoke(cli, ["check", f"{path}:make", "--harvest", *options],
+                                  catch_exceptions=False)
     finally:
-        sys.path.remove(str(Path(__file__).parent))
+        sys.path.remove(here)
+
+
+def test_the_command_line_localises_alike(tmp_path):
+    result = _harvest_on_the_command_line(tmp_path, "WrongSin", "-q")
     assert result.exit_code == 1, result.output
     assert "the whole model fails; at fault on their own: (root):WrongSin [" in result.output
 
 
 def test_the_command_line_prints_a_passing_models_sentence(tmp_path):
-    from click.testing import CliRunner
-
-    from adcheck.cli.main import cli
-    path = tmp_path / "kept_right.py"
-    path.write_text(
-        "import torch\n"
-        "from test_second_order_as_used import KeptSquare, RightSin, Model\n"
-        "def make():\n    return Model(RightSin)\n"
-        "def example_inputs():\n    torch.manual_seed(1)\n"
-        "    return torch.randn(3, 4, dtype=torch.float64)\n")
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).parent))
-    try:
-        result = CliRunner().invoke(cli, ["check", f"{path}:make", "--harvest"],
-                                    catch_exceptions=False)
-    finally:
-        sys.path.remove(str(Path(__file__).parent))
+    result = _harvest_on_the_command_line(tmp_path, "RightSin")
     assert result.exit_code == 1, result.output
     assert ("Model: the whole model passes its check, yet these Functions fail on their own "
             "at the inputs it feeds them: (root):KeptSquare (at second order)") in result.output
