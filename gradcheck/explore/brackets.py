@@ -24,7 +24,10 @@ step that moves some entry by more than itself where the function is not
 linear in that entry over the step (``secants``). The
 formula's own rounding (how far its Jacobian moves with the inputs moved by
 their rounding in norm: ``wobble``) widens the tolerance where the point is
-ill-conditioned.
+ill-conditioned. A second-order check's failing row that is below the
+forward's rounding is handed to the forward's own second differences
+(``forwardwitness``, the ``witness``): where they cannot refute the formula,
+the row is not judged.
 
 ``judge`` returns ``"fail"`` (some direction's bracket excludes a finite
 formula, or the formula is NaN or inf where every bracket formed and is
@@ -32,8 +35,9 @@ closed: the function is differentiable there), ``"kink"`` (every bracket
 holds the formula and some bracket is open: a subgradient convention such as
 relu'(0) = 0; NaN at such a point, torch's hypot(0, 0), is ``"nondiff"``),
 ``"agree"`` (every bracket holds it and is closed: the point is smooth and
-the formula right), ``"unresolved"`` (see above) or ``"nondiff"`` (an output
-jumps, or some needed bracket could not be formed).
+the formula right), ``"unresolved"`` (see above), ``"rounding"`` (a row the
+witness excused, and no other failure) or ``"nondiff"`` (an output jumps, or
+some needed bracket could not be formed).
 """
 from __future__ import annotations
 
@@ -157,22 +161,26 @@ class RealView:
                                  for i, a in arrays.items()}, what)
 
 
-def judge(ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict | None = None) -> Bracket:
+def judge(ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict | None = None,
+          witness=None) -> Bracket:
     """The one-sided verdict at ``ev``'s point for the AD ``jacobians`` (by
     mode), over the real inputs ``real_inputs`` (see the module docstring).
     ``wobble``: by mode and (output, input) block, for each row, the allowance
     for the formula's own rounding (``wobble.allowance``: its Jacobian moved
-    with the inputs moved by their rounding in norm)."""
-    return _Judge(ev, jacobians, real_inputs, wobble or {}).verdict()
+    with the inputs moved by their rounding in norm). ``witness``: a second-order
+    check's forward (``forwardwitness.Witness``), which may excuse a row of a first
+    derivative below the forward's rounding."""
+    return _Judge(ev, jacobians, real_inputs, wobble or {}, witness).verdict()
 
 
 class _Judge:
     """The state of one ``judge``: the point, what has been seen so far."""
 
-    def __init__(self, ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict):
+    def __init__(self, ev: Evaluator, jacobians: dict, real_inputs: list, wobble: dict,
+                 witness=None):
         p = ev.problem
         ev = RealView(ev, real_inputs)
-        self.ev, self.jacobians, self.wobble = ev, jacobians, wobble
+        self.ev, self.jacobians, self.wobble, self.witness = ev, jacobians, wobble, witness
         self.arrays = {i: to_real(p.arrays[i]) for i in real_inputs}
         self.eps = max([p.epsilon(out_idx=o) for o in p.float_out]
                        + [p.epsilon(in_idx=i) for i in real_inputs])
@@ -185,6 +193,7 @@ class _Judge:
         self.tied = points.tied_entries(self.arrays)
         self.real_inputs = real_inputs
         self.opened, self.formed, self.unresolved, self.nonfinite = False, True, False, None
+        self.rounded = False    # some row excused by the forward's differences (``witness``)
 
     def verdict(self) -> Bracket:
         if self.jumps:
@@ -205,6 +214,8 @@ class _Judge:
             return Bracket("kink")
         if self.unresolved:
             return Bracket("unresolved")
+        if self.rounded:
+            return Bracket("rounding")
         return Bracket("agree" if self.formed else "nondiff")
 
     def _row_noise_of(self, o: int, row: int, peak: float):
@@ -278,6 +289,9 @@ class _Judge:
                 self.unresolved = True    # secants far from the point in an entry's own scale
             elif self._limiting(direction, o, row, float(formula[row]), h, noise, left, right):
                 self.opened = True    # a piece's derivative, at a point that is a kink
+            elif self.witness is not None and self.witness.excuses(o, row, direction,
+                                                                   float(formula[row])):
+                self.rounded = True   # a first derivative below the forward's rounding
             else:
                 return found
         return None
@@ -372,6 +386,11 @@ def jumps(ev: Evaluator, real_inputs: list) -> set:
     eps = max([p.epsilon(out_idx=o) for o in p.float_out]
               + [p.epsilon(in_idx=i) for i in real_inputs])
     return points.surroundings(ev, arrays, real_inputs, eps)[1]
+
+
+def tolerance_around(value: float, error: float) -> float:
+    """The bracket's tolerance around one value known to ``error``."""
+    return float(_tolerance(np.array([value]), np.array([value]), error)[0])
 
 
 def _tolerance(low, high, noise):

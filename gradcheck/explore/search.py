@@ -6,10 +6,14 @@ fixed atol, so that 10 % off is a failure at 1e-8 as at 40). A point where
 the forward raises or is not finite is outside the function's domain:
 skipped and counted. A failing point is judged again by one-sided
 derivatives (``brackets``): a subgradient convention at a kink passes, a
-point where no bracket forms is "not differentiable here", counted apart. A
-failure left is shrunk (``shrink``) and added to the report, its point and a
-reproducer in each result's ``detail``; ``Report.counts["explore"]`` keeps
-the tallies and the findings.
+point where no bracket forms is "not differentiable here", counted apart. At
+second order, a failing row of the first derivative that is below the
+forward's rounding is judged by the forward's own second differences
+(``forwardwitness``): where they cannot refute the formula, the point is
+counted apart ("below the forward's rounding"). A failure left is shrunk
+(``shrink``) and added to the report, its point and a reproducer in each
+result's ``detail``; ``Report.counts["explore"]`` keeps the tallies and the
+findings.
 """
 from __future__ import annotations
 
@@ -26,12 +30,13 @@ from adcheck.gradcheck.core.analytical import ad_blocks
 from adcheck.gradcheck.core.coords import from_real, rounding_unit, to_real
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.core.problem import Problem, as_tuple
+from adcheck.gradcheck.core.seeding import check_rng
 from adcheck.gradcheck.core import secondorder
 from adcheck.gradcheck.core.sides import SIDES
 from adcheck.gradcheck.engines import engine_for
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
-from adcheck.gradcheck.explore import (arbiter, batchscreens, brackets, catalogue, point, quick,
-                                       shrink, watch, wobble)
+from adcheck.gradcheck.explore import (arbiter, batchscreens, brackets, catalogue,
+                                       forwardwitness, point, quick, shrink, watch, wobble)
 from adcheck.gradcheck.explore.deadline import Timeout, deadline
 from adcheck.gradcheck.explore.tally import Tally
 from adcheck.gradcheck.verdict.compare import Result
@@ -121,7 +126,8 @@ class Explorer:
         kind = outcome[0]
         field = {"pass": "passed", "domain": "outside_domain", "nondiff": "not_differentiable",
                  "kink": "kinks", "timeout": "timeouts", "unresolved": "unresolved",
-                 "crash": "crashes", "cancels": "forward_cancels"}.get(kind)
+                 "crash": "crashes", "cancels": "forward_cancels",
+                 "rounding": "below_rounding"}.get(kind)
         if field:
             setattr(self.tally, field, getattr(self.tally, field) + 1)
 
@@ -354,9 +360,15 @@ class Explorer:
         of ``func`` with the check's grad_outputs when the check is second order)."""
         func, inputs = self.func, ins
         if self.options.order == 2:
+            # the check's own generator (``api``'s), so that these are the grad_outputs
+            # the check at the point drew, and its Jacobians are of this function
             func, inputs = secondorder.first_derivative(func, ins, self.options.grad_outputs,
-                                            np.random.default_rng(seed), self.options.name)
-        return Evaluator(Problem(func, inputs, self.options.name, warn_precision=False))
+                                                        check_rng(seed), self.options.name)
+        # order 2: the first derivative calls autograd, so it is evaluated (at the
+        # one-sided steps too) on leaves that require grad, with grad on; without it
+        # every step raised, no bracket formed, and every failure was "not differentiable"
+        return Evaluator(Problem(func, inputs, self.options.name, order=self.options.order,
+                                 warn_precision=False))
 
     def _first_finite(self, ins) -> bool:
         """Whether the first derivative (what a second-order check differentiates)
@@ -406,12 +418,22 @@ class Explorer:
         jacobians = {m: checked.jacobians[m] for m in ("reverse", "forward")
                      if m in checked.jacobians}
         rounding = self._wobbled(ins, checked.seed, jacobians)
-        verdict = brackets.judge(ev, jacobians, self.explored, rounding)
+        verdict = brackets.judge(ev, jacobians, self.explored, rounding, self._witness(ins, ev))
         if verdict.verdict == "fail":
             return self._arbitrated(ev, checked, failures, verdict)
         if verdict.verdict == "agree":
             return ("pass", [], None)
         return (verdict.verdict, [], None)
+
+    def _witness(self, ins, ev):
+        """A second-order check's forward at ``ins`` (``forwardwitness``): the judge
+        of the first derivative's rows below its rounding; None at first order."""
+        if self.options.order != 2:
+            return None
+        try:
+            return forwardwitness.Witness(self.func, ins, ev, self.explored, self.eps)
+        except Exception:    # noqa: BLE001 - not a first derivative it can read: no witness
+            return None
 
     def _arbitrated(self, ev, checked, failures, verdict) -> tuple:
         """A point the one-sided verdicts fail, judged by the op's mpmath reference

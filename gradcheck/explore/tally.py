@@ -17,6 +17,10 @@ class Tally:
     #: failing points cleared by the op's mpmath reference (``arbiter``): the formula
     #: agrees with it, finite differences do not (the forward loses precision there)
     forward_cancels: int = 0
+    #: failing points of a second-order check whose failing rows of the first derivative
+    #: are below the forward's rounding, where its second differences do not refute the
+    #: formula (``forwardwitness``)
+    below_rounding: int = 0
     #: failing points judged against the mpmath reference, and their seconds
     arbitrated: int = 0
     arbiter_seconds: float = 0.0
@@ -47,6 +51,9 @@ class Tally:
                 + (f", {self.forward_cancels} where the forward loses precision (the mpmath "
                    f"reference agrees with the formula, finite differences do not)"
                    if self.forward_cancels else "")
+                + (f", {self.below_rounding} where the first derivative is below the "
+                   f"forward's rounding (the forward's second differences do not refute the "
+                   f"second-order formula)" if self.below_rounding else "")
                 + (f", {self.arbitrated} judged again by the mpmath reference"
                    if self.arbitrated else "")
                 + (f", {self.crashes} crashed the process" if self.crashes else ""))
