@@ -90,6 +90,8 @@ class Explorer:
         #: a second-order check's first derivative and grad_outputs, built at the first
         #: point screened and reused at the others (``_screened_first``)
         self._first = None
+        #: whether the forward runs only with grad (``_values_at``)
+        self._needs_grad = False
         #: the screens made together (``_screen_together``) where no sharing holds them
         self.screened: dict = {}
         self.start = time.perf_counter()
@@ -307,12 +309,27 @@ class Explorer:
             self._first = (first, list(args[len(ins):]))
         return first, args
 
+    def _values_at(self, ins: list) -> tuple:
+        """The outputs at ``ins``: under no_grad, or with grad where the function
+        refuses no_grad (torch-struct's partitions call autograd inside: every
+        point was "outside the domain" there), once seen, from then on."""
+        E = self.engine
+        if not self._needs_grad:
+            try:
+                with E.no_grad():
+                    return as_tuple(self.func(*ins))
+            except Exception:  # noqa: BLE001 - asked again with grad below
+                pass
+        with E.enable_grad():
+            outs = as_tuple(self.func(*ins))
+        self._needs_grad = True
+        return outs
+
     def _judged(self, arrays: dict) -> tuple:
         ins = self.rebuilt(arrays)
         E = self.engine
         try:
-            with E.no_grad():
-                outs = as_tuple(self.func(*ins))
+            outs = self._values_at(ins)
         except Exception:    # outside the function's domain
             return ("domain", [], None)
         if any(E.is_tensor(o) and E.is_differentiable_dtype(o)

@@ -73,6 +73,18 @@ def test_a_right_function_that_refuses_no_grad_passes(E, order):
         assert order == 1 or E.autograd.gradgradcheck(f, (x,))
 
 
+def test_explored_points_are_judged_not_outside_the_domain(E):
+    # (the explorer called the forward under no_grad: every point "outside the domain")
+    f = _refusing(E, lambda x: (x.sin() * x).sum(-1))
+    report = check(f, (_x(E),), precise=True, explore=True, explore_budget=1)
+    assert report.passed, report.message()
+    tally = report.counts["explore"]
+    assert tally["outside_domain"] == 0 and tally["passed"] > 0
+    wrong = _wrong_function(E)
+    found = check(wrong.apply, (_x(E),), precise=True, explore=True, explore_budget=1)
+    assert not found.passed
+
+
 def test_the_refusal_is_paid_once(E):
     refusals: list = []
     f = _refusing(E, lambda x: (x.sin() * x).sum(-1), refusals)
