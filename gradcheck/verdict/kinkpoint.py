@@ -51,6 +51,10 @@ def _one_sided(ev, result) -> str | None:
         return None
     x = float(base.reshape(-1)[c])
     y = float(out.reshape(-1)[r])
+    # (the output's rounding over the step: a formula computing in float32 inside has
+    # one-sided quotients apart by its stairs, which is no kink)
+    rounding = 4 * p.epsilon(out_idx=o) * max(abs(y), float(np.max(np.abs(out)))) \
+        if out.size else 0.0
     gaps = []
     for step in STEPS:
         h = step * max(1.0, abs(x))
@@ -67,6 +71,7 @@ def _one_sided(ev, result) -> str | None:
         gaps.append(slopes)
     (wide_l, wide_r), (left, right) = gaps
     tol = float(np.max(result.tolerance)) if result.tolerance is not None else 0.0
+    tol = max(tol, rounding / (STEPS[-1] * max(1.0, abs(x))))
     gap = abs(right - left)
     actual = None if result.actual is None else np.asarray(result.actual)
     ad = float(actual[r, c]) if actual is not None and actual.ndim == 2 and \
