@@ -32,6 +32,11 @@ ride in the first evaluation of the finite differences of the same input
 (``riding_moves``, ``measured_from``; ``gradcheck.numerics.quotients``), and
 ``noise_floor`` evaluates them on its own only where that does not fit the
 memory budget: the same points, the same floor.
+
+What the cap takes off a floor, up to ``CAP_ULPS`` ulps of 1 (or of the
+largest input), is kept apart (``unit_rounding``): not a floor under every
+quotient, but the noise of the deep steps where a wide one resolves the
+slope (``stairs.unit_noise``).
 """
 from __future__ import annotations
 
@@ -76,8 +81,28 @@ def noise_floor(ev, in_idx: int) -> dict:
     once per check (``ev.memo``)."""
     cache = ev.memo.setdefault("noise_floors", {})
     if in_idx not in cache:
-        cache[in_idx] = _measured(ev, in_idx)
+        _kept_floors(ev, in_idx, _measured(ev, in_idx))
     return cache[in_idx]
+
+
+def unit_rounding(ev, in_idx: int, window: dict | None = None) -> dict | None:
+    """By output (the coordinates of ``window``, ``{out_idx: (start, stop)}``,
+    when given), the rounding the floor of input ``in_idx`` measured above its
+    cap but within ``rounding_bound``, 0 elsewhere; ``None`` where there is
+    none, or the floor is not measured yet (this measures nothing).
+
+    The cap counts ulps of the output's own scale, but an output far below 1
+    is often made from intermediates of the size of 1, whose rounding it
+    carries in absolute terms: geoopt's ``logmap0`` writes ``artanh(r)`` as
+    ``(log(1 + r) - log(1 - r)) / 2``, and at ``r = 1e-8`` its outputs of
+    ``1e-8`` carry ``1 + r``'s rounding, ``1e-17`` to ``1e-16`` (1e8 ulps of
+    themselves), the floor measured it and the cap left ``3e-21``. Such
+    rounding is no widening of every estimate (``stairs.unit_noise`` takes it
+    only where the widest step resolves the slope far above it)."""
+    found = ev.memo.get("unit_roundings", {}).get(in_idx)
+    if found is None:
+        return None
+    return found if window is None else {o: found[o][a:b] for o, (a, b) in window.items()}
 
 
 def near_floor(ev, in_idx: int) -> dict:
@@ -88,7 +113,7 @@ def near_floor(ev, in_idx: int) -> dict:
     check, in an evaluation of its own."""
     cache = ev.memo.setdefault("near_floors", {})
     if in_idx not in cache:
-        cache[in_idx] = _measured(ev, in_idx, _near_moves(ev, in_idx))
+        cache[in_idx] = _floors(ev, _measured(ev, in_idx, _near_moves(ev, in_idx)))
     return cache[in_idx]
 
 
@@ -129,9 +154,31 @@ def measured_from(ev, in_idx: int, outputs: dict) -> dict:
         _take(second[o], slopes, outputs[o].reshape(MOVES + len(WIDE), 2, -1), 0, scales,
               p.out_arrays[o])
         _slope_spread(second[o], slopes, scales, holds_large(ev, in_idx))
-    floors = _floors(ev, second)
-    ev.memo.setdefault("noise_floors", {})[in_idx] = floors
+    return _kept_floors(ev, in_idx, second)
+
+
+def _kept_floors(ev, in_idx: int, second: dict) -> dict:
+    """The floors of ``second`` (``_floors``), kept as ``noise_floor(ev,
+    in_idx)``, with what their cap took off within ``rounding_bound`` (kept
+    as ``unit_rounding``'s, when there is any)."""
+    floors = ev.memo.setdefault("noise_floors", {})[in_idx] = _floors(ev, second)
+    unit = {}
+    for o, floor in floors.items():
+        beyond = second[o] > floor
+        if beyond.any():
+            bound = rounding_bound(ev, o)
+            unit[o] = np.where(beyond & (second[o] <= bound), second[o], 0.0)
+    if any(u.any() for u in unit.values()):
+        ev.memo.setdefault("unit_roundings", {})[in_idx] = {
+            o: unit[o] if o in unit else np.zeros_like(floor) for o, floor in floors.items()}
     return floors
+
+
+def rounding_bound(ev, out_idx: int) -> float:
+    """The most rounding an output coordinate may carry whatever its own
+    size: ``CAP_ULPS`` ulps of 1, or of the largest input where that is larger
+    (an output may be made from intermediates of that size)."""
+    return CAP_ULPS * ev.problem.epsilon(out_idx=out_idx) * max(1.0, largest_input(ev))
 
 
 def _moves(ev, in_idx: int) -> list:
@@ -185,8 +232,9 @@ def _draws(size: int) -> np.ndarray:
 
 
 def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
-    """The floor of ``noise_floor``, or with the wide moves ``wide`` (their
-    multiples of their direction and the moves) in place of ``WIDE``'s."""
+    """By output, the rounding ``noise_floor`` measures (before ``_floors``
+    caps it), or with the wide moves ``wide`` (their multiples of their
+    direction and the moves) in place of ``WIDE``'s."""
     p = ev.problem
     base = p.arrays[in_idx]
     vector = coords.to_real(base)
@@ -207,7 +255,7 @@ def _measured(ev, in_idx: int, wide: tuple | None = None) -> dict:
                 len(group), 2, -1), start, scales, p.out_arrays[o])
     for o in p.float_out:
         _slope_spread(second[o], slopes[o], scales, curved)
-    return _floors(ev, second)
+    return second
 
 
 def _take(second: np.ndarray, slopes: list, pairs: np.ndarray, start: int, scales,

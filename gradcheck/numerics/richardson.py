@@ -31,6 +31,9 @@ deeper quotients stray from a slope the wide steps settled on by rounding
 only: ``gradcheck.numerics.stairs``), and a
 coordinate whose smallest steps still straddle one gets smaller steps, down
 to ``k < 32``; entries no step resolves are marked ``Jacobian.unresolved``.
+So does one whose quotients at ``k = 13`` still move by more than noise
+while the function's move shrinks with the step (``_moving``: a clamp
+within reach, whose quotients grow by less than a break).
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.numerics import sentinel as sentinels
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
-from adcheck.gradcheck.numerics.noisefloor import ZERO_SIZE as SIZE_FLOOR
+from adcheck.gradcheck.numerics.noisefloor import ZERO_SIZE as SIZE_FLOOR, unit_rounding
 from adcheck.gradcheck.numerics.stairs import stair_noise
 from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
@@ -318,9 +321,9 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
     so far sliced (no evaluation repeated). ``group``: the first phase's grouped
     sentinels (every column active; see ``sentinel.first``)."""
     problem, (diffs, noises, sentinel), (result, unresolved) = ev.problem, levels, found
-    differences = differences_of(ev, *source, window)
+    rounding = unit_rounding(ev, source[0], window)   # (measured with the first levels)
     while active.size:
-        noises, breaks, straddled = _steady(ev, diffs, noises, source[1][:, active])
+        noises, breaks, straddled = _steady(ev, diffs, noises, source[1][:, active], rounding)
         whole = active.size == len(next(iter(result.values()))[0])   # (then no copies)
         found = _extrapolated(problem, diffs, noises, breaks, ev.budget, result if whole else None)
         for o, (best, err) in ({} if whole else found).items():
@@ -345,7 +348,7 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                 ~settled | sentinels.disagree(sentinels.rounding(problem, current), current,
                                               sentinel, active)
         else:
-            keep = _open(problem, depth, straddled, sentinel, current, active)
+            keep = _open(problem, depth, straddled, sentinel, current, active, (diffs, noises))
         keep = np.flatnonzero(keep)
         if not keep.size:
             break
@@ -367,26 +370,61 @@ def _phases(ev: Evaluator, source: tuple, window, levels: tuple, active, depth: 
                                     {o: unresolved[o][:, a:b]}))
             return
         extra, extra_noise, depth, sentinel = yield from _deeper(
-            differences, depth, active, sentinel, source[1].shape[1])
+            differences_of(ev, *source, window), depth, active, sentinel, source[1].shape[1])
         diffs, noises = diffs + extra, noises + extra_noise
 
 
-def _steady(ev: Evaluator, diffs: list, noises: list, steps: np.ndarray) -> tuple:
-    """``noises`` raised by the rounding stairs the quotients show (``stairs``: a
-    no-op until a phase goes deep), and the breaks they leave (``_straddling``)."""
-    noises = stair_noise(ev, diffs, noises, steps)
+def _steady(ev: Evaluator, diffs: list, noises: list, steps: np.ndarray,
+            rounding: dict | None = None) -> tuple:
+    """``noises`` raised by the rounding stairs the quotients show and by the
+    outputs' measured ``rounding`` beyond the floor's cap (``stairs``: a no-op
+    until a phase goes deep), and the breaks they leave (``_straddling``)."""
+    noises = stair_noise(ev, diffs, noises, steps, rounding)
     return (noises, *_straddling(diffs, noises, ev.budget))
 
 
 def _open(problem: Problem, depth: int, straddled: dict, sentinel, current: dict,
-          active) -> np.ndarray:
+          active, levels: tuple) -> np.ndarray:
     """Per active coordinate, whether it needs smaller steps after ``depth``
-    levels, beyond the first phase (see ``extrapolated_columns``)."""
+    levels, beyond the first phase (see ``extrapolated_columns``); ``levels``:
+    the quotients and their noise so far."""
     jumpy = _jumpy(straddled, active.size)
     if depth < LEVELS:
         eps = sentinels.rounding(problem, current)
         jumpy |= ~_converged(problem, current) | sentinels.disagree(eps, current, sentinel, active)
+    elif depth == LEVELS:   # (deeper, the steps went down for a jump already)
+        jumpy |= _moving(problem, *levels, current)
     return jumpy
+
+
+def _moving(problem: Problem, diffs: list, noises: list, current: dict) -> np.ndarray:
+    """Per coordinate (row), whether an entry not converged (``_converged``)
+    still moves at the smallest step by more than the quotients' noise and the
+    precise tolerance's relative allowance, while the function's move over
+    the step shrinks with it: the steps have not reached the width of what
+    the function does there, and smaller ones are taken as for a jump. A
+    clamp active within ``1e-7`` of the point (geoopt's ``dist0`` near the
+    ball's edge: flat within reach, ``artanh`` steeply beyond) gives
+    quotients that grow as the steps shrink, by less than a break, down to
+    where they are 0; the last of ``LEVELS`` were kept as a resolved slope
+    of 3.8e5, within an estimate of 10 %. A smooth function's quotients have
+    settled there; rounding noise, even where its measured noise is too
+    small, moves the function as much at any step (its quotients double as
+    the step halves, or fall to 0, or change sign)."""
+    eps = max(problem.epsilon(out_idx=o) for o in problem.float_out)
+    moving = []
+    for o, (best, err) in current.items():
+        last, before = diffs[-1][o], diffs[-2][o]
+        with np.errstate(invalid="ignore", over="ignore"):   # (quotients up to 1e300)
+            # (the output's largest noise, as ``_straddling`` takes it)
+            noise = sum(np.max(level[o], axis=-1, keepdims=True, initial=0.0)
+                        for level in noises[-2:])
+            allowed = np.sqrt(eps) / 2 * (np.abs(best) + largest_finite(best, axis=1)[:, None])
+            move = np.abs(last - before)
+            found = (move > SIGNIFICANT * noise) & (move > allowed) & (err > CONVERGED * allowed)
+            found &= (last * before > 0) & (np.abs(last) < 2 * np.abs(before))
+        moving.append(np.any(found, axis=1))
+    return np.any(moving, axis=0)
 
 
 def _jumpy(straddled: dict, count: int) -> np.ndarray:

@@ -24,12 +24,17 @@ widest step (more, and no step resolves the slope: noise, for
 ``gradcheck.verdict.noise`` to judge). Then each level's noise is raised to
 that rounding over its step: the break disappears, the wide steps are kept,
 and their error estimates carry the stairs.
+
+Rounding the noise floor measured, but above its cap (ulps of the output's
+own size), is raised into the noise the same way (``unit_noise``): an output
+of 1e-8 made from intermediates of 1 carries their rounding in absolute
+terms, and steps inside one of its stairs settle on a wrong slope.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from adcheck.gradcheck.numerics.noisefloor import CAP_ULPS, largest_input
+from adcheck.gradcheck.numerics.noisefloor import rounding_bound
 
 #: the most rounding, as a share of what the function moves over the widest
 #: step (``|D| h_0``), that counts as stairs under a resolved slope: more,
@@ -41,25 +46,50 @@ RESOLVED = 1e-3
 WIDE_LEVELS = 4
 
 
-def stair_noise(ev, diffs: list, noises: list, steps: np.ndarray) -> list:
+def stair_noise(ev, diffs: list, noises: list, steps: np.ndarray,
+                rounding: dict | None = None) -> list:
     """``noises`` (by level, by output) raised where the deeper levels'
     quotients stray from the slope the wide levels settled on, by rounding
-    (see the module docstring); ``steps``: each level's step by column
-    (levels, columns)."""
+    (see the module docstring), and by the outputs' measured ``rounding``
+    (``noisefloor.unit_rounding``; see ``unit_noise``); ``steps``: each
+    level's step by column (levels, columns)."""
     if len(diffs) <= WIDE_LEVELS:
         return noises
-    p = ev.problem
     raised = [dict(level) for level in noises]
-    scale = max(1.0, largest_input(ev))
     for o in diffs[0]:
         d = np.stack([level[o] for level in diffs])             # (levels, columns, outputs)
         height = _stair_height(d, steps[:len(diffs)])
-        height[height > CAP_ULPS * p.epsilon(out_idx=o) * scale] = 0.0
+        height[height > rounding_bound(ev, o)] = 0.0
+        if rounding is not None and o in rounding:
+            height = np.fmax(height, unit_noise(d[0], steps[0], rounding[o]))
         if not height.any():
             continue
         for k, level in enumerate(raised):
             level[o] = np.fmax(level[o], height / steps[k][:, None])
     return raised
+
+
+def unit_noise(widest: np.ndarray, steps: np.ndarray, rounding: np.ndarray) -> np.ndarray:
+    """Per (column, output coordinate): the measured ``rounding`` of each
+    output coordinate (beyond the floor's cap: ``noisefloor.unit_rounding``)
+    where some column's widest step moves it ``1 / RESOLVED`` times that or
+    more (``widest``: those quotients, a row per column; ``steps``: their
+    steps), else 0.
+
+    A step that moves the output by no more than its rounding resolves no
+    slope: inside one stair of ``1 + r``'s rounding, geoopt's ``logmap0`` at
+    ``1e-8`` is ``y artanh(r0) / r`` with ``artanh(r0)`` frozen, whose
+    quotients settle on ``1 - y**2 / r**2`` (0.51 where the slope is 1)
+    below the wide steps' rounding, which their noise, capped at ulps of the
+    output's own size, did not carry: each step the rounding moved looked like
+    a jump, and the steady wrong slope under them like its resolution. The
+    measured rounding over each step is its quotients' noise then: the
+    narrow steps' estimates carry it and the wide ones are chosen."""
+    with np.errstate(invalid="ignore"):
+        moved = np.abs(widest) * steps[:, None]
+    moved = np.max(np.where(np.isfinite(moved), moved, 0.0), axis=0, initial=0.0)
+    resolved = rounding <= RESOLVED * moved
+    return np.broadcast_to(np.where(resolved, rounding, 0.0), widest.shape)
 
 
 def _stair_height(d: np.ndarray, steps: np.ndarray) -> np.ndarray:
