@@ -109,5 +109,8 @@ def test_options_that_run_as_tensors_are_checked_so_and_said_to_be(run, lookup):
     assert result.exit_code == 0, result.output
     assert "lp_normalize takes p, eps, which the default sets give as tensors" in result.stderr
     assert "--args 'p=2, eps=1e-05'" in result.stderr
-    given = run("check", f"{lookup}:lp_normalize", "--args", "p=2, eps=1e-05", "-q")
+    # (first order: at an explored exact zero, AD's second derivative of |x| ** 2 is 0,
+    # the true one 2, abs' subgradient 0 composed: a finding about the function, not the args)
+    given = run("check", f"{lookup}:lp_normalize", "--args", "p=2, eps=1e-05", "-q",
+                "--check", "reverse,forward")
     assert given.exit_code == 0 and "give as tensors" not in given.stderr
