@@ -387,10 +387,7 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
 
 def source_module(text: str):
     """The module ``MODULE:OBJECT`` is found in (a file already loaded by
-    ``resolve`` is not run again), e.g. for its ``example_inputs()``."""
-    module_name = text.split(":")[0]
-    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
-        loaded = sys.modules.get(f"adcheck_target_{Path(module_name).stem}")
-        if loaded is not None:
-            return loaded
-    return _import(module_name)
+    ``resolve`` is not run again: ``_import_file`` keeps it by its path, where
+    a lookup by its name would find another file of the same name loaded in
+    this process), e.g. for its ``example_inputs()``."""
+    return _import(text.split(":")[0])
