@@ -14,6 +14,7 @@ import os
 import pickle
 import select
 import signal
+import sys
 from typing import NamedTuple
 
 #: seconds past the child's own time limit before it is killed from here
@@ -53,6 +54,11 @@ def _child(write_end: int, job) -> None:
         import faulthandler
         faulthandler.disable()      # a crash of the code under check is the run's to report
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        # (a thread pool the parent started is not forked with it: a child entering
+        # it waits forever, as in a process that ran torch on several threads before)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)
