@@ -126,6 +126,7 @@ def model_result(target, inputs, failing: list, recording, policy,
     from adcheck.gradcheck.harvest.api import (
         all_double,
         composition,
+        judged_again,
         localise,
         model_call,
         model_keywords,
@@ -140,7 +141,7 @@ def model_result(target, inputs, failing: list, recording, policy,
                                          seed=derive_seed(policy.seed, "harvest", target.spec),
                                          name=target.name)
         result, report = run_check(func, args, "reverse", chosen, base)
-        if double and result.status == "failed":   # (harvest.api.PRECISE_AGAIN)
+        if double and report is not None and judged_again(report, func, args):
             result, report = run_check(func, args, "reverse", chosen.derive(precise=True),
                                        base)
     finally:
