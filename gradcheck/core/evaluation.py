@@ -422,7 +422,7 @@ class Evaluator:
             if not tolerant:
                 raise
             # (the first: a check left with NaN differences says what the function raised)
-            if getattr(self.problem, "raised_nearby", None) is None:
+            if self.problem.raised_nearby is None:
                 cause = exc.__cause__ or exc
                 self.problem.raised_nearby = (f"{type(cause).__name__} "
                                               f"({' '.join(str(cause).split())[:200]})")

@@ -60,6 +60,9 @@ class Problem:
     #: whether the function raises under no_grad where it runs with grad
     #: (``for_values``): ``None`` until a call under no_grad answers
     refuses_no_grad: bool | None = None
+    #: what the function raised at a step of a tolerant evaluation (the first), said
+    #: where differences are NaN there (``faults``); ``None`` when nothing raised
+    raised_nearby: str | None = None
 
     def __init__(self, func, inputs, name: str | None = None, engine: Engine | None = None,
                  order: int = 1, warn_precision: bool = True, measure: bool = True):

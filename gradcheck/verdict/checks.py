@@ -16,6 +16,7 @@ from adcheck.gradcheck.verdict.adjoint import ADJOINT_ULPS
 from adcheck.gradcheck.verdict.compare import Result, compare, compare_jacobians
 from adcheck.gradcheck.verdict.diagnosis import (NEAR_FLOAT32, cast_inside, integer_cause,
                                                   whole_numbers)
+from adcheck.gradcheck.lowprec.lowprecision import U32
 from adcheck.gradcheck.core.grids import narrow_grid
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -191,7 +192,7 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
             result.diagnosis = cast_inside(narrow, verb)
             return result
         relative = result.max_error / largest if largest > 0 else np.inf
-        if FLOAT32_UNIT / 4 <= relative <= NEAR_FLOAT32:
+        if U32 / 4 <= relative <= NEAR_FLOAT32:
             # (inputs of a float32 model widened lie on its grid, which hides the product's)
             result.diagnosis = (
                 f"the {verb} scales with its {what} only to {relative:.0e} of its size, "
@@ -215,8 +216,6 @@ def _scaled(side: Side, key, base, scaled, epsilon, nondet_tol, floor,
 #: a scaling error below this part of the products' size is an approximation's, not a
 #: formula's (a formula that ignores its grad_output is off by the whole product)
 APPROXIMATE = 1e-6
-#: float32's unit roundoff (2**-24)
-FLOAT32_UNIT = 2.0 ** -24
 
 
 def _rounded(base, scaled, expected) -> bool:

@@ -192,7 +192,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
                 results.append(_nonfinite_block(jac, key, block, expected, bad_outputs,
-                                                getattr(problem, "raised_nearby", None)))
+                                                problem.raised_nearby))
     return results
 
 
