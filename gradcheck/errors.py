@@ -72,3 +72,23 @@ INPLACE_FIX = ("a tensor autograd saved for the backward was changed in place af
                "saved (by the forward, or by the backward itself where it is differentiated "
                "again): compute into a new tensor (x = x * 2, not x.mul_(2)), or clone it "
                "before changing it")
+
+#: how torch refuses ``autograd.grad`` through reentrant activation checkpointing
+CHECKPOINT_WORDS = "use_reentrant=True, torch.utils.checkpoint"
+CHECKPOINT_FIX = ("the model runs torch.utils.checkpoint with use_reentrant=True, whose backward "
+                  "torch.autograd.grad cannot run (torch's gradcheck cannot either): check it "
+                  "with use_reentrant=False, which computes the same gradients (a Hugging Face "
+                  "model: gradient_checkpointing_enable(gradient_checkpointing_kwargs="
+                  "{'use_reentrant': False})), or with checkpointing off")
+
+
+def known_fix(exc: BaseException, otherwise: str) -> str:
+    """What to do about ``exc`` where its words name a cause we know, else ``otherwise``."""
+    text = str(exc)
+    if PHASE_WORDS in text:
+        return PHASE_FIX
+    if INPLACE_WORDS in text:
+        return INPLACE_FIX
+    if CHECKPOINT_WORDS in text:
+        return CHECKPOINT_FIX
+    return otherwise

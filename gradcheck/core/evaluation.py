@@ -37,8 +37,8 @@ import numpy as np
 
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.batching import batching_enabled
-from adcheck.gradcheck.errors import (INPLACE_FIX, INPLACE_WORDS, PHASE_FIX, PHASE_WORDS,
-                                      GradcheckError, no_derivative_formula)
+from adcheck.gradcheck.errors import (INPLACE_WORDS, GradcheckError, known_fix,
+                                      no_derivative_formula)
 from adcheck.gradcheck.core.points import mapped_input, mapped_points
 from adcheck.gradcheck.core.prefetch import Prefetch
 from adcheck.gradcheck.core.problem import Problem, as_tuple
@@ -100,8 +100,7 @@ class Evaluator:
             others = len(p.diff_out) > len(keys) and not inplace
             hint = (" (the other outputs' gradients are undefined here: a Function that calls "
                     "ctx.set_materialize_grads(False) receives None for them)") if others else ""
-            fix = PHASE_FIX if PHASE_WORDS in str(exc) else INPLACE_FIX if inplace else \
-                "check the backward formula runs for these shapes and dtypes"
+            fix = known_fix(exc, "check the backward formula runs for these shapes and dtypes")
             raise GradcheckError(
                 f"{p.name}: the backward{p.of} raised {type(exc).__name__} ({exc}) while {what}"
                 f"{hint}; {fix}") from (p.order == 2 and no_derivative_formula(exc) or exc)

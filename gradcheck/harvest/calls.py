@@ -134,4 +134,7 @@ def _notes(app: Application) -> list:
         notes.append(f"outputs {which} are not tensors: checked in its tensor outputs")
     if app.depth:
         notes.append("applied inside another Function's forward: checked on its own")
+    if app.checkpointed:
+        notes.append("applied in a reentrant checkpoint's forward (under no_grad; its backward "
+                     "runs it again with grad): checked as that recomputation runs it")
     return notes

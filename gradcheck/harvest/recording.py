@@ -58,6 +58,12 @@ def _own(cls) -> bool:
     return not module.startswith(("torch.", "adcheck.refengine", "functorch"))
 
 
+def _reentrant_checkpoint(cls) -> bool:
+    """Whether ``cls`` is ``torch.utils.checkpoint(..., use_reentrant=True)``'s Function."""
+    return (getattr(cls, "__name__", "") == "CheckpointFunction"
+            and getattr(cls, "__module__", "") == "torch.utils.checkpoint")
+
+
 def _array(t):
     """A tensor's values as a NumPy array (torch's half types widened first)."""
     t = t.detach()
@@ -106,6 +112,9 @@ class Application:
     output_requires_grad: bool = False
     #: the model, where an argument is one of its parameters (``calls.AsParameters``)
     model: object = field(default=None, repr=False)
+    #: applied in a reentrant checkpoint's forward, which runs under no_grad and
+    #: is run again with grad by its backward: the gradient flows through it there
+    checkpointed: bool = False
 
     @property
     def class_name(self) -> str:
@@ -142,6 +151,8 @@ class Recorder:
         self.applications: list = []
         self.stack: list = []
         self.depth = 0
+        #: how many reentrant checkpoints' forwards are running (``Application.checkpointed``)
+        self.checkpointed = 0
         self.raised_at: str | None = None
         self._patched: list = []
         self._wrapped: list = []
@@ -221,7 +232,13 @@ class Recorder:
 
         def apply(cls, *args, **kwargs):
             if not _own(cls):
-                return original(cls, *args, **kwargs)
+                if not _reentrant_checkpoint(cls):
+                    return original(cls, *args, **kwargs)
+                recorder.checkpointed += 1
+                try:
+                    return original(cls, *args, **kwargs)
+                finally:
+                    recorder.checkpointed -= 1
             return recorder.record_call(cls, engine, f"{engine} Function",
                                         lambda: original(cls, *args, **kwargs), args, kwargs)
         return apply
@@ -243,11 +260,12 @@ class Recorder:
         grads = tuple(bool(a.requires_grad) if namespace(a) is not None else None for a in args)
         params = {i: self._params[id(a)] for i, a in enumerate(args) if id(a) in self._params}
         enabled = True if E is None else bool(E.is_grad_enabled())
+        checkpointed = not enabled and self.checkpointed > 0
         entry = Application(self.path, cls, kind, engine, copies, dict(kwargs), grads, params,
-                            enabled, self.depth,
+                            enabled or checkpointed, self.depth,
                             constants=tuple(i for i, a in enumerate(args)
                                             if id(a) in self._constants),
-                            model=self.model if params else None)
+                            model=self.model if params else None, checkpointed=checkpointed)
         self.applications.append(entry)
         return entry
 

@@ -91,10 +91,12 @@ def _positions(app: Application) -> list:
     none did (a model run on inputs that do not), its floating point ones but the
     model's constants (buffers and frozen parameters: a wavelet's filters, a
     running mean, whose gradient a Function rightly leaves None), unless every
-    floating point one is such a constant."""
+    floating point one is such a constant. In a reentrant checkpoint's forward,
+    where only the model's parameters still require grad (under no_grad), the
+    rule of none: its backward runs it again on inputs that do."""
     floating = [i for i, a in enumerate(app.args)
                 if namespace(a) is not None and (a.is_floating_point() or a.is_complex())]
-    wanted = [i for i in floating if app.requires_grad[i]]
+    wanted = [] if app.checkpointed else [i for i in floating if app.requires_grad[i]]
     return wanted or [i for i in floating if i not in app.constants] or floating
 
 
