@@ -49,7 +49,8 @@ def check_options(default_checks: str, engines: tuple = ENGINES):
                      else "The engine of a plain function: refengine, torch or jax (needs "
                           "PyTorch or JAX). Functions, custom_vjp/custom_jvp and jit objects "
                           "say their own engine, and so do torch's, JAX's and refengine's "
-                          "own functions (torch:sin)."),
+                          "own functions (torch:sin), and a plain function checked at its "
+                          "file's example_inputs() takes their tensors' engine."),
         click.option("--precise/--torch-tolerances", default=True, show_default=True,
                      help="Precise: tolerances from an error estimate of the numerical "
                           "Jacobian (Richardson extrapolation). Torch tolerances: the "

@@ -35,6 +35,9 @@ def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, 
     from adcheck.runner.target import engine_hint, resolve
     from adcheck.runner.tasks import TargetTask
     target = resolve(target_text, engine)
+    if not _engine_given():
+        engine = _examples_engine(target, specs, engine)
+        target = resolve(target_text, engine) if engine != target.engine else target
     require_engine(target.engine)
     hint = None if _engine_given() else engine_hint(target, engine)
     if hint is not None:
@@ -51,6 +54,23 @@ def _target_report(target_text, specs, args, engine, settings, jobs, fail_fast, 
     if not specs:
         _complex_only(report, target.name, chosen)
     return report
+
+
+def _examples_engine(target, specs: tuple, engine: str) -> str:
+    """The engine of a plain function's ``example_inputs()`` tensors where they are
+    its inputs (no --inputs, or --inputs 'example_inputs()'): a file that builds
+    torch tensors for it says which engine it is written for. Else ``engine``."""
+    from adcheck.cli.commands.inputs import _has_example
+    from adcheck.runner.spec import example_keywords
+    from adcheck.runner.subjects import example_tensors
+    from adcheck.gradcheck.engines import engine_for
+    examples = not specs or any(example_keywords(s) is not None for s in specs)
+    if target.kind != "function" or not examples or not _has_example(target):
+        return engine
+    try:
+        return engine_for(example_tensors(target)).name
+    except Exception:  # noqa: BLE001 - a bad example_inputs() is refused with its reason later
+        return engine
 
 
 def _complex_only(report, name: str, chosen: list) -> None:

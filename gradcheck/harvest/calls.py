@@ -134,6 +134,9 @@ def _notes(app: Application) -> list:
         notes.append(f"outputs {which} are not tensors: checked in its tensor outputs")
     if app.depth:
         notes.append("applied inside another Function's forward: checked on its own")
+    if app.transformed:
+        notes.append("applied inside a torch.func transform (vmap, grad): checked on its own "
+                     "at one example's inputs")
     if app.checkpointed:
         notes.append("applied in a reentrant checkpoint's forward (under no_grad; its backward "
                      "runs it again with grad): checked as that recomputation runs it")

@@ -18,6 +18,7 @@ statistics), its training flags and the engines' random generators.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 
@@ -62,6 +63,38 @@ def _reentrant_checkpoint(cls) -> bool:
     """Whether ``cls`` is ``torch.utils.checkpoint(..., use_reentrant=True)``'s Function."""
     return (getattr(cls, "__name__", "") == "CheckpointFunction"
             and getattr(cls, "__module__", "") == "torch.utils.checkpoint")
+
+
+def _outside_transforms(t):
+    """``t`` as a plain tensor where torch.func transforms wrap it (``vmap``, ``grad``,
+    ``jvp``): under vmap its first example, whose values a check can use after the
+    transform ends (the wrappers are dead then, and have no storage to copy). Call
+    it within ``_no_transforms()``: an op on a plain tensor in a transform is
+    wrapped again."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(t, torch.Tensor):
+        return t
+    F = torch._C._functorch
+    while F.is_functorch_wrapped_tensor(t):
+        bdim = F.maybe_get_bdim(t) if F.is_batchedtensor(t) else -1
+        t = F.get_unwrapped(t)
+        if bdim >= 0:
+            t = t.select(bdim, 0)
+    return t
+
+
+def _no_transforms():
+    """A block in which torch's operations see no torch.func transform."""
+    torch = sys.modules.get("torch")
+    return contextlib.nullcontext() if torch is None else torch._C._DisableFuncTorch()
+
+
+def transformed(args) -> bool:
+    """Whether any of ``args`` is a tensor wrapped by a torch.func transform."""
+    torch = sys.modules.get("torch")
+    return torch is not None and any(isinstance(a, torch.Tensor) and
+                                     torch._C._functorch.is_functorch_wrapped_tensor(a)
+                                     for a in args)
 
 
 def _array(t):
@@ -115,6 +148,9 @@ class Application:
     #: applied in a reentrant checkpoint's forward, which runs under no_grad and
     #: is run again with grad by its backward: the gradient flows through it there
     checkpointed: bool = False
+    #: applied inside a torch.func transform (``vmap``, ``grad``): recorded at the
+    #: values of its first example, outside the transform
+    transformed: bool = False
 
     @property
     def class_name(self) -> str:
@@ -256,7 +292,9 @@ class Recorder:
 
     def _before(self, cls, engine: str, kind: str, args, kwargs) -> Application:
         E = next((namespace(a) for a in args if namespace(a) is not None), None)
-        copies = tuple(a.detach().clone() if namespace(a) is not None else a for a in args)
+        with _no_transforms():
+            copies = tuple(_outside_transforms(a).detach().clone()
+                           if namespace(a) is not None else a for a in args)
         grads = tuple(bool(a.requires_grad) if namespace(a) is not None else None for a in args)
         params = {i: self._params[id(a)] for i, a in enumerate(args) if id(a) in self._params}
         enabled = True if E is None else bool(E.is_grad_enabled())
@@ -265,13 +303,16 @@ class Recorder:
                             enabled or checkpointed, self.depth,
                             constants=tuple(i for i, a in enumerate(args)
                                             if id(a) in self._constants),
-                            model=self.model if params else None, checkpointed=checkpointed)
+                            model=self.model if params else None, checkpointed=checkpointed,
+                            transformed=transformed(args))
         self.applications.append(entry)
         return entry
 
     def _after(self, entry: Application, args, out) -> None:
-        entry.mutated = tuple(i for i, (a, c) in enumerate(zip(args, entry.args))
-                              if namespace(a) is not None and _changed(a.detach(), c))
+        with _no_transforms():
+            entry.mutated = tuple(i for i, (a, c) in enumerate(zip(args, entry.args))
+                                  if namespace(a) is not None
+                                  and _changed(_outside_transforms(a).detach(), c))
         outs = out if isinstance(out, (tuple, list)) else (out,)
         entry.extra_outputs = tuple(i for i, o in enumerate(outs)
                                     if namespace(o) is None and not is_jax_array(o))

@@ -127,3 +127,64 @@ def test_none_requiring_grad_are_all_differentiated(run_json, simplex):
 class _Result:
     def __init__(self, row):
         self.__dict__.update(row)
+
+
+PLAIN = '''
+import torch
+
+
+def entropy(p):
+    return -(p * torch.log(p)).sum(-1) * SCALE
+
+
+SCALE = 1.0
+
+
+def example_inputs():
+    torch.manual_seed(0)
+    return torch.softmax(torch.randn(3, 4, dtype=torch.float64), -1)
+'''
+
+
+@pytest.mark.parametrize("given", [(), ("--inputs", "example_inputs()")])
+def test_a_plain_function_takes_the_engine_of_its_example_inputs(run_json, tmp_path, given):
+    # a plain function of torch tensors, checked at the torch tensors of its file's
+    # example_inputs(): before, "plain functions are checked on --engine refengine
+    # unless told; add --engine torch" (exit 2)
+    path = tmp_path / "plain_entropy.py"
+    path.write_text(PLAIN)
+    result, doc = run_json("check", f"{path}:entropy", "--check", "reverse", *given)
+    assert result.exit_code == 0, result.output
+    assert doc["settings"]["engine"] == "torch"
+    assert [r["status"] for r in doc["results"]] == ["passed"]
+    # a wrong one fails there, as torch's gradcheck of the same tensors does
+    path.write_text(PLAIN.replace("SCALE = 1.0", "SCALE = 2.0").replace(
+        "return -(p * torch.log(p)).sum(-1) * SCALE", "return Halved.apply(p)") + HALVED)
+    result, doc = run_json("check", f"{path}:entropy", "--check", "reverse", *given)
+    assert result.exit_code == 1, result.output
+    func, inputs, _ = runner.rebuild_target(f"{path}:entropy", "example_inputs()", "reverse",
+                                            index=0, engine="torch")
+    assert not torch.autograd.gradcheck(func, inputs, raise_exception=False)
+
+
+def test_without_example_inputs_the_hint_still_says_which_engine(run, tmp_path):
+    path = tmp_path / "plain_no_example.py"
+    path.write_text(PLAIN.split("def example_inputs")[0])
+    result = run("check", f"{path}:entropy", "--check", "reverse")
+    assert result.exit_code == 2, result.output
+    assert "add --engine torch" in result.stderr
+
+
+HALVED = '''
+
+class Halved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p):
+        ctx.save_for_backward(p)
+        return -(p * p.log()).sum(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        (p,) = ctx.saved_tensors
+        return -g.unsqueeze(-1) * (p.log() + 1) / 2     # wrong: no / 2
+'''
