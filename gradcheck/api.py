@@ -63,6 +63,9 @@ def check(func, inputs, **keywords) -> Report:
       saved statistics such as ``native_layer_norm``'s mean and inverse std).
       ``check_vmap_rule`` (True): a torch Function's own ``vmap`` rule (a custom
       op's ``register_vmap``) equals one call per example (``verdict.vmaprule``).
+      ``check_inputs_alone`` (True here, False in ``gradcheck()``): with each input
+      alone requiring grad, its gradient is the one it gets with all of them (a
+      backward testing ``ctx.needs_input_grad`` of the wrong index; ``verdict.alone``).
     - ``order`` (1): 2 checks the first derivative, as ``gradgradcheck`` (``grad_outputs``
       as there); failures are then named "reverse over reverse" or "forward over reverse".
       ``name``: the name in messages (default: the function's).
@@ -94,7 +97,8 @@ def check(func, inputs, **keywords) -> Report:
     inputs, no output depending on an input), raise ``ValueError``; a
     function or formula that raises gives ``GradcheckError``.
     """
-    return run(func, inputs, Options.from_keywords(**{"explore": CHECK_EXPLORE, **keywords}))
+    return run(func, inputs, Options.from_keywords(**{"explore": CHECK_EXPLORE,
+                                                      "check_inputs_alone": True, **keywords}))
 
 
 #: inside ``recording_faults()``: the exceptions ``check`` raised, for the caller to
@@ -390,7 +394,7 @@ def _judged_right(report: Report, determinism: bool) -> set:
     for r in report.results:
         name = f"scaling-{r.mode}" if r.check == "scaling" else r.check
         if name in ("reentrant", "undefined-grad", "scaling-reverse", "scaling-forward",
-                    "vmap-rule"):
+                    "vmap-rule", "alone"):
             right[name] = right.get(name, True) and bool(r.passed)
     found = {name for name, passed in right.items() if passed}
     if determinism and not any(r.check == "deterministic" for r in report.failures):

@@ -17,11 +17,12 @@ import math
 import numpy as np
 
 from adcheck.gradcheck.verdict import checks
+from adcheck.gradcheck.verdict.alone import alone_results
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
 from adcheck.gradcheck.verdict.diagnosis import (cast_inside, on_stairs, zero_numerical,
                                                  zero_output)
-from adcheck.gradcheck.core.grids import narrow_grid, stair_width
+from adcheck.gradcheck.core.grids import narrow_grid, stair_width, within_rounding_of
 from adcheck.gradcheck.verdict.compare import (
     compare_jacobians,
     compare_pair,
@@ -49,6 +50,7 @@ from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
 from adcheck.gradcheck.verdict.kinkpoint import name_kinks
+from adcheck.gradcheck.verdict.tinyinputs import name_small_inputs
 from adcheck.gradcheck.verdict.vmaprule import vmap_rule_results
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
 from adcheck.gradcheck.core import coords
@@ -119,7 +121,7 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
-        report.results += _on_stairs(ev, name_kinks(ev, found))
+        report.results += _on_stairs(ev, name_small_inputs(ev, name_kinks(ev, found)))
         # reentrancy is a property of the backward (PyTorch's check), judged once a sample
         if side is REVERSE and not judged(ev, "reentrant", options.nondet_tol):
             again = _repeat(ev, lambda: produce(ev), jac, plan.kind not in UNREPLAYABLE)
@@ -173,7 +175,8 @@ def _computed_narrow(ev: Evaluator, results: list) -> list:
     for result in results:
         if not result.passed and result.actual is not None and result.expected is not None:
             narrow = narrow_grid(result.actual)
-            if narrow is not None and narrow_grid(result.expected) is None:
+            if narrow is not None and narrow_grid(result.expected) is None and \
+                    within_rounding_of(narrow, result.expected, result.actual):
                 result.diagnosis = cast_inside(narrow, "vjp" if result.mode == "reverse"
                                                else "jvp")
     return results
@@ -329,6 +332,8 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
         found, partial = vmap_rule_results(ev, options.nondet_tol)
         report.results += found
         report.partial += [partial] if partial else []
+    if backward and options.check_inputs_alone and not judged(ev, "alone", options.nondet_tol):
+        report.results += alone_results(ev, rng, options.nondet_tol)
 
 
 def advise(ev: Evaluator, report: Report, options: Options) -> None:

@@ -21,7 +21,7 @@ from adcheck.gradcheck.core.modes import CHECK_NAMES, CHECKS, DEFAULT_CHECKS, ch
 from adcheck.gradcheck.core.options import Options
 from adcheck.gradcheck.core.reuse import shared
 from adcheck.gradcheck.explore.quick import sharing
-from adcheck.runner.policy import Policy, check_options, options  # noqa: F401
+from adcheck.runner.policy import USERS, Policy, check_options, options  # noqa: F401
 from adcheck.gradcheck.errors import NoDoubleBackward
 from adcheck.runner.judgement import cannot_judge, overflow_only, overflow_reason
 from adcheck.runner.results import DECLARED, JACOBIAN_PAIRS, STALE, TASK_CHECK, CheckResult
@@ -300,7 +300,7 @@ class TargetSubject(Subject):
 
     def keywords(self, check: str, policy: Policy, call) -> dict:
         named = {} if call.names is None else {"input_names": call.names}
-        return {**options(check, policy, None, self.target.has_jvp), **named}
+        return {**options(check, policy, None, self.target.has_jvp), **named, **USERS}
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, self.target.spec, self.index, check)

@@ -21,6 +21,7 @@ from adcheck.gradcheck.harvest.calls import settle
 from adcheck.runner.checks import (FAULTS, Subject, builds_no_graph, derive_seed,
                                    no_double_backward, options, run_check, run_checks)
 from adcheck.runner.results import TASK_CHECK, CheckResult
+from adcheck.runner.policy import USERS
 
 #: what the skipped result of a model that applies no custom Function says
 NOTHING = ("applied no custom Function (torch.autograd.Function, torch.library custom op with "
@@ -66,7 +67,7 @@ class HarvestSubject(Subject):
 
     def keywords(self, check: str, policy, call) -> dict:
         return {**options(check, policy, None, self.op.has_jvp),
-                "input_names": list(call.names)}
+                "input_names": list(call.names), **USERS}
 
     def seed(self, base: int, check: str) -> int:
         return derive_seed(base, "harvest", self.name, self.index, check)

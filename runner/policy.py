@@ -54,6 +54,11 @@ class Policy:
         return made
 
 
+#: what the checks of a user's object (``adcheck check``, a harvested Function) do
+#: beyond a registry op's, as ``gradcheck.check`` does: each input alone requiring
+#: grad (``verdict.alone``; refengine's own ops' rules are one per input)
+USERS = {"check_inputs_alone": True}
+
 #: ``Policy.options()`` of each policy seen in this process
 _MADE: dict = {}
 

@@ -104,6 +104,27 @@ def narrow_grid(values) -> str | None:
     return name if using.size >= GRID_ENTRIES else None
 
 
+#: how far a derivative computed in a narrower dtype inside strays from the
+#: double-precision one at most, relative to the block's largest entry: that
+#: dtype's rounding carried through a formula (``CAST_UNITS`` of its epsilon),
+#: and never more than ``CAST_MOST``: an error beyond is a wrong formula whose
+#: values happen to be stored in that dtype (a filter's float32 taps)
+CAST_UNITS = 1024.0
+CAST_MOST = 0.1
+
+
+def within_rounding_of(name: str, expected, actual) -> bool:
+    """Whether ``actual`` differs from ``expected`` by no more than dtype ``name``'s
+    rounding could make it (``CAST_UNITS``, ``CAST_MOST``)."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    finite = np.isfinite(e) & np.isfinite(a)
+    if e.shape != a.shape or not finite.any():
+        return False
+    scale = float(np.abs(e[finite]).max())
+    error = float(np.abs(a[finite] - e[finite]).max())
+    return error <= min(CAST_UNITS * EPSILONS[name], CAST_MOST) * scale
+
+
 def _significant(stored: np.ndarray, precision: int) -> np.ndarray:
     """Bits each significand needs, from its stored bits (the leading 1 implied)."""
     stored = stored.astype(np.int64)

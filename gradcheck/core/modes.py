@@ -58,6 +58,7 @@ FAILURES = {
     "batched-forward-grad": "batched forward AD (vmap) differs from one jvp per entry",
     "detached": "an output that does not require grad depends on an input",
     "vmap-rule": "its own vmap rule differs from one call per example",
+    "alone": "an input's gradient differs when it alone requires grad",
     "input-mutation": "an input that requires grad was modified in place",
     "grad-output-mutation": "the backward modified its grad_output in place",
     "deterministic": "the function is nondeterministic (two evaluations at the same "

@@ -68,6 +68,9 @@ class Options:
     check_adjoint: bool = True
     check_detached: bool = True
     check_vmap_rule: bool = True
+    #: each input alone requiring grad gets the gradient it gets with all of them
+    #: (``verdict.alone``); ``check()`` turns it on, torch's ``gradcheck`` has none
+    check_inputs_alone: bool = False
     order: int = 1
     grad_outputs: Any = None
     buffers: bool = False

@@ -26,6 +26,8 @@ class Engine:
     supports_undefined_grad = False
     #: whether ``vmap`` can map a function that differentiates inside
     vmap_differentiates = True
+    #: whether a backward is told which inputs require grad (``ctx.needs_input_grad``)
+    has_needs_input_grad = True
 
     @property
     def convert_hint(self) -> str:

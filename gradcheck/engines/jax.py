@@ -154,6 +154,8 @@ class JaxEngine(Engine):
     module = jax
     supports_batched_grad = True
     supports_batched_forward_grad = True
+    #: a custom_vjp's bwd computes every cotangent: it is told nothing to gate on
+    has_needs_input_grad = False
     convert_hint = "jnp.asarray(x)"
     requires_grad_hint = ("every float or complex JAX array input is differentiated unless "
                           "marked with gradcheck.engines.jax.nograd(x); pass at least one "

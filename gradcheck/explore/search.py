@@ -74,7 +74,8 @@ class Explorer:
             # linearity and undefined grad_outputs do not depend on the point: the
             # given inputs judged them (the vmap rule too, on examples around them), and
             # NaN at a pole would only repeat itself
-            check_scaling=False, check_undefined_grad=False, check_vmap_rule=False)
+            check_scaling=False, check_undefined_grad=False, check_vmap_rule=False,
+            check_inputs_alone=False)
         self.report, self.quick_only, self.progress = report, quick_only, progress
         #: the fixed tolerances the given inputs were judged with, if any (``_within_asked``)
         self.loose = None if options.precise or options.reference is not None \

@@ -236,7 +236,9 @@ def model_call(model_or_fn, inputs, double: bool = True) -> tuple:
 #: how the whole model is checked: J U for random directions U, the odds that
 #: a wrong entry escapes stated (its Jacobian can be large; the Functions'
 #: own checks are the precise ones)
-MODEL_CHECK = {"jacobian": "probed", "precise": False}
+#: (each input alone: the model's parameters get their gradients when its data
+#: batch does not require grad, as in training: ``verdict.alone``)
+MODEL_CHECK = {"jacobian": "probed", "precise": False, "check_inputs_alone": True}
 
 
 def judged_again(report, func, args) -> bool:

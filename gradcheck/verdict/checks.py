@@ -298,9 +298,16 @@ def _undefined_result(in_idx: int, array) -> Result:
     result = compare("undefined-grad", "reverse", "zero", None, in_idx, np.zeros_like(found),
                      found, 0.0)
     if not result.passed:
-        result.diagnosis = ("with all output gradients undefined or zero the backward "
-                            "returns a nonzero gradient: it adds a term that does not "
-                            "multiply grad_output")
+        if not np.all(np.isfinite(found)):
+            # (0 times a NaN or inf factor: every term may well multiply grad_output)
+            result.diagnosis = ("with all output gradients zero the backward returns NaN or "
+                                "inf: a factor of its formula is NaN or inf at these inputs "
+                                "(0/0, log(0)), and zero times it is NaN; the check of the "
+                                "Jacobian says where")
+        else:
+            result.diagnosis = ("with all output gradients undefined or zero the backward "
+                                "returns a nonzero gradient: it adds a term that does not "
+                                "multiply grad_output")
     return result
 
 

@@ -131,5 +131,15 @@ def _node_keeps(E, node) -> list:
     kept = [(f"ctx.saved_tensors[{k}]", t) for k, t in enumerate(node.saved_tensors)]
     kept += [(f"ctx.{name}", t) for name, t in vars(node).items()
              if not name.startswith("_") and E.is_tensor(t)]
-    return [(what, E.to_numpy(t) if E.is_tensor(t) and not E.requires_grad(t) and
+    return [(what, E.to_numpy(t) if E.is_tensor(t) and _no_history(E, t) and
              E.is_differentiable_dtype(t) else None) for what, t in kept]
+
+
+def _no_history(E, t) -> bool:
+    """Whether a double backward takes ``t`` for a constant: it does not require
+    grad, or it is a view of an input made in the forward (``a.expand(...)``,
+    ``a[0]``): that requires grad, yet has no grad_fn, and torch takes it for a
+    leaf of its own whose gradient never reaches the input."""
+    if not E.requires_grad(t):
+        return True
+    return getattr(t, "grad_fn", True) is None and getattr(t, "_base", None) is not None

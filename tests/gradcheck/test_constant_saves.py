@@ -233,3 +233,50 @@ def test_an_intermediate_mostly_zero_is_named_too():
     assert not report.passed and not lacks_double_backward(report)
     assert all(f.diagnosis.startswith("KeptHingeBackward keeps 1 tensor from its forward")
                for f in report.failures)
+
+
+class KeptView(torch.autograd.Function):
+    """x * a, keeping a view of the input ``a`` made in the forward (entmax's
+    bisection keeps its alpha so): the view requires grad but has no grad_fn,
+    and torch takes it for a leaf of its own, so the double backward never
+    reaches ``a`` through it. It was not named: the failure read "analytical is
+    zero: the vjp returns no gradient", though the first-order vjp does."""
+
+    @staticmethod
+    def forward(ctx, x, a):
+        ctx.save_for_backward(x)
+        ctx.a = a.expand(x.shape[0], 1)
+        return x * ctx.a
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.a, (g * x).sum(-1, keepdim=True)
+
+
+class KeptInput(KeptView):
+    """The same, keeping the input itself: its double backward is right."""
+
+    @staticmethod
+    def forward(ctx, x, a):
+        ctx.save_for_backward(x)
+        ctx.a = a
+        return x * a
+
+
+def _view_inputs():
+    torch.manual_seed(0)
+    return (torch.randn(3, 4, dtype=torch.float64, requires_grad=True),
+            torch.rand(3, 1, dtype=torch.float64, requires_grad=True) + 0.5)
+
+
+def test_a_view_of_an_input_made_in_the_forward_is_named():
+    inputs = _view_inputs()
+    assert not torch.autograd.gradgradcheck(KeptView.apply, inputs, raise_exception=False)
+    assert torch.autograd.gradgradcheck(KeptInput.apply, inputs)
+    E = engine_for(inputs)
+    assert constant_saves(E, KeptView.apply, inputs) == [("KeptViewBackward", [("ctx.a", (3, 1))])]
+    assert constant_saves(E, KeptInput.apply, inputs) == []
+    report = check(KeptView.apply, inputs, order=2, seed=0, explore=False)
+    assert not report.passed
+    assert all("ctx.a of shape (3, 1)" in r.diagnosis for r in report.failures)

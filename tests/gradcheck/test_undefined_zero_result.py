@@ -29,3 +29,19 @@ def test_the_result_is_the_comparators(array):
     taken, compared = taken.to_dict(), compared.to_dict()
     taken.pop("diagnosis"), compared.pop("diagnosis")
     assert taken == compared
+
+
+def test_zero_times_a_nan_factor_is_said_as_nan():
+    # a backward g * x * (a - 1) / (a * (a - 1)) at a = 1 (entmax's alpha gradient at 1):
+    # every term multiplies g, and zero times 0/0 is NaN; it was said to add "a term that
+    # does not multiply grad_output"
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    a = torch.ones(3, dtype=torch.float64)
+    g = torch.zeros(3, dtype=torch.float64)
+    made = (g * a * (a - 1) / (a * (a - 1))).numpy()
+    assert np.isnan(made).all()
+    nan = checks._undefined_result(1, made)
+    assert not nan.passed and "returns NaN or inf" in nan.diagnosis
+    assert "does not multiply grad_output" not in nan.diagnosis
+    constant = checks._undefined_result(1, np.full(3, 0.5))
+    assert "does not multiply grad_output" in constant.diagnosis
