@@ -209,11 +209,22 @@ def _what_to_give(target, keywords: dict, refusals: list = ()) -> str:
     # (inputs no constructor makes, probability rows say, come from Python)
     made = (f", or define example_inputs() in {target.spec.split(':')[0]} returning them"
             if target.spec.split(":")[0].endswith(".py") else "")
+    example = _example_for(target)
     if options:
         return (f"{target.name} takes {', '.join(options)}, which the default sets give as "
                 f"tensors: {_as_options(options)}; else give inputs it takes with --inputs, "
-                f"e.g. --inputs \"{EXAMPLE}\"{made}")
-    return f"give inputs it takes with --inputs, e.g. --inputs \"{EXAMPLE}\"{made}"
+                f"e.g. --inputs \"{example}\"{made}")
+    return f"give inputs it takes with --inputs, e.g. --inputs \"{example}\"{made}"
+
+
+def _example_for(target) -> str:
+    """``EXAMPLE`` cut to the object's count of inputs, where its signature tells
+    (a one-input module was shown three)."""
+    parts = EXAMPLE.split("; ")
+    count = getattr(target, "arity", None)
+    if not count or count >= len(parts):
+        return EXAMPLE
+    return "; ".join(parts[:count])
 
 
 def _index_sets(kept, count: int) -> None:

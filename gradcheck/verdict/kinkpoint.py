@@ -28,18 +28,30 @@ CHECKS = ("reverse", "forward")
 def name_kinks(ev, results: list) -> list:
     """``results``, each failing first-order comparison whose worst entry sits on a
     kink or a tie of the function given its diagnosis saying so."""
-    p = ev.problem
-    if p.order != 1:
-        return results
-    for result in results:
-        if result.passed or result.check not in CHECKS or result.against != "numerical" \
-                or result.where is None or len(result.where) != 2 \
-                or tuple(result.origin or (0, 0)) != (0, 0):
-            continue
+    for result in looked_at(ev, results):
         found = _one_sided(ev, result)
         if found is not None:
             result.diagnosis = found
     return results
+
+
+def looked_at(ev, results: list) -> list:
+    """The failing first-order comparisons with finite differences among
+    ``results`` whose worst entry is one coordinate pair of a whole block."""
+    if ev.problem.order != 1:
+        return []
+    return [r for r in results if not r.passed and r.check in CHECKS
+            and r.against == "numerical" and r.where is not None and len(r.where) == 2
+            and tuple(r.origin or (0, 0)) == (0, 0)]
+
+
+def value_at(ev, i: int, base: np.ndarray, c: int, value: float, o: int, r: int,
+             what: str) -> float:
+    """Output ``o``'s coordinate ``r`` with input ``i`` (``base``) at ``value`` in
+    coordinate ``c``."""
+    moved = base.reshape(-1).copy()
+    moved[c] = value
+    return float(ev.evaluate({i: moved.reshape(base.shape)}, what)[o].reshape(-1)[r])
 
 
 def _one_sided(ev, result) -> str | None:
@@ -60,14 +72,12 @@ def _one_sided(ev, result) -> str | None:
         h = step * max(1.0, abs(x))
         slopes = []
         for sign in (-1.0, 1.0):
-            moved = base.reshape(-1).copy()
-            moved[c] = x + sign * h
             try:
-                outs = ev.evaluate({i: moved.reshape(base.shape)},
-                                   "looking for a kink at the given inputs")
+                moved = value_at(ev, i, base, c, x + sign * h, o, r,
+                                 "looking for a kink at the given inputs")
             except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
                 return None
-            slopes.append(sign * (float(outs[o].reshape(-1)[r]) - y) / h)
+            slopes.append(sign * (moved - y) / h)
         gaps.append(slopes)
     (wide_l, wide_r), (left, right) = gaps
     tol = float(np.max(result.tolerance)) if result.tolerance is not None else 0.0

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.verdict.kinkpoint import looked_at, value_at
+
 #: a coordinate is small when it is below this: the least step of differences
 #: at the default eps (and of the precise scheme's), so every one steps past it
 SMALL = 1e-6
@@ -27,21 +29,13 @@ FRACTIONS = (1e-1, 1e-2)
 #: the rounding of a central quotient, in units of double precision's epsilon
 #: times the output's largest value, over the step
 ROUNDING_UNITS = 4.0
-CHECKS = ("reverse", "forward")
 
 
 def name_small_inputs(ev, results: list) -> list:
     """``results``, each failing first-order comparison with finite differences
     whose worst entry is along a coordinate below ``SMALL`` given the
     diagnosis of differences at steps below it."""
-    p = ev.problem
-    if p.order != 1:
-        return results
-    for result in results:
-        if result.passed or result.check not in CHECKS or result.against != "numerical" \
-                or result.where is None or len(result.where) != 2 \
-                or tuple(result.origin or (0, 0)) != (0, 0):
-            continue
+    for result in looked_at(ev, results):
         found = _below(ev, result)
         if found is not None:
             result.diagnosis = found
@@ -67,16 +61,11 @@ def _below(ev, result) -> str | None:
     quotients, rounding = [], 0.0
     for fraction in FRACTIONS:
         h = fraction * abs(x)
-        ends = []
-        for sign in (1.0, -1.0):
-            moved = base.reshape(-1).copy()
-            moved[c] = x + sign * h
-            try:
-                outs = ev.evaluate({i: moved.reshape(base.shape)},
-                                   "differencing below a small input")
-            except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
-                return None
-            ends.append(float(outs[o].reshape(-1)[r]))
+        try:
+            ends = [value_at(ev, i, base, c, x + sign * h, o, r,
+                             "differencing below a small input") for sign in (1.0, -1.0)]
+        except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
+            return None
         quotients.append((ends[0] - ends[1]) / (2 * h))
         rounding = max(rounding, ROUNDING_UNITS * p.epsilon(out_idx=o) * scale / h)
     tol = max(float(np.max(result.tolerance)) if result.tolerance is not None else 0.0,
@@ -106,9 +95,10 @@ def _below(ev, result) -> str | None:
                        f"{_g(check)} does not: judge it at larger inputs, or with an mpmath "
                        "reference")
     return said + (f"which agrees with the {result.mode} side's {_g(ad)} but is too coarse "
-                   f"to settle a difference of {gap:.1e}: the check cannot judge the formula "
-                   "at inputs this small; judge it at larger inputs, or with an mpmath "
-                   "reference")
+                   f"to settle a difference of {gap:.1e}: whether the formula is wrong here "
+                   "or the check's differences measured the function past a change of form, "
+                   "differences cannot tell at inputs this small; judge it at larger inputs, "
+                   "or with an mpmath reference")
 
 
 def _g(value: float) -> str:

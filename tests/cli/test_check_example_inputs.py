@@ -188,3 +188,11 @@ class Halved(torch.autograd.Function):
         (p,) = ctx.saved_tensors
         return -g.unsqueeze(-1) * (p.log() + 1) / 2     # wrong: no / 2
 '''
+
+
+def test_the_refusal_suggests_as_many_inputs_as_the_object_takes(run, simplex):
+    # Entropy takes one input: the example was three ("randn(3, 4); rand(4) + 0.1; ...")
+    path = simplex(example="")
+    result = run("check", f"{path}:Entropy", "--check", "reverse")
+    assert result.exit_code == 2
+    assert 'e.g. --inputs "randn(3, 4)", or define example_inputs()' in result.stderr
