@@ -104,20 +104,37 @@ def probed_lines(report: RunReport) -> list:
     """Per op and check built from probed Jacobians: that it was, and the odds
     that one wrong entry escaped (the largest over its samples)."""
     worst: dict = {}
+    passed: set = set()
     for r in report.results:
         if r.plan == "probed" and r.escape and r.check in r.escape:
             key = (r.op, r.check)
             worst[key] = max(worst.get(key, 0.0), r.escape[r.check])
             relative = r.escape.get("relative_error", 0.0)
+            if r.status == "passed":
+                passed.add(key)
     if not worst:
         return []
     odds = "; ".join(f"{op} {check} {p:.1e}" for (op, check), p in worst.items())
     why = (" chosen by --jacobian auto: every entry would not fit in half the time "
            "--timeout leaves, or too many columns for few rows"
            if report.settings.get("jacobian", "auto") == "auto" else "")
+    weak = [f"{op} {check}" for (op, check), p in worst.items()
+            if p >= WEAK_ODDS and (op, check) in passed]
+    # (a harvest's whole-model check is probed whatever --jacobian says: its Functions
+    # are what it judges entry by entry)
+    fix = ("its Functions are judged one by one above" if report.settings.get("harvest")
+           else "build every entry with --jacobian dense, or check the Functions inside one "
+           "by one (--harvest)")
+    said = (f"; {', '.join(weak)} passed saying little of single entries (a wrong one "
+            f"escapes at odds of {WEAK_ODDS} or more: the tolerance is that large beside the "
+            f"rows' norms): {fix}" if weak else "")
     return [Text(f"probed Jacobians (J U along random directions,{why}; --jacobian dense "
                  f"builds every entry): a single entry wrong by {relative:.0e} of its row's "
-                 f"norm escapes with probability at most {odds}", style="dim")]
+                 f"norm escapes with probability at most {odds}{said}", style="dim")]
+
+
+#: the odds of escape at which a probed check's pass is said to say little
+WEAK_ODDS = 0.5
 
 
 def unjudged_lines(report: RunReport) -> list:

@@ -113,3 +113,25 @@ def test_the_right_layer_norm_passes_every_default_check_as_torch_agrees():
     x = _x(4, 5)
     assert torch.autograd.gradgradcheck(right.apply, (x,))
     assert check(right.apply, (x,), precise=True, seed=0, order=2).passed
+
+
+def test_a_probed_pass_at_odds_of_escape_of_a_half_or_more_says_it_judged_little():
+    # a harvest's whole-model row read "ok" beside "escapes with probability at most
+    # 1.0e+00": a pass that says nothing of single entries is said so
+    from types import SimpleNamespace
+
+    from adcheck.cli.formats.table import probed_lines
+
+    def report(odds, harvest=False, status="passed"):
+        row = SimpleNamespace(plan="probed", op="Model", check="reverse", status=status,
+                              escape={"reverse": odds, "relative_error": 0.1})
+        return SimpleNamespace(results=[row], settings={"jacobian": "auto", "harvest": harvest})
+    (low,) = probed_lines(report(0.03))
+    assert "saying little" not in low.plain
+    (high,) = probed_lines(report(1.0))
+    assert "Model reverse passed saying little of single entries" in high.plain
+    assert "--jacobian dense, or check the Functions" in high.plain
+    (harvested,) = probed_lines(report(0.7, harvest=True))
+    assert "its Functions are judged one by one above" in harvested.plain
+    (failed,) = probed_lines(report(1.0, status="failed"))
+    assert "saying little" not in failed.plain
