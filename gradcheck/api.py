@@ -49,11 +49,10 @@ def check(func, inputs, **keywords) -> Report:
       ``gradcheck.numerics.precise``) instead of ``atol``/``rtol``. Slow mode only;
       10 to 28 function calls per input coordinate instead of 2. Catches
       relative formula errors of 1e-6 in float64 and complex128.
-    - ``reference``: an mpmath reference (convention: ``gradcheck.numerics.reference``)
-      used instead of finite differences; with ``precise=True`` the
-      tolerance is then the AD rounding allowance alone.
-    - ``probes`` (1): random probes (fast mode, the adjoint check); ``seed``: theirs (an int
-      >= 0), fresh by default; ``Report.seed`` repeats the check (``core.seeding``).
+    - ``reference``: an mpmath reference (``gradcheck.numerics.reference``) used instead
+      of finite differences (with ``precise=True``: the AD rounding allowance alone).
+    - ``probes`` (1): random probes (fast mode, the adjoint check); ``seed``: theirs (fresh
+      by default; ``Report.seed`` repeats the check).
     - ``check_scaling`` (True): the vjp scales with grad_output and the jvp with the
       tangent. ``check_adjoint`` (True): when both modes are checked,
       ``<v, J_forward u> == <J_reverse^T v, u>`` to rounding.
@@ -61,11 +60,9 @@ def check(func, inputs, **keywords) -> Report:
       input that does (a stray ``.detach()``; PyTorch's gradcheck ignores such outputs); pass
       False for outputs declared non-differentiable (``mark_non_differentiable``, or an op's
       saved statistics such as ``native_layer_norm``'s mean and inverse std).
-      ``check_vmap_rule`` (True): a torch Function's own ``vmap`` rule (a custom
-      op's ``register_vmap``) equals one call per example (``verdict.vmaprule``).
-      ``check_inputs_alone`` (True here, False in ``gradcheck()``): with each input
-      alone requiring grad, its gradient is the one it gets with all of them (a
-      backward testing ``ctx.needs_input_grad`` of the wrong index; ``verdict.alone``).
+      ``check_vmap_rule`` (True): a Function's own ``vmap`` rule equals one call per
+      example (``verdict.vmaprule``). ``check_inputs_alone`` (True; False in
+      ``gradcheck()``): each input alone requiring grad gets its gradient (``verdict.alone``).
     - ``order`` (1): 2 checks the first derivative, as ``gradgradcheck`` (``grad_outputs``
       as there); failures are then named "reverse over reverse" or "forward over reverse".
       ``name``: the name in messages (default: the function's).
@@ -97,8 +94,12 @@ def check(func, inputs, **keywords) -> Report:
     inputs, no output depending on an input), raise ``ValueError``; a
     function or formula that raises gives ``GradcheckError``.
     """
-    return run(func, inputs, Options.from_keywords(**{"explore": CHECK_EXPLORE,
-                                                      "check_inputs_alone": True, **keywords}))
+    return run(func, inputs, Options.from_keywords(**{**CHECK_DEFAULTS, **keywords}))
+
+
+#: what ``check()`` does by default beyond ``gradcheck()``: the quick explore pass
+#: and each input alone requiring grad
+CHECK_DEFAULTS = {"explore": CHECK_EXPLORE, "check_inputs_alone": True}
 
 
 #: inside ``recording_faults()``: the exceptions ``check`` raised, for the caller to

@@ -59,9 +59,12 @@ def example_tensors(found) -> tuple:
     engine's tensors. Where none requires grad, each floating point one is
     differentiated (a copy that requires grad), as with ``--inputs``."""
     from adcheck.gradcheck.engines import engine_for
-    from adcheck.runner.target import source_module
+    from adcheck.runner.target import engines_used, source_module
     file = found.spec.split(":")[0]
     make = getattr(source_module(found.spec), "example_inputs", None)
+    if getattr(found, "engine", None) == "jax" or "jax" in engines_used(make):
+        import jax   # (checked in float64, as --inputs' arrays are: JAX's 64-bit mode)
+        jax.config.update("jax_enable_x64", True)
     if not callable(make):
         raise RunnerError(f"{file} defines no example_inputs(): define it, returning the "
                           "inputs (a tensor or a tuple of tensors), or give --inputs")

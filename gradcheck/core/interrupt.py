@@ -17,9 +17,11 @@ of a function being transformed"). ``kept_level`` undoes it, and
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import sys
 import threading
+import weakref
 
 
 def _depth() -> int | None:
@@ -59,22 +61,89 @@ def kept_forward_state():
         tangents.restore_forward_state(before)
 
 
+class Alarm:
+    """What ``interrupting`` yields: ``expired`` once its time ran out in the
+    block (an ``error()`` that the code under check caught, or wrapped in an
+    error of its own as ``jax.pure_callback`` does, is still a timeout)."""
+
+    expired = False
+    #: ``(the profile function before,)`` while ``_raise_outside`` waits for a call
+    profiler = None
+
+
+#: seconds between the timer's repeats after it first fires, until the block
+#: ends: a fallback should an ``error()`` be lost after all
+AGAIN = 0.1
+
+
+def _swallowing(frame) -> bool:
+    """Whether ``frame`` runs in code whose exceptions Python prints and drops: a
+    garbage-collection callback (JAX runs one after every collection), a
+    finalizer, a ``__del__``. A timer's ``error()`` raised there was lost, and
+    the block ran on past its time (a quick pass's 5 s point ran 240 s)."""
+    codes = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    codes.add(weakref.finalize.__call__.__code__)
+    for _ in range(32):
+        if frame is None:
+            return False
+        if frame.f_code in codes or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise_outside(error, alarm) -> None:
+    """Raise ``error()`` at the next call made outside such code (a profile
+    function's exception propagates into the code it profiles; the profiler
+    that was there, cProfile's say, is put back when the block ends). A loop
+    that calls nothing outside it runs on until the block's end."""
+    if alarm.profiler is not None:
+        return   # (asked already)
+    alarm.profiler = (sys.getprofile(),)
+
+    def profile(frame, event, arg):
+        if event in ("call", "c_call") and not _swallowing(frame):
+            raise error()   # (Python unsets a profiler that raises; the block's end puts back)
+    sys.setprofile(profile)
+
+
+def _put_back_profiler(alarm) -> None:
+    if alarm.profiler is not None:
+        sys.setprofile(alarm.profiler[0])
+        alarm.profiler = None
+
+
 @contextlib.contextmanager
 def interrupting(seconds: float, error):
-    """Raise ``error()`` in the block after ``seconds`` where a timer can (see
-    the module docstring); torch.func's transform stack is left as it was."""
+    """Raise ``error()`` in the block after ``seconds`` where a timer can, and
+    again every ``AGAIN`` seconds until the block ends (see the module
+    docstring); yields an ``Alarm``. torch.func's transform stack is left as it
+    was."""
+    alarm = Alarm()
     if not (seconds > 0 and hasattr(signal, "setitimer")
             and threading.current_thread() is threading.main_thread()):
-        yield
+        yield alarm
         return
+    armed = [True]
 
     def expire(signum, frame):
+        if not armed[0]:
+            return
+        alarm.expired = True
+        if _swallowing(frame):
+            _raise_outside(error, alarm)
+            return
         raise error()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN)
     try:
         with kept_level(), kept_forward_state():
-            yield
+            try:
+                yield alarm
+            finally:   # (disarmed before the levels are put back: no repeat interrupts that)
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                _put_back_profiler(alarm)   # (a raise outside a finalizer not reached)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -78,15 +78,21 @@ def _close_forward_levels(before: int) -> None:
 
 @contextmanager
 def deadline(seconds: float, module=None):
-    """Raise ``Timeout`` in the body after ``seconds``; the grad modes of
+    """Raise ``Timeout`` in the body after ``seconds`` (yields the ``Alarm``: an
+    error the body caught or wrapped may have been one); the grad modes of
     ``module`` (the engine's) and torch, and torch's forward-AD levels, are as
     they were after it (see the module docstring; refengine's forward-AD levels:
     ``interrupt.kept_forward_state``)."""
     modes = _grad_modes(module)
     level = _forward_level()
     try:
-        with interrupting(seconds, Timeout):
-            yield
+        with interrupting(seconds, Timeout) as alarm:
+            try:
+                yield alarm
+            except Exception as exc:
+                if alarm.expired:   # (wrapped by the code under check: jax.pure_callback's)
+                    raise Timeout() from exc
+                raise
     finally:
         for put, mode in modes:
             put(mode)

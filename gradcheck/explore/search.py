@@ -188,11 +188,12 @@ class Explorer:
         remaining = self.remaining()
         limit = min(remaining, max(2.0, self.budget / 4))
         try:
-            with deadline(limit, self.engine.module):
+            with deadline(limit, self.engine.module) as alarm:
                 screened = self._screened(arrays) if screen else "judge"
-                if screened != "judge":
-                    return (screened, [], None)
-                return self._judged(arrays)
+                found = (screened, [], None) if screened != "judge" else self._judged(arrays)
+            if alarm.expired:   # (the point's own code turned the timeout into an error)
+                raise Timeout()
+            return found
         except Timeout:
             if limit >= remaining:    # the budget ended, not the point's time
                 return ("stopped", [], None)

@@ -75,7 +75,11 @@ class AsParameters:
     check passed having judged nothing."""
 
     def __init__(self, model, by_name: dict):
-        # (no model, or no parameter among the arguments: nothing to swap, nothing done)
+        # (no model, or no parameter among the arguments: nothing to swap, nothing done;
+        # a swap a raising backward left is put back first, else its tensor is taken
+        # for the model's own and put back in its place afterwards)
+        if model is not None and by_name:
+            settle()
         params = dict(model.named_parameters()) if model is not None and by_name else {}
         self.swaps = []
         for name, tensor in by_name.items():

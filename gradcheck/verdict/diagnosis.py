@@ -13,6 +13,7 @@ entries. It returns one sentence, or ``None`` when nothing fits.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -121,11 +122,23 @@ def _factor(e, a, tol, mode) -> str | None:
             f"{relative:.1e}): a constant factor in the {_verb(mode)} is off")
     if relative <= U32:
         # (a failing check this close is a double-precision one: torch's float64
-        # hardsigmoid backward multiplies by float32(1/6), 1 + 3.0e-8 times 1/6)
-        text += (f", by no more than float32's rounding ({U32:.1e}): a constant "
-                 "of the formula computed or written in float32 (a literal such as 1.0f / 6, "
-                 "np.float32) inside double-precision code")
+        # hardsigmoid backward multiplies by float32(1/6), 1 + 3.0e-8 times 1/6; and
+        # jaxopt's isotonic regression divides by a block's size + 1e-8)
+        text += (f", by no more than float32's rounding ({U32:.1e}): {_epsilon_in(c)}a "
+                 "constant of the formula computed or written in float32 (a literal such as "
+                 "1.0f / 6, np.float32) inside double-precision code")
     return text + rest
+
+
+def _epsilon_in(c: float) -> str:
+    """Words for a factor ``c`` that is ``1 / (1 + eps)`` for an ``eps`` that is a
+    power of ten (to 2 %): a regularizing epsilon in a denominator of 1."""
+    eps = 1.0 / c - 1.0
+    power = 10.0 ** round(math.log10(abs(eps))) if eps else 0.0
+    if not power or abs(abs(eps) / power - 1.0) > 0.02:
+        return "an epsilon added to a denominator (x / (n + 1e-8)), or "
+    return (f"an epsilon of {math.copysign(power, eps):.0e} added to a denominator of 1 "
+            f"(the factor is 1 / (1 {'+' if eps > 0 else '-'} {power:.0e})), or ")
 
 
 #: the share of a block's error a factor must leave unexplained, at most, to be

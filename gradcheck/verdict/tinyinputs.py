@@ -33,16 +33,21 @@ ROUNDING_UNITS = 4.0
 
 def name_small_inputs(ev, results: list) -> list:
     """``results``, each failing first-order comparison with finite differences
-    whose worst entry is along a coordinate below ``SMALL`` given the
-    diagnosis of differences at steps below it."""
+    whose worst entry is along a coordinate below ``SMALL`` given the words of
+    differences at steps below it: in place of its diagnosis where they side
+    with the AD value (the diagnosis blamed the formula), after it otherwise."""
     for result in looked_at(ev, results):
         found = _below(ev, result)
-        if found is not None:
-            result.diagnosis = found
+        if found is None:
+            continue
+        full, short, replace = found
+        result.diagnosis = full if replace or not result.diagnosis else \
+            f"{result.diagnosis}; {short}"
     return results
 
 
-def _below(ev, result) -> str | None:
+def _below(ev, result) -> tuple | None:
+    """``(full words, short words, whether they replace the diagnosis)``, or None."""
     p = ev.problem
     o, i, (r, c) = result.out_idx, result.in_idx, result.where
     base, out = p.arrays.get(i), p.out_arrays.get(o)
@@ -51,54 +56,64 @@ def _below(ev, result) -> str | None:
             or result.expected is None:
         return None
     x = float(base.reshape(-1)[c])
-    if not 0 < abs(x) < SMALL:
-        return None
     actual, expected = np.asarray(result.actual), np.asarray(result.expected)
-    if actual.ndim != 2 or r >= actual.shape[0] or c >= actual.shape[1]:
+    if not 0 < abs(x) < SMALL or actual.ndim != 2 or r >= actual.shape[0] \
+            or c >= actual.shape[1]:
+        return None
+    try:
+        quotients, rounding = _quotients(ev, i, base, c, x, o, r, out)
+    except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
         return None
     ad, check = float(actual[r, c]), float(expected[r, c])
+    tol = max(float(np.max(result.tolerance)) if result.tolerance is not None else 0.0,
+              rounding)
+    gap = abs(ad - check)
+    where = (f"input {i} coordinate {c} is {x:.1e}, smaller than the differences' steps "
+             f"(eps and up)")
+    below = (f"at steps below it ({_g(FRACTIONS[0] * abs(x))}, {_g(FRACTIONS[1] * abs(x))}) "
+             f"central differences of output {o} coordinate {r} give {_g(quotients[0])} and "
+             f"{_g(quotients[1])}")
+    if rounding < gap / 2 and all(np.isfinite(q) and abs(q - check) <= max(
+            tol, 1e-3 * abs(check)) for q in quotients):
+        return _repeated(where, below, result.mode, ad)
+    if not all(np.isfinite(q) and abs(q - ad) <= tol for q in quotients):
+        return None
+    said = (f"{where}, so they measure the function farther out than the point (where a "
+            f"small-argument series may switch to a closed form, or the forward cancel); "
+            f"{below} (their rounding up to {rounding:.1e}), ")
+    if rounding < gap / 2:
+        return (said + f"as the {result.mode} side's {_g(ad)} does and the check's {_g(check)} "
+                "does not: judge it at larger inputs, or with an mpmath reference", "", True)
+    coarse = (f"too coarse to settle a difference of {gap:.1e}: whether the formula is wrong "
+              "here or the check's differences measured the function past a change of form, "
+              "differences cannot tell at inputs this small; judge it at larger inputs, or "
+              "with an mpmath reference")
+    return (said + f"which agrees with the {result.mode} side's {_g(ad)} but is {coarse}",
+            f"{where}; {below}, {coarse}", False)
+
+
+def _quotients(ev, i, base, c, x, o, r, out) -> tuple:
+    """Central quotients at steps ``FRACTIONS`` of ``|x|``, and their rounding."""
     scale = float(np.max(np.abs(out))) if out.size else 0.0
     quotients, rounding = [], 0.0
     for fraction in FRACTIONS:
         h = fraction * abs(x)
-        try:
-            ends = [value_at(ev, i, base, c, x + sign * h, o, r,
-                             "differencing below a small input") for sign in (1.0, -1.0)]
-        except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
-            return None
+        ends = [value_at(ev, i, base, c, x + sign * h, o, r, "differencing below a small input")
+                for sign in (1.0, -1.0)]
         quotients.append((ends[0] - ends[1]) / (2 * h))
-        rounding = max(rounding, ROUNDING_UNITS * p.epsilon(out_idx=o) * scale / h)
-    tol = max(float(np.max(result.tolerance)) if result.tolerance is not None else 0.0,
-              rounding)
-    gap = abs(ad - check)
-    if all(np.isfinite(q) and abs(q - check) <= max(tol, 1e-3 * abs(check)) for q in quotients) \
-            and rounding < gap / 2:
-        return (f"input {i} coordinate {c} is {x:.1e}, smaller than the differences' steps, "
-                f"yet at steps below it ({_g(FRACTIONS[0] * abs(x))}, "
-                f"{_g(FRACTIONS[1] * abs(x))}) central differences of output {o} coordinate "
-                f"{r} give {_g(quotients[0])} and {_g(quotients[1])} too: that is the slope of "
-                f"the function as computed there, and the {result.mode} side's {_g(ad)} is not; "
-                "either the formula is wrong at inputs this small, or the forward computes "
-                "another function there than the one the formula differentiates (a "
-                "small-argument series that drops a term, a cancellation); an mpmath reference "
-                "of the function meant tells which")
-    if not all(np.isfinite(q) and abs(q - ad) <= tol for q in quotients):
-        return None
-    said = (f"input {i} coordinate {c} is {x:.1e}, smaller than the differences' steps "
-            f"(eps and up), so they measure the function farther out than the point (where "
-            f"a small-argument series may switch to a closed form, or the forward cancel); "
-            f"at steps below it ({_g(FRACTIONS[0] * abs(x))}, {_g(FRACTIONS[1] * abs(x))}) "
-            f"central differences of output {o} coordinate {r} give {_g(quotients[0])} and "
-            f"{_g(quotients[1])} (their rounding up to {rounding:.1e}), ")
-    if rounding < gap / 2:
-        return said + (f"as the {result.mode} side's {_g(ad)} does and the check's "
-                       f"{_g(check)} does not: judge it at larger inputs, or with an mpmath "
-                       "reference")
-    return said + (f"which agrees with the {result.mode} side's {_g(ad)} but is too coarse "
-                   f"to settle a difference of {gap:.1e}: whether the formula is wrong here "
-                   "or the check's differences measured the function past a change of form, "
-                   "differences cannot tell at inputs this small; judge it at larger inputs, "
-                   "or with an mpmath reference")
+        rounding = max(rounding, ROUNDING_UNITS * ev.problem.epsilon(out_idx=o) * scale / h)
+    return quotients, rounding
+
+
+def _repeated(where: str, below: str, mode: str, ad: float) -> tuple:
+    """The words where differences below the coordinate give the check's value again."""
+    slope = "that is the slope of the function as computed there"
+    return (f"{where}, yet {below} too: {slope}, and the {mode} side's {_g(ad)} is not; "
+            "either the formula is wrong at inputs this small, or the forward computes "
+            "another function there than the one the formula differentiates (a "
+            "small-argument series that drops a term, a cancellation); an mpmath reference "
+            "of the function meant tells which",
+            f"{where}, yet {below} too: {slope}", False)
 
 
 def _g(value: float) -> str:

@@ -196,3 +196,29 @@ def test_the_refusal_suggests_as_many_inputs_as_the_object_takes(run, simplex):
     result = run("check", f"{path}:Entropy", "--check", "reverse")
     assert result.exit_code == 2
     assert 'e.g. --inputs "randn(3, 4)", or define example_inputs()' in result.stderr
+
+
+JAX_FILE = '''
+import jax.numpy as jnp
+
+
+def f(x):
+    return jnp.sin(x) * 2
+
+
+def example_inputs():
+    return (jnp.linspace(-1.0, 1.0, 12).reshape(3, 4),)     # made when called, not at import
+'''
+
+
+@pytest.mark.parametrize("engine", [(), ("--engine", "jax")])
+def test_jax_arrays_made_by_example_inputs_are_double(run_json, tmp_path, engine):
+    # they were float32 (JAX's default): "example_inputs() ... raised UncheckableError: ...
+    # JAX runs in 32-bit mode", exit 2, where the docs say adcheck turns 64-bit mode on
+    jax = pytest.importorskip("jax", reason="JAX is not installed (pip install '.[jax]')")
+    path = tmp_path / "jax_example.py"
+    path.write_text(JAX_FILE)
+    result, doc = run_json("check", f"{path}:f", "--check", "reverse", *engine)
+    assert result.exit_code == 0, result.output
+    assert doc["settings"]["engine"] == "jax" and jax.config.jax_enable_x64
+    assert [r["status"] for r in doc["results"]] == ["passed"]

@@ -91,3 +91,15 @@ def test_a_constant_matrix_that_is_not_the_differences_made_whole_is_not_roundin
 def test_a_derivative_made_whole_is_still_named(whole):
     numerical = np.array([[0.37, 1.62, -0.2], [2.4, 0.1, 0.9]])
     assert "whole numbers" in _diagnosis(numerical, whole(numerical))
+
+
+def test_an_epsilon_in_a_denominator_is_named_beside_a_float32_constant():
+    # jaxopt's isotonic regression divides by a block's size + 1e-8: the factor is
+    # 1 / (1 + 1e-8), which was put down to a float32 constant alone
+    numerical = np.array([[0.37, 1.62, -0.2], [2.4, 0.1, 0.9]])
+    said = _diagnosis(numerical, numerical / (1 + 1e-8), tol=1e-12)
+    assert "an epsilon of 1e-08 added to a denominator of 1" in said
+    # torch's hardsigmoid backward multiplies by float32(1/6): no power of ten
+    sixth = float(np.float32(1 / 6)) * 6
+    said = _diagnosis(numerical, numerical * sixth, tol=1e-12)
+    assert "written in float32" in said and "an epsilon of" not in said

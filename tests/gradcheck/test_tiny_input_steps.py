@@ -63,7 +63,8 @@ def test_differences_below_the_coordinate_too_coarse_to_settle():
     (failure,) = [r for r in report.failures if r.check == "reverse"]
     said = failure.diagnosis
     assert "smaller than the differences' steps" in said
-    assert "which agrees with the reverse side's 0 but is too coarse to settle" in said
+    # (after the comparison's own words, which it does not contradict)
+    assert "too coarse to settle a difference of" in said
 
 
 def test_differences_below_the_coordinate_that_repeat_the_check_say_the_forward_may_differ():
@@ -71,7 +72,6 @@ def test_differences_below_the_coordinate_that_repeat_the_check_say_the_forward_
     (failure,) = [r for r in report.failures if r.check == "reverse"]
     assert "give 0 and 0 too: that is the slope of the function as computed there" in \
         failure.diagnosis
-    assert "the forward computes another function there" in failure.diagnosis
 
 
 class Doubled(torch.autograd.Function):

@@ -33,10 +33,12 @@ def _scale_by_module(factor):
         @staticmethod
         def backward(ctx, g):
             x, theta = ctx.saved_tensors
-            with torch.enable_grad():
-                x = x.detach().requires_grad_()
-                y = x * torch.exp(ctx.module.theta)    # read again, as an adjoint does
-                gx, gtheta = torch.autograd.grad(y, (x, theta), g, allow_unused=True)
+            gx = g * torch.exp(ctx.module.theta) if ctx.needs_input_grad[1] else None
+            gtheta = None
+            if ctx.needs_input_grad[2]:   # (as torchsde differentiates only the adjoint
+                with torch.enable_grad():  # parameters that require grad)
+                    y = x * torch.exp(ctx.module.theta)    # read again, as an adjoint does
+                    (gtheta,) = torch.autograd.grad(y, (theta,), g, allow_unused=True)
             return None, gx, None if gtheta is None else factor * gtheta
     return ScaleByModule
 
@@ -91,3 +93,24 @@ def test_a_backward_that_raises_leaves_the_model_as_it_was():
     found = gradcheck.harvest(model, (_x(),), seed=0)
     assert "no backward today" in found.errors["(root):Raising"]
     assert model.theta is before
+
+
+def test_a_backward_raising_when_a_parameter_does_not_require_grad_leaves_the_model_as_it_was():
+    # differentiating theta unconditionally raises when only x requires grad (each input
+    # alone, verdict.alone): the swap that backward left in place was taken for the
+    # model's own parameter by the next call's swap, and put back in its place
+    class Unconditional(_scale_by_module(1.0)):
+        @staticmethod
+        def backward(ctx, g):
+            x, theta = ctx.saved_tensors
+            with torch.enable_grad():
+                y = x * torch.exp(ctx.module.theta)
+                (gtheta,) = torch.autograd.grad(y, (theta,), g)
+            return None, g * torch.exp(ctx.module.theta), gtheta
+    model = Scaler(Unconditional)
+    before = model.theta
+    found = gradcheck.harvest(model, (_x(),), seed=0)
+    assert model.theta is before and isinstance(model.theta, torch.nn.Parameter)
+    (report,) = found.reports["(root):Unconditional"]
+    (alone,) = [r for r in report.failures if r.check == "alone"]
+    assert "does not require grad" in alone.diagnosis
