@@ -1,12 +1,11 @@
 """Running the checks of one sample: the one place a check becomes a result.
 
 A *subject* is what one sample gives gradcheck: a sample of a registry op
-(``OpSubject``) or an input set of a user's object (``TargetSubject``). It
-says what gradcheck calls, why a check does not apply, which keywords a
-check means for it (``gradcheck.core.modes`` holds the vocabulary), its seed and
-its declared known failure. ``run_checks`` runs every requested check on one
-subject and returns one ``CheckResult`` per check (or one "setup" error when
-the sample cannot be run); ``check_sample`` is that for a registry op.
+(``OpSubject``) or an input set of a user's object (``TargetSubject``). It says
+what gradcheck calls, why a check does not apply, which keywords a check means
+for it (``gradcheck.core.modes``), its seed and its declared known failure.
+``run_checks`` runs every requested check on one subject, one ``CheckResult``
+per check (or one "setup" error); ``check_sample`` is that for a registry op.
 
 Seeds derive from the base seed, the op, dtype, sample and check
 (``derive_seed``), so every process and every ``--jobs`` gives the same run.
@@ -207,8 +206,7 @@ class OpSubject(Subject):
                                                        self.dtype) else None
 
     def seed(self, base: int, check: str) -> int:
-        # a registry may have checks share a seed (the same grad_outputs: see
-        # gradcheck.core.reuse), by naming the check whose seed another takes
+        # (a registry may have checks share a seed, the same grad_outputs: core.reuse)
         check = self.registry.seed_checks.get(check, check)
         return derive_seed(base, self.name, self.dtype_name, self.index, check)
 
@@ -306,10 +304,11 @@ class TargetSubject(Subject):
         return derive_seed(base, self.target.spec, self.index, check)
 
 
-def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = False) -> list:
+def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = False,
+               finished: list | None = None) -> list:
     """Every check of ``checks`` on one subject: ``[(CheckResult, Report or None)]``
-    (reports only with ``keep_reports``), or one "setup" error when the sample
-    cannot be run."""
+    (reports only with ``keep_reports``; each put in ``finished`` as it ends, so that
+    a timeout keeps them), or one "setup" error when the sample cannot be run."""
     base = CheckResult(subject.name, subject.dtype_name, subject.index, TASK_CHECK, "error",
                        family=subject.family, sample_name=subject.sample_name)
     unsupported = subject.unsupported
@@ -324,11 +323,11 @@ def run_checks(subject, checks: tuple, policy: Policy, keep_reports: bool = Fals
     if problem is not None:
         base.message = problem
         return [(base, None)]
-    # the sample's call is one pure computation: its checks share expected Jacobians,
-    # and the quick pass's screens of the same points
-    with shared(), sharing():
-        return [_one_check(subject, check, policy, call, base, unsupported, keep_reports)
-                for check in checks]
+    done = [] if finished is None else finished
+    with shared(), sharing():   # (one pure call: its checks share Jacobians and screens)
+        for check in checks:
+            done.append(_one_check(subject, check, policy, call, base, unsupported, keep_reports))
+    return done
 
 
 def _one_check(subject, check: str, policy: Policy, call, base, unsupported,

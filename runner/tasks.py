@@ -155,11 +155,25 @@ def _target_samples(task: TargetTask, emit, progress: dict) -> None:
     policy = task.settings.policy
     subject = target_subject(task.op, task.inputs, task.engine, policy.seed, task.index)
     progress["family"] = subject.target.kind
-    with recording_faults() as faults:
-        pairs = run_checks(subject, task.settings.checks, policy, task.settings.keep_reports)
-    _add_tracebacks([r for r, _ in pairs], faults)
-    emit(SampleOutcome(task.index, task.dtype, task.index, [r for r, _ in pairs],
-                       [p for _, p in pairs], task.inputs, task.inputs))
+    finished: list = []
+    try:
+        with recording_faults() as faults:
+            run_checks(subject, task.settings.checks, policy, task.settings.keep_reports,
+                       finished)
+    except TaskTimeout:
+        # (the checks that ended before it are kept: reverse's failure found in 19 s was
+        # dropped with the gradgrad check that timed out at 300 s)
+        progress["kept"] = len(finished)
+        _emit_target(task, emit, finished)
+        raise
+    _add_tracebacks([r for r, _ in finished], faults)
+    _emit_target(task, emit, finished)
+
+
+def _emit_target(task: TargetTask, emit, pairs: list) -> None:
+    if pairs:
+        emit(SampleOutcome(task.index, task.dtype, task.index, [r for r, _ in pairs],
+                           [p for _, p in pairs], task.inputs, task.inputs))
 
 
 def execute(task, emit) -> list:
@@ -176,9 +190,11 @@ def execute(task, emit) -> list:
                 (_op_samples if is_op else _target_samples)(task, emit, progress)
         except TaskTimeout as exc:
             from adcheck.runner.stages import timeout_text
-            done = progress["done"]
+            done, kept = progress["done"], progress.get("kept", 0)
             message = timeout_text(exc, exc.seconds) + (
-                f"; {done} samples were checked before it" if is_op else "")
+                f"; {done} samples were checked before it" if is_op else
+                f"; {kept} check{'s' if kept != 1 else ''} ended before it, kept above"
+                if kept else "")
         except FAULTS as exc:  # making the samples, or the user's code
             message = (f"could not make its samples: {fault_text(exc)}" if is_op
                        else fault_text(exc))
