@@ -333,7 +333,9 @@ def other_checks(ev: Evaluator, report: Report, rng, options: Options, scaling: 
         report.results += found
         report.partial += [partial] if partial else []
     if backward and options.check_inputs_alone and not judged(ev, "alone", options.nondet_tol):
-        report.results += alone_results(ev, rng, options.nondet_tol)
+        found, partial = alone_results(ev, rng, options.nondet_tol)
+        report.results += found
+        report.partial += [partial] if partial else []
 
 
 def advise(ev: Evaluator, report: Report, options: Options) -> None:

@@ -39,25 +39,38 @@ MAX_INPUTS = 16
 WHAT = "running the function with one input alone requiring grad"
 
 
-def alone_results(ev: Evaluator, rng, nondet_tol: float = 0.0) -> list:
-    """One result per input run alone (see the module docstring); none for a
+def alone_results(ev: Evaluator, rng, nondet_tol: float = 0.0) -> tuple:
+    """``(results, note)``: one result per input run alone (see the module
+    docstring), and what was not judged (``None``: nothing); no result for a
     function of fewer than two differentiated inputs or on an engine whose
-    backward is told nothing of which inputs require grad (JAX)."""
+    backward is told nothing of which inputs require grad (JAX). An input whose
+    run alone the function itself refuses (it differentiates inside with
+    respect to another input) is not judged alone, and the note says so."""
     p = ev.problem
     if len(p.diff_in) < 2 or p.order != 1 or not p.engine.has_needs_input_grad:
-        return []
+        return [], None
     cotangents = {o: _random_like(rng, p.out_arrays[o]) for o in p.diff_out}
     full = ev.vjp(cotangents, WHAT)
-    results = []
+    results, refused = [], []
     for i in _chosen(p.diff_in, rng):
         try:
             alone = _vjp_alone(ev, i, cotangents)
+        except _Refused:
+            refused.append(str(i))
+            continue
         except GradcheckError as exc:
             results.append(Result("alone", "reverse", "reverse", None, i, False,
                                   diagnosis=f"with input {i} alone requiring grad: {exc}"))
             continue
         results.append(_judged(p, i, full.get(i), alone, nondet_tol))
-    return results
+    note = None if not refused else (
+        f"input{'s' if len(refused) > 1 else ''} {', '.join(refused)} not judged alone "
+        "requiring grad: the function raises unless the others require grad too")
+    return results, note
+
+
+class _Refused(Exception):
+    """The function raised where one input alone requires grad."""
 
 
 def _random_like(rng, array: np.ndarray) -> np.ndarray:
@@ -79,8 +92,11 @@ def _vjp_alone(ev: Evaluator, i: int, cotangents: dict):
     p, E = ev.problem, ev.problem.engine
     args = p.fresh_inputs({}, grad=False)
     args[i] = E.from_numpy_like(p.arrays[i], p.inputs[i], requires_grad=True)
-    with E.enable_grad():
-        outs = p.call(args, WHAT)
+    try:
+        with E.enable_grad():
+            outs = p.call(args, WHAT)
+    except GradcheckError as exc:
+        raise _Refused() from exc
     used = [o for o in p.diff_out if E.requires_grad(outs[o])]
     if not used:
         return None

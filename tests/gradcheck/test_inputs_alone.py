@@ -140,3 +140,22 @@ def test_a_refengine_function_gated_the_same_way_fails():
                    for _ in range(2))
     report = check(RefGated.apply, inputs, seed=0, explore=False)
     assert [(r.check, r.in_idx) for r in report.failures] == [("alone", 1)]
+
+
+def forces(x, w):
+    """-dE/dx of an energy E = sum(w * x**4) / 4, taken inside (a force field):
+    it needs x to require grad, and refuses to run otherwise."""
+    with torch.enable_grad():
+        energy = (w * x ** 4).sum() / 4
+        (gx,) = torch.autograd.grad(energy, x, create_graph=True)
+    return -gx
+
+
+def test_a_function_that_refuses_an_input_not_requiring_grad_is_not_failed_for_it():
+    x, w = _pair()
+    with pytest.raises(RuntimeError):     # the function's own refusal, without adcheck
+        forces(x.detach(), w)
+    report = check(forces, (x, w), seed=0, explore=False)
+    assert report.passed, report.message()
+    assert [r.in_idx for r in report.results if r.check == "alone"] == [0]
+    assert any("input 1 not judged alone" in note for note in report.partial)
