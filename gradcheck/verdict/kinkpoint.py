@@ -92,13 +92,35 @@ def _one_sided(ev, result) -> str | None:
             and bounded) or \
             ad is None or not min(left, right) - tol <= ad <= max(left, right) + tol:
         return None
+    sides = (f"along input {i} coordinate {c}, output {o} coordinate {r} has one-sided "
+             f"derivatives {_g(left)} (from below) and {_g(right)} (from above), which central "
+             f"differences average; the {result.mode} side gives {_g(ad)}, between them")
+    near = _near_tie(base, c, STEPS[-1] * max(1.0, abs(x)))
+    if near is not None:
+        j, apart = near
+        return (f"the given inputs are within {apart:.1e} of a tie (input {i} coordinates {c} "
+                f"and {j}), closer than the differences' steps: {sides}; the function may "
+                "be smooth at that scale (a strict order of values is no tie), which "
+                "differences at these steps cannot show, nor whether a formula that treats "
+                "the near tie as a tie is right: check at inputs whose values are farther "
+                "apart, or judge this one with an mpmath reference")
     return (f"the given inputs sit where the function is not differentiable (a kink or a "
-            f"tie): along input {i} coordinate {c}, output {o} coordinate {r} has one-sided "
-            f"derivatives {_g(left)} (from below) and {_g(right)} (from above), which central "
-            f"differences average; the {result.mode} side gives {_g(ad)}, between them, as a "
-            "subgradient convention does (relu'(0) = 0, max's gradient to one of tied "
-            "entries); no derivative exists there: check at inputs away from kinks and ties, "
-            "or explore around them (--explore judges such points one-sided)")
+            f"tie): {sides}, as a subgradient convention does (relu'(0) = 0, max's gradient "
+            "to one of tied entries); no derivative exists there: check at inputs away from "
+            "kinks and ties, or explore around them (--explore judges such points one-sided)")
+
+
+def _near_tie(base: np.ndarray, c: int, step: float) -> tuple | None:
+    """``(j, gap)``: the coordinate of the same input nearest to coordinate ``c`` in
+    value, when it differs from it by more than nothing and less than ``step``."""
+    flat = base.reshape(-1)
+    if flat.size < 2:
+        return None
+    apart = np.abs(flat - flat[c])
+    apart[c] = np.inf
+    apart[apart == 0] = np.inf    # (an exact tie is a tie)
+    j = int(np.argmin(apart))
+    return (j, float(apart[j])) if apart[j] < step else None
 
 
 def _g(value: float) -> str:

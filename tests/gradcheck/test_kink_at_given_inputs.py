@@ -69,3 +69,36 @@ def test_torch_agrees_relu_at_zero_has_no_derivative():
     torch = pytest.importorskip("torch", reason="torch's own gradcheck as the judge")
     x = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     assert not torch.autograd.gradcheck(torch.relu, (x,), raise_exception=False)
+
+
+class IsotonicPair(E.autograd.Function):
+    """The non-decreasing fit of two values (their mean where they decrease), whose
+    backward pools them when they are within 1e-8, as jaxopt's isotonic regression
+    does: at [1, 1 + 1e-9] the fit is the identity (the values increase), its
+    Jacobian I, and the backward's [[.5, .5], [.5, .5]] is wrong there."""
+
+    @staticmethod
+    def forward(ctx, y):
+        ctx.save_for_backward(y)
+        a, b = (float(v) for v in y.detach().numpy())
+        fit = [a, b] if a <= b else [(a + b) / 2] * 2
+        return E.tensor(np.array(fit), dtype=E.float64)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        a, b = (float(v) for v in y.detach().numpy())
+        if b - a <= 1e-8:
+            return E.ones(2, dtype=E.float64) * g.sum() / 2
+        return g
+
+
+def test_a_near_tie_closer_than_the_steps_is_not_called_a_kink():
+    y = _t([1.0, 1.0 + 1e-9])
+    # the fit there is y itself (the values increase), so its Jacobian is I
+    assert np.array_equal(IsotonicPair.apply(y).detach().numpy(), y.detach().numpy())
+    report = check(IsotonicPair.apply, (y,), precise=True, explore=False)
+    (failure,) = report.failures
+    assert not failure.diagnosis.startswith(KINK)
+    assert failure.diagnosis.startswith("the given inputs are within 1.0e-09 of a tie "
+                                        "(input 0 coordinates 0 and 1)")
