@@ -21,6 +21,7 @@ import gc
 import signal
 import sys
 import threading
+import time
 import weakref
 
 
@@ -117,16 +118,25 @@ def _put_back_profiler(alarm) -> None:
 def interrupting(seconds: float, error):
     """Raise ``error()`` in the block after ``seconds`` where a timer can, and
     again every ``AGAIN`` seconds until the block ends (see the module
-    docstring); yields an ``Alarm``. torch.func's transform stack is left as it
-    was."""
+    docstring); yields an ``Alarm``. Inside another such block (an explored
+    point's deadline inside a task's ``--timeout``) the outer one's time still
+    counts: its error is raised if its time runs out first, and its timer runs
+    on afterwards (the inner block's end cancelled it, and a task that had
+    explored a point had no timeout left but its worker's kill). torch.func's
+    transform stack is left as it was."""
     alarm = Alarm()
     if not (seconds > 0 and hasattr(signal, "setitimer")
             and threading.current_thread() is threading.main_thread()):
         yield alarm
         return
-    armed = [True]
+    armed, outer_fired = [True], [False]
+    outer_left, outer_again = signal.getitimer(signal.ITIMER_REAL)
+    outer_at = time.monotonic() + outer_left if outer_left > 0 else None
 
     def expire(signum, frame):
+        if outer_at is not None and time.monotonic() >= outer_at and callable(previous):
+            outer_fired[0] = True
+            return previous(signum, frame)   # (the outer block's time ran out first)
         if not armed[0]:
             return
         alarm.expired = True
@@ -135,7 +145,8 @@ def interrupting(seconds: float, error):
             return
         raise error()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN)
+    signal.setitimer(signal.ITIMER_REAL,
+                     seconds if outer_at is None else min(seconds, outer_left), AGAIN)
     try:
         with kept_level(), kept_forward_state():
             try:
@@ -147,3 +158,6 @@ def interrupting(seconds: float, error):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_at is not None and not outer_fired[0]:
+            signal.setitimer(signal.ITIMER_REAL, max(outer_at - time.monotonic(), 1e-3),
+                             outer_again)

@@ -89,3 +89,41 @@ def test_a_profiler_in_place_is_put_back():
         assert sys.getprofile() is profiler
     finally:
         sys.setprofile(None)
+
+
+class Inner(BaseException):
+    pass
+
+
+def test_an_inner_block_leaves_the_outer_timer_running():
+    # (an explored point's deadline inside a task's --timeout cancelled the task's
+    # timer: the task ran on until its worker was killed, its results lost)
+    done = 0
+    with pytest.raises(Stop):
+        with interrupting(0.3, Stop):
+            with interrupting(5.0, Inner):
+                pass
+            for done in range(300):      # 3 s if the outer stop were lost
+                time.sleep(0.01)
+    assert done < 299
+
+
+def test_the_outer_time_running_out_inside_an_inner_block_raises_the_outers():
+    done = 0
+    with pytest.raises(Stop):
+        with interrupting(0.2, Stop):
+            with interrupting(5.0, Inner):
+                for done in range(300):
+                    time.sleep(0.01)
+    assert done < 299
+
+
+def test_an_inner_time_running_out_first_raises_the_inners_and_the_outer_runs_on():
+    with pytest.raises(Stop):
+        with interrupting(0.6, Stop):
+            with pytest.raises(Inner):
+                with interrupting(0.1, Inner):
+                    for _ in range(300):
+                        time.sleep(0.01)
+            for _ in range(300):
+                time.sleep(0.01)
