@@ -132,11 +132,12 @@ def _factor(e, a, tol, mode) -> str | None:
 
 def _epsilon_in(c: float) -> str:
     """Words for a factor ``c`` that is ``1 / (1 + eps)`` for an ``eps`` that is a
-    power of ten (to 2 %): a regularizing epsilon in a denominator of 1."""
+    power of ten (to 2 %): a regularizing epsilon in a denominator of 1; none
+    otherwise (torch's float32(1/6) in hardsigmoid is no such thing)."""
     eps = 1.0 / c - 1.0
     power = 10.0 ** round(math.log10(abs(eps))) if eps else 0.0
     if not power or abs(abs(eps) / power - 1.0) > 0.02:
-        return "an epsilon added to a denominator (x / (n + 1e-8)), or "
+        return ""
     return (f"an epsilon of {math.copysign(power, eps):.0e} added to a denominator of 1 "
             f"(the factor is 1 / (1 {'+' if eps > 0 else '-'} {power:.0e})), or ")
 
