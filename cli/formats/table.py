@@ -11,6 +11,7 @@ or messages print as they are.
 """
 from __future__ import annotations
 
+import re
 from typing import TextIO
 
 from rich.console import Console
@@ -136,6 +137,24 @@ def probed_lines(report: RunReport) -> list:
 #: the odds of escape at which a probed check's pass is said to say little
 WEAK_ODDS = 0.5
 
+#: the explore tally's words (``gradcheck.explore.tally.Tally.text``)
+_TALLY = re.compile(r"explored (\d+) points.*?, (\d+) timed out")
+
+
+def explore_gap_lines(report: RunReport) -> list:
+    """One line for the passed checks whose explored points half or more timed
+    out: the quick pass judged little there, which read as an ordinary pass."""
+    gaps = []
+    for r in report.results:
+        found = _TALLY.search(r.message or "") if r.status == "passed" else None
+        if found and int(found.group(1)) and 2 * int(found.group(2)) >= int(found.group(1)):
+            gaps.append(f"{r.op} {r.check} ({found.group(2)} of {found.group(1)})")
+    if not gaps:
+        return []
+    return [Text(f"explored points that timed out, judged nothing there: {', '.join(gaps)}; "
+                 "give exploring more time (--explore SECONDS) on a less busy machine",
+                 style="yellow")]
+
 
 def unjudged_lines(report: RunReport) -> list:
     """One line per op or target whose every check was skipped, with the
@@ -257,7 +276,8 @@ class TableFormat:
                 + _baseline_lines(report) + _passing_model_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:
-            for line in _precision_lines(report) + probed_lines(report):
+            for line in _precision_lines(report) + probed_lines(report) + \
+                    explore_gap_lines(report):
                 console.print(line)
             slow = ", ".join(f"{op} {s:.2f}s" for op, s in report.slowest())
             console.print(Text(f"slowest: {slow}", style="dim"))

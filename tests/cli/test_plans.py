@@ -135,3 +135,22 @@ def test_a_probed_pass_at_odds_of_escape_of_a_half_or_more_says_it_judged_little
     assert "its Functions are judged one by one above" in harvested.plain
     (failed,) = probed_lines(report(1.0, status="failed"))
     assert "saying little" not in failed.plain
+
+
+def test_a_pass_whose_explored_points_mostly_timed_out_is_said_so():
+    # jaxopt's l1-ball projection: "explored 2 points ... 2 timed out" was in the JSON
+    # message alone; the terminal showed "ok"
+    from types import SimpleNamespace
+
+    from adcheck.cli.formats.table import explore_gap_lines
+    from adcheck.gradcheck.explore.tally import Tally
+
+    def report(tried, timeouts, status="passed"):
+        text = Tally(tried=tried, timeouts=timeouts).text()     # the words the runs write
+        row = SimpleNamespace(op="l1ball", check="reverse", status=status, message=text)
+        return SimpleNamespace(results=[row])
+    (line,) = explore_gap_lines(report(2, 2))
+    assert "judged nothing there: l1ball reverse (2 of 2)" in line.plain
+    assert explore_gap_lines(report(5, 1)) == []
+    assert explore_gap_lines(report(2, 2, status="failed")) == []
+    assert explore_gap_lines(report(0, 0)) == []
