@@ -13,17 +13,14 @@ import numpy as np
 from adcheck.gradcheck.core import grids, measured
 from adcheck.gradcheck.engines import recompute
 from adcheck.gradcheck.core.problem import Problem, as_tuple
+from adcheck.gradcheck.core.seeding import uniform_like
 from adcheck.gradcheck.errors import GradcheckError, NoDoubleBackward
 
 
 def _random_like(problem, out_idx, rng):
     """Uniform random values in [-1, 1) shaped and typed like output ``out_idx``."""
-    array = problem.out_arrays[out_idx]
-    values = rng.uniform(-1, 1, array.shape)
-    if np.iscomplexobj(array):
-        values = values + 1j * rng.uniform(-1, 1, array.shape)
-    return problem.engine.from_numpy(values.astype(array.dtype), requires_grad=True,
-                                     dtype=problem.out_dtypes[out_idx])
+    return problem.engine.from_numpy(uniform_like(rng, problem.out_arrays[out_idx]),
+                                     requires_grad=True, dtype=problem.out_dtypes[out_idx])
 
 
 def builds_graph(E, call) -> bool | None:

@@ -50,3 +50,12 @@ def check_rng(seed: int) -> np.random.Generator:
         raise ValueError(f"check: seed must be an integer >= 0, not {seed!r}; for example "
                          "seed=0, or the seed a report printed")
     return np.random.Generator(np.random.PCG64(_SplitMix(int(seed))))
+
+
+def uniform_like(rng: np.random.Generator, array: np.ndarray) -> np.ndarray:
+    """Uniform random values in [-1, 1) shaped and typed like ``array`` (both parts
+    of a complex one): a random grad_output or cotangent."""
+    values = rng.uniform(-1, 1, array.shape)
+    if np.iscomplexobj(array):
+        values = values + 1j * rng.uniform(-1, 1, array.shape)
+    return values.astype(array.dtype)

@@ -89,7 +89,7 @@ def _no_transforms():
     return contextlib.nullcontext() if torch is None else torch._C._DisableFuncTorch()
 
 
-def transformed(args) -> bool:
+def _transformed(args) -> bool:
     """Whether any of ``args`` is a tensor wrapped by a torch.func transform."""
     torch = sys.modules.get("torch")
     return torch is not None and any(isinstance(a, torch.Tensor) and
@@ -304,7 +304,7 @@ class Recorder:
                             constants=tuple(i for i, a in enumerate(args)
                                             if id(a) in self._constants),
                             model=self.model if params else None, checkpointed=checkpointed,
-                            transformed=transformed(args))
+                            transformed=_transformed(args))
         self.applications.append(entry)
         return entry
 

@@ -18,19 +18,20 @@ plus ``nondet_tol``. A missing gradient (None, or zeros where the full graph's
 is not) fails whatever the tolerance.
 
 At most ``MAX_INPUTS`` inputs are run alone (a module's parameters can be
-many): the first ones and then a seeded choice of the rest, said in the
-results' count.
+many): the first ones and then a seeded choice of the rest; the results name
+the inputs that were.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.seeding import uniform_like
 from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon
 from adcheck.gradcheck.verdict.compare import Result, compare
 
-#: the tolerance of the comparison, in units of the input dtype's epsilon
+#: the tolerance of the comparison, in units of the formula dtype's epsilon
 #: relative to the largest entry of the full graph's gradient (a sum taken in
 #: another order differs by a few units; a dropped term by far more)
 ALONE_ULPS = 1000.0
@@ -49,7 +50,7 @@ def alone_results(ev: Evaluator, rng, nondet_tol: float = 0.0) -> tuple:
     p = ev.problem
     if len(p.diff_in) < 2 or p.order != 1 or not p.engine.has_needs_input_grad:
         return [], None
-    cotangents = {o: _random_like(rng, p.out_arrays[o]) for o in p.diff_out}
+    cotangents = {o: uniform_like(rng, p.out_arrays[o]) for o in p.diff_out}
     full = ev.vjp(cotangents, WHAT)
     results, refused = [], []
     for i in _chosen(p.diff_in, rng):
@@ -73,14 +74,9 @@ class _Refused(Exception):
     """The function raised where one input alone requires grad."""
 
 
-def _random_like(rng, array: np.ndarray) -> np.ndarray:
-    drawn = rng.standard_normal(array.shape)
-    if np.iscomplexobj(array):
-        drawn = drawn + 1j * rng.standard_normal(array.shape)
-    return drawn.astype(array.dtype)
-
-
 def _chosen(inputs: list, rng) -> list:
+    """The inputs run alone: all, or the first ``MAX_INPUTS // 2`` and as many of
+    the rest drawn by ``rng``."""
     if len(inputs) <= MAX_INPUTS:
         return list(inputs)
     rest = rng.choice(len(inputs) - MAX_INPUTS // 2, MAX_INPUTS // 2, replace=False)
