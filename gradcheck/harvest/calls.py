@@ -37,10 +37,14 @@ def _argument_names(cls, count: int) -> list:
     return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
 
 
-def _function(app: Application, template: list, positions: list, copy_inputs: bool):
-    """``f(*differentiated)``: the Function applied with the other arguments held."""
+def _function(app: Application, template: list, positions: list, copy_inputs: bool,
+              swapped: list | None = None):
+    """``f(*tensors)``: the Function applied to the arguments at ``positions``,
+    the others held; the model's parameters at ``swapped`` (default
+    ``positions``) stand in for the model's own while it runs (``AsParameters``)."""
     cls, kwargs, extra = app.cls, app.kwargs, set(app.extra_outputs)
-    held = {i: app.params[i] for i in positions if i in app.params}
+    held = {i: app.params[i] for i in (positions if swapped is None else swapped)
+            if i in app.params}
 
     def harvested(*tensors):
         args = list(template)

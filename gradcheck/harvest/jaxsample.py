@@ -33,8 +33,11 @@ def jax_sample(app: Application) -> Sample:
     """See the module docstring."""
     jax = sys.modules["jax"]
     positions = [i for i, a in enumerate(app.args) if _inexact(a)]
+    # (every array is an input, an integer one not differentiated: "input k" is
+    # the k-th array the function takes, as in a torch Function's samples)
+    arrays = [i for i, a in enumerate(app.args) if is_jax_array(a)]
     arg_names = _argument_names(app.cls, len(app.args))
-    names = tuple(arg_names[i] for i in positions)
+    names = tuple(arg_names[i] for i in arrays)
     shapes = ", ".join(str(tuple(app.args[i].shape)) for i in positions)
     notes = _notes(app)
     skip = None
@@ -51,7 +54,6 @@ def jax_sample(app: Application) -> Sample:
     if skip is not None:
         return Sample(None, (), names, shapes, "", notes, skip)
     template = [_wide(a, True) for a in app.args]
-    inputs = tuple(template[i] for i in positions)
-    dtype = "+".join(dict.fromkeys(str(t.dtype) for t in inputs))
-    return Sample(_function(app, template, positions, False), inputs, names, shapes, dtype,
-                  notes)
+    inputs = tuple(template[i] for i in arrays)
+    dtype = "+".join(dict.fromkeys(str(template[i].dtype) for i in positions))
+    return Sample(_function(app, template, arrays, False), inputs, names, shapes, dtype, notes)

@@ -102,6 +102,8 @@ def _array(t):
     t = t.detach()
     if hasattr(t, "cpu"):
         t = t.cpu()
+    if str(getattr(t, "layout", "torch.strided")) != "torch.strided":
+        t = t.to_dense()   # (a sparse adjacency a graph layer's Function takes)
     if str(t.dtype) in ("torch.bfloat16", "torch.float16"):
         t = t.float()
     return np.asarray(t.numpy())

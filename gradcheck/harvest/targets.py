@@ -120,8 +120,9 @@ def sample(app: Application) -> Sample:
         from adcheck.gradcheck.harvest.jaxsample import jax_sample
         return jax_sample(app)
     positions = _positions(app)
+    tensors = _tensor_arguments(app, positions)
     arg_names = _argument_names(app.cls, len(app.args))
-    names = tuple(app.params.get(i, arg_names[i]) for i in positions)
+    names = tuple(app.params.get(i, arg_names[i]) for i in tensors)
     shapes = ", ".join(str(tuple(app.args[i].shape)) for i in positions)
     notes = _notes(app)
     skip = _skip_reason(app, positions)
@@ -129,18 +130,51 @@ def sample(app: Application) -> Sample:
         return Sample(None, (), names, shapes, "", notes, skip)
     copy_inputs = bool(app.mutated)
     wide = [_widen(a) if namespace(a) is not None else a for a in app.args]
-    func = _function(app, wide, positions, copy_inputs)
-    inputs = tuple(wide[i].detach().requires_grad_(True) for i in positions)
+    func = _function(app, wide, tensors, copy_inputs, swapped=positions)
+    inputs = _inputs(wide, tensors, positions, clone=False)
     why = _runs_double(func, inputs)
     if why is not None:
         narrow = list(app.args)
-        func = _function(app, narrow, positions, copy_inputs)
-        inputs = tuple(narrow[i].detach().clone().requires_grad_(True) for i in positions)
+        func = _function(app, narrow, tensors, copy_inputs, swapped=positions)
+        inputs = _inputs(narrow, tensors, positions, clone=True)
         notes.append(f"does not run in double precision ({why}): checked in "
-                     f"{inputs[0].dtype} with the low-precision rules")
-    dtype = "+".join(dict.fromkeys(str(t.dtype).replace("torch.", "").rsplit(".", 1)[-1]
-                                   for t in inputs))
+                     f"{narrow[positions[0]].dtype} with the low-precision rules")
+    dtype = "+".join(dict.fromkeys(str(inputs[tensors.index(i)].dtype).replace("torch.", "")
+                                   .rsplit(".", 1)[-1] for i in positions))
     return Sample(func, inputs, names, shapes, dtype, notes, narrow=why is not None)
+
+
+def _tensor_arguments(app: Application, positions: list) -> list:
+    """The positions of the arguments that are the check's inputs: every tensor
+    argument, those not differentiated without requires_grad, so that a
+    failure's "input k" is the k-th tensor the Function takes, as its signature
+    and the whole model's check count them. Only ``positions`` where a tensor
+    not differentiated is one the check could not copy through NumPy (sparse,
+    nested, a subclass, off the CPU): it is then held as the model passed it."""
+    tensors = [i for i, a in enumerate(app.args) if namespace(a) is not None]
+    if all(i in positions or _plain(app.args[i]) for i in tensors):
+        return tensors
+    return list(positions)
+
+
+def _plain(t) -> bool:
+    """A dense CPU tensor of the engine's own class (a torch ``Parameter`` too)."""
+    E = namespace(t)
+    if E.__name__ != "torch":
+        return type(t) is E.Tensor
+    return type(t) in (E.Tensor, E.nn.Parameter) and t.layout == E.strided and \
+        t.device.type == "cpu" and not t.is_nested and not t.is_quantized
+
+
+def _inputs(args: list, tensors: list, positions: list, clone: bool) -> tuple:
+    """The check's inputs: the tensor arguments, detached (cloned with
+    ``clone``), those at ``positions`` requiring grad."""
+    found = []
+    for i in tensors:
+        t = args[i].detach()
+        t = t.clone() if clone else t
+        found.append(t.requires_grad_(True) if i in positions else t)
+    return tuple(found)
 
 
 def _skip_reason(app: Application, positions: list) -> str | None:
