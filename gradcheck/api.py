@@ -32,6 +32,7 @@ from adcheck.gradcheck.large.resolved import WHOLE_COORDINATES, poorly_resolved,
 from adcheck.gradcheck.core.problem import Problem, function_name
 from adcheck.gradcheck.core.reuse import first_order_judged, judged, mark_judged
 from adcheck.gradcheck.core.seeding import check_rng
+from adcheck.gradcheck.verdict.diagnosis import said_of_the_first_derivative
 from adcheck.gradcheck.verdict.report import Report
 
 
@@ -278,6 +279,8 @@ def _run(func, inputs, options: Options) -> Report:
             report.results += faults.mutation_results(problem)
         report.results += faults.grad_output_results(problem)
         if options.order == 2 and not report.passed:
+            for result in report.failures:
+                result.diagnosis = said_of_the_first_derivative(result.diagnosis, result.mode)
             # a failure where the first derivative is rounding noise is no evidence
             excuse = noise.noise_only(ev, report.failures)
             if excuse is not None:

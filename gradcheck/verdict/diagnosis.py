@@ -53,6 +53,24 @@ def zero_numerical(mode: str) -> str:
             f"input, yet the {_verb(mode)} returns a gradient for it")
 
 
+def said_of_the_first_derivative(diagnosis: str | None, mode: str) -> str | None:
+    """``diagnosis`` of a second-order check's failure, whose function is the
+    first derivative: an all-zero block's sentence names the first derivative
+    and the double backward (its function "does not use this input" was said of
+    a function that does: pypose's ``Inv().Log()``, whose gradient is constant
+    in the input where its double backward is not zero); other sentences as
+    they are."""
+    verb = "jvp of the backward" if "forward" in mode else "double backward"
+    if diagnosis == zero_numerical(mode):
+        return ("numerical is zero but analytical is not: the first derivative does not "
+                "change with this input (differences of the gradient are zero), yet the "
+                f"{verb} returns a second derivative for it")
+    if diagnosis == zero_analytical(mode):
+        return (f"analytical is zero: the {verb} returns no second derivative (None or "
+                "zeros) for an input the first derivative changes with")
+    return diagnosis
+
+
 def on_stairs(mode: str, width: float) -> str:
     """The sentence for a numerical block that is zero where analytical is not,
     of a function whose values are whole multiples of ``width``."""
