@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
+from adcheck.gradcheck.harvest.closures import substituted
 from adcheck.gradcheck.harvest.recording import Application, namespace
 
 
@@ -50,6 +51,8 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
         args = list(template)
         for i, t in zip(positions, tensors):
             args[i] = t
+        for c, inside in app.closed.items():   # (its callable reads the check's tensors too)
+            args[c] = substituted(template[c], {t: args[i] for t, i in inside.items()})
         if copy_inputs:     # a Function that writes into its inputs must not write into ours
             args = [a.clone() if namespace(a) is not None else a for a in args]
         swap = AsParameters(app.model, {name: args[i] for i, name in held.items()})
@@ -145,6 +148,13 @@ def _notes(app: Application) -> list:
     if app.transformed:
         notes.append("applied inside a torch.func transform (vmap, grad): checked on its own "
                      "at one example's inputs")
+    if app.closed:
+        names = _argument_names(app.cls, len(app.args))
+        callables = ", ".join(names[c] for c in sorted(app.closed))
+        held = ", ".join(dict.fromkeys(names[i] for inside in app.closed.values()
+                                       for i in sorted(inside.values())))
+        notes.append(f"the callable it takes ({callables}) reads tensors it takes too "
+                     f"({held}): checked with the callable rebuilt around the check's copies")
     if app.checkpointed:
         notes.append("applied in a reentrant checkpoint's forward (under no_grad; its backward "
                      "runs it again with grad): checked as that recomputation runs it")

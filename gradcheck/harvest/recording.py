@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from adcheck.gradcheck.harvest import aliases
+from adcheck.gradcheck.harvest.closures import closed_over
 
 #: the module path of the model itself (its own ``forward``), as names show it
 ROOT = "(root)"
@@ -153,6 +154,9 @@ class Application:
     #: applied inside a torch.func transform (``vmap``, ``grad``): recorded at the
     #: values of its first example, outside the transform
     transformed: bool = False
+    #: callable arguments that hold tensor arguments themselves, ``{callable
+    #: position: {id(tensor): tensor position}}`` (``closures.closed_over``)
+    closed: dict = field(default_factory=dict, repr=False)
 
     @property
     def class_name(self) -> str:
@@ -306,7 +310,8 @@ class Recorder:
                             constants=tuple(i for i, a in enumerate(args)
                                             if id(a) in self._constants),
                             model=self.model if params else None, checkpointed=checkpointed,
-                            transformed=_transformed(args))
+                            transformed=_transformed(args),
+                            closed=closed_over(args, lambda a: namespace(a) is not None))
         self.applications.append(entry)
         return entry
 

@@ -33,10 +33,10 @@ def precise_tolerances(numerical: Jacobian, epsilon: float) -> dict:
     """A tolerance matrix (complex form) for each block of ``numerical``."""
     tolerances, scales = {}, ad_scales(numerical)
     for key in numerical.blocks:
-        tolerances[key] = entry_tolerance(numerical.complex_form(*key),
-                                          numerical.error_form(*key), epsilon,
-                                          scale=scales[key],
-                                          rounding=numerical.allowance_form(*key))
+        values = numerical.complex_form(*key)
+        scale = scales[key] if numerical.compressed(key[1]) else crossing(values, scales[key])
+        tolerances[key] = entry_tolerance(values, numerical.error_form(*key), epsilon,
+                                          scale=scale, rounding=numerical.allowance_form(*key))
         if numerical.unresolved and key in numerical.unresolved:
             complex_ = numerical.layout.in_complex[key[1]] and not numerical.compressed(key[1])
             unresolved = coords.complex_columns(numerical.unresolved[key].astype(float),
@@ -59,6 +59,21 @@ def ad_scales(numerical: Jacobian) -> dict:
     return {(o, i): value if value > 0 else
             shared[o, i] * numerical.seeds[i].column_norms() if numerical.compressed(i) else
             shared[o, i] for (o, i), value in own.items()}
+
+
+def crossing(values: np.ndarray, scale: float):
+    """By entry of a dense block, the largest finite entry of its row or its
+    column (the terms its vjp, a row, or its jvp, a column, is made of), or
+    ``scale`` (``ad_scales``'s) where both are zero: the AD term's unit of
+    rounding. The block's largest entry alone let entries of 1 err by 10 %
+    beside entries of 1e12 elsewhere in the block (normalize of a zero row,
+    its slope 1 / eps)."""
+    found = np.abs(values)
+    found = np.where(np.isfinite(found), found, 0.0)
+    if found.ndim != 2 or not found.size:
+        return scale
+    found = np.maximum(found.max(axis=1, keepdims=True), found.max(axis=0, keepdims=True))
+    return np.where(found > 0, found, scale)
 
 
 def _norms(numerical: Jacobian, in_idx: int) -> np.ndarray:

@@ -426,10 +426,15 @@ def _diagnose(expected, actual, tol, mode, out_complex, in_complex, origin, whol
     e, a = np.asarray(expected, float), np.asarray(actual, float)
     if in_complex and np.ndim(tol) == 2 and 2 * np.shape(tol)[1] != e.shape[1]:
         in_complex = False  # a probed block's columns are real directions, not coordinates
+    tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
+    if np.ndim(tol_r) == 2 and tol_r.shape == e.shape and np.isinf(tol_r).any():
+        # entries no step resolved are no evidence (``precise.no_evidence``): the
+        # sentence is of the entries judged, not of their NaN differences
+        judged = np.isfinite(tol_r)
+        e, a = np.where(judged, e, 0.0), np.where(judged, a, 0.0)
     nonfinite = _nonfinite(e, a, mode, origin)
     if nonfinite:
         return nonfinite
-    tol_r = np.repeat(tol, 2, axis=1) if in_complex else np.asarray(tol, float)
     zero = whole and whole_block(mode, np.count_nonzero(a), np.count_nonzero(np.abs(e) > tol_r),
                                  np.count_nonzero(np.abs(a) > tol_r))
     if zero:

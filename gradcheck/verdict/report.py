@@ -14,6 +14,18 @@ PRIORITY = {"input-mutation": 0, "deterministic": 1, "nonfinite-output": 2, "non
             "undefined-grad": 8}
 
 
+def _finite(result) -> bool:
+    return result.max_error is not None and bool(np.isfinite(result.max_error))
+
+
+def _unjudged(result) -> bool:
+    """Whether a failure judged no derivative, only the sample: an output NaN or
+    inf, NaN differences, a jump every step straddles (said after a failure
+    that judged one)."""
+    return result.check in ("nonfinite-output", "discontinuous") or (
+        result.check == "nonfinite" and result.mode in ("numerical", "reference"))
+
+
 def _fmt(value) -> str:
     return "none" if value is None else f"{value:.1e}"
 
@@ -143,6 +155,11 @@ class Report:
     def passed(self) -> bool:
         return all(r.passed for r in self.results)
 
+    def __bool__(self) -> bool:
+        """``passed``: ``assert check(f, x)`` fails where the check fails, as
+        ``assert torch.autograd.gradcheck(f, x)`` does."""
+        return self.passed
+
     @property
     def failures(self) -> list:
         """Failing results, root causes first (nondeterminism, scaling). A jump
@@ -150,12 +167,18 @@ class Report:
         with evidence (nextafter at x == y, wrong in x, a jump in y), that
         failure leads."""
         failing = [r for r in self.results if not r.passed]
-        order = {r.check: PRIORITY.get(r.check, len(PRIORITY)) for r in failing}
-        jumps = {(r.out_idx, r.in_idx) for r in failing if r.check == "discontinuous"}
-        if jumps and any(order[r.check] > PRIORITY["discontinuous"]
-                         and (r.out_idx, r.in_idx) not in jumps for r in failing):
-            order["discontinuous"] = len(PRIORITY) + 1
-        return sorted(failing, key=lambda r: order[r.check])
+        last = len(PRIORITY) + 1
+        # (the entries a jump or a NaN leaves unjudged carry an infinite tolerance:
+        # a comparison failing at a finite error failed elsewhere, and leads)
+        judged = any(PRIORITY.get(r.check, last) > PRIORITY["discontinuous"] and
+                     not _unjudged(r) and _finite(r) for r in failing) and \
+            any(_unjudged(r) for r in failing)
+        if not judged:
+            return sorted(failing, key=lambda r: PRIORITY.get(r.check, len(PRIORITY)))
+        # (and of one kind, a finite error before the NaN of a NaN output)
+        return sorted(failing, key=lambda r: (last if _unjudged(r) else
+                                              PRIORITY.get(r.check, len(PRIORITY)),
+                                              not _finite(r)))
 
     @property
     def diagnosis(self) -> str | None:

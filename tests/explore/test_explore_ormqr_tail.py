@@ -73,5 +73,8 @@ def test_torchs_ormqr_backward_is_off_there_and_the_check_says_so():
     down[2][0] -= h
     exact = float(((_mp_q_transposed_times_c(up) - _mp_q_transposed_times_c(down)) /
                    (2 * h))[4, 3])
-    assert 5.4e15 < exact < 5.6e15 and formula < 0     # -3.3e15: the sign is wrong
+    # torch's value is rounding through and through there, and differs with the
+    # machine's LAPACK kernels (-3.3e15 on one, 1.7e15 on another): off by a third
+    # or more of the exact value on every machine measured
+    assert 5.4e15 < exact < 5.6e15 and abs(formula - exact) > exact / 3
     assert verdict_at(_ormqr, (a, tau.requires_grad_(), c.requires_grad_())) == "fail"
