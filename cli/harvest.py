@@ -140,11 +140,15 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     require_engine(target.engine)
     inputs = _inputs(target, specs, policy.seed)
     seed_engines(policy.seed)       # a model that draws (dropout) draws the same every run
-    start, threads = time.perf_counter(), _one_thread()
+    from adcheck.cli import signals
+    start, threads, pairs, stopped = time.perf_counter(), _one_thread(), [], False
     try:
-        pairs = harvest_results(target, inputs, settings,
-                                click.get_current_context().meta.get(SHAPES, 2))
+        harvest_results(target, inputs, settings,
+                        click.get_current_context().meta.get(SHAPES, 2), pairs)
+    except KeyboardInterrupt:   # (Ctrl-C, SIGTERM, SIGHUP: the checks that ended are reported)
+        stopped = True
     finally:
+        signals.defer()     # (the report is written next: no signal may cut it short)
         if threads is not None:
             sys.modules["torch"].set_num_threads(threads)
     if specs:
@@ -153,4 +157,5 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     record = RunRecord.of(settings, engine=target.engine, fail_fast=fail_fast,
                           target=target_text, harvest=True)
     return RunReport("check", record, [r for r, _ in pairs],
-                     seconds=time.perf_counter() - start)
+                     seconds=time.perf_counter() - start, interrupted=stopped,
+                     signal=signals.first() if stopped else None)

@@ -18,6 +18,7 @@ import time
 from types import SimpleNamespace
 
 from adcheck.gradcheck.harvest.calls import settle
+from adcheck.runner.deadline import TaskTimeout, deadline
 from adcheck.runner.checks import (FAULTS, Subject, builds_no_graph, derive_seed,
                                    no_double_backward, options, run_check, run_checks)
 from adcheck.runner.results import TASK_CHECK, CheckResult
@@ -89,20 +90,35 @@ def _skipped(op, sample, index: int, checks: tuple) -> list:
 
 
 def op_results(op, settings) -> list:
-    """``[(CheckResult, Report or None)]`` of every check of every sample of ``op``."""
-    pairs = []
-    for index, sample in enumerate(op.samples):
-        if sample.skip is not None:
-            pairs += [(r, None) for r in _skipped(op, sample, index, settings.checks)]
-            continue
-        subject = HarvestSubject(op, sample, index)
-        try:
-            pairs += [(_noted(r, sample.notes), report) for r, report in
-                      run_checks(subject, settings.checks, settings.policy,
-                                 settings.keep_reports)]
-        finally:
-            settle()   # (a backward that raised left the model's parameters swapped)
+    """``[(CheckResult, Report or None)]`` of every check of every sample of ``op``,
+    within ``--timeout`` for the op (the checks that ended before it kept)."""
+    pairs, start = [], time.perf_counter()
+    try:
+        with deadline(settings.timeout):
+            for index, sample in enumerate(op.samples):
+                if sample.skip is not None:
+                    pairs += [(r, None) for r in _skipped(op, sample, index, settings.checks)]
+                    continue
+                done: list = []   # (the checks that end, kept if a timeout ends the rest)
+                try:
+                    done = run_checks(HarvestSubject(op, sample, index), settings.checks,
+                                      settings.policy, settings.keep_reports, finished=done)
+                finally:
+                    pairs += [(_noted(r, sample.notes), report) for r, report in done]
+                    settle()   # (a backward that raised left the model's parameters swapped)
+    except TaskTimeout as exc:
+        pairs.append((_timed_out(op.name, f"harvested {op.kind}", exc, len(pairs), start), None))
     return pairs
+
+
+def _timed_out(name: str, family: str, exc, kept: int, start: float) -> CheckResult:
+    """The error of a harvested op (or the whole model) that ran past --timeout."""
+    from adcheck.runner.stages import timeout_text
+    text = timeout_text(exc, exc.seconds) + (
+        f"; {kept} check{'s' if kept != 1 else ''} ended before it, kept above" if kept else "")
+    error = _setup(name, "error", text, family)
+    error.seconds = time.perf_counter() - start
+    return error
 
 
 def _setup(name: str, status: str, message: str, family: str) -> CheckResult:
@@ -155,21 +171,26 @@ def model_result(target, inputs, failing: list, recording, policy,
     return result, report
 
 
-def harvest_results(target, inputs, settings, max_shapes: int) -> list:
+def harvest_results(target, inputs, settings, max_shapes: int,
+                    pairs: list | None = None) -> list:
     """``[(CheckResult, Report or None)]``: each harvested op's checks, then the
-    whole model's (see the module docstring)."""
+    whole model's (see the module docstring); put in ``pairs`` (when given) as
+    each op ends, so that a stop signal keeps them."""
     from adcheck.gradcheck.harvest.api import record
     from adcheck.gradcheck.harvest.recording import ForwardError
     start = time.perf_counter()
+    pairs = [] if pairs is None else pairs
     try:
         recording = record(target.func, inputs, max_shapes)
     except ForwardError as exc:
         result = _setup(target.name, "error", str(exc), target.kind)
         result.seconds = time.perf_counter() - start
-        return [(result, None)]
+        pairs.append((result, None))
+        return pairs
     if not recording.ops:
-        return [(_setup(target.name, "skipped", f"{target.spec} {NOTHING}", target.kind), None)]
-    pairs = []
+        pairs.append((_setup(target.name, "skipped", f"{target.spec} {NOTHING}", target.kind),
+                      None))
+        return pairs
     for op in recording.ops:
         try:
             pairs += op_results(op, settings)
@@ -177,6 +198,11 @@ def harvest_results(target, inputs, settings, max_shapes: int) -> list:
             pairs.append((_setup(op.name, "error", str(exc), op.kind), None))
     failing = list(dict.fromkeys(r.op for r, _ in pairs if r.failing))
     first = list(dict.fromkeys(r.op for r, _ in pairs if r.failing and _order(r.check) == 1))
-    pairs.append(model_result(target, inputs, first, recording, settings.policy,
-                              [op for op in failing if op not in first]))
+    start = time.perf_counter()
+    try:
+        with deadline(settings.timeout):
+            pairs.append(model_result(target, inputs, first, recording, settings.policy,
+                                      [op for op in failing if op not in first]))
+    except TaskTimeout as exc:
+        pairs.append((_timed_out(target.name, target.kind, exc, 0, start), None))
     return pairs

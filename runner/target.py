@@ -350,7 +350,10 @@ def resolve(text: str, engine: str = "refengine", seed: int = 0) -> Target:
     function ("refengine", "torch" or "jax"); ``seed`` seeds the engines before
     a module is built."""
     obj = load_object(text)
-    name = getattr(obj, "__name__", text.split(":")[1])
+    name = getattr(obj, "__name__", None)
+    if not isinstance(name, str) or name.startswith("<"):
+        # (a lambda, or jax.jit of one, kept under a name: named as asked, not "<lambda>")
+        name = text.split(":")[1].rpartition(".")[2]
     if _module_kind(obj) is not None:
         return _module_target(text, obj)
     if (isinstance(obj, type) and _is_module_class(obj)) or (

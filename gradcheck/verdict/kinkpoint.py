@@ -96,7 +96,7 @@ def _one_sided(ev, result) -> str | None:
              f"derivatives {_g(left)} (from below) and {_g(right)} (from above), which central "
              f"differences average; the {result.mode} side gives {_g(ad)}, between them")
     near = _near_tie(base, c, STEPS[-1] * max(1.0, abs(x)))
-    if near is not None:
+    if near is not None and _coupled(result, r, near[0]):
         j, apart = near
         return (f"the given inputs are within {apart:.1e} of a tie (input {i} coordinates {c} "
                 f"and {j}), closer than the differences' steps: {sides}; the function may "
@@ -121,6 +121,18 @@ def _near_tie(base: np.ndarray, c: int, step: float) -> tuple | None:
     apart[apart == 0] = np.inf    # (an exact tie is a tie)
     j = int(np.argmin(apart))
     return (j, float(apart[j])) if apart[j] < step else None
+
+
+def _coupled(result, r: int, j: int) -> bool:
+    """Whether output coordinate ``r`` moves with input coordinate ``j`` on either
+    side (a tie needs both entries in one output: no entry of an elementwise
+    function's output ties with another)."""
+    for side in (result.expected, result.actual):
+        block = None if side is None else np.asarray(side)
+        if block is not None and block.ndim == 2 and r < block.shape[0] and \
+                j < block.shape[1] and block[r, j] != 0:
+            return True
+    return False
 
 
 def _g(value: float) -> str:

@@ -102,3 +102,21 @@ def test_a_near_tie_closer_than_the_steps_is_not_called_a_kink():
     assert not failure.diagnosis.startswith(KINK)
     assert failure.diagnosis.startswith("the given inputs are within 1.0e-09 of a tie "
                                         "(input 0 coordinates 0 and 1)")
+
+
+def test_a_kink_beside_an_unrelated_near_value_is_a_kink_not_a_near_tie():
+    # relu(2 - x) is elementwise: x[0] = 2 sits on its kink, and x[1], 1e-9 below
+    # it, is another output's input; no output depends on both, so no tie
+    x = _t([2.0, 2.0 - 1e-9, 1.0])
+    report = check(lambda v: E.relu(2.0 - v), (x,), precise=True, explore=False)
+    (failure,) = report.failures
+    assert failure.where == (0, 0)
+    assert failure.diagnosis.startswith(KINK)
+    assert "one-sided derivatives -1 (from below) and 0 (from above)" in failure.diagnosis
+
+
+def test_relu_2_minus_x_has_those_one_sided_slopes_at_2():
+    h = 1e-7
+    f = lambda v: max(2.0 - v, 0.0)   # noqa: E731
+    assert (f(2.0) - f(2.0 - h)) / h == pytest.approx(-1.0)
+    assert (f(2.0 + h) - f(2.0)) / h == 0.0
