@@ -80,10 +80,14 @@ AGAIN = 0.1
 def _swallowing(frame) -> bool:
     """Whether ``frame`` runs in code whose exceptions Python prints and drops: a
     garbage-collection callback (JAX runs one after every collection), a
-    finalizer, a ``__del__``. A timer's ``error()`` raised there was lost, and
-    the block ran on past its time (a quick pass's 5 s point ran 240 s)."""
+    finalizer, a ``__del__``, and the unraisable hook that formats what they
+    dropped (pytest's: raised there, it failed the test run's hook). A timer's
+    ``error()`` raised there was lost, and the block ran on past its time (a
+    quick pass's 5 s point ran 240 s)."""
     codes = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     codes.add(weakref.finalize.__call__.__code__)
+    # (and the hook that then formats what they dropped: pytest's, in a test run)
+    codes.add(getattr(sys.unraisablehook, "__code__", None))
     for _ in range(32):
         if frame is None:
             return False

@@ -127,3 +127,29 @@ def test_an_inner_time_running_out_first_raises_the_inners_and_the_outer_runs_on
                         time.sleep(0.01)
             for _ in range(300):
                 time.sleep(0.01)
+
+
+def test_a_timeout_that_fires_in_the_unraisable_hook_waits_until_it_returns(monkeypatch):
+    # pytest's hook (and any in Python) formats an exception a finalizer dropped;
+    # raised in there, the timeout was the hook's own failure ("Failed to process
+    # unraisable exception") and the check under test went on
+    finished = []
+
+    def hook(unraisable):
+        for _ in range(30):    # 0.3 s: the timer fires in here
+            time.sleep(0.01)
+            str(unraisable.exc_value)
+        finished.append(True)
+
+    class Drops:
+        def __del__(self):
+            raise ValueError("dropped by a finalizer")
+
+    monkeypatch.setattr(sys, "unraisablehook", hook)
+    with pytest.raises(Stop):
+        with interrupting(0.1, Stop):
+            Drops()
+            for _ in range(400):
+                time.sleep(0.01)
+                str(0)
+    assert finished == [True]
