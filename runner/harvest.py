@@ -113,9 +113,8 @@ def op_results(op, settings) -> list:
 
 def _timed_out(name: str, family: str, exc, kept: int, start: float) -> CheckResult:
     """The error of a harvested op (or the whole model) that ran past --timeout."""
-    from adcheck.runner.stages import timeout_text
-    text = timeout_text(exc, exc.seconds) + (
-        f"; {kept} check{'s' if kept != 1 else ''} ended before it, kept above" if kept else "")
+    from adcheck.runner.stages import kept_text, timeout_text
+    text = timeout_text(exc, exc.seconds) + kept_text(kept)
     error = _setup(name, "error", text, family)
     error.seconds = time.perf_counter() - start
     return error

@@ -45,6 +45,12 @@ def timeout_text(exc: BaseException, seconds: float) -> str:
     return f"timed out after {seconds:g}s{place}; {advice}"
 
 
+def kept_text(kept: int) -> str:
+    """What a timeout's message adds for the ``kept`` checks that ended before it."""
+    return f"; {kept} check{'s' if kept != 1 else ''} ended before it, kept above" \
+        if kept else ""
+
+
 def _where(tb) -> tuple:
     """``(check, plan, stage, user frame)`` from the traceback, each or None."""
     check = plan = stage = user = None

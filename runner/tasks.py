@@ -189,12 +189,10 @@ def execute(task, emit) -> list:
             with deadline(task.settings.timeout), _time_limits(task.settings):
                 (_op_samples if is_op else _target_samples)(task, emit, progress)
         except TaskTimeout as exc:
-            from adcheck.runner.stages import timeout_text
+            from adcheck.runner.stages import kept_text, timeout_text
             done, kept = progress["done"], progress.get("kept", 0)
             message = timeout_text(exc, exc.seconds) + (
-                f"; {done} samples were checked before it" if is_op else
-                f"; {kept} check{'s' if kept != 1 else ''} ended before it, kept above"
-                if kept else "")
+                f"; {done} samples were checked before it" if is_op else kept_text(kept))
         except FAULTS as exc:  # making the samples, or the user's code
             message = (f"could not make its samples: {fault_text(exc)}" if is_op
                        else fault_text(exc))
