@@ -143,11 +143,16 @@ def second_differences(ev: Evaluator) -> tuple:
         blocks, local = _differences(ev, in_idx, x, h, columns)
         for o, (H, _) in blocks.items():
             second[o, in_idx] = H
+        finer = blocks
         for _ in range(LEVELS):
+            edge = columns[_outside(finer, columns.size) & ~local]
             columns = columns[~local]
             if columns.size == 0:
                 break
             h = h / REFINE
+            # a step past the edge of the domain (log at 1e-6 in float32, its step
+            # 1.5e-5): the coordinate's own magnitude sets the next one
+            h[edge] = np.minimum(h[edge], np.abs(x[edge]) * CURVATURE_STEP)
             finer, local = _differences(ev, in_idx, x, h, columns)
             agree = np.ones(columns.size, dtype=bool)
             for o, (H, _) in finer.items():
@@ -157,6 +162,15 @@ def second_differences(ev: Evaluator) -> tuple:
                 second[o, in_idx][:, columns] = H
             local |= agree
     return second, scales
+
+
+def _outside(blocks: dict, count: int) -> np.ndarray:
+    """Per column of ``_differences``' blocks (``count`` of them), whether its
+    second difference is NaN in some output: a step left the domain."""
+    found = np.zeros(count, dtype=bool)
+    for H, _ in blocks.values():
+        found |= np.any(np.isnan(H), axis=0)
+    return found
 
 
 def _differences(ev: Evaluator, in_idx: int, x: np.ndarray, h: np.ndarray,
@@ -184,6 +198,7 @@ def _differences(ev: Evaluator, in_idx: int, x: np.ndarray, h: np.ndarray,
         D = ((rows[0] - rows[1]) / (2 * step[:, None])).T
         with np.errstate(invalid="ignore"):
             local &= ~np.any(step * np.abs(H) > LOCAL * np.abs(D), axis=0)
+        local &= ~np.any(np.isnan(H), axis=0)   # (a step outside the domain: see no curvature)
         result[o] = (H, D)
     return result, local
 
