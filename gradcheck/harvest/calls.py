@@ -8,7 +8,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from adcheck.gradcheck.harvest.closures import substituted
-from adcheck.gradcheck.harvest.recording import Application, namespace
+from adcheck.gradcheck.harvest.recording import Application, fresh, namespace
 
 
 @dataclass
@@ -55,10 +55,11 @@ def _function(app: Application, template: list, positions: list, copy_inputs: bo
             args[c] = substituted(template[c], {t: args[i] for t, i in inside.items()})
         if copy_inputs:     # a Function that writes into its inputs must not write into ours
             args = [a.clone() if namespace(a) is not None else a for a in args]
+        args = [a if namespace(a) is not None else fresh(a) for a in args]
         swap = AsParameters(app.model, {name: args[i] for i, name in held.items()})
         swap.enter()
         try:
-            out = cls.apply(*args, **kwargs)
+            out = cls.apply(*args, **fresh(kwargs))
         finally:
             swap.exit()
         swap.attach(out)

@@ -42,6 +42,19 @@ def namespace(value):
     return None
 
 
+def fresh(value):
+    """``value`` with its dicts, lists and sets copied, a level at a time, their
+    contents shared: a Function's options as the model passed them, each call
+    its own. xitorch's solvers ``pop`` their ``method`` from the options dict
+    they are handed, so the dict recorded by reference was empty by the
+    check's first call (``KeyError``: none of them could be checked)."""
+    if type(value) is dict:
+        return {k: fresh(v) for k, v in value.items()}
+    if type(value) in (list, set, tuple):
+        return type(value)(fresh(v) for v in value)
+    return value
+
+
 def _bases() -> list:
     """``[(engine name, Function base class)]`` of the engines imported."""
     found = []
@@ -300,13 +313,13 @@ class Recorder:
         E = next((namespace(a) for a in args if namespace(a) is not None), None)
         with _no_transforms():
             copies = tuple(_outside_transforms(a).detach().clone()
-                           if namespace(a) is not None else a for a in args)
+                           if namespace(a) is not None else fresh(a) for a in args)
         grads = tuple(bool(a.requires_grad) if namespace(a) is not None else None for a in args)
         params = {i: self._params[id(a)] for i, a in enumerate(args) if id(a) in self._params}
         enabled = True if E is None else bool(E.is_grad_enabled())
         checkpointed = not enabled and self.checkpointed > 0
-        entry = Application(self.path, cls, kind, engine, copies, dict(kwargs), grads, params,
-                            enabled or checkpointed, self.depth,
+        entry = Application(self.path, cls, kind, engine, copies, fresh(dict(kwargs)), grads,
+                            params, enabled or checkpointed, self.depth,
                             constants=tuple(i for i, a in enumerate(args)
                                             if id(a) in self._constants),
                             model=self.model if params else None, checkpointed=checkpointed,
