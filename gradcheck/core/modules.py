@@ -166,6 +166,13 @@ def _copy(tensor, kind: str, requires_grad: bool, double: bool):
                             requires_grad=requires_grad)
 
 
+def _sparse(tensor, kind: str) -> bool:
+    if kind != "torch":
+        return False
+    import torch
+    return tensor.layout != torch.strided
+
+
 def module_function(module, inputs, *, buffers: bool = False, double: bool = False) -> Flat:
     """``module(*inputs)`` as a function of its inputs and its floating point
     parameters (and buffers, with ``buffers``), named; ``double`` copies them
@@ -179,14 +186,22 @@ def module_function(module, inputs, *, buffers: bool = False, double: bool = Fal
     inputs = as_tuple(inputs)
     entries = [(n, p, bool(p.requires_grad)) for n, p in module.named_parameters()
                if p.is_floating_point() or p.is_complex()]
+    held = {}
     if buffers or double:
-        entries += [(n, b, buffers) for n, b in module.named_buffers()
-                    if b.is_floating_point() or b.is_complex()]
+        for n, b in module.named_buffers():
+            if not (b.is_floating_point() or b.is_complex()):
+                continue
+            if not buffers and _sparse(b, kind):
+                # (constant problem data, cvxpylayers' CvxpyLayer's: no input of the
+                # check, which takes dense tensors only, but held as the module holds it)
+                held[n] = _copy(b, kind, False, double)
+                continue
+            entries.append((n, b, buffers))
     copies = [_copy(t, kind, grad, double) for _, t, grad in entries]
     count, keys = len(inputs), [n for n, _, _ in entries]
 
     def forward(*args):
-        params = dict(zip(keys, args[count:]))
+        params = {**held, **dict(zip(keys, args[count:]))}
         outs = functional_call(module, params, tuple(args[:count]))
         if kind == "torch":   # (for a backward that recomputes the forward: checkpoint)
             recompute.record(_flatten(outs)[0], module, params)
