@@ -34,7 +34,11 @@ terms, each estimated from what the check can observe:
    kernel's result, digamma near 1.46, is accurate relative to the
    function's scale only; and one output's blocks are made of shared terms:
    the second derivative of std over two elements is zero, computed as a
-   difference of terms the size of the first derivative).
+   difference of terms the size of the first derivative). An output
+   coordinate that depends on one input coordinate shares no terms with the
+   others: its ``M`` is the largest entry of its row, in any block (exp's
+   right derivative of 1 beside exp(15) = 3.3e6 was allowed 4.7, and a
+   backward twice too large passed).
 3. *Sums*: output ``r`` depends on ``n_ri`` coordinates of input ``i``
    (the nonzero entries of its row of the block); a derivative that sums
    terms of that computation (softmax, a norm) accumulates rounding of
@@ -192,10 +196,13 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
     curvature = curvature or {}
     sums = sums or {}
     counts = {key: _term_counts(numerical, key) for key in numerical.blocks}
-    largest, coupled = {}, {}
+    largest, coupled, single, row = {}, {}, {}, {}
     for o in {o for o, _ in numerical.blocks}:
         largest[o] = _largest(numerical, o)
         coupled[o] = coupled_rows(numerical, o, counts)   # term 4 applies
+        single[o] = sum(counts[key] for key in counts if key[0] == o) == 1
+        row[o] = np.max([largest_finite(np.abs(b), axis=1) for (p, _), b in
+                         numerical.blocks.items() if p == o], axis=0)[:, None]
     result = {}
     for key, block in numerical.blocks.items():
         o = key[0]
@@ -203,7 +210,12 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
         finite = np.isfinite(J)
         M = largest[o]
         summed = sums.get(o, u) * np.log2(np.maximum(counts[key], 1))[:, None]
-        scale = (KERNEL_ULPS * U32 + summed + coupled[o][:, None] * forward.get(o, u)) * M
+        # (term 2's M: an output coordinate of one input coordinate shares no terms
+        # with the others (its row's largest entry, of any block, is its scale); exp's
+        # entry of 1 was allowed 4.7 beside one of 3.3e6. One of none keeps M: QR's
+        # zero triangle of R rounds like its other entries)
+        kernel = KERNEL_ULPS * U32 * np.where(np.asarray(single[o])[:, None], row[o], M)
+        scale = (summed + coupled[o][:, None] * forward.get(o, u)) * M + kernel
         terms = (u + KERNEL_ULPS * U32) * J + tiny + scale + curvature.get(key, 0.0)
         result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)
     return result
