@@ -136,9 +136,10 @@ def _order(check: str) -> int:
 
 
 def model_result(target, inputs, failing: list, recording, policy,
-                 second: list = ()) -> CheckResult:
+                 second: list = (), raised: list = ()) -> CheckResult:
     """The whole model's check, its message the localisation of its failure
-    (``failing``: the ops failing at first order; ``second``: at second only)."""
+    (``failing``: the ops failing at first order; ``second``: at second only;
+    ``raised``: those of ``failing`` whose checks only raised or timed out)."""
     from adcheck.gradcheck.harvest.api import (
         all_double,
         composition,
@@ -165,7 +166,7 @@ def model_result(target, inputs, failing: list, recording, policy,
     passed = None if result.status not in ("passed", "failed") else result.status == "passed"
     result.sample, result.sample_name = 0, MODEL_SAMPLE
     result.message = localise(passed, failing, composition(recording), result.message,
-                              second) + (
+                              second, raised) + (
         f" [{result.message}]" if result.message and passed is not None else "")
     return result, report
 
@@ -197,11 +198,12 @@ def harvest_results(target, inputs, settings, max_shapes: int,
             pairs.append((_setup(op.name, "error", str(exc), op.kind), None))
     failing = list(dict.fromkeys(r.op for r, _ in pairs if r.failing))
     first = list(dict.fromkeys(r.op for r, _ in pairs if r.failing and _order(r.check) == 1))
+    raised = [op for op in first if all(r.status != "failed" for r, _ in pairs if r.op == op)]
     start = time.perf_counter()
     try:
         with deadline(settings.timeout):
             pairs.append(model_result(target, inputs, first, recording, settings.policy,
-                                      [op for op in failing if op not in first]))
+                                      [op for op in failing if op not in first], raised))
     except TaskTimeout as exc:
         pairs.append((_timed_out(target.name, target.kind, exc, 0, start), None))
     return pairs

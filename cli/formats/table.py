@@ -224,14 +224,16 @@ def _precision_lines(report: RunReport) -> list:
 
 
 def _passing_model_lines(report: RunReport) -> list:
-    """A harvest whose whole model passes while Functions fail on their own:
-    the model row's sentence saying so (an error its tolerance hides, or a
-    second-order one it cannot show), which a passing row does not print."""
+    """A harvest whose whole model passes while Functions fail on their own, or
+    were not judged: the model row's sentence saying so (an error its
+    tolerance hides, or a second-order one it cannot show), which a passing
+    row does not print."""
     if not report.settings.get("harvest"):
         return []
     from adcheck.runner.harvest import MODEL_SAMPLE
     return [Text(f"{r.op}: {r.message}", style="cyan") for r in report.results
-            if r.status == "passed" and r.sample_name == MODEL_SAMPLE and "yet" in r.message]
+            if r.status == "passed" and r.sample_name == MODEL_SAMPLE and
+            ("yet" in r.message or "not judged" in r.message)]
 
 
 def _baseline_lines(report: RunReport) -> list:

@@ -162,7 +162,10 @@ def harvest(model_or_fn, inputs, *, max_shapes: int = MAX_SHAPES, model_check: b
                 "on its own" + (f"; failing at second order: {', '.join(second)}"
                                 if second else ""))
         else:
-            found.localisation = localise(passed, first, found.composition, problem, second)
+            raised = [n for n in first if n in found.errors and
+                      all(r.passed for r in found.reports.get(n, []))]
+            found.localisation = localise(passed, first, found.composition, problem, second,
+                                          raised)
     return found
 
 
@@ -301,23 +304,32 @@ def _copy(x, double: bool):
 
 
 def localise(model_passed: bool | None, failing: list, composition: list,
-             problem: str | None = None, second: list = ()) -> str:
+             problem: str | None = None, second: list = (), raised: list = ()) -> str:
     """One sentence: the whole model's verdict (``None``: not checked, because of
     ``problem``) and, when it fails, where: the ``failing`` Functions (at first
     order, as the whole model is checked), else the ``composition`` findings.
     ``second``: the Functions failing at second order only, which cannot
-    explain a first-order failure."""
+    explain a first-order failure; ``raised``: those of ``failing`` whose
+    check raised or timed out with no failure found, which were not judged
+    (they were named "at fault" and "failing on their own")."""
     if model_passed is None:
         return f"the whole model was not checked: {problem}"
-    named = list(failing) + [f"{name} (at second order)" for name in second]
+    judged = [name for name in failing if name not in raised]
+    unjudged = [name for name in failing if name in raised]
+    named = judged + [f"{name} (at second order)" for name in second]
+    unchecked = (f"; not judged on their own (their checks raised or timed out): "
+                 f"{', '.join(unjudged)}" if unjudged else "")
     if model_passed:
         if named:
             return ("the whole model passes its check, yet these Functions fail on their "
-                    f"own at the inputs it feeds them: {', '.join(named)}")
-        return "the whole model passes its check"
-    if failing:
-        return f"the whole model fails; at fault on their own: {', '.join(failing)}"
+                    f"own at the inputs it feeds them: {', '.join(named)}" + unchecked)
+        return "the whole model passes its check" + unchecked
+    if judged:
+        return f"the whole model fails; at fault on their own: {', '.join(judged)}" + unchecked
     where = "; ".join(composition) or ("no detached path and no Function under no_grad "
                                        "was seen: look at the code between them")
+    if unjudged:
+        return ("the whole model fails, and no harvested Function that was judged fails on "
+                f"its own{unchecked}; else the fault is in how they are composed: {where}")
     return ("the whole model fails, but no harvested Function fails on its own: the fault is "
             f"in how they are composed: {where}")

@@ -83,3 +83,42 @@ def test_a_function_that_raises_in_float64_is_not_said_to_refuse_double_precisio
     text = found.message()
     assert "called twice" in text
     assert "double precision" not in text
+
+
+class _Budget:
+    """A solver's state handed to its Function: one use only (a Function that
+    consumes an object, not a dict, cannot be given a fresh one)."""
+
+    def __init__(self):
+        self.used = False
+
+    def take(self):
+        if self.used:
+            raise RuntimeError("this solver state was used already")
+        self.used = True
+
+
+class _Consumes(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, budget):
+        budget.take()
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+class _StateModel(torch.nn.Module):
+    def forward(self, x):
+        return _Consumes.apply(x.sin(), _Budget())
+
+
+def test_a_function_whose_check_raised_is_not_said_to_fail_on_its_own():
+    found = gradcheck.harvest(_StateModel(), (_x(),))
+    (name,) = found.errors
+    assert "used already" in found.errors[name]
+    assert found.model is not None and found.model.passed
+    text = found.localisation
+    assert "fail on their own" not in text
+    assert name in text and "not judged" in text
