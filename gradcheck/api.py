@@ -20,7 +20,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from adcheck.gradcheck.verdict import (checks, compiled, constsaves, faults, inputsign, lostrepeats,
-                                      noise, phase, triangle)
+                                      noise, phase, pointvalue, triangle)
 from adcheck.gradcheck import flow
 from adcheck.gradcheck.core import fperrors, grids, heap, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
@@ -385,6 +385,8 @@ def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
     flow.other_checks(ev, report, rng, options, scaling, undefined)
     flow.advise(ev, report, options)
     report.results += faults.nonfinite_results(problem, report.jacobians)
+    if problem.order == 1 and not report.failures:   # (a passing first order's premise)
+        report.results += pointvalue.point_results(ev)
     report.batching = dict(problem.batching)
     mark_judged(ev, _judged_right(report, determinism), options.nondet_tol)
 

@@ -65,8 +65,8 @@ FAILURES = {
                      "inputs differ)",
     "nonfinite-output": "the function's output is NaN or inf at the given inputs",
     "nonfinite": "the Jacobian from {source} has NaN or inf entries",
-    "discontinuous": "finite differences cannot resolve a jump or kink of the function "
-                     "(every step straddles it)",
+    "discontinuous": "the function is discontinuous or not differentiable where checked, "
+                     "so finite differences are no evidence there",
 }
 
 
