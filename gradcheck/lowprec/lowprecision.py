@@ -183,12 +183,16 @@ def _largest(numerical: Jacobian, out_idx: int) -> float:
 
 
 def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
-              curvature: dict | None = None, sums: dict | None = None) -> dict:
+              curvature: dict | None = None, sums: dict | None = None,
+              own_rows: bool = False) -> dict:
     """The allowance for the analytical side's rounding, per block of
     ``numerical`` (real form), for a formula whose dtype has machine epsilon
     ``epsilon``. ``forward``: ``eps_o`` by output (default ``u``);
     ``curvature``: term 5 by (out_idx, in_idx) (default none); ``sums``:
-    term 3's unit ``s`` by output (default ``u``). Entries where
+    term 3's unit ``s`` by output (default ``u``); ``own_rows``: term 2 of an
+    output coordinate that reads one input coordinate in units of its own row
+    (a first-order check's; a second derivative's entry near a root of it,
+    silu's in float16, rounds like the output's largest). Entries where
     ``numerical`` is not finite get an infinite allowance."""
     u = epsilon / 2
     tiny = SMALLEST.get(epsilon, 0.0) / 2
@@ -214,7 +218,8 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
         # with the others (its row's largest entry, of any block, is its scale); exp's
         # entry of 1 was allowed 4.7 beside one of 3.3e6. One of none keeps M: QR's
         # zero triangle of R rounds like its other entries)
-        kernel = KERNEL_ULPS * U32 * np.where(np.asarray(single[o])[:, None], row[o], M)
+        kernel = KERNEL_ULPS * U32 * (np.where(np.asarray(single[o])[:, None], row[o], M)
+                                      if own_rows else M)
         scale = (summed + coupled[o][:, None] * forward.get(o, u)) * M + kernel
         terms = (u + KERNEL_ULPS * U32) * J + tiny + scale + curvature.get(key, 0.0)
         result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)

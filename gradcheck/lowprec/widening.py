@@ -232,7 +232,8 @@ def wide_blocks(ev: Evaluator, wide: Problem) -> Jacobian:
     second, scales = second_differences(wide_ev)
     terms = output_terms(jac, second, each, scales, _magnitudes(wide), _input_unit(p),
                          _complex_pairs(wide))
-    jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide))
+    jac.allowance = allowance(jac, formula_epsilon(p), relative, terms, sum_units(p, wide),
+                              own_rows=p.order == 1)
     if p.order == 1:  # a kink within a rounding of the input: either side's derivative
         extra = kink_allowance(wide_ev, jac, second, scales, jac.allowance,
                                formula_epsilon(p) / 2)

@@ -22,7 +22,7 @@ from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.compare import Result
 
-#: the moves, relative to each coordinate's magnitude (``FLOOR``'s below it): far
+#: the moves, relative to each coordinate's magnitude (``FLOOR``'s at 0): far
 #: below any kink a step could reach, far above a point; the gap of a function
 #: continuous there (a kink at the point: ``norm`` at 0) shrinks with the move
 SPACINGS = (2.0 ** -20, 2.0 ** -30)
@@ -40,10 +40,12 @@ def point_results(ev: Evaluator) -> list:
     results = []
     for in_idx in p.diff_in:
         x = coords.to_real(p.arrays[in_idx])
-        if x.size == 0 or not np.all(np.isfinite(x)):
-            continue
+        wide = np.asarray(p.arrays[in_idx]).dtype in (np.float64, np.complex128)
+        if x.size == 0 or not np.all(np.isfinite(x)) or not wide:
+            continue   # (a narrower input cannot be moved that little; its float64 run can)
         signs = np.random.default_rng(SIGNS_SEED).choice([-1.0, 1.0], size=x.size)
-        unit = signs * np.maximum(np.abs(x), FLOOR)
+        # (a coordinate's own magnitude: 1e-150 moved by 2**-36 would cross 0)
+        unit = signs * np.where(x != 0, np.abs(x), FLOOR)
         moved = np.stack([x + s * unit * spacing for spacing in SPACINGS for s in (1, -1)])
         arrays = coords.from_real_rows(moved, p.arrays[in_idx].shape, p.arrays[in_idx].dtype)
         outs = ev.outputs_at(in_idx, arrays, f"evaluating input {in_idx} beside the point",
