@@ -43,7 +43,7 @@ def namespace(value):
 
 
 def fresh(value):
-    """``value`` with its dicts, lists and sets copied, a level at a time, their
+    """``value`` with its dicts, lists, sets and tuples copied, at every level, their
     contents shared: a Function's options as the model passed them, each call
     its own. xitorch's solvers ``pop`` their ``method`` from the options dict
     they are handed, so the dict recorded by reference was empty by the

@@ -34,9 +34,9 @@ terms, each estimated from what the check can observe:
    kernel's result, digamma near 1.46, is accurate relative to the
    function's scale only; and one output's blocks are made of shared terms:
    the second derivative of std over two elements is zero, computed as a
-   difference of terms the size of the first derivative). An output
-   coordinate that depends on one input coordinate shares no terms with the
-   others: its ``M`` is the largest entry of its row, in any block (exp's
+   difference of terms the size of the first derivative). At first order an
+   output coordinate that depends on one input coordinate shares no terms
+   with the others: its ``M`` is the largest entry of its row, in any block (exp's
    right derivative of 1 beside exp(15) = 3.3e6 was allowed 4.7, and a
    backward twice too large passed).
 3. *Sums*: output ``r`` depends on ``n_ri`` coordinates of input ``i``
