@@ -170,10 +170,15 @@ def coupled_rows(numerical: Jacobian, out_idx: int, counts: dict | None = None) 
     """For each coordinate of output ``out_idx``: whether it depends on several
     input coordinates (of any input), where term 4 applies; ``counts``:
     ``_term_counts`` by block, where the caller has them."""
+    return _row_terms(numerical, out_idx, counts) > 1
+
+
+def _row_terms(numerical: Jacobian, out_idx: int, counts: dict | None = None) -> np.ndarray:
+    """For each coordinate of output ``out_idx``: how many input coordinates
+    (of any input) it depends on."""
     keys = [key for key in numerical.blocks if key[0] == out_idx]
-    found = sum((counts[key] if counts is not None else _term_counts(numerical, key))
-                for key in keys)
-    return np.asarray(found) > 1
+    return np.asarray(sum((counts[key] if counts is not None else _term_counts(numerical, key))
+                          for key in keys))
 
 
 def _largest(numerical: Jacobian, out_idx: int) -> float:
@@ -200,13 +205,19 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
     curvature = curvature or {}
     sums = sums or {}
     counts = {key: _term_counts(numerical, key) for key in numerical.blocks}
-    largest, coupled, single, row = {}, {}, {}, {}
+    largest, coupled, unit = {}, {}, {}
     for o in {o for o, _ in numerical.blocks}:
         largest[o] = _largest(numerical, o)
-        coupled[o] = coupled_rows(numerical, o, counts)   # term 4 applies
-        single[o] = sum(counts[key] for key in counts if key[0] == o) == 1
-        row[o] = np.max([largest_finite(np.abs(b), axis=1) for (p, _), b in
-                         numerical.blocks.items() if p == o], axis=0)[:, None]
+        terms = _row_terms(numerical, o, counts)
+        coupled[o] = terms > 1   # term 4 applies
+        # (term 2's unit: an output coordinate of one input coordinate shares no terms
+        # with the others, its row's largest entry, of any block, is its scale; exp's
+        # entry of 1 was allowed 4.7 beside one of 3.3e6. One of none keeps M: QR's
+        # zero triangle of R rounds like its other entries)
+        unit[o] = largest[o] if not own_rows else np.where(
+            np.atleast_1d(terms == 1)[:, None],
+            np.max([largest_finite(np.abs(b), axis=1) for (q, _), b in
+                    numerical.blocks.items() if q == o], axis=0)[:, None], largest[o])
     result = {}
     for key, block in numerical.blocks.items():
         o = key[0]
@@ -214,13 +225,8 @@ def allowance(numerical: Jacobian, epsilon: float, forward: dict | None = None,
         finite = np.isfinite(J)
         M = largest[o]
         summed = sums.get(o, u) * np.log2(np.maximum(counts[key], 1))[:, None]
-        # (term 2's M: an output coordinate of one input coordinate shares no terms
-        # with the others (its row's largest entry, of any block, is its scale); exp's
-        # entry of 1 was allowed 4.7 beside one of 3.3e6. One of none keeps M: QR's
-        # zero triangle of R rounds like its other entries)
-        kernel = KERNEL_ULPS * U32 * (np.where(np.asarray(single[o])[:, None], row[o], M)
-                                      if own_rows else M)
-        scale = (summed + coupled[o][:, None] * forward.get(o, u)) * M + kernel
+        scale = (summed + coupled[o][:, None] * forward.get(o, u)) * M + \
+            KERNEL_ULPS * U32 * unit[o]
         terms = (u + KERNEL_ULPS * U32) * J + tiny + scale + curvature.get(key, 0.0)
         result[key] = np.where(finite & np.isfinite(terms), MARGIN * terms, np.inf)
     return result

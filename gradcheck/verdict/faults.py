@@ -206,19 +206,25 @@ def unresolved_result(key, count: int, size: int, where: tuple, cells: bool = Fa
     ``cells``), first ``where``, had no step free of a jump."""
     out_idx, in_idx = key
     what, column = ("cells of J S", "seed column") if cells else ("entries", "input coordinate")
-    return Result(
-        "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
-        diagnosis=(f"at {count} of {size} {what}, first [{where[0]}, "
-                   f"{where[1]}] (output coordinate {where[0]}, {column} {where[1]}), "
-                   "every step down to 2**-36 of the input (of 2**-6 for an input below it) "
-                   "straddles a jump or a kink (an input below 2**-11 is also differenced "
-                   "from a quarter of itself down, one of 1024 and more on a unit's steps, "
-                   "2**-5 or 128 of its spacings down by halves; those steps did not resolve "
-                   "it either, their moves hidden in the output's rounding): the function is "
-                   "discontinuous or not differentiable there, or a jump, a kink or a branch "
-                   "cut lies closer than its rounding lets steps resolve, so those entries "
-                   "are no evidence for or against the formula; check it at a point away "
-                   "from the jump"))
+    diagnosis = (f"at {count} of {size} {what}, first [{where[0]}, "
+                 f"{where[1]}] (output coordinate {where[0]}, {column} {where[1]}), "
+                 "every step down to 2**-36 of the input (of 2**-6 for an input below it) "
+                 "straddles a jump or a kink (an input below 2**-11 is also differenced "
+                 "from a quarter of itself down, one of 1024 and more on a unit's steps, "
+                 "2**-5 or 128 of its spacings down by halves; those steps did not resolve "
+                 "it either, their moves hidden in the output's rounding): the function is "
+                 "discontinuous or not differentiable there, or a jump, a kink or a branch "
+                 "cut lies closer than its rounding lets steps resolve, so those entries "
+                 "are no evidence for or against the formula; check it at a point away "
+                 "from the jump")
+    return discontinuous_result(out_idx, in_idx, diagnosis)
+
+
+def discontinuous_result(out_idx: int, in_idx: int, diagnosis: str) -> Result:
+    """The failure that the function is discontinuous or not differentiable at
+    the point, in block ``(out_idx, in_idx)``: no evidence either way (a skip)."""
+    return Result("discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf,
+                  None, diagnosis=diagnosis)
 
 
 def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs,

@@ -21,6 +21,7 @@ import numpy as np
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.verdict.compare import Result
+from adcheck.gradcheck.verdict.faults import discontinuous_result
 
 #: the moves, relative to each coordinate's magnitude (``FLOOR``'s at 0): far
 #: below any kink a step could reach, far above a point; the gap of a function
@@ -80,12 +81,11 @@ def _gap(centre: np.ndarray, sides: np.ndarray):
 
 
 def _result(out_idx: int, in_idx: int, k: int, value: float, beside: float) -> Result:
-    return Result(
-        "discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf, None,
-        diagnosis=(f"output {out_idx} [{k}] is {value:.6g} at the given inputs but {beside:.6g} "
-                   f"on both sides of them (input {in_idx} moved by {SPACINGS[-1]:.1e} of its "
-                   "coordinates both ways, and as far at 1000 times that): the value at the point is not the function's "
-                   "limit there (a special case at an exact value, a NaN or a pole replaced "
-                   "by a number), so the function has no derivative there and finite "
-                   "differences, which never read the point itself, are no evidence; check "
-                   "it at a point away from that value"))
+    return discontinuous_result(
+        out_idx, in_idx,
+        f"output {out_idx} [{k}] is {value:.6g} at the given inputs but {beside:.6g} on both "
+        f"sides of them (input {in_idx} moved by {SPACINGS[-1]:.1e} of its coordinates both "
+        "ways, and by 1000 times that): the value at the point is not the function's limit "
+        "there (a special case at an exact value, a NaN or a pole replaced by a number), so "
+        "the function has no derivative there and finite differences, which never read the "
+        "point itself, are no evidence; check it at a point away from that value")
