@@ -33,6 +33,7 @@ import ctypes.util
 import mmap
 import os
 import sys
+import threading
 
 try:
     import resource
@@ -107,16 +108,34 @@ def release() -> None:
 
 
 def _faulted() -> bool:
-    """Whether this process took a page fault since ``_trim`` last read its
+    """Whether this thread took a page fault since ``_trim`` last read its
     resident set. Without one no page became resident, so the heap cannot
     have grown past ``TRIM_FLOOR``: most small checks fault no page, and the
     count costs a fifth of reading /proc/self/statm (the read was about 2 %
     of a small fast check)."""
+    faults = _fault_count()
+    return faults is None or faults != _trimmed["faults"] or _trimmed["pid"] != os.getpid()
+
+
+def _fault_count() -> tuple | None:
+    """The calling thread's page faults so far, with its identity; ``None``
+    where they cannot be counted.
+
+    The thread's own count, not the process's: summing every thread's reads
+    each one's CPU time, and a thread running on another core (a BLAS pool's
+    spinning after a product) made that cost 0.1 to 4 ms a call on these
+    2-core machines, a fifth of a small fast check. A fault only in another
+    thread goes unseen until this one faults: a trim skipped, which is only
+    a saving (``_trim``)."""
     if resource is None:
-        return True
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    faults = usage.ru_minflt + usage.ru_majflt
-    return faults != _trimmed["faults"] or _trimmed["pid"] != os.getpid()
+        return None
+    usage = resource.getrusage(_RUSAGE)
+    return threading.get_ident(), usage.ru_minflt + usage.ru_majflt
+
+
+#: whose faults ``_fault_count`` counts: the calling thread's where the platform
+#: can say (Linux), else the process's
+_RUSAGE = None if resource is None else getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 
 
 #: growth of the resident set since the last trim up to which a trim is skipped:
@@ -137,9 +156,7 @@ def _trim(libc, always: bool = False) -> int | None:
     Skipping is only a saving: memory in use at the last trim and freed since
     stays resident without any growth, so a heap that did not grow may still
     hold free resident pages (``always`` for a measure, which they would hide)."""
-    if resource is not None:   # (counted before the read: ``_faulted`` errs towards reading)
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        _trimmed["faults"] = usage.ru_minflt + usage.ru_majflt
+    _trimmed["faults"] = _fault_count()   # (before the read: ``_faulted`` errs towards reading)
     resident = _resident()
     if not always and resident is not None and _trimmed["pid"] == os.getpid() and \
             resident <= _trimmed["resident"] + TRIM_FLOOR:

@@ -16,6 +16,8 @@ differ is the difference quotients' to find (``richardson._straddling``).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from adcheck.gradcheck.core import coords
@@ -42,12 +44,11 @@ def point_results(ev: Evaluator) -> list:
     for in_idx in p.diff_in:
         x = coords.to_real(p.arrays[in_idx])
         wide = np.asarray(p.arrays[in_idx]).dtype in (np.float64, np.complex128)
-        if x.size == 0 or not np.all(np.isfinite(x)) or not wide:
+        if x.size == 0 or not wide or not np.isfinite(x).all():
             continue   # (a narrower input cannot be moved that little; its float64 run can)
-        signs = np.random.default_rng(SIGNS_SEED).choice([-1.0, 1.0], size=x.size)
         # (a coordinate's own magnitude: 1e-150 moved by 2**-36 would cross 0)
-        unit = signs * np.where(x != 0, np.abs(x), FLOOR)
-        moved = np.stack([x + s * unit * spacing for spacing in SPACINGS for s in (1, -1)])
+        unit = _signs(x.size) * np.where(x != 0, np.abs(x), FLOOR)
+        moved = x + np.multiply.outer(_MOVES, unit)
         arrays = coords.from_real_rows(moved, p.arrays[in_idx].shape, p.arrays[in_idx].dtype)
         outs = ev.outputs_at(in_idx, arrays, f"evaluating input {in_idx} beside the point",
                              tolerant=True)
@@ -59,17 +60,29 @@ def point_results(ev: Evaluator) -> list:
     return results
 
 
+#: each row of the moved inputs: by spacing, both ways (``_gap`` reads them so)
+_MOVES = np.array([s * spacing for spacing in SPACINGS for s in (1.0, -1.0)])
+
+
+@functools.lru_cache(maxsize=32)
+def _signs(size: int) -> np.ndarray:
+    """The moves' fixed signs for an input of ``size`` real coordinates (kept:
+    a generator made for each input cost as much as the evaluation beside it)."""
+    signs = np.random.default_rng(SIGNS_SEED).choice([-1.0, 1.0], size=size)
+    signs.flags.writeable = False
+    return signs
+
+
 def _gap(centre: np.ndarray, sides: np.ndarray):
     """``(entry, value, beside)`` of the first output coordinate whose sides
     agree, differ from its value at the point, and do not come closer to it
     as the move shrinks a thousandfold; or ``None``. ``sides``: by spacing,
     by side."""
-    if not np.all(np.isfinite(centre)) or not np.all(np.isfinite(sides)):
+    if not np.isfinite(centre).all() or not np.isfinite(sides).all():
         return None   # (NaN or inf there: the finite-value checks say so)
     far, near = sides
-    scale = max(float(np.max(np.abs(centre), initial=0.0)),
-                float(np.max(np.abs(near), initial=0.0)))
-    allowed = BEYOND * scale + np.finfo(np.float64).tiny
+    allowed = BEYOND * max(np.abs(centre).max(initial=0.0), np.abs(near).max(initial=0.0)) \
+        + np.finfo(np.float64).tiny
     beside = (near[0] + near[1]) / 2
     gap = np.abs(beside - centre)
     bad = (np.abs(near[0] - near[1]) <= allowed) & (gap > allowed)
