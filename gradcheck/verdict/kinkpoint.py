@@ -77,7 +77,9 @@ def _one_sided(ev, result) -> str | None:
                                  "looking for a kink at the given inputs")
             except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
                 return None
-            slopes.append(sign * (moved - y) / h)
+            # (over the step taken: 0.3 + 1e-6 - 0.3 is 9.99999999973e-07, and a slope
+            # of 1 read over 1e-6 is 0.99999999997, which AD's exact 1 is not "between")
+            slopes.append((moved - y) / ((x + sign * h) - x))
         gaps.append(slopes)
     (wide_l, wide_r), (left, right) = gaps
     tol = float(np.max(result.tolerance)) if result.tolerance is not None else 0.0
