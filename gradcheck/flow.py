@@ -50,6 +50,7 @@ from adcheck.gradcheck.large.probestream import streamed_probed
 from adcheck.gradcheck.large.window import explain
 from adcheck.gradcheck.verdict.report import Report, describe
 from adcheck.gradcheck.verdict.kinkpoint import name_kinks
+from adcheck.gradcheck.verdict.stairs import moved_width
 from adcheck.gradcheck.verdict.tinyinputs import name_small_inputs
 from adcheck.gradcheck.verdict.vmaprule import vmap_rule_results
 from adcheck.gradcheck.core.sides import FORWARD, REVERSE, SIDES
@@ -185,24 +186,23 @@ def _computed_narrow(ev: Evaluator, results: list) -> list:
 def _on_stairs(ev: Evaluator, results: list) -> list:
     """``results``, a failure whose numerical block is zero (``zero_numerical``)
     said to be stairs when the output's values are whole multiples of a
-    coarse width (``grids.stair_width``): "the function does not use this
-    input" is false of ``round(4 x) / 4`` with a straight-through backward;
-    and said to come from a forward that underflows or cancels when the
-    output is exactly 0 (torch's ndtr(-12)).
-    Inputs on stairs themselves (typed ones: 0.7, -1.3, 0.4) say nothing: 2 x
-    is then a multiple of 0.1 too."""
+    coarse width (``grids.stair_width``), or its values and its changes as the
+    input moves farther are (``stairs.moved_width``: a 0/1 quantizer's): "the
+    function does not use this input" is false of ``round(4 x) / 4`` with a
+    straight-through backward; and said to come from a forward that underflows
+    or cancels when the output is exactly 0 and no stairs show (torch's ndtr(-12)).
+    Inputs on stairs themselves (typed ones: 0.7, -1.3, 0.4) say nothing of the
+    values alone: 2 x is then a multiple of 0.1 too."""
     p = ev.problem
     zero = [r for r in results if not r.passed and r.diagnosis == zero_numerical(r.mode)]
-    for result in zero:   # (exact zeros: an unused input, or a forward that underflowed)
-        if not np.any(p.out_arrays[result.out_idx]):
-            result.diagnosis = zero_output(result.mode)
-    zero = [r for r in zero if r.diagnosis == zero_numerical(r.mode)]
-    if not zero or any(stair_width(p.arrays[i]) for i in p.diff_in):
-        return results
+    typed = bool(zero) and any(stair_width(p.arrays[i]) for i in p.diff_in)
     for result in zero:
-        width = stair_width(p.out_arrays[result.out_idx])
-        if width is not None:
-            result.diagnosis = on_stairs(result.mode, width)
+        width = None if typed else stair_width(p.out_arrays[result.out_idx])
+        moved = width is None and moved_width(ev, result.in_idx, result.out_idx)
+        if width or moved:
+            result.diagnosis = on_stairs(result.mode, width or moved, bool(moved))
+        elif not np.any(p.out_arrays[result.out_idx]):   # an unused input, or an underflow
+            result.diagnosis = zero_output(result.mode)
     return results
 
 

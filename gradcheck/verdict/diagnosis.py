@@ -71,10 +71,11 @@ def said_of_the_first_derivative(diagnosis: str | None, mode: str) -> str | None
     return diagnosis
 
 
-def on_stairs(mode: str, width: float) -> str:
-    """The sentence for a numerical block that is zero where analytical is not,
-    of a function whose values are whole multiples of ``width``."""
-    return (f"numerical is zero but analytical is not, and every value of the output is a "
+def on_stairs(mode: str, width: float, moved: bool = False) -> str:
+    """The sentence for a numerical block that is zero where analytical is not, of a
+    function whose values (and ``moved``: changes) are whole multiples of ``width``."""
+    seen = ", and every change as this input moves farther than the steps," if moved else ""
+    return (f"numerical is zero but analytical is not, and every value of the output{seen} is a "
             f"whole multiple of {width:g}: the function moves in stairs (rounding, a "
             f"quantizer, a cancellation), whose derivative is 0 between them; a nonzero "
             f"{_verb(mode)} there is a surrogate (a straight-through estimator) or the "
@@ -294,8 +295,7 @@ def _coupling(e, a, tol, mode, origin=(0, 0)) -> str | None:
 
 
 def _dropped(e, a, tol, mode, origin) -> str | None:
-    """What the block's worst entry shows when analytical is zero there and
-    numerical is not: a term or branch dropped, or a kink or tie at the inputs."""
+    """The worst entry's words, where analytical is zero and numerical is not."""
     tol = np.broadcast_to(np.asarray(tol, float), e.shape)
     r, c = np.unravel_index(int(np.argmax(np.abs(a - e))), e.shape)
     if not (abs(a[r, c]) <= tol[r, c] < abs(e[r, c])):

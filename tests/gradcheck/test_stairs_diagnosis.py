@@ -95,3 +95,44 @@ def test_an_output_that_underflows_to_zero_is_named():
     assert not report.passed
     assert "the output is exactly 0 at these inputs" in report.diagnosis
     assert "underflows or cancels" in report.diagnosis
+
+
+# a 0/1 quantizer (pyro's straight-through: forward (x > t), backward g as it came)
+# has two values at most, too few to show stairs alone; they show as the input
+# moves farther than the steps, by whole stairs of 1
+STEPS = {"some outputs 1": (lambda x: (x > 0.0).double(), False),
+         "every output 0": (lambda x: (x > 3.0).double(), True),
+         "sign, -1 and 1": (torch.sign, False)}
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_a_step_function_with_a_straight_through_backward_is_stairs(name):
+    forward, all_zero = STEPS[name]
+    x = _x()
+    with torch.no_grad():   # the evidence: flat at the steps, a whole stair farther
+        values = forward(x)
+        assert torch.equal(values, forward(x + 1e-6)) and torch.equal(values, forward(x - 1e-6))
+        assert len(torch.unique(values)) <= 2 and bool(values.any()) != all_zero
+        jump = forward(x + 4.0) - values
+        assert bool(jump.any()) and torch.equal(jump, torch.round(jump))
+    report = gradcheck.check(_identity_backward(forward), (x,), precise=True, seed=0)
+    assert not report.passed
+    assert "does not use this input" not in report.diagnosis
+    assert "whole multiple of 1: the function moves in stairs" in report.diagnosis
+    assert "straight-through" in report.diagnosis
+
+
+def test_a_step_function_on_typed_inputs_is_stairs():
+    typed = torch.tensor([0.7, -1.3, 0.4], dtype=torch.float64, requires_grad=True)
+    report = gradcheck.check(_identity_backward(lambda x: (x > 0).double()), (typed,),
+                             precise=True, seed=0)
+    assert "whole multiple of 1: the function moves in stairs" in report.diagnosis
+
+
+def test_a_flat_piece_of_a_smooth_function_is_no_stairs():
+    # relu below 0 with a straight-through backward: farther moves change it by
+    # x + move, no whole stairs
+    x = -_x().detach().abs().requires_grad_()
+    report = gradcheck.check(_identity_backward(torch.relu), (x,), precise=True, seed=0,
+                             explore=False)
+    assert not report.passed and "stairs" not in report.diagnosis
