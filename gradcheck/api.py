@@ -135,8 +135,10 @@ def run(func, inputs, options: Options) -> Report:
             raise
         finally:
             heap.release()
-        if options.explore and "same_as" not in report.jacobians:
-            # (judged by same_as, whose own check explores the formula both share)
+        if options.explore and "same_as" not in report.jacobians and \
+                not lacks_double_backward(report):
+            # (judged by same_as, whose own check explores the formula both share; a
+            # function without a double backward has it nowhere)
             # a room above this one: it is handed ``run`` instead of importing it
             explore(run, func, inputs, options, report, quick_only=options.explore == "quick",
                     progress=sys.stderr.isatty())
@@ -264,30 +266,8 @@ def _run(func, inputs, options: Options) -> Report:
                           warn_precision=not options.precise)
         report = Report(problem.name, problem.engine.name, seed=seed,
                         settings=options.settings(), order=options.order)
-        ev = Evaluator(problem, options.memory_budget, origin=(original, options.order))
-        try:
-            _checks(ev, report, rng, options)
-        except GradcheckError as exc:
-            if not problem.mutations:
-                raise
-            # an input changed in place: what failed after it is its consequence
-            # (torch: "modified by an inplace operation"), and the report says so
-            report.results += faults.mutation_results(problem)
-            for result in report.results[-len(problem.mutations):]:
-                result.detail = f"after that: {exc}"
-        else:
-            report.results += faults.mutation_results(problem)
-        report.results += faults.grad_output_results(problem)
-        if options.order == 2 and not report.passed:
-            for result in report.failures:
-                result.diagnosis = said_of_the_first_derivative(result.diagnosis, result.mode)
-            # a failure where the first derivative is rounding noise is no evidence
-            excuse = noise.noise_only(ev, report.failures)
-            if excuse is not None:
-                raise UncheckableError(excuse)
-            _name_missing_double_backward(func, report, primals)
-            _name_constant_saves(problem.engine, original, func, inputs[:primals], report,
-                                 primals)
+        if not _without_double_backward(func, report, options):
+            _judged(problem, report, rng, options, (original, func, inputs[:primals]))
         for result in report.results:
             result.order = options.order
         _named(report, problem, original, names)
@@ -295,6 +275,38 @@ def _run(func, inputs, options: Options) -> Report:
     report.counts = dict(problem.counts)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _judged(problem: Problem, report: Report, rng, options: Options, functions) -> None:
+    """Every check of ``options`` on ``problem``, into ``report``; at second order
+    its failures said of the first derivative, and named where their cause is
+    known. ``functions``: the function as given, the function checked (its first
+    derivative at second order) and the given inputs."""
+    original, first, primal_inputs = functions
+    primals = len(primal_inputs)
+    ev = Evaluator(problem, options.memory_budget, origin=(original, options.order))
+    try:
+        _checks(ev, report, rng, options)
+    except GradcheckError as exc:
+        if not problem.mutations:
+            raise
+        # an input changed in place: what failed after it is its consequence
+        # (torch: "modified by an inplace operation"), and the report says so
+        report.results += faults.mutation_results(problem)
+        for result in report.results[-len(problem.mutations):]:
+            result.detail = f"after that: {exc}"
+    else:
+        report.results += faults.mutation_results(problem)
+    report.results += faults.grad_output_results(problem)
+    if options.order == 2 and not report.passed:
+        for result in report.failures:
+            result.diagnosis = said_of_the_first_derivative(result.diagnosis, result.mode)
+        # a failure where the first derivative is rounding noise is no evidence
+        excuse = noise.noise_only(ev, report.failures)
+        if excuse is not None:
+            raise UncheckableError(excuse)
+        _name_missing_double_backward(first, report, primals)
+        _name_constant_saves(problem.engine, original, first, primal_inputs, report, primals)
 
 
 def _named(report: Report, problem: Problem, original, names) -> None:
@@ -309,11 +321,24 @@ def _named(report: Report, problem: Problem, original, names) -> None:
 
 
 #: the diagnosis of a second-order failure when the backward builds no graph
-NO_DOUBLE_BACKWARD = (
-    "the backward builds no graph of the inputs (it computes outside autograd, on detached "
-    "tensors, or is marked @once_differentiable), so autograd takes its derivative as zero: "
-    "the function has no double backward. Write the backward in differentiable operations "
-    "of the engine if second derivatives are meant to work; else this is expected")
+NO_DOUBLE_BACKWARD = faults.NO_DOUBLE_BACKWARD
+
+
+def _without_double_backward(first, report: Report, options: Options) -> bool:
+    """Whether second-order ``report`` is done before any Jacobian: the first
+    derivative's one call at the given inputs built no graph at all
+    (``secondorder.builds_no_graph``), so the function has no double backward;
+    ``report`` then fails in each side checked, saying so. A Jacobian of such a
+    first derivative costs a forward and a backward per coordinate (zuko's UNAF
+    spent its 200 s there) and judges nothing: its columns in the grad_outputs,
+    of a backward that is not exactly linear in them (an iterative solver's),
+    even failed as discontinuous, and the check with them."""
+    if options.order != 2 or not getattr(first, "builds_no_graph", lambda: False)():
+        return False
+    report.double_backward = False
+    report.results += [faults.no_double_backward_result(side.mode)
+                       for side in flow.sides(options)]
+    return True
 
 
 def _name_missing_double_backward(first, report: Report, primals: int) -> None:

@@ -65,6 +65,7 @@ FAILURES = {
                      "inputs differ)",
     "nonfinite-output": "the function's output is NaN or inf at the given inputs",
     "nonfinite": "the Jacobian from {source} has NaN or inf entries",
+    "double-backward": "{ad} Jacobian not built",
     "discontinuous": "the function is discontinuous or not differentiable where checked, "
                      "so finite differences are no evidence there",
 }

@@ -54,6 +54,30 @@ def reaches_grad_outputs(E, grads, grad_outputs) -> bool:
         return False
 
 
+#: how an engine refuses to differentiate a ``@once_differentiable`` backward again
+#: (refengine's delayed error; torch's has no edge to differentiate, and says nothing)
+ONCE_WORDS = "@once_differentiable"
+
+
+def builds_no_graph(E, primals, grads, grad_outputs) -> bool:
+    """Whether a first derivative's gradients ``grads`` (of its first call, at
+    ``primals`` and ``grad_outputs``) were built in no graph at all, of neither
+    the inputs nor the grad_outputs: the backward computes outside autograd or is
+    ``@once_differentiable``, so the function has no double backward, whatever
+    a second-order check would compute. Cheap (one backward of the gradients),
+    so a check asks it before any Jacobian. ``False`` where no grad_output
+    requires grad (a linear function's gradients have no graph then either),
+    where the engine cannot tell, or where the backward's graph raises for
+    another reason (a double backward that is broken: the check finds it)."""
+    wrt = [g for g in grad_outputs if E.is_tensor(g) and E.requires_grad(g)]
+    if not wrt or builds_graph(E, (primals, grads)) is not False:
+        return False
+    try:
+        return not _reaches(E, grads, wrt)
+    except Exception as exc:   # noqa: BLE001 - said by its words below
+        return ONCE_WORDS in str(exc)
+
+
 def _reaches(E, grads, wrt) -> bool:
     """Whether the gradients ``grads`` that have a graph reach any of ``wrt``
     through it (their vjp with ones gives one of them a gradient); raises what
@@ -213,7 +237,15 @@ def _vjp_function(func, problem, grad_outputs):
     # what ``core.reuse_gg`` maps the reverse check's Jacobian by: the function's inputs
     # come first, the gradients returned are of ``diff_in[used[0][j]]``
     first.primals, first.used, first.diff_in, first.diff_out = n, used, diff_in, problem.diff_out
-    first.builds_graph = lambda: builds_graph(E, graph[0][:2] if graph else None)
-    first.reaches_grad_outputs = lambda: bool(graph) and reaches_grad_outputs(E, *graph[0][1:])
+    _ask_of_graph(first, E, graph)
     first.rounds_grad_outputs = lambda: rounded[0]
     return first
+
+
+def _ask_of_graph(first, E, graph: list) -> None:
+    """Give ``first`` its questions about the graph of its first call's
+    gradients (``graph``: that call's inputs, gradients and grad_outputs, once
+    it ran): ``builds_graph``, ``reaches_grad_outputs``, ``builds_no_graph``."""
+    first.builds_graph = lambda: builds_graph(E, graph[0][:2] if graph else None)
+    first.reaches_grad_outputs = lambda: bool(graph) and reaches_grad_outputs(E, *graph[0][1:])
+    first.builds_no_graph = lambda: bool(graph) and builds_no_graph(E, *graph[0])

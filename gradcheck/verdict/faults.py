@@ -16,7 +16,9 @@ says that instead of "the formula is wrong" or "not reentrant":
   any Jacobian, naming the side (finite differences, the vjp, the jvp) and
   the first entry; and the entries that Richardson extrapolation could not
   resolve because every step straddled a jump (``Jacobian.unresolved``),
-  named as a discontinuity, not as a formula error.
+  named as a discontinuity, not as a formula error;
+- ``no_double_backward_result``: a second-order check whose backward builds no
+  graph at all (NumPy inside, ``@once_differentiable``), found before any Jacobian.
 
 Each returns failing ``Result``s only: a fault that was not seen adds
 nothing to the report.
@@ -225,6 +227,22 @@ def discontinuous_result(out_idx: int, in_idx: int, diagnosis: str) -> Result:
     the point, in block ``(out_idx, in_idx)``: no evidence either way (a skip)."""
     return Result("discontinuous", "numerical", "numerical", out_idx, in_idx, False, np.inf,
                   None, diagnosis=diagnosis)
+
+
+#: the diagnosis of a second-order failure when the backward builds no graph
+NO_DOUBLE_BACKWARD = (
+    "the backward builds no graph of the inputs (it computes outside autograd, on detached "
+    "tensors, or is marked @once_differentiable), so autograd takes its derivative as zero: "
+    "the function has no double backward. Write the backward in differentiable operations "
+    "of the engine if second derivatives are meant to work; else this is expected")
+
+
+def no_double_backward_result(mode: str) -> Result:
+    """The failure of a second-order check in ``mode`` whose first derivative
+    builds no graph at all (``secondorder.builds_no_graph``): no Jacobian was
+    built, since autograd cannot differentiate that backward again."""
+    return Result("double-backward", mode, "numerical", None, None, False, np.inf, None,
+                  diagnosis=NO_DOUBLE_BACKWARD)
 
 
 def _nonfinite_block(jac: Jacobian, key, block, expected, bad_outputs,
