@@ -5,11 +5,14 @@ costs: no derivative exists there. Central differences average the two
 one-sided derivatives (relu's 0 and 1 give 0.5), the formula returns one of
 them or a value between (a subgradient convention: relu'(0) = 0), and the
 check fails with words for a formula bug ("analytical is zero: the vjp
-returns no gradient"). Where a first-order failure's worst entry has
-one-sided difference quotients that stay apart as the step shrinks (a
-smooth function's close in proportion to it) and the AD value lies between
-them, the failure says the inputs sit where the function is not
-differentiable, with both derivatives and the value AD gave. The verdict
+returns no gradient"). Where a failure's worst entry has one-sided
+difference quotients that stay apart as the step shrinks (a smooth
+function's close in proportion to it) and the AD value lies between the
+one-sided derivatives (each side's quotients extrapolated to a zero step: a
+curved side's are off by O(h)), the failure says the inputs sit where the
+function is not differentiable, with both derivatives and the value AD
+gave; at second order, where the first derivative is not (its function).
+The verdict
 stays a failure, as torch's gradcheck's: ``--explore`` judges such points
 one-sided, given inputs are the user's to move.
 """
@@ -28,17 +31,20 @@ CHECKS = ("reverse", "forward")
 def name_kinks(ev, results: list) -> list:
     """``results``, each failing first-order comparison whose worst entry sits on a
     kink or a tie of the function given its diagnosis saying so."""
-    for result in looked_at(ev, results):
+    # (at second order the function is the first derivative, whose kinks are the
+    # jumps of the second: nflows' spline at its tail bound)
+    for result in looked_at(ev, results, orders=(1, 2)):
         found = _one_sided(ev, result)
         if found is not None:
             result.diagnosis = found
     return results
 
 
-def looked_at(ev, results: list) -> list:
-    """The failing first-order comparisons with finite differences among
-    ``results`` whose worst entry is one coordinate pair of a whole block."""
-    if ev.problem.order != 1:
+def looked_at(ev, results: list, orders: tuple = (1,)) -> list:
+    """The failing comparisons with finite differences among ``results`` whose
+    worst entry is one coordinate pair of a whole block, in a check of one of
+    ``orders`` (first order only by default)."""
+    if ev.problem.order not in orders:
         return []
     return [r for r in results if not r.passed and r.check in CHECKS
             and r.against == "numerical" and r.where is not None and len(r.where) == 2
@@ -67,32 +73,23 @@ def _one_sided(ev, result) -> str | None:
     # one-sided quotients apart by its stairs, which is no kink)
     rounding = 4 * p.epsilon(out_idx=o) * max(abs(y), float(np.max(np.abs(out)))) \
         if out.size else 0.0
-    gaps = []
-    for step in STEPS:
-        h = step * max(1.0, abs(x))
-        slopes = []
-        for sign in (-1.0, 1.0):
-            try:
-                moved = value_at(ev, i, base, c, x + sign * h, o, r,
-                                 "looking for a kink at the given inputs")
-            except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
-                return None
-            # (over the step taken: 0.3 + 1e-6 - 0.3 is 9.99999999973e-07, and a slope
-            # of 1 read over 1e-6 is 0.99999999997, which AD's exact 1 is not "between")
-            slopes.append((moved - y) / ((x + sign * h) - x))
-        gaps.append(slopes)
-    (wide_l, wide_r), (left, right) = gaps
+    quotients = _quotients(ev, result, base, x, y)
+    if quotients is None:
+        return None
+    (wide_l, wide_r), (near_l, near_r) = quotients
     tol = float(np.max(result.tolerance)) if result.tolerance is not None else 0.0
     tol = max(tol, rounding / (STEPS[-1] * max(1.0, abs(x))))
-    gap = abs(right - left)
+    gap = abs(near_r - near_l)
     actual = None if result.actual is None else np.asarray(result.actual)
     ad = float(actual[r, c]) if actual is not None and actual.ndim == 2 and \
         r < actual.shape[0] and c < actual.shape[1] else None
     # (a jump's quotients grow as the step shrinks: no kink, and said otherwise)
-    bounded = max(abs(left), abs(right)) <= 2 * max(abs(wide_l), abs(wide_r)) + tol
+    bounded = max(abs(near_l), abs(near_r)) <= 2 * max(abs(wide_l), abs(wide_r)) + tol
     if not (np.isfinite(gap) and gap > 10 * tol and gap > 0.5 * abs(wide_r - wide_l)
-            and bounded) or \
-            ad is None or not min(left, right) - tol <= ad <= max(left, right) + tol:
+            and bounded) or ad is None:
+        return None
+    (left, right), slack = _limits(quotients)
+    if not min(left, right) - tol - slack <= ad <= max(left, right) + tol + slack:
         return None
     sides = (f"along input {i} coordinate {c}, output {o} coordinate {r} has one-sided "
              f"derivatives {_g(left)} (from below) and {_g(right)} (from above), which central "
@@ -106,10 +103,47 @@ def _one_sided(ev, result) -> str | None:
                 "differences at these steps cannot show, nor whether a formula that treats "
                 "the near tie as a tie is right: check at inputs whose values are farther "
                 "apart, or judge this one with an mpmath reference")
-    return (f"the given inputs sit where the function is not differentiable (a kink or a "
+    what = "the function" if p.order == 1 else "the first derivative"
+    return (f"the given inputs sit where {what} is not differentiable (a kink or a "
             f"tie): {sides}, as a subgradient convention does (relu'(0) = 0, max's gradient "
             "to one of tied entries); no derivative exists there: check at inputs away from "
             "kinks and ties, or explore around them (--explore judges such points one-sided)")
+
+
+def _quotients(ev, result, base: np.ndarray, x: float, y: float) -> tuple | None:
+    """The one-sided difference quotients ``(left, right)`` of ``result``'s worst
+    entry at each of ``STEPS``, or ``None`` where a step leaves the domain."""
+    o, i, (r, c) = result.out_idx, result.in_idx, result.where
+    found = []
+    for step in STEPS:
+        h = step * max(1.0, abs(x))
+        slopes = []
+        for sign in (-1.0, 1.0):
+            try:
+                moved = value_at(ev, i, base, c, x + sign * h, o, r,
+                                 "looking for a kink at the given inputs")
+            except Exception:  # noqa: BLE001 - a step out of the domain says nothing here
+                return None
+            # (over the step taken: 0.3 + 1e-6 - 0.3 is 9.99999999973e-07, and a slope
+            # of 1 read over 1e-6 is 0.99999999997, which AD's exact 1 is not "between")
+            slopes.append((moved - y) / ((x + sign * h) - x))
+        found.append(tuple(slopes))
+    return tuple(found)
+
+
+def _limits(quotients: tuple) -> tuple:
+    """``((left, right), slack)``: the one-sided derivatives, each side's two
+    quotients extrapolated linearly to a zero step, and how far the nearer step's
+    quotient was from its limit (the larger side's). A side that curves
+    (``x*x + x`` from above 0) has quotients ``f'(0+) + a h``: the nearer step's
+    is ``a h`` off, far above the check's tolerance, and the AD value equal to
+    ``f'(0+)`` lies outside the quotients though it is that side's derivative.
+    The slack allows what extrapolation leaves of the curve."""
+    (wide_l, wide_r), (near_l, near_r) = quotients
+    share = STEPS[-1] / (STEPS[0] - STEPS[-1])
+    moves = (near_l - wide_l, near_r - wide_r)
+    limits = (near_l + share * moves[0], near_r + share * moves[1])
+    return limits, share * max(abs(moves[0]), abs(moves[1]))
 
 
 def _near_tie(base: np.ndarray, c: int, step: float) -> tuple | None:

@@ -120,3 +120,74 @@ def test_relu_2_minus_x_has_those_one_sided_slopes_at_2():
     f = lambda v: max(2.0 - v, 0.0)   # noqa: E731
     assert (f(2.0) - f(2.0 - h)) / h == pytest.approx(-1.0)
     assert (f(2.0 + h) - f(2.0)) / h == 0.0
+
+
+# a kink whose sides curve: where(x >= 0, x*x + x, 3x) and its like at x = 0,
+# with the derivative each gives there from each side (by hand)
+CURVED = {
+    "square": (lambda v: E.where(v >= 0.0, v * v + v, 3.0 * v), 3.0, 1.0),
+    "sin_exp": (lambda v: E.where(v >= 0.0, E.sin(v) + v * v, E.exp(3.0 * v) - 1.0), 3.0, 1.0),
+    "left_taken": (lambda v: E.where(v > 0.0, v, 3.0 * v + v * v), 3.0, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CURVED))
+def test_a_kink_with_curved_sides_is_a_kink_as_a_straight_one(name):
+    f, below, above = CURVED[name]
+    # independent: one-sided quotients approach those derivatives, off by O(h) from
+    # them at any step (the sides curve)
+    g = lambda v: float(f(E.tensor(np.array([float(v)]), dtype=E.float64)).numpy()[0])  # noqa: E731
+    for h in (1e-3, 1e-5):
+        assert abs((g(0.0) - g(-h)) / h - below) < 10 * h
+        assert abs((g(h) - g(0.0)) / h - above) < 10 * h
+    assert g(0.0) == 0.0
+    report = check(f, (_t([-0.7, 0.0, 0.4, 1.3]),), precise=True, explore=False)
+    (failure,) = report.failures
+    assert failure.diagnosis.startswith(KINK), failure.diagnosis
+    assert f"one-sided derivatives {below:g} (from below) and {above:g} (from above)" in \
+        failure.diagnosis
+
+
+class WrongAtTheKink(E.autograd.Function):
+    """where(x >= 0, x*x + x, 3x), whose backward gives ``VALUE`` at exactly 0
+    (outside both one-sided derivatives, 3 and 1: no subgradient, a wrong formula;
+    0.999 is 1e-3 below 1, where the nearer step's quotient is 1e-6 above it)."""
+    VALUE = 5.0
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return E.where(x >= 0.0, x * x + x, 3.0 * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        slope = E.where(x > 0.0, 2.0 * x + 1.0, 3.0 * E.ones_like(x))
+        return g * E.where(x == 0.0, WrongAtTheKink.VALUE * E.ones_like(x), slope)
+
+
+@pytest.mark.parametrize("value", [5.0, 3.001, 0.999, 0.0, -1.0])
+def test_a_wrong_value_at_a_curved_kink_is_not_called_a_kink(value, monkeypatch):
+    monkeypatch.setattr(WrongAtTheKink, "VALUE", value)
+    report = check(WrongAtTheKink.apply, (_t([-0.7, 0.0, 0.4, 1.3]),), precise=True,
+                   explore=False)
+    (failure,) = report.failures
+    assert failure.where == (1, 1)
+    assert not (failure.diagnosis or "").startswith(KINK), failure.diagnosis
+
+
+def test_a_curved_kink_of_the_first_derivative_is_named_at_second_order():
+    # f = x**2 + x**3 above 0, -x**2 below: f' = 2x + 3x**2 | -2x has a kink at 0
+    # whose upper side curves; f'' is 2 above and -2 below (by hand), and the double
+    # backward takes the upper branch (as nflows' spline at its tail bound does)
+    def f(v):
+        return E.where(v >= 0.0, v * v + v * v * v, -(v * v))
+    g = _t([0.5, 0.8, -0.3, 1.1])   # grad_outputs: the gradient's entry 1 is 0.8 f'
+    report = check(f, (_t([-0.7, 0.0, 0.4, 1.3]),), order=2, grad_outputs=(g,),
+                   precise=True, explore=False)
+    (failure,) = [r for r in report.failures if r.in_idx == 0]
+    assert failure.where == (1, 1)
+    assert failure.diagnosis.startswith(
+        "the given inputs sit where the first derivative is not differentiable")
+    assert "one-sided derivatives -1.6 (from below) and 1.6 (from above)" in failure.diagnosis
+    assert "the reverse side gives 1.6, between them" in failure.diagnosis
