@@ -34,60 +34,30 @@ exist on torch and JAX only (``unsupported``). A keyword value is a number
 quoted string or a tuple: ``randn(3, 4); dim=1, keepdim=True``. Random
 entries come from the ``numpy.random.Generator`` given to ``build``, so a
 seed fixes them. A bad spec raises ``SpecError`` whose
-message names the column.
+message names the column; a part out of the grammar's order (``randn(3) float32
+* 2``, ``float32 randn(3)``, ``2 * randn(3)``, ``randn(3, dtype=float32)``) is
+refused with the input spelled in that order where it can be.
 """
 from __future__ import annotations
 
 import copy
 import functools
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from adcheck.runner.errors import RunnerError
+from adcheck.runner.spectokens import (CONSTANTS, CTORS, DTYPES, INTEGERS, SpecError, Token,
+                                       tokenize)
 
-CTORS = ("randn", "rand", "randint", "zeros", "ones", "full", "eye", "arange")
-#: floating point and complex dtypes: inputs that may require grad
-FLOATS = ("float64", "float32", "complex128", "complex64", "float16", "bfloat16")
-#: integer and boolean dtypes: never differentiated (index tensors, masks)
-INTEGERS = ("int64", "int32", "int16", "int8", "uint8", "bool")
-DTYPES = FLOATS + INTEGERS
 #: dtypes each engine has (NumPy has no bfloat16: it is made on torch or JAX)
 ENGINE_DTYPES = {"refengine": ("float64", "float32", "complex128", "complex64", "int64",
                                "int32", "bool"),
                  "torch": DTYPES, "jax": DTYPES}
-#: the words of a keyword argument's value that are not numbers
-CONSTANTS = {"True": True, "False": False, "None": None}
 MAX_ELEMENTS = 1_000_000
 #: the spec of the tensors ``example_inputs()`` in the target's file returns
 EXAMPLE_CALL = "example_inputs()"
 #: how results made at ``EXAMPLE_CALL`` are labelled where others carry their dtype
 EXAMPLE_LABEL = "example"
-
-_TOKEN = re.compile(r"""
-    (?P<space>\s+)
-  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?j?)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<string>'[^']*'|"[^"]*")
-  | (?P<punct>[(),;+\-*/=])
-""", re.VERBOSE)
-
-
-class SpecError(RunnerError):
-    """A malformed spec; ``column`` is 1-based."""
-
-    def __init__(self, message: str, column: int, text: str):
-        self.column, self.text, self.reason = column, text, message
-        super().__init__(f"bad input spec at column {column}: {message} "
-                         f"(in {text!r}; example: \"randn(3, 4); rand(4) + 0.1\")")
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str      # "number", "name", "punct" or "end"
-    text: str
-    column: int
 
 
 @dataclass
@@ -111,17 +81,9 @@ def _fmt(value) -> str:
     return repr(value) if isinstance(value, complex) else f"{value:g}"
 
 
-def tokenize(text: str) -> list[Token]:
-    tokens, pos = [], 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            raise SpecError(f"unexpected character {text[pos]!r}", pos + 1, text)
-        if match.lastgroup != "space":
-            tokens.append(Token(match.lastgroup, match.group(), pos + 1))
-        pos = match.end()
-    tokens.append(Token("end", "end of spec", len(text) + 1))
-    return tokens
+def _spelling(call: str, steps: list, words: list) -> str:
+    """An input written in the grammar's order: the call, its steps, its words."""
+    return " ".join([call, *steps, *words])
 
 
 class _Parser:
@@ -129,6 +91,8 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.pos = 0
+        #: each input read so far, spelled back: (its call, its steps, its words)
+        self.parts: list[tuple[str, list, list]] = []
 
     @property
     def tok(self) -> Token:
@@ -178,6 +142,12 @@ class _Parser:
         name = self.tok
         if name.text in keywords:
             self.fail(f"keyword {name.text!r} given twice")
+        dtype = self.tokens[self.pos + 2].text
+        if name.text == "dtype" and dtype in DTYPES:
+            fixed = "; ".join(_spelling(call, steps, words if set(words) & set(DTYPES)
+                                        else words + [dtype]) for call, steps, words in self.parts)
+            self.fail("an input's dtype is a word after it, not a keyword: write "
+                      + (repr(fixed) if fixed else f"'randn(3, 4) {dtype}' in --inputs"))
         self.pos += 2
         keywords[name.text] = self.value()
 
@@ -212,48 +182,138 @@ class _Parser:
     def item(self) -> InputSpec:
         name = self.tok
         if name.kind != "name" or name.text not in CTORS:
+            self.misplaced_lead()
             self.fail(f"expected a constructor ({', '.join(CTORS)}), found {name.text!r}")
         self.pos += 1
         self.take("(")
-        args = []
+        args, texts, inside = [], [], []    # inside: dtypes written in the parentheses
         while self.tok.text != ")":
-            if args:
+            if args or inside:
                 self.take(",")
-            args.append(self.number())
+            if self.tok.kind == "name" and self.tok.text in DTYPES + ("dtype",):
+                inside.append(self.dtype_argument())
+            else:
+                args.append(self.number())
+                texts.append(self.spelled(args[-1][1]))
         self.take(")")
         spec = InputSpec(name.text, _check_args(name, args, self.text))
-        while self.tok.text in "+-*/" and self.tok.kind == "punct":
-            op = self.tok.text
-            self.pos += 1
-            value, _ = self.number()
-            if op == "/" and value == 0:
-                self.fail("division by zero", self.tokens[self.pos - 1])
-            spec.affine.append((op, value))
-        self.words(spec)
+        call = f"{name.text}({', '.join(texts)})"
+        steps, words = self.tail(spec, call)
+        if inside:
+            self.fail(f"the dtype goes after the parentheses, not inside them: write "
+                      f"{_spelling(call, steps, words + [t.text for t in inside])!r}", inside[0])
+        self.parts.append((call, steps, words))
         return spec
 
-    def words(self, spec: InputSpec):
-        while self.tok.kind == "name":
-            word = self.tok
-            if word.text in CTORS:
-                self.fail(f"expected ';' before the next input {word.text!r}")
-            if word.text in DTYPES:
-                spec.dtype = word.text
-                if word.text in INTEGERS:     # an index or a mask: never differentiated
-                    spec.requires_grad = False
-                    if spec.ctor in ("randn", "rand"):
-                        self.fail(f"{spec.ctor} draws real numbers; an {word.text} input takes "
-                                  "randint(high, shape...), arange, zeros, ones or full", word)
-            elif word.text == "nograd":
-                spec.requires_grad = False
-            else:
-                self.fail(f"unknown word {word.text!r}; expected a dtype "
-                          f"({', '.join(DTYPES)}) or 'nograd'")
+    def spelled(self, start: Token) -> str:
+        """The text from ``start`` to the last token read, as the user wrote it."""
+        last = self.tokens[self.pos - 1]
+        return self.text[start.column - 1:last.column - 1 + len(last.text)]
+
+    def dtype_argument(self) -> Token:
+        """The dtype written among a constructor's arguments (``randn(3, float32)``
+        or ``randn(3, dtype=float32)``), read so that the refusal spells the call."""
+        if self.tok.text == "dtype":
             self.pos += 1
+            self.take("=")
+            if self.tok.text not in DTYPES:
+                self.fail(f"expected a dtype ({', '.join(DTYPES)}), found {self.tok.text!r}")
+        self.pos += 1
+        return self.tokens[self.pos - 1]
+
+    def misplaced_lead(self) -> None:
+        """Refuse an input that begins with what follows its constructor (a dtype,
+        'nograd', a constant times or plus it: ``float32 randn(3)``, ``2 * randn(3)``)
+        with the spelling in the grammar's order; return if it begins otherwise."""
+        first, start, words = self.tok, self.pos, []
+        while self.tok.kind == "name" and self.tok.text in DTYPES + ("nograd",):
+            words.append(self.tok.text)
+            self.pos += 1
+        lead = [] if words else self.leading_steps()
+        if self.tok.text not in CTORS or not (words or lead):
+            self.pos = start
+            return
+        self.item()
+        call, steps, own = self.parts[-1]
+        if words:
+            self.fail(f"{first.text!r} goes after its input's constructor and arithmetic: "
+                      f"write {_spelling(call, steps, own + words)!r}", first)
+        if None in lead:
+            self.fail(f"the arithmetic goes after the constructor ({call} / 2); a number "
+                      "divided by an input has no spelling: divide in the function, or "
+                      "return such an input from example_inputs()", first)
+        # the lead applies first: right after a product (2 * x * 3), after a sum
+        # only before more sums (2 + x - 1; not 2 + x * 3, which is 2 + 3x)
+        if any(s[0] in "*/" for s in steps) and any(s[0] in "+-" for s in lead):
+            self.fail(f"the arithmetic goes after the constructor, applied left to right: "
+                      f"write it as steps after {call!r}", first)
+        self.fail(f"the arithmetic goes after the constructor: write "
+                  f"{_spelling(call, lead + steps, own)!r}", first)
+
+    def leading_steps(self) -> list:
+        """The steps of a constant written before a constructor (``2 * randn(3)``:
+        ``['* 2']``; ``None`` for a step with no spelling after it, c / x); ``[]``
+        when the tokens here are no such constant."""
+        if self.tok.text == "-" and self.tokens[self.pos + 1].text in CTORS:
+            self.pos += 1
+            return ["* -1"]
+        signed = self.tok.text == "-" and self.tokens[self.pos + 1].kind == "number"
+        if self.tok.kind != "number" and not signed:
+            return []
+        _, start = self.number()
+        constant, op = self.spelled(start), self.tok.text
+        if self.tok.kind != "punct" or op not in "+-*/":
+            return []
+        self.pos += 1
+        return {"*": [f"* {constant}"], "+": [f"+ {constant}"],
+                "-": ["* -1", f"+ {constant}"], "/": [None]}[op]
+
+    def tail(self, spec: InputSpec, call: str) -> tuple[list, list]:
+        """The arithmetic steps and the words after a constructor call, spelled
+        back; a word before a step (``randn(4) float32 * 2``) is refused with
+        the order written out."""
+        steps, words, early = [], [], None
+        while True:
+            if self.tok.kind == "punct" and self.tok.text in "+-*/":
+                early = early or (self.tokens[self.pos - len(words)] if words else None)
+                op, self.pos = self.tok.text, self.pos + 1
+                value, start = self.number()
+                if op == "/" and value == 0:
+                    self.fail("division by zero", self.tokens[self.pos - 1])
+                spec.affine.append((op, value))
+                steps.append(f"{op} {self.spelled(start)}")
+            elif self.tok.kind == "name":
+                words.append(self.word(spec))
+            else:
+                break
+        if early:
+            self.fail(f"{early.text!r} goes after the arithmetic (a constructor, then its "
+                      f"+ - * / steps, then the dtype and 'nograd'): write "
+                      f"{_spelling(call, steps, words)!r}", early)
         if any(isinstance(c, complex) for _, c in spec.affine) and "complex" not in spec.dtype:
             self.fail("a complex constant needs a complex dtype (add 'complex128' to "
                       "the input ending here)")
+        return steps, words
 
+    def word(self, spec: InputSpec) -> str:
+        """Read a dtype or 'nograd' after a constructor into ``spec``."""
+        word = self.tok
+        if word.text in CTORS:
+            self.fail(f"expected ';' before the next input {word.text!r}")
+        if word.text in DTYPES:
+            spec.dtype = word.text
+            if word.text in INTEGERS:     # an index or a mask: never differentiated
+                spec.requires_grad = False
+                if spec.ctor in ("randn", "rand"):
+                    self.fail(f"{spec.ctor} draws real numbers; an {word.text} input takes "
+                              "randint(high, shape...), arange, zeros, ones or full", word)
+        elif word.text == "nograd":
+            spec.requires_grad = False
+        else:
+            self.fail(f"unknown word {word.text!r}; expected a dtype "
+                      f"({', '.join(DTYPES)}) or 'nograd'")
+        self.pos += 1
+        return word.text
 
 def _check_args(name: Token, args: list, text: str) -> tuple:
     values = [v for v, _ in args]

@@ -103,10 +103,12 @@ def _plugin_report(plugin, settings, dtypes, jobs, fail_fast, level):
 @click.argument("target", required=False, metavar="[MODULE:OBJECT]")
 @click.option("--inputs", "specs", multiple=True, metavar="SPEC",
               help=f"Inputs of the object, parsed (never evaluated), e.g. \"{EXAMPLE}\". "
-                   "Constructors randn rand randint zeros ones full eye arange; '+ c', '* c'; "
-                   "a dtype word (float64 default; float32, complex128, complex64, float16, "
-                   "bfloat16, and int64 int32 int16 int8 uint8 bool for index tensors, never "
-                   "differentiated); 'nograd'; or 'example_inputs()', what that function "
+                   "Each input in this order: a constructor (randn rand randint zeros ones "
+                   "full eye arange); then '+ c', '* c' steps; then a dtype word (float64 "
+                   "default; float32, complex128, complex64, float16, bfloat16, and int64 "
+                   "int32 int16 int8 uint8 bool for index tensors, never differentiated) "
+                   "and 'nograd': 'randn(3) * 2 float32 nograd'. Or 'example_inputs()', "
+                   "what that function "
                    "of the object's file returns. Repeat for more input sets. Default: "
                    "example_inputs() where the file defines it; else randn(3, 4) per "
                    "positional argument, a broadcast set and a complex set, each kept "

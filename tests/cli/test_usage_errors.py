@@ -36,6 +36,9 @@ def _one_line_error(result, *words):
     (["check", f"{USER_FUNCTIONS}:NOT_CALLABLE"], ["not a function"]),
     (["check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(3; rand(2)"],
      ["--inputs", "column 8"]),
+    # (the dtype before the arithmetic was refused as "expected ';'", the order unsaid)
+    (["check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(4, 3) float32 * 0.002"],
+     ["--inputs", "'float32' goes after the arithmetic", "write 'randn(4, 3) * 0.002 float32'"]),
     (["check", f"{USER_FUNCTIONS}:DoubledSin", "--inputs", "randn(3) nograd"],
      ["nothing to differentiate"]),
     (["check", f"{USER_FUNCTIONS}:DoubledSin", "--plugin", WRONG_OPS], ["one of them"]),

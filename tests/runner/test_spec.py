@@ -64,6 +64,45 @@ def test_a_bad_spec_names_the_column_and_the_problem(text, column, words):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("text, meant, column, words", [
+    ("randn(4, 3) float32 * 0.002", lambda x: x * 0.002, 13, "'float32' goes after the arithmetic"),
+    ("rand(2) nograd + 1 * 3", lambda x: (x + 1) * 3, 9, "'nograd' goes after the arithmetic"),
+    ("float32 randn(4, 3) - 1", lambda x: x - 1, 1, "'float32' goes after its input's"),
+    ("randn(4, 3, float32)", lambda x: x, 13, "goes after the parentheses"),
+    ("randn(4, 3, dtype=float32) / 2", lambda x: x / 2, 19, "goes after the parentheses"),
+    ("0.002 * randn(4, 3) float32", lambda x: 0.002 * x, 1, "goes after the constructor"),
+    ("-2 * randn(3) * 3", lambda x: -2 * x * 3, 1, "goes after the constructor"),
+    ("2 - rand(3) + 1", lambda x: 2 - x + 1, 1, "goes after the constructor"),
+    ("-rand(3)", lambda x: -x, 1, "goes after the constructor"),
+])
+def test_a_part_out_of_order_is_refused_with_the_input_spelled_in_order(text, meant, column,
+                                                                         words):
+    with pytest.raises(SpecError) as caught:
+        parse(text)
+    assert caught.value.column == column and words in caught.value.reason
+    fixed = caught.value.reason.split("write ")[1].strip("'")
+    # the spelling given makes what the misplaced text means in Python's order
+    spec, = parse(fixed)
+    base = array_of(parse(fixed.split(")")[0] + ")")[0], np.random.default_rng(1))
+    np.testing.assert_allclose(array_of(spec, np.random.default_rng(1)),
+                               meant(base).astype(spec.dtype))
+    assert spec.dtype == ("float32" if "float32" in text else "float64")
+    assert spec.requires_grad == ("nograd" not in text)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("2 / randn(3)", "a number divided by an input has no spelling"),
+    ("2 + randn(3) * 3", "applied left to right: write it as steps after 'randn(3)'"),
+    ("randn(3); rand(2) complex64; dtype=float32",
+     "not a keyword: write 'randn(3) float32; rand(2) complex64'"),
+    ("randn(3) torch.float32", "a dtype is a bare word after its input"),
+])
+def test_a_part_out_of_order_without_one_spelling_says_where_it_goes(text, words):
+    with pytest.raises(SpecError) as caught:
+        parse(text)
+    assert words in caught.value.reason
+
+
 @pytest.mark.parametrize("text", ["__import__('os').system('true')", "randn(3); exec(1)",
                                   "randn(len('abc'))"])
 def test_python_code_is_rejected_not_run(text):
