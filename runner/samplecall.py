@@ -106,7 +106,13 @@ class SampleCall:
             inp, args, kwargs = self._rebuild(inputs)
         else:
             inp, args, kwargs = self._placed(inputs)
-        return self.process(self.op(inp, *args, **kwargs))
+        try:
+            return self.process(self.op(inp, *args, **kwargs))
+        except TypeError as exc:
+            foreign = _foreign(exc, self.engine)
+            if foreign is None:
+                raise
+            raise foreign from exc
 
     def _placed(self, inputs, others=None):
         """``_rebuild(inputs, others)`` of a flat sample (see ``_slots``): each input
@@ -194,6 +200,21 @@ class SampleCall:
         with np.errstate(all="ignore"):
             result = self.info.ref(inp, *args, **kwargs)
         return [np.isnan(np.asarray(a)) for a in _flat(result)]
+
+
+def _foreign(exc: TypeError, engine: str) -> TypeError | None:
+    """Where the op raised ``exc`` as another engine's code (a plugin's OpInfo
+    whose op is torch's: torch.sin given a refengine tensor), a TypeError that
+    says so and how such code is checked; else ``None``."""
+    from adcheck.gradcheck.engines import foreign_engine
+    other = foreign_engine(exc, engine)
+    if other is None:
+        return None
+    own = ("; torch's own op (torch.sin): name it in torch_name= and run adcheck ops "
+           "--engine torch" if other == "torch" else "")
+    return TypeError(f"{exc}; the op looks like {other} code, and an OpInfo's op is run on "
+                     f"{engine} tensors: check a function of {other}'s with adcheck check "
+                     f"FILE:FUNCTION --engine {other}{own}")
 
 
 def _slots(structure, is_diff):

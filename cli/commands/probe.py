@@ -17,6 +17,8 @@ import signal
 import sys
 from typing import NamedTuple
 
+from adcheck.cli.errors import InputError
+
 #: seconds past the child's own time limit before it is killed from here
 GRACE = 2.0
 
@@ -30,6 +32,9 @@ class Probed(NamedTuple):
     text: str = ""
     #: whether every output entry was finite (where it "ran")
     finite: bool = True
+    #: where it "raised" because it is another engine's code: that engine
+    #: (``gradcheck.engines.foreign_engine``)
+    foreign: str | None = None
 
 
 def _call(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
@@ -45,7 +50,8 @@ def _call(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
     except TaskTimeout as exc:
         return Probed("timeout", None, str(exc))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code: any fault
-        return Probed("raised", None, fault_text(exc))
+        from adcheck.gradcheck.engines import foreign_engine
+        return Probed("raised", None, fault_text(exc), foreign=foreign_engine(exc, target.engine))
 
 
 def _child(write_end: int, job) -> None:
@@ -84,7 +90,21 @@ def _read(read_end: int, seconds: float) -> bytes | None:
 
 
 def probe(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
-    """Call ``target`` on input set ``spec`` once, in a child process."""
+    """Call ``target`` on input set ``spec`` once, in a child process. A plain
+    function that raised because it is another engine's code (torch.zeros_like
+    given a refengine tensor) is a usage error naming the --engine to give:
+    no input set would make it run, and each check would fail with the same."""
+    found = _probe(target, spec, seed, index, seconds)
+    if found.foreign is not None and target.kind == "function":
+        kind, _, words = found.text.partition(": ")
+        raise InputError(f"{target.spec} looks like {found.foreign} code: it raised {kind} "
+                         f"({words}) on {target.engine} tensors, and plain functions are "
+                         f"checked on --engine {target.engine} unless told; add --engine "
+                         f"{found.foreign}")
+    return found
+
+
+def _probe(target, spec: str, seed: int, index: int, seconds: float) -> Probed:
     import importlib
     if target.engine in ("torch", "jax"):   # imported here, once, not in each child
         importlib.import_module(target.engine)

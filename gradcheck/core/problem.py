@@ -15,7 +15,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core.measured import first_evaluation
-from adcheck.gradcheck.engines import Engine, engine_for
+from adcheck.gradcheck.engines import Engine, engine_for, foreign_fix
 from adcheck.gradcheck.errors import (GradcheckError, NoDoubleBackward, UncheckableError,
                                       known_fix)
 from adcheck.gradcheck.core.jacobian import Layout
@@ -241,8 +241,9 @@ class Problem:
         except Exception as exc:  # the user's function: name it and what we did
             raise GradcheckError(
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
-                f"{what}; " + known_fix(exc, f"make it run on {self.engine.name} tensors of "
-                                        "these shapes and dtypes")) from exc
+                f"{what}; " + (foreign_fix(exc, self.engine.name) or known_fix(
+                    exc, f"make it run on {self.engine.name} tensors of these shapes and "
+                    "dtypes"))) from exc
         if sources is not None:
             self.check_unchanged(args, sources, self.subject, what)
         return outputs

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from adcheck.gradcheck.engines.base import Engine
 from adcheck.gradcheck.errors import UncheckableError
 
-__all__ = ["Engine", "engine_for", "is_tensor"]
+__all__ = ["Engine", "engine_for", "foreign_engine", "foreign_fix", "is_tensor"]
 
 
 def _torch_engine():
@@ -73,3 +73,49 @@ def engine_for(inputs: Sequence) -> Engine:
         raise UncheckableError(f"gradcheck: the inputs mix {' and '.join(names)} tensors; "
                                "use tensors of one engine")
     return makers.pop()()
+
+
+#: the top-level packages of each engine's code
+_PACKAGES = {"torch": "torch", "jax": "jax", "jaxlib": "jax"}
+#: how each engine's functions refuse a tensor not their own where the traceback
+#: may hold no frame of theirs (torch's built-ins; JAX hides its own frames):
+#: "zeros_like(): argument 'input' (position 1) must be Tensor, not Tensor" (a
+#: refengine Tensor), torch.stack's "expected Tensor as element 0 in argument 0,
+#: but got Tensor", a torch.Tensor method's "descriptor 'sin' for
+#: 'torch._C.TensorBase' objects doesn't apply", jnp.sin's "Error interpreting
+#: argument to <function sin> as an abstract array"
+_REFUSALS = {"torch": ("must be Tensor, not", "expected Tensor as element",
+                       "torch._C.TensorBase"),
+             "jax": ("as an abstract array", "is not a valid JAX type")}
+
+
+def foreign_engine(exc: BaseException, engine: str) -> str | None:
+    """The engine, "torch" or "jax", whose functions raised ``exc`` (or what
+    caused it), a ``TypeError``, when the code under check gave them tensors
+    of ``engine`` ("refengine", "torch", "jax"): the code is written for that
+    engine. Told by a frame of its package in the traceback, or by torch's
+    words for a built-in function given a tensor not its own; ``None`` when
+    neither shows one engine other than ``engine``."""
+    while exc is not None and not isinstance(exc, TypeError):
+        exc = exc.__cause__
+    if exc is None:
+        return None
+    found, frame = set(), exc.__traceback__
+    while frame is not None:
+        package = str(frame.tb_frame.f_globals.get("__name__", "")).partition(".")[0]
+        found.add(_PACKAGES.get(package))
+        frame = frame.tb_next
+    found |= {name for name, refusals in _REFUSALS.items()
+              if any(words in str(exc) for words in refusals)}
+    others = found - {None, engine}
+    return others.pop() if len(others) == 1 else None
+
+
+def foreign_fix(exc: BaseException, engine: str) -> str | None:
+    """What to do when the function under check raised ``exc`` on ``engine``'s
+    tensors because it is another engine's code (``foreign_engine``), else ``None``."""
+    other = foreign_engine(exc, engine)
+    if other is None:
+        return None
+    return (f"it looks like {other} code ({other}'s functions refuse the {engine} tensors it "
+            f"was given): check it on {other} tensors (adcheck check: --engine {other})")
