@@ -141,16 +141,22 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     inputs = _inputs(target, specs, policy.seed)
     seed_engines(policy.seed)       # a model that draws (dropout) draws the same every run
     from adcheck.cli import signals
+    from adcheck.runner.tasks import recorded_warnings, warning_line
     start, threads, pairs, stopped = time.perf_counter(), _one_thread(), [], False
+    found = []      # (the model's warnings, each once, as a check run shows them)
     try:
-        harvest_results(target, inputs, settings,
-                        click.get_current_context().meta.get(SHAPES, 2), pairs)
+        with recorded_warnings(target_text, found):
+            harvest_results(target, inputs, settings,
+                            click.get_current_context().meta.get(SHAPES, 2), pairs)
     except KeyboardInterrupt:   # (Ctrl-C, SIGTERM, SIGHUP: the checks that ended are reported)
         stopped = True
     finally:
         signals.defer()     # (the report is written next: no signal may cut it short)
         if threads is not None:
             sys.modules["torch"].set_num_threads(threads)
+    from adcheck.cli.reporting import warn
+    for text, where in found:
+        warn(warning_line(text, where))
     if specs:
         _refuse_dtype_clash(target, inputs, pairs)
     from adcheck.runner.record import RunRecord

@@ -64,7 +64,7 @@ class _Collector:
         for text, where in warnings:
             if self.warn is not None and text not in self.seen_warnings:
                 self.seen_warnings.add(text)
-                self.warn(f"{text} (first seen on {where})")
+                self.warn(task_module.warning_line(text, where))
         outcome = task_module.TaskOutcome(index, self.samples.get(index, []), warnings)
         if self.progress is not None:
             self.progress(self.by_index[index], outcome)

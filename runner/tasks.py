@@ -11,6 +11,7 @@ that stops keeps every sample already checked. It never raises an
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -182,8 +183,8 @@ def execute(task, emit) -> list:
     start = time.perf_counter()
     progress = {"family": "", "done": 0}     # the op's family, the samples checked
     is_op = isinstance(task, OpTask)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
+    found: list = []
+    with recorded_warnings(f"{task.op} {task.dtype}" if is_op else task.op, found):
         message = trace = None
         try:
             with deadline(task.settings.timeout), _time_limits(task.settings):
@@ -201,7 +202,7 @@ def execute(task, emit) -> list:
             error = task_error(task, message, start, progress["family"])
             error.traceback = trace
             emit(SampleOutcome(task.index, task.dtype, None, [error], [None]))
-    return warning_texts(caught, f"{task.op} {task.dtype}" if is_op else task.op)
+    return found
 
 
 def _add_tracebacks(results: list, faults: list) -> None:
@@ -232,6 +233,25 @@ def run_task(task) -> TaskOutcome:
 
 #: warnings about the libraries themselves, not about the code under check
 _NOISE = (DeprecationWarning, PendingDeprecationWarning, ImportWarning)
+
+
+@contextlib.contextmanager
+def recorded_warnings(where: str, found: list):
+    """Record the warnings raised inside into ``found``, ``[(text, where)]`` once
+    per distinct text (``warning_texts``), instead of printing each as it is
+    raised: the code under check runs once per evaluation of each check, and a
+    warning of its own would print as often. Shown with ``warning_line``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            yield
+        finally:
+            found.extend(warning_texts(caught, where))
+
+
+def warning_line(text: str, where: str) -> str:
+    """How a run shows a recorded warning, once: with where it was first seen."""
+    return f"{text} (first seen on {where})"
 
 
 def warning_texts(caught: list, where: str) -> list:
