@@ -11,7 +11,9 @@ both ways along a sign vector: where the two sides agree with each other,
 not with the value at the point, and come no closer to it as the move
 shrinks, the point is a discontinuity
 and no comparison there is evidence (a ``discontinuous`` result, as for
-steps that straddle a jump: the check was not judged). A jump whose sides
+steps that straddle a jump: the check was not judged). Fast mode's central
+difference already read both sides along one direction: where their mean is
+the value at the point (``core.fast``'s midpoint gap), no closer look is made. A jump whose sides
 differ is the difference quotients' to find (``richardson._straddling``).
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.core.fast import MIDPOINT_GAPS
 from adcheck.gradcheck.verdict.compare import Result
 from adcheck.gradcheck.verdict.faults import discontinuous_result
 
@@ -41,7 +44,11 @@ def point_results(ev: Evaluator) -> list:
     the point is not the function's limit around it (see the module docstring)."""
     p = ev.problem
     results = []
+    # (fast mode's two sides already agree with the point: nothing closer to look at)
+    screened = ev.memo.get(MIDPOINT_GAPS, {})
     for in_idx in p.diff_in:
+        if screened.get(in_idx, np.inf) <= BEYOND:
+            continue
         x = coords.to_real(p.arrays[in_idx])
         wide = np.asarray(p.arrays[in_idx]).dtype in (np.float64, np.complex128)
         if x.size == 0 or not wide or not np.isfinite(x).all():

@@ -39,16 +39,23 @@ def _masked_pole(x):
     return _SafePole.apply(x)
 
 
+#: the precise slow check, and fast mode, whose central difference's mean stands in
+#: for the moves beside the point where it is the value at the point
+MODES = [pytest.param({"precise": True}, id="precise"),
+         pytest.param({"fast_mode": True}, id="fast")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("function, values", [
     (_special_case, [0.0, 0.5, -1.0]),
     (_masked_pole, [[0.0, 0.0], [1.0, 2.0]]),
 ])
-def test_a_value_that_is_not_the_limit_is_not_passed(function, values):
+def test_a_value_that_is_not_the_limit_is_not_passed(function, values, mode):
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():   # the premise: the value at the point is not the value beside it
         beside = function(x + 1e-9) + function(x - 1e-9)
         assert not torch.allclose(function(x), beside / 2)
-    report = check(function, (x,), precise=True)
+    report = check(function, (x,), **mode)
     assert not report.passed
     found = [r for r in report.results if r.check == "discontinuous"]
     assert found and "not the function's limit" in found[0].diagnosis
@@ -61,7 +68,21 @@ def test_a_value_that_is_not_the_limit_is_not_passed(function, values):
     (torch.linalg.vector_norm, [0.0, 0.0, 0.0]),     # a kink at the point: the gap shrinks
     (lambda x: x.abs() * 1e-12, [0.0, 2.0]),         # a tiny output beside a kink
 ])
-def test_a_continuous_function_is_not_called_discontinuous(function, values):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_continuous_function_is_not_called_discontinuous(function, values, mode):
     x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
-    report = check(function, (x,), precise=True)
+    report = check(function, (x,), **mode)
     assert not [r for r in report.results if r.check == "discontinuous"], report.message()
+
+
+def test_fast_mode_looks_beside_the_point_only_where_its_sides_disagree_with_it():
+    # sin is continuous: fast mode's two evaluations along its direction average to
+    # sin(x) within eps**2, so its evaluations are the first, the repeat and those two
+    x = torch.tensor([0.0, 0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    assert check(torch.sin, (x,), fast_mode=True).counts["function"] == 4
+    # at a kink the mean is eps away from the value: the four moves beside it are made,
+    # and find the gap shrinking with the move (no discontinuity)
+    report = check(torch.linalg.vector_norm, (torch.zeros(3, dtype=torch.float64,
+                                                          requires_grad=True),),
+                   fast_mode=True)
+    assert report.passed and report.counts["function"] == 8
