@@ -70,12 +70,19 @@ def builds_no_graph(E, primals, grads, grad_outputs) -> bool:
     where the engine cannot tell, or where the backward's graph raises for
     another reason (a double backward that is broken: the check finds it)."""
     wrt = [g for g in grad_outputs if E.is_tensor(g) and E.requires_grad(g)]
-    if not wrt or builds_graph(E, (primals, grads)) is not False:
+    if not wrt or builds_graph(E, (primals, grads)) is not False or _all_zero(E, grads):
+        # (a first derivative that is zero, pow's at exponent 0, has no graph to build:
+        # nothing of it requires grad, which the check says as it did before)
         return False
     try:
         return not _reaches(E, grads, wrt)
     except Exception as exc:   # noqa: BLE001 - said by its words below
         return ONCE_WORDS in str(exc)
+
+
+def _all_zero(E, grads) -> bool:
+    """Whether every gradient in ``grads`` (``None`` for none) is zero."""
+    return all(g is None or not np.any(E.to_numpy(g)) for g in grads if g is None or E.is_tensor(g))
 
 
 def _reaches(E, grads, wrt) -> bool:

@@ -158,3 +158,19 @@ def test_refengines_once_differentiable_is_found_first_too():
     x = E.tensor(_x().detach().numpy(), dtype=E.float64, requires_grad=True)
     report = check(RefOnceSin.apply, (x,), order=2, precise=True, seed=0)
     assert lacks_double_backward(report) and report.counts["function"] == 1
+
+
+def test_a_first_derivative_that_is_zero_is_no_missing_double_backward():
+    # x ** 0's first derivative is zero everywhere: refengine and torch (whose pow
+    # backward returns zeros for exponent 0) build no graph for it, which is right
+    # (there is nothing to differentiate), and the check says, as it did before the
+    # no-graph probe, that nothing of it requires grad: a skip, not a backward at fault
+    import adcheck.refengine as E
+    from adcheck.gradcheck.errors import UncheckableError
+
+    for x in (E.tensor([0.5, -1.0, 2.0], dtype=E.float64, requires_grad=True),
+              torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)):
+        with pytest.raises(UncheckableError, match="no output requires grad"):
+            check(lambda t: t ** 0, (x,), order=2)
+    xt = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda t: t ** 0, (xt,))   # torch: nothing wrong
