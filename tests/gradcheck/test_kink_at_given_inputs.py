@@ -191,3 +191,25 @@ def test_a_curved_kink_of_the_first_derivative_is_named_at_second_order():
         "the given inputs sit where the first derivative is not differentiable")
     assert "one-sided derivatives -1.6 (from below) and 1.6 (from above)" in failure.diagnosis
     assert "the reverse side gives 1.6, between them" in failure.diagnosis
+
+
+def test_fast_mode_names_a_kink_as_the_slow_check_does():
+    # fast mode explains a failing projection by the slow Jacobians; at a kink it
+    # said "only 1 of 4 nonzero entries differ ... wrong for some elements only"
+    f, below, above = CURVED["square"]
+    report = check(f, (_t([-0.7, 0.0, 0.4, 1.3]),), fast_mode=True, explore=False)
+    (failure,) = report.failures
+    assert failure.check == "fast-reverse"
+    assert failure.diagnosis.startswith(KINK), failure.diagnosis
+    assert f"one-sided derivatives {below:g} (from below) and {above:g} (from above)" in \
+        failure.diagnosis
+    report = check(E.relu, (_t(np.zeros((2, 3))),), fast_mode=True, explore=False)
+    assert report.failures[0].diagnosis.startswith(KINK), report.failures[0].diagnosis
+
+
+def test_fast_mode_keeps_a_wrong_value_at_a_kink_wrong():
+    report = check(WrongAtTheKink.apply, (_t([-0.7, 0.0, 0.4, 1.3]),), fast_mode=True,
+                   explore=False)
+    (failure,) = report.failures
+    assert failure.check == "fast-reverse"
+    assert not (failure.diagnosis or "").startswith(KINK), failure.diagnosis
