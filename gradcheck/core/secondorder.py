@@ -81,8 +81,8 @@ def builds_no_graph(E, primals, grads, grad_outputs) -> bool:
 
 
 def _all_zero(E, grads) -> bool:
-    """Whether every gradient in ``grads`` (``None`` for none) is zero."""
-    return all(g is None or not np.any(E.to_numpy(g)) for g in grads if g is None or E.is_tensor(g))
+    """Whether every gradient in ``grads`` is zero (``None``, none, counts as zero)."""
+    return all(not np.any(E.to_numpy(g)) for g in grads if g is not None and E.is_tensor(g))
 
 
 def _reaches(E, grads, wrt) -> bool:

@@ -11,10 +11,11 @@ both ways along a sign vector: where the two sides agree with each other,
 not with the value at the point, and come no closer to it as the move
 shrinks, the point is a discontinuity
 and no comparison there is evidence (a ``discontinuous`` result, as for
-steps that straddle a jump: the check was not judged). Fast mode's central
-difference already read both sides along one direction: where their mean is
-the value at the point (``core.fast``'s midpoint gap), no closer look is made. A jump whose sides
+steps that straddle a jump: the check was not judged). A jump whose sides
 differ is the difference quotients' to find (``richardson._straddling``).
+Fast mode's central difference already read both sides along one direction:
+where their mean is the value at the point (``core.fast``'s midpoint gap),
+no closer look is made.
 """
 from __future__ import annotations
 
