@@ -282,5 +282,6 @@ class TableFormat:
                     explore_gap_lines(report):
                 console.print(line)
             slow = ", ".join(f"{op} {s:.2f}s" for op, s in report.slowest())
-            console.print(Text(f"slowest: {slow}", style="dim"))
+            # (each op's checks summed: on several workers they exceed the run's own time)
+            console.print(Text(f"slowest (its checks' time, summed): {slow}", style="dim"))
         console.print(totals_line(report))
