@@ -12,9 +12,8 @@ one-sided derivatives (each side's quotients extrapolated to a zero step: a
 curved side's are off by O(h)), the failure says the inputs sit where the
 function is not differentiable, with both derivatives and the value AD
 gave; at second order, where the first derivative is not (its function).
-The verdict
-stays a failure, as torch's gradcheck's: ``--explore`` judges such points
-one-sided, given inputs are the user's to move.
+The verdict stays a failure, as torch's gradcheck's: ``--explore`` judges
+such points one-sided, given inputs are the user's to move.
 """
 from __future__ import annotations
 
@@ -24,13 +23,14 @@ import numpy as np
 #: (of at least 1 in magnitude): a kink keeps them apart at both, a smooth
 #: function's gap shrinks a hundredfold
 STEPS = (1e-4, 1e-6)
-#: the checks whose failures are looked at (first order, against differences)
+#: the checks whose failures are looked at (against differences)
 CHECKS = ("reverse", "forward")
 
 
 def name_kinks(ev, results: list) -> list:
-    """``results``, each failing first-order comparison whose worst entry sits on a
-    kink or a tie of the function given its diagnosis saying so."""
+    """``results``, each failing comparison (first or second order) whose worst
+    entry sits on a kink or a tie of the function checked given its diagnosis
+    saying so."""
     # (at second order the function is the first derivative, whose kinks are the
     # jumps of the second: nflows' spline at its tail bound)
     for result in looked_at(ev, results, orders=(1, 2)):
