@@ -15,7 +15,12 @@ all alike):
 - the same check in this process, first and second time (``gradcheck.check``
   on the torch Function; the first pays the imports gradcheck makes lazily);
 - with the sweep, ``adcheck ops -q`` over the built-in registry (its exit
-  status is not judged here).
+  status is not judged here);
+- with ``--jax``, ``python -c "import jax"`` and ``adcheck check
+  jax_ops.py:my_tanh -q`` from ``examples/`` (a ``custom_vjp``, two input
+  sets, the default checks), with JAX's compilation cache off (what a first
+  run compiles) and kept in a folder of this benchmark's (what a next run of
+  the same check finds: the best of the rounds is a warm one).
 
 For each, wall time and CPU time (user + system of every process the command
 started: this process adopts the fork server and the workers when they
@@ -46,6 +51,15 @@ COMMANDS = {
          "reverse", "-q"], EXAMPLES, 1),
     "adcheck --help": (["adcheck", "--help"], ROOT, 0),
 }
+JAX = {
+    "import jax": ([sys.executable, "-c", "import jax"], ROOT, 0),
+    "adcheck check (JAX custom_vjp, nothing cached)": (
+        ["env", "JAX_ENABLE_COMPILATION_CACHE=false", "adcheck", "check", "jax_ops.py:my_tanh",
+         "-q"], EXAMPLES, 0),
+    "adcheck check (JAX custom_vjp, compilations kept)": (
+        ["env", "XDG_CACHE_HOME=/tmp/adcheck_bench_cache", "adcheck", "check",
+         "jax_ops.py:my_tanh", "-q"], EXAMPLES, 0),
+}
 SWEEP = ("adcheck ops -q (built-in registry)", (["adcheck", "ops", "-q"], ROOT, None))
 #: the adcheck command of another checkout (``--against``), run as the console script runs it
 OTHER_ADCHECK = "import sys; from adcheck.cli.main import main; sys.argv[0] = 'adcheck'; main()"
@@ -56,9 +70,11 @@ def against(checkout: str, commands: dict) -> dict:
     worktree of an earlier commit, say), named with an ``(other)`` suffix."""
     other = {}
     for name, (command, cwd, expected) in commands.items():
-        if command[0] == "adcheck":
-            argv = ["env", f"PYTHONPATH={checkout}", sys.executable, "-c", OTHER_ADCHECK,
-                    *command[1:]]
+        if "adcheck" in command:
+            i = command.index("adcheck")
+            variables = command[1:i] if command[0] == "env" else []
+            argv = ["env", f"PYTHONPATH={checkout}", *variables, sys.executable, "-c",
+                    OTHER_ADCHECK, *command[i + 1:]]
             other[f"{name} (other)"] = (argv, cwd, expected)
     return other
 
@@ -144,6 +160,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--no-sweep", action="store_true",
                         help="leave out adcheck ops over the built-in registry")
+    parser.add_argument("--jax", action="store_true",
+                        help="also import jax and check a JAX custom_vjp (see above)")
     parser.add_argument("--against", metavar="CHECKOUT",
                         help="also run the adcheck commands from this checkout, interleaved "
                              "(e.g. git worktree add /tmp/before <commit>)")
@@ -151,6 +169,8 @@ def main(argv=None) -> int:
     commands = dict(COMMANDS)
     if not args.no_sweep:
         commands[SWEEP[0]] = SWEEP[1]
+    if args.jax:
+        commands.update(JAX)
     if args.against:
         commands.update(against(args.against, commands))
     whole = adopt_orphans()

@@ -78,6 +78,8 @@ def _inputs(target, specs: tuple, seed: int) -> tuple:
     if target.engine == "jax":      # checked in float64, as --inputs' arrays are
         import jax
         jax.config.update("jax_enable_x64", True)
+        from adcheck.gradcheck.engines.jaxcompiled import keep_compilations
+        keep_compilations()     # (--harvest checks in this process, adcheck's own)
     make = getattr(source_module(target.spec), EXAMPLE_INPUTS, None)
     if not callable(make):
         from adcheck.cli.commands.inputs import layer_set

@@ -119,14 +119,17 @@ def recorded(settings, **about):
 def prestart(registry=None) -> None:
     """Start the workers' imports now, so that they run while this process
     imports and selects: the fork server, which imports the libraries (and a
-    registry's ``preload``, PyTorch's op_db's) once, without waiting for it (a
-    worker started here would wait for it); where there is no fork server, a
-    worker. None for ``adcheck check`` of torch code: its workers are forks of
-    this process once it has imported the file (``forks_here``)."""
-    from adcheck.runner.pool import shared_pool
+    registry's ``preload``, PyTorch's op_db's; JAX for ``adcheck check`` of
+    JAX code) once, without waiting for it (a worker started here would wait
+    for it); where there is no fork server, a worker. None for ``adcheck
+    check`` of torch code: its workers are forks of this process once it has
+    imported the file (``forks_here``)."""
+    from adcheck.runner.pool import JAX_PRELOAD, shared_pool
     preload = () if registry is None else registry.preload
-    if _checks_torch_code():
+    checked = _checked_code()
+    if checked == "torch":
         return
+    preload = [*preload, *(JAX_PRELOAD if checked == "jax" else ())]
     try:
         if preload:
             shared_pool().warm(preload)
@@ -136,8 +139,9 @@ def prestart(registry=None) -> None:
         pass
 
 
-#: a line of Python source that imports torch
+#: a line of Python source that imports torch; one that imports JAX or a library on it
 _IMPORTS_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.MULTILINE)
+_IMPORTS_JAX = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:jax|flax|equinox)\b", re.MULTILINE)
 
 
 def _source_file(module: str) -> Path | None:
@@ -152,28 +156,42 @@ def _source_file(module: str) -> Path | None:
     return None
 
 
-def uses_torch(target: str | None, engine: str | None = None) -> bool:
-    """Whether ``MODULE:OBJECT`` is in a file that imports torch, or a plain
-    function on ``engine`` torch: read from the file's text, nothing imported.
-    A guess, never a decision: a wrong one costs time, not a result."""
-    if engine == "torch":
-        return True
+def _imports(target: str | None, pattern) -> bool:
+    """Whether ``MODULE:OBJECT``'s file has a line ``pattern`` finds."""
     module, _, name = (target or "").rpartition(":")
     path = _source_file(module) if module and name.isidentifier() else None
     try:
-        return path is not None and bool(_IMPORTS_TORCH.search(path.read_text()))
+        return path is not None and bool(pattern.search(path.read_text()))
     except (OSError, UnicodeDecodeError):
         return False
 
 
-def _checks_torch_code() -> bool:
-    """Whether the command running is ``adcheck check MODULE:OBJECT`` of torch code."""
+def uses_torch(target: str | None, engine: str | None = None) -> bool:
+    """Whether ``MODULE:OBJECT`` is in a file that imports torch, or a plain
+    function on ``engine`` torch: read from the file's text, nothing imported.
+    A guess, never a decision: a wrong one costs time, not a result."""
+    return engine == "torch" or _imports(target, _IMPORTS_TORCH)
+
+
+def uses_jax(target: str | None, engine: str | None = None) -> bool:
+    """``uses_torch`` for JAX: ``--engine jax``, one of JAX's own functions
+    (``jax.nn:gelu``), or a file that imports JAX (or Flax, Equinox)."""
+    return engine == "jax" or (target or "").split(".")[0].split(":")[0] == "jax" or \
+        _imports(target, _IMPORTS_JAX)
+
+
+def _checked_code() -> str | None:
+    """"torch" or "jax" where the command running is ``adcheck check
+    MODULE:OBJECT`` of that engine's code (a guess: ``uses_torch``), else None."""
     context = click.get_current_context(silent=True)
     if context is None or context.info_name != "check":
-        return False
+        return None
     params = context.params
-    return params.get("plugin") is None and params.get("against") is None and \
-        uses_torch(params.get("target"), params.get("engine"))
+    if params.get("plugin") is not None or params.get("against") is not None:
+        return None
+    target, engine = params.get("target"), params.get("engine")
+    return "torch" if uses_torch(target, engine) else "jax" if uses_jax(target, engine) \
+        else None
 
 
 #: set by ``adcheck.cli.main.main``: this process is the ``adcheck`` command itself,

@@ -150,6 +150,9 @@ FREEZE = "adcheck.runner.frozen"
 #: torch adapter (``WorkerPool.forking_here`` imports them before forking)
 TORCH_PRELOAD = ["torch", "torch.fx.experimental.symbolic_shapes",
                  "adcheck.gradcheck.engines.torch"]
+#: what a check of JAX code imports besides (3 s on a slow machine), in the fork
+#: server: it starts no JAX backend, whose threads a fork would not carry over
+JAX_PRELOAD = ["jax", "jax.numpy", "adcheck.gradcheck.engines.jax"]
 
 
 def _context(preload: list):

@@ -112,6 +112,14 @@ def _prepare(task, context: dict) -> str | None:
             "independent of the state of the process that runs adcheck")
 
 
+def _keep_jax_compilations() -> None:
+    """Keep what JAX compiles on disk between runs, once JAX is imported (asked
+    before each task: one may import it); see ``keep_compilations``."""
+    if "jax" in sys.modules:
+        from adcheck.gradcheck.engines.jaxcompiled import keep_compilations
+        keep_compilations()
+
+
 def _serve(conn, board) -> None:
     from adcheck.gradcheck.explore.watch import watching
     from adcheck.runner.tasks import execute
@@ -133,6 +141,7 @@ def _serve(conn, board) -> None:
         if problem is not None:
             _send(conn, ("broken", problem))
             continue
+        _keep_jax_compilations()
         # each explored point is on the board while it runs, so that a death there
         # names it (``runner.runloop``), and the points it died at before are not run again
         with watching(at, left, context.get("crashed")):

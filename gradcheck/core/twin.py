@@ -47,7 +47,7 @@ class Twin:
         if twin is None or not all(E.plain_layout(p.inputs[i]) for i in p.arrays):
             return None
         with E.enable_grad():
-            args = [x.detach() if E.is_tensor(x) else x for x in p.fresh_inputs({})]
+            args = [E.detach(x) if E.is_tensor(x) else x for x in p.fresh_inputs({})]
             dims = [None] * len(args)
             args[in_idx], dims[in_idx] = p.like_input(in_idx, arrays), 0
             outs = as_tuple(E.vmap(twin, tuple(dims))(*args))
@@ -60,7 +60,7 @@ def twin_agrees(p, twin) -> bool:
     E = p.engine
     try:
         with E.enable_grad():
-            outs = as_tuple(twin(*[x.detach() if E.is_tensor(x) else x
+            outs = as_tuple(twin(*[E.detach(x) if E.is_tensor(x) else x
                                    for x in p.fresh_inputs({})]))
             values = {o: E.to_numpy(outs[o]) for o in p.float_out}
     except Exception:  # noqa: BLE001 - a twin that cannot run is not used

@@ -99,6 +99,10 @@ class Engine:
         cannot tell."""
         return False
 
+    def detach(self, tensor):
+        """``tensor``'s values, cut from any graph."""
+        return tensor.detach()
+
     def plain_layout(self, tensor) -> bool:
         """Whether ``from_numpy`` makes a tensor laid out as ``tensor`` (else
         only ``from_numpy_like`` does, and a batched evaluation cannot)."""

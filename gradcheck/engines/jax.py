@@ -46,7 +46,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from adcheck.gradcheck.core import measured
 from adcheck.gradcheck.engines.base import Engine
+from adcheck.gradcheck.engines.jaxcompiled import Compiled, compiled, mapped, partial_of
 from adcheck.gradcheck.errors import UncheckableError
 
 #: float inputs held fixed (``nograd``), by id, alive only while the array is
@@ -66,10 +68,6 @@ def nograd(array):
     """
     _HELD[id(array)] = array
     return array
-
-
-def _as_tuple(value) -> tuple:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def _inexact(value) -> bool:
@@ -93,34 +91,45 @@ class _Dual:
         self.primal, self.tangent = primal, tangent
 
 
-class _Pullback:
-    """One recorded call: its arguments, the positions differentiated, its
-    outputs, and ``jax.vjp``'s pullback."""
+def _adjoint(outputs, pullback, where: tuple, grad_outputs) -> tuple:
+    """adcheck's vjp from JAX's ``pullback`` of ``outputs`` (see the module
+    docstring): ``grad_outputs`` given for the outputs at ``where``, none for
+    the others, gradients of every differentiated argument."""
+    cotangents = [_zero_cotangent(o) for o in outputs]
+    for k, go in zip(where, grad_outputs):
+        cotangents[k] = jnp.conj(go)
+    return tuple(jnp.conj(g) for g in pullback(tuple(cotangents)))
 
-    def __init__(self, args: list, positions: list, outputs: tuple, pullback):
-        self.args, self.positions = args, positions
+
+class _Pullback:
+    """One recorded call: the function, its arguments, the positions
+    differentiated, its outputs, and ``jax.vjp``'s pullback."""
+
+    def __init__(self, func, args: list, positions: list, outputs: tuple, pullback):
+        self.func, self.args, self.positions = func, args, positions
         self.inputs = [args[i] for i in positions]
         self.outputs, self.pullback = outputs, pullback
 
     def owns(self, outputs) -> bool:
         return all(any(o is mine for mine in self.outputs) for o in outputs)
 
-
-def _partial(func, args: list, positions: list):
-    """``func`` as a function of the arguments at ``positions`` only."""
-    def call(*values):
-        full = list(args)
-        for position, value in zip(positions, values):
-            full[position] = value
-        return _as_tuple(func(*full))
-    return call
+    def pull(self, where: tuple, grad_outputs) -> tuple:
+        """``_adjoint`` of this call: compiled where the function is."""
+        found = None
+        if isinstance(self.func, Compiled):
+            found = self.func.vjp(self.args, self.positions, _adjoint, where, grad_outputs)
+        return _adjoint(self.outputs, self.pullback, where, grad_outputs) if found is None \
+            else found
 
 
 class _Wrapped:
     """The user's function as the checks call it (see the module docstring)."""
 
     def __init__(self, engine: JaxEngine, func):
-        self.engine, self.func = engine, func
+        # (a function adcheck built around the user's, a first derivative, calls an
+        # engine from inside: a trace of it would keep tracers in that engine)
+        own = getattr(func, measured.TRANSFORM_OF, None) is not None
+        self.engine, self.func = engine, func if own else compiled(func)
 
     def __call__(self, *args):
         if any(isinstance(a, _Dual) for a in args):
@@ -140,7 +149,7 @@ class _Wrapped:
     def _jvp(self, args):
         positions = [i for i, a in enumerate(args) if isinstance(a, _Dual)]
         primals = [a.primal if isinstance(a, _Dual) else a for a in args]
-        outputs, tangents = jax.jvp(_partial(self.func, primals, positions),
+        outputs, tangents = jax.jvp(partial_of(self.func, primals, positions),
                                     tuple(args[i].primal for i in positions),
                                     tuple(args[i].tangent for i in positions))
         self.engine.tangents.extend(zip(outputs, tangents))
@@ -154,6 +163,9 @@ class JaxEngine(Engine):
     module = jax
     supports_batched_grad = True
     supports_batched_forward_grad = True
+    #: a call under ``enable_grad()`` records its pullback, which vmap cannot map: a
+    #: first derivative is mapped through its functional twin (``functional_vjp``)
+    vmap_differentiates = False
     #: a custom_vjp's bwd computes every cotangent: it is told nothing to gate on
     has_needs_input_grad = False
     convert_hint = "jnp.asarray(x)"
@@ -175,8 +187,8 @@ class JaxEngine(Engine):
     def record(self, func, args: list, positions: list) -> _Pullback:
         """Run ``func`` through ``jax.vjp`` in the arguments at ``positions``."""
         inputs = [args[i] for i in positions]
-        outputs, pullback = jax.vjp(_partial(func, args, positions), *inputs)
-        record = _Pullback(args, positions, outputs, pullback)
+        outputs, pullback = jax.vjp(partial_of(func, args, positions), *inputs)
+        record = _Pullback(func, args, positions, outputs, pullback)
         self.pullbacks.append(record)
         return record
 
@@ -192,7 +204,10 @@ class JaxEngine(Engine):
 
     def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None,
                    copy: bool = True):
-        return jnp.asarray(np.array(array, copy=True), dtype=dtype)
+        copy = np.array(array, copy=True)
+        # (jnp.asarray without a dtype compiles a copy for each new shape; device_put
+        # moves the array as it is)
+        return jax.device_put(copy) if dtype is None else jnp.asarray(copy, dtype=dtype)
 
     def epsilon(self, tensor) -> float:
         return float(jnp.finfo(tensor.dtype).eps)
@@ -227,6 +242,9 @@ class JaxEngine(Engine):
         finally:
             self.grad_enabled = previous
 
+    def detach(self, tensor):
+        return tensor    # (a value: there is no graph to cut it from)
+
     def handed(self, grad_output):
         """JAX's arrays are values: no leaf to refuse a change in place."""
         return grad_output
@@ -247,8 +265,9 @@ class JaxEngine(Engine):
         args = list(first.args)
         for position, value in zip(first.positions, inputs):
             args[position] = value
-        record = _Pullback(args, first.positions, *jax.vjp(
-            _partial(self.wrapped.func, args, first.positions), *inputs))
+        func = self.wrapped.func
+        record = _Pullback(func, args, first.positions, *jax.vjp(
+            partial_of(func, args, first.positions), *inputs))
         floats = [o for o in record.outputs if isinstance(o, jax.Array) and _inexact(o)]
         if len(floats) != len(outputs):
             raise RuntimeError(f"expected the {len(floats)} float outputs of the function, "
@@ -258,7 +277,9 @@ class JaxEngine(Engine):
     def batched_grad(self, outputs, inputs, grad_outputs) -> tuple:
         """``grad`` for a leading batch dimension of ``grad_outputs`` (``jax.vmap``)."""
         record = self._pullback_of(outputs)
-        return jax.vmap(lambda *gos: self._pull(record, outputs, gos, inputs))(*grad_outputs)
+        pull = mapped(lambda *gos: self._pull(record, outputs, gos, inputs),
+                       (0,) * len(grad_outputs))
+        return pull(*grad_outputs)
 
     def _pullback_of(self, outputs) -> _Pullback:
         for record in reversed(self.pullbacks):
@@ -269,15 +290,13 @@ class JaxEngine(Engine):
 
     @staticmethod
     def _pull(record: _Pullback, outputs, grad_outputs, inputs) -> tuple:
-        cotangents = [_zero_cotangent(o) for o in record.outputs]
-        for output, go in zip(outputs, grad_outputs):
-            k = next(k for k, mine in enumerate(record.outputs) if mine is output)
-            cotangents[k] = jnp.conj(go)
-        pulled = record.pullback(tuple(cotangents))
+        where = tuple(next(k for k, mine in enumerate(record.outputs) if mine is output)
+                      for output in outputs)
+        pulled = record.pull(where, tuple(grad_outputs))
         grads = []
         for x in inputs:
             k = next((k for k, mine in enumerate(record.inputs) if mine is x), None)
-            grads.append(None if k is None else jnp.conj(pulled[k]))
+            grads.append(None if k is None else pulled[k])
         return tuple(grads)
 
     @contextmanager
@@ -298,11 +317,32 @@ class JaxEngine(Engine):
         return None
 
     def vmap(self, func, in_dims):
-        if self.grad_enabled:  # a call that records its pullback cannot run under vmap
+        # a call that records its pullback cannot run under vmap; a functional
+        # first derivative records nothing
+        if self.grad_enabled and not getattr(func, "records_nothing", False):
             return None
-        return jax.vmap(func, in_axes=in_dims)
+        return mapped(func, in_dims)
+
+    def functional_vjp(self, func, diff_in, out_idx, grad_idx):
+        """The first derivative as one function of ``(*inputs, *grad_outputs)``:
+        ``jax.vjp`` of the user's function itself (not of a recorded call), in
+        adcheck's convention (see the module docstring), which ``jax.vmap`` maps."""
+        func = func.func if isinstance(func, _Wrapped) else func
+        diff_in, out_idx, grad_idx = tuple(diff_in), tuple(out_idx), tuple(grad_idx)
+
+        def make():
+            def first(*args):
+                ins, grad_outputs = list(args[:-len(out_idx)]), args[-len(out_idx):]
+                outputs, pullback = jax.vjp(partial_of(func, ins, diff_in),
+                                            *(ins[i] for i in diff_in))
+                grads = _adjoint(outputs, pullback, out_idx, grad_outputs)
+                return tuple(grads[k] for k in grad_idx)
+            return first
+        twin = compiled(func, "first derivative", diff_in, out_idx, grad_idx, make=make)
+        twin.records_nothing = True
+        return twin
 
     def batched_jvp(self, func, primals, in_idx, tangents) -> tuple:
         func = func.func if isinstance(func, _Wrapped) else func
-        call = _partial(func, list(primals), [in_idx])
-        return jax.vmap(lambda t: jax.jvp(call, (primals[in_idx],), (t,))[1])(tangents)
+        call = partial_of(func, list(primals), [in_idx])
+        return mapped(lambda t: jax.jvp(call, (primals[in_idx],), (t,))[1], (0,))(tangents)
