@@ -87,7 +87,7 @@ class Problem:
         self.engine = engine or engine_for(self.inputs)
         #: the function as given (``func`` is what the checks call)
         self.source = func
-        self.func = self.engine.wrap_function(func)
+        self.func = self.engine.wrap_function(func, self.differentiates_inside)
         self.counts = {"function": 0, "vjp": 0, "jvp": 0}
         #: how the Jacobians were built: batched calls made, the reason the
         #: loop was used instead (if it was), ops that looped inside vmap

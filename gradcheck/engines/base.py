@@ -47,9 +47,11 @@ class Engine:
         copy of a batch costs as much as its evaluation)."""
         raise NotImplementedError
 
-    def wrap_function(self, func):
+    def wrap_function(self, func, differentiates_inside: bool = False):
         """The function under check as the checks call it: ``func`` itself on an
-        engine with a tape; the JAX adapter wraps it to take its vjp and jvp."""
+        engine with a tape; the JAX adapter wraps it to take its vjp and jvp.
+        ``differentiates_inside``: ``func`` calls the engine's autograd itself
+        (a first derivative, ``gradcheck.core.secondorder``)."""
         return func
 
     def from_numpy(self, array: np.ndarray, requires_grad: bool = False, dtype=None,

@@ -46,7 +46,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from adcheck.gradcheck.core import measured
 from adcheck.gradcheck.engines.base import Engine
 from adcheck.gradcheck.engines.jaxcompiled import Compiled, compiled, mapped, partial_of
 from adcheck.gradcheck.errors import UncheckableError
@@ -125,11 +124,11 @@ class _Pullback:
 class _Wrapped:
     """The user's function as the checks call it (see the module docstring)."""
 
-    def __init__(self, engine: JaxEngine, func):
-        # (a function adcheck built around the user's, a first derivative, calls an
-        # engine from inside: a trace of it would keep tracers in that engine)
-        own = getattr(func, measured.TRANSFORM_OF, None) is not None
-        self.engine, self.func = engine, func if own else compiled(func)
+    def __init__(self, engine: JaxEngine, func, differentiates_inside: bool):
+        # (a first derivative calls an engine from inside: a trace of it would keep
+        # tracers in that engine)
+        self.engine = engine
+        self.func = func if differentiates_inside else compiled(func)
 
     def __call__(self, *args):
         if any(isinstance(a, _Dual) for a in args):
@@ -180,8 +179,8 @@ class JaxEngine(Engine):
         self.pullbacks: list[_Pullback] = []
         self.tangents: list = []
 
-    def wrap_function(self, func):
-        self.wrapped = _Wrapped(self, func)
+    def wrap_function(self, func, differentiates_inside: bool = False):
+        self.wrapped = _Wrapped(self, func, differentiates_inside)
         return self.wrapped
 
     def record(self, func, args: list, positions: list) -> _Pullback:
