@@ -49,8 +49,17 @@ def test_what_jax_compiled_is_kept_in_adchecks_cache_folder(tmp_path):
 @pytest.mark.parametrize("setting", ["JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE"])
 def test_a_cache_the_user_placed_or_turned_off_is_theirs(tmp_path, setting):
     value = str(tmp_path / "theirs") if setting.endswith("DIR") else "false"
-    done = _check(_environment(tmp_path, **{setting: value}))
-    assert done.returncode == 0, done.stdout + done.stderr
+    code = ("import jax\n"
+            "from adcheck.gradcheck.engines.jaxcompiled import keep_compilations\n"
+            "keep_compilations()\n"
+            "print(jax.config.jax_compilation_cache_dir, "
+            "jax.config.jax_persistent_cache_min_compile_time_secs)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env=_environment(tmp_path, **{setting: value}))
+    assert done.returncode == 0, done.stderr
+    placed = value if setting.endswith("DIR") else "None"
+    assert done.stdout.split() == [placed, "1.0"]     # (JAX's own threshold, untouched)
     assert not (tmp_path / "cache" / "adcheck").exists()
 
 

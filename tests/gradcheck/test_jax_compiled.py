@@ -84,14 +84,13 @@ def test_a_right_rule_passes_and_its_function_is_traced_not_run_per_evaluation()
 def test_a_second_order_check_maps_its_first_derivative_in_batches():
     calls: list = []
     report = check(tanh_rule(1.0, calls), (jnp.asarray(X - 0.05),), precise=True, seed=0,
-                   order=2)
+                   order=2, explore=False)
     assert report.passed, report
-    # the first derivative's differences ran one point at a time (1448 calls of the
-    # forward, 5 batched calls; the quick pass explored 2 points in its 5 s): now
-    # vmapped through its functional twin (37 calls, 39 batches, 5 points)
-    assert len(calls) < 100, len(calls)
+    # the first derivative's differences ran one point at a time (413 calls of the
+    # forward, 5 batched calls): now vmapped through its functional twin (8 calls,
+    # 48 batched calls)
+    assert len(calls) < 50, len(calls)
     assert report.batching["batched_calls"] > 20
-    assert report.counts["explore"]["tried"] == 5
 
 
 def test_a_wrong_rule_still_fails_by_its_factor():
