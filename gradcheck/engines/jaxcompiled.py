@@ -10,9 +10,10 @@ single operations. Two things bring that down:
   shape as a whole (its derivatives too: JAX differentiates and batches a
   jitted function as one), its non-array arguments static. It runs the
   function itself instead, for good, once tracing fails (Python control flow
-  on values, a conversion to NumPy), and always for inputs narrower than
-  double precision: XLA may keep a fused bfloat16 or float16 computation in
-  float32, which is another function than the one run eagerly.
+  on values, a conversion to NumPy, a boolean mask) or finds outputs that
+  are not arrays, and always for inputs narrower than double precision: XLA
+  may keep a fused bfloat16 or float16 computation in float32, which is
+  another function than the one run eagerly.
 - ``mapped``: ``jax.vmap`` with the batch padded to a power of two, so that
   the batches' many sizes compile as a few.
 - ``keep_compilations``: adcheck's own processes keep what they compiled on
@@ -129,7 +130,7 @@ class Compiled:
                 make(), static_argnums=tuple(len(before) + i for i in statics))
         try:
             return jitted(*before, *args)
-        except (jax.errors.JAXTypeError, _NotArrays) as exc:
+        except (jax.errors.JAXTypeError, jax.errors.JAXIndexError, _NotArrays) as exc:
             # (one that the function raises itself is raised again uncompiled)
             self.failed = exc
             return _UNCOMPILED

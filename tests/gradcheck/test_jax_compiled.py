@@ -88,9 +88,11 @@ def test_a_second_order_check_maps_its_first_derivative_in_batches():
     assert report.passed, report
     # the first derivative's differences ran one point at a time (413 calls of the
     # forward, 5 batched calls): now vmapped through its functional twin (8 calls,
-    # 48 batched calls)
+    # 48 batched calls; 19 in a full test session, not pinned down: the batches are
+    # sized by the first evaluation's measured bytes, 19.9 MB here with JAX's
+    # compilation in them)
     assert len(calls) < 50, len(calls)
-    assert report.batching["batched_calls"] > 20
+    assert report.batching["batched_calls"] > 10, report.batching
 
 
 def test_a_wrong_rule_still_fails_by_its_factor():
@@ -121,6 +123,16 @@ def test_control_flow_on_values_runs_the_function_as_it_is():
     report = check(branchy, (jnp.asarray(X),), precise=True, seed=0)
     assert report.passed, report
     assert len(calls) >= report.counts["function"] > 100     # each evaluation ran it
+
+
+def test_a_boolean_mask_runs_the_function_as_it_is():
+    # (x[x > 0] has a shape of its values: jax.vjp takes it, a trace raises
+    # NonConcreteBooleanIndexError, an IndexError rather than a TypeError)
+    def positive_part_sum(x):
+        return jnp.sum(jnp.sin(x[x > 0]))
+
+    report = check(positive_part_sum, (jnp.asarray(X),), precise=True, seed=0)
+    assert report.passed, report
 
 
 def test_outputs_other_than_arrays_come_back_as_the_function_returns_them():
