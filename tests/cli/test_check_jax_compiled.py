@@ -2,9 +2,9 @@
 start with JAX imported.
 
 `adcheck check examples/jax_ops.py:my_tanh` took 24 s of wall time on a slow
-machine, most of it XLA compiling single operations; compiled as whole
-functions it takes about 11 s, and a next run of the same check, which finds
-the compiled programs on disk (JAX's persistent compilation cache), about 8 s
+machine, most of it running JAX eagerly; compiled as whole functions it
+takes about 9.4 s, and a next run of the same check, which finds the
+compiled programs on disk (JAX's persistent compilation cache), about 6.3 s
 (bench/cli_startup.md). The timings are the benchmark's; here, where the
 programs go and when JAX's code is told from a file's text.
 """

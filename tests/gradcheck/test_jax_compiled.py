@@ -1,8 +1,9 @@
 """JAX code is checked compiled: once per shape, not once per evaluation.
 
 A command-line check of a one-line ``custom_vjp`` (examples/jax_ops.py's
-``my_tanh``) spent 10 of its 11 seconds in XLA compiling single operations
-for each batch size it met (bench/cli_startup.md). Now the user's function
+``my_tanh``) spent most of its 11 seconds of checks running its first
+derivative eagerly one point at a time and compiling single operations
+(bench/cli_startup.md). Now the user's function
 runs under ``jax.jit`` where tracing it works, and as it is where it does not
 (Python control flow on values, outputs that are not arrays, inputs narrower
 than double precision). The oracle of every verdict here is finite
