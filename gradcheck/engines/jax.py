@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from adcheck.gradcheck.engines.base import Engine
-from adcheck.gradcheck.engines.jaxcompiled import Compiled, compiled, mapped, partial_of
+from adcheck.gradcheck.engines.jaxcompiled import Compiled, compiled, inexact, mapped, partial_of
 from adcheck.gradcheck.errors import UncheckableError
 
 #: float inputs held fixed (``nograd``), by id, alive only while the array is
@@ -69,13 +69,9 @@ def nograd(array):
     return array
 
 
-def _inexact(value) -> bool:
-    return jnp.issubdtype(value.dtype, jnp.inexact)
-
-
 def _zero_cotangent(output):
     """The cotangent that selects nothing from ``output``."""
-    if isinstance(output, jax.Array) and _inexact(output):
+    if isinstance(output, jax.Array) and inexact(output):
         return jnp.zeros_like(output)
     return np.zeros(np.shape(output), dtype=jax.dtypes.float0)
 
@@ -215,7 +211,7 @@ class JaxEngine(Engine):
         return str(tensor.dtype)
 
     def requires_grad(self, tensor) -> bool:
-        if not _inexact(tensor) or _HELD.get(id(tensor)) is tensor:
+        if not inexact(tensor) or _HELD.get(id(tensor)) is tensor:
             return False
         if not jax.config.jax_enable_x64:
             raise UncheckableError(
@@ -225,7 +221,7 @@ class JaxEngine(Engine):
         return True
 
     def is_differentiable_dtype(self, tensor) -> bool:
-        return bool(_inexact(tensor))
+        return bool(inexact(tensor))
 
     def no_grad(self):
         return self._grad_mode(False)
@@ -267,7 +263,7 @@ class JaxEngine(Engine):
         func = self.wrapped.func
         record = _Pullback(func, args, first.positions, *jax.vjp(
             partial_of(func, args, first.positions), *inputs))
-        floats = [o for o in record.outputs if isinstance(o, jax.Array) and _inexact(o)]
+        floats = [o for o in record.outputs if isinstance(o, jax.Array) and inexact(o)]
         if len(floats) != len(outputs):
             raise RuntimeError(f"expected the {len(floats)} float outputs of the function, "
                                f"got {len(outputs)}")

@@ -42,10 +42,14 @@ def _is_array(value) -> bool:
     return isinstance(value, (jax.Array, np.ndarray))
 
 
+def inexact(value) -> bool:
+    """Whether ``value``'s dtype is floating point or complex."""
+    return jnp.issubdtype(value.dtype, jnp.inexact)
+
+
 def _wide(args) -> bool:
     """Whether every floating point array among ``args`` is of double precision."""
-    return all(a.dtype in _WIDE for a in args
-               if _is_array(a) and jnp.issubdtype(a.dtype, jnp.inexact))
+    return all(a.dtype in _WIDE for a in args if _is_array(a) and inexact(a))
 
 
 def _hashable(values) -> bool:
@@ -56,7 +60,7 @@ def _hashable(values) -> bool:
     return True
 
 
-def as_tuple(value) -> tuple:
+def _as_tuple(value) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
@@ -67,7 +71,7 @@ def partial_of(func, args: list, positions: list):
         full = list(args)
         for position, value in zip(positions, values):
             full[position] = value
-        return as_tuple(func(*full))
+        return _as_tuple(func(*full))
     return call
 
 
@@ -173,10 +177,11 @@ def mapped(func, in_dims):
     def call(*args):
         batched = [(a, d) for a, d in zip(args, in_dims) if d is not None]
         sizes = {a.shape[d] for a, d in batched}
-        n = sizes.pop() if len(sizes) == 1 else 0
-        size = 1 << max(n - 1, 0).bit_length()
-        if size == n or any(isinstance(a, jax.core.Tracer) for a, _ in batched) or \
-                sum(a.nbytes for a, _ in batched) * size > n * PAD_BYTES:
+        if len(sizes) != 1 or any(isinstance(a, jax.core.Tracer) for a, _ in batched):
+            return vmapped(*args)      # (vmap itself says what is wrong with the sizes)
+        n = sizes.pop()
+        size = 1 << (n - 1).bit_length()
+        if size == n or sum(a.nbytes for a, _ in batched) * size > n * PAD_BYTES:
             return vmapped(*args)
         take = np.minimum(np.arange(size), n - 1)
         padded = [a if d is None else jax.device_put(np.take(np.asarray(a), take, axis=d))

@@ -40,13 +40,8 @@ REAL_X = np.array([0.7, -1.3, 0.4])
 COMPLEX_X = np.array([0.7 + 0.3j, -1.1 + 0.5j, 0.4 - 0.8j])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def x64():
-    """gradcheck needs float64: JAX's 64-bit mode, for this module only."""
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+#: gradcheck needs float64: JAX's 64-bit mode, for this module only
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 
 def jax_inputs(*arrays):

@@ -23,12 +23,7 @@ from adcheck.gradcheck.engines.jaxcompiled import Compiled, mapped  # noqa: E402
 X = np.array([[0.7, -1.3, 0.4, 0.2], [1.1, -0.6, 0.9, -0.3], [0.5, 0.8, -1.7, 0.1]])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 
 def tanh_rule(factor: float, calls: list):
