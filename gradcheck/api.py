@@ -410,17 +410,26 @@ def _checks(ev: Evaluator, report: Report, rng, options: Options) -> None:
     flow.other_checks(ev, report, rng, options, scaling, undefined)
     flow.advise(ev, report, options)
     report.results += faults.nonfinite_results(problem, report.jacobians)
-    if problem.order == 1 and not report.failures:   # (a passing first order's premise)
+    # (a passing first order's premise; a property of the function at the point, so
+    # judged once for the sample's first-order checks)
+    point = problem.order == 1 and not report.failures and new(POINT_VALUE)
+    if point:
         report.results += pointvalue.point_results(ev)
     report.batching = dict(problem.batching)
-    mark_judged(ev, _judged_right(report, determinism), options.nondet_tol)
+    mark_judged(ev, _judged_right(report, determinism, point), options.nondet_tol)
 
 
-def _judged_right(report: Report, determinism: bool) -> set:
+#: ``core.reuse.judged``'s name of the point check (``verdict.pointvalue``), which
+#: says nothing when it passes
+POINT_VALUE = "point-value"
+
+
+def _judged_right(report: Report, determinism: bool, point: bool = False) -> set:
     """What ``report`` judged and found right that a later check of the same
     sample need not judge again (``core.reuse.judged``): reentrancy, scaling by
     side, undefined gradients, a Function's own vmap rule (each with results,
-    all passed), and the forward's determinism (which says nothing when it passes)."""
+    all passed), and the forward's determinism and the value at the point
+    (``point``: the point check ran), which say nothing when they pass."""
     right: dict = {}
     for r in report.results:
         name = f"scaling-{r.mode}" if r.check == "scaling" else r.check
@@ -430,6 +439,8 @@ def _judged_right(report: Report, determinism: bool) -> set:
     found = {name for name, passed in right.items() if passed}
     if determinism and not any(r.check == "deterministic" for r in report.failures):
         found.add("deterministic")
+    if point and not any(r.check == "discontinuous" for r in report.failures):
+        found.add(POINT_VALUE)
     return found
 
 

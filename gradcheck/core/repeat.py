@@ -16,9 +16,7 @@ with its second call, as it was.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from adcheck.gradcheck.core.problem import SMALL_BYTES
+from adcheck.gradcheck.core.problem import same_bits
 
 
 def repeat_first_run(ev) -> bool:
@@ -52,13 +50,6 @@ def _same_bits(first: dict, again: dict) -> bool:
         if a is None or b is None:
             if a is not b:
                 return False
-        elif a.dtype != b.dtype or a.shape != b.shape or not _equal_bytes(a, b):
+        elif a.dtype != b.dtype or a.shape != b.shape or not same_bits(a, b):
             return False
     return True
-
-
-def _equal_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    # (a small batch's bytes compare in a microsecond; a large one's without copies)
-    if a.nbytes > SMALL_BYTES and a.flags.c_contiguous and b.flags.c_contiguous:
-        return bool(np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)))
-    return a.tobytes() == b.tobytes()

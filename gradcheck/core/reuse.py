@@ -17,9 +17,10 @@ And what the first checks of a sample establish is not judged again by the
 later ones: the AD Jacobians the reverse and forward checks built are the
 ones the reference check compares with its mpmath Jacobian (``ad_taken``),
 and a later check skips the determinism of the forward, the reentrancy of
-the backward, the scaling of each side and the undefined gradients an
-earlier one judged right (``judged``): properties of the function and its
-formulas, not of what they are compared with.
+the backward, the scaling of each side, the undefined gradients and the
+value at the point (``verdict.pointvalue``) an earlier one judged right
+(``judged``): properties of the function and its formulas, not of what they
+are compared with.
 
 Only inside ``shared()``, which a caller enters when it knows the function
 is the same computation from check to check (a sweep's sample call): a
@@ -33,9 +34,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
-import numpy as np
-
 from adcheck.gradcheck.core import reuse_gg
+from adcheck.gradcheck.core.problem import same_bits
 from adcheck.gradcheck.core.reuse_ad import KeptProducer
 
 #: how many expected Jacobians are kept (the checks of one sample come in a row)
@@ -79,9 +79,15 @@ def _options_key(options, plan) -> tuple:
 
 
 def _same_point(arrays: dict, other: dict) -> bool:
-    return arrays.keys() == other.keys() and all(
-        a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-        for a, b in ((arrays[k], other[k]) for k in arrays))
+    # (the same bits: -0.0 is another point than 0.0, a NaN's payload another NaN;
+    # asked of every kept entry of the function at every lookup, so a microsecond)
+    if arrays.keys() != other.keys():
+        return False
+    for k, a in arrays.items():
+        b = other[k]
+        if a.dtype != b.dtype or a.shape != b.shape or not same_bits(a, b):
+            return False
+    return True
 
 
 def expected_jacobian(ev, options, plan, produce):
@@ -135,7 +141,7 @@ def judged(ev, what: str, nondet_tol: float) -> bool:
     """Inside ``shared()``: whether an earlier first-order check of the same
     function at the same inputs, with the same ``nondet_tol``, judged ``what``
     (``"deterministic"``, ``"reentrant"``, ``"scaling-reverse"``,
-    ``"scaling-forward"``, ``"undefined-grad"``, ``"vmap-rule"``: properties of the
+    ``"scaling-forward"``, ``"undefined-grad"``, ``"vmap-rule"``, ``"point-value"``: properties of the
     function and its formulas, not of the Jacobian a check compares with) and
     found it right."""
     if ev.origin is None or ev.origin[1] != 1 or not _depth:

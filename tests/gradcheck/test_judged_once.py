@@ -2,10 +2,10 @@
 is not judged again by the later ones: the reference check compares the
 reverse and forward checks' own AD Jacobians with its mpmath Jacobian
 (no vjp or jvp of its own), and the determinism of the forward, the
-reentrancy of the backward, the scaling of each side and the undefined
-gradients are judged once, where they are first checked. A fault of those
-kinds is still reported by the check that judges it first; outside
-``shared()`` every check judges everything, as before."""
+reentrancy of the backward, the scaling of each side, the undefined
+gradients and the value at the point are judged once, where they are first
+checked. A fault of those kinds is still reported by the check that judges
+it first; outside ``shared()`` every check judges everything, as before."""
 from __future__ import annotations
 
 import mpmath
@@ -119,3 +119,41 @@ def test_later_checks_of_other_kinds_skip_the_forward_s_determinism(other):
     gradcheck.check(counted_alone, (x,), seed=0, explore=False, **other)
     # the same check outside the sample makes more calls: its determinism's
     assert len(calls) - before < len(again)
+
+
+def _special_case(t):
+    # 1 at t == 0 exactly, t elsewhere: the value at 0 is not the limit around it,
+    # and autograd's derivative (1 everywhere) agrees with the differences
+    return E.where(t == 0, E.ones_like(t), E.zeros_like(t)) + t
+
+
+def _points_looked_at(monkeypatch) -> list:
+    """The inputs each call of the point check (``verdict.pointvalue``) looked beside."""
+    from adcheck.gradcheck.verdict import pointvalue
+    looked, real = [], pointvalue.point_results
+
+    def counted(ev):
+        looked.append(ev.problem.arrays[0].copy())
+        return real(ev)
+    monkeypatch.setattr(pointvalue, "point_results", counted)
+    return looked
+
+
+def test_the_value_at_the_point_is_looked_at_once_per_sample(monkeypatch):
+    looked = _points_looked_at(monkeypatch)
+    reports = _sweep(_f, _x(), REVERSE, FORWARD, REFERENCE)
+    assert all(r.passed for r in reports)
+    assert len(looked) == 1   # (the reverse check's; the forward and reference checks' before)
+    looked.clear()
+    for checks in (REVERSE, FORWARD, REFERENCE):   # outside a sample each looks for itself
+        assert gradcheck.check(_f, (_x(),), seed=0, explore=False, **checks).passed
+    assert len(looked) == 3
+
+
+def test_a_value_that_is_not_the_limit_is_found_by_every_check_of_the_sample(monkeypatch):
+    looked = _points_looked_at(monkeypatch)
+    x = E.tensor(np.array([0.0, 0.5, -1.5]), requires_grad=True)
+    reverse, forward = _sweep(_special_case, x, REVERSE, FORWARD)
+    for report in (reverse, forward):   # (a discontinuity is judged again, never trusted)
+        assert "discontinuous" in {r.check for r in report.failures}
+    assert len(looked) == 2
