@@ -10,9 +10,10 @@ import time
 
 import numpy as np
 
+from adcheck.gradcheck.core import beside, coords
 from adcheck.gradcheck.core import budget as budgets
-from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.core.evaluation import Evaluator
+from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.quiet import quiet, restore
 
@@ -86,16 +87,41 @@ def _central(p, both: dict, eps: float) -> dict:
 def central_every_input(ev: Evaluator, eps: float) -> dict:
     """``central_columns`` of every coordinate of every input, by input: the
     points of all inputs evaluated together where the evaluator can
-    (``Evaluator.outputs_at_each``)."""
+    (``Evaluator.outputs_at_each``), the point check's beside them
+    (``core.beside``), kept for it."""
+    p = ev.problem
+    riders = {i: beside.riders(ev, i) for i in p.diff_in}
+    each = {i: f"computing finite differences for input {i}" for i in p.diff_in}
+    try:
+        found = _central_points(ev, eps, riders, each)
+    except GradcheckError:
+        if not any(r is not None for r in riders.values()):
+            raise
+        # (a point beside may be what raised, which the point check tolerates)
+        found = _central_points(ev, eps, dict.fromkeys(riders), each)
+    result = {}
+    for i, (both, rows) in found.items():
+        if rows is not None:
+            beside.keep(ev, i, rows)
+        result[i] = _central(p, both, eps)
+    return result
+
+
+def _central_points(ev: Evaluator, eps: float, riders: dict, each: dict) -> dict:
+    """By input: the outputs at its central-difference points (``by_step``'s) and
+    at its ``riders`` (real rows; ``None`` without)."""
     p = ev.problem
     points, shapes = {}, {}
     for i in p.diff_in:
         n = p.layout.in_size(i)
         steps = np.array([[eps] * n, [-eps] * n])
-        points[i], shapes[i] = perturbed_points(p, i, steps, np.arange(n), None, None)
-    outs = ev.outputs_at_each(points, {i: f"computing finite differences for input {i}"
-                                       for i in points})
-    return {i: _central(p, by_step(p, outs[i], shapes[i], False), eps) for i in points}
+        points[i], shapes[i] = perturbed_points(p, i, steps, np.arange(n), None, riders[i])
+    outs = ev.outputs_at_each(points, each)
+    found = {}
+    for i in points:
+        made = by_step(p, outs[i], shapes[i], riders[i] is not None)
+        found[i] = made if riders[i] is not None else (made, None)
+    return found
 
 
 def column_chunk(ev: Evaluator, copies: int = budgets.COMPARISON_COPIES) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from adcheck.gradcheck.core import beside
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.evaluation import Evaluator
 from adcheck.gradcheck.numerics.noisefloor import measured_from, noise_floor, riding_moves
@@ -32,7 +33,8 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     ``moves`` (real vectors, one per row): differenced too, at a step of 1, in
     the first evaluation (one call fewer); theirs come last, as one more level.
     The noise floor's moves ride in that evaluation too when it is not yet
-    measured (``noisefloor.riding_moves``): another call fewer. The last
+    measured (``noisefloor.riding_moves``), and the point check's points
+    beside the input (``core.beside``, kept for it): more calls fewer. The last
     ``tail`` levels' points come after the others' (``_signed``). Each
     evaluation is yielded as a request (``evaluate``'s) and its outputs sent
     back, so that the requests of several inputs can be one call
@@ -43,19 +45,18 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
     diffs, noises = [], []
     riding = riding_moves(ev, in_idx) if len(steps) and floor is None else None
     floor = noise_floor(ev, in_idx) if riding is None and floor is None else floor
+    near = beside.riders(ev, in_idx) if len(steps) else None
     along = None
     for number, group in enumerate(_level_groups(ev, in_idx, steps.shape)):
         part = steps[group]
-        extra = [] if number else [m for m in (moves, None if moves is None else -moves, riding)
-                                   if m is not None]
+        extra = [] if number else [m for m in (moves, None if moves is None else -moves, riding,
+                                               near) if m is not None]
         extra = np.concatenate(extra) if extra else None
         signed, rows = _signed(part, max(0, group.stop - max(group.start, len(steps) - tail)))
         both = yield in_idx, signed, columns, directions, extra
         both, made = (both, None) if extra is None else both
-        if riding is not None and made is not None:   # (its rows come last)
-            floor = measured_from(ev, in_idx, {o: q[len(q) - len(riding):]
-                                               for o, q in made.items()})
-            made = None if moves is None else {o: q[:2 * len(moves)] for o, q in made.items()}
+        if made is not None:
+            made, floor = _taken(ev, in_idx, made, (moves, riding, near), floor)
         if window is not None and number == 0:
             floor = {o: floor[o][a:b] for o, (a, b) in window.items()}
         if window is not None:   # (copies: the whole outputs are dropped)
@@ -80,6 +81,22 @@ def stacked_differences(ev: Evaluator, in_idx, steps, columns, directions=None,
             noises.append({o: _noise(along[o][:g], along[o][g:], p.layout.out_complex[o], eps,
                                      floor[o], 2.0) for o in outs})
     return diffs, noises
+
+
+def _taken(ev: Evaluator, in_idx: int, made: dict, riders: tuple, floor):
+    """``(the moves' outputs or None, the noise floor)`` from the outputs ``made``
+    at the first evaluation's extra rows (``riders``: the moves, the noise
+    floor's and the point check's, each ``None`` or its rows, in that order,
+    each after the one before): the floor measured from its rows where they
+    rode, the point check's kept for it."""
+    moves, riding, near = riders
+    if near is not None:
+        beside.keep(ev, in_idx, {o: q[len(q) - len(near):] for o, q in made.items()})
+        made = {o: q[:len(q) - len(near)] for o, q in made.items()}
+    if riding is not None:
+        floor = measured_from(ev, in_idx, {o: q[len(q) - len(riding):] for o, q in made.items()})
+        made = None if moves is None else {o: q[:2 * len(moves)] for o, q in made.items()}
+    return made, floor
 
 
 def evaluate(ev: Evaluator, request: tuple):
