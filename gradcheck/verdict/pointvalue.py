@@ -30,6 +30,7 @@ from adcheck.gradcheck.verdict.faults import discontinuous_result
 
 #: a gap, relative to the output's largest value, that no rounding explains
 BEYOND = 1e-6
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 def point_results(ev: Evaluator) -> list:
@@ -68,9 +69,11 @@ def _gap(centre: np.ndarray, sides: np.ndarray):
         return None   # (NaN or inf there: the finite-value checks say so)
     far, near = sides
     allowed = BEYOND * max(np.abs(centre).max(initial=0.0), np.abs(near).max(initial=0.0)) \
-        + np.finfo(np.float64).tiny
+        + _TINY
     around = (near[0] + near[1]) / 2
     gap = np.abs(around - centre)
+    if not gap.max(initial=0.0) > allowed:
+        return None   # (a function continuous there: every check of one ends here)
     bad = (np.abs(near[0] - near[1]) <= allowed) & (gap > allowed)
     bad &= gap >= np.abs((far[0] + far[1]) / 2 - centre) / 4
     if not bad.any():
