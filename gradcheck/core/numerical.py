@@ -13,9 +13,9 @@ import numpy as np
 from adcheck.gradcheck.core import beside, coords
 from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core.evaluation import Evaluator
-from adcheck.gradcheck.errors import GradcheckError
 from adcheck.gradcheck.core.jacobian import Jacobian
 from adcheck.gradcheck.core.quiet import quiet, restore
+from adcheck.gradcheck.errors import GradcheckError
 
 
 def perturbed_outputs(ev: Evaluator, in_idx: int, steps: np.ndarray, what: str,

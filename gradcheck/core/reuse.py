@@ -141,9 +141,9 @@ def judged(ev, what: str, nondet_tol: float) -> bool:
     """Inside ``shared()``: whether an earlier first-order check of the same
     function at the same inputs, with the same ``nondet_tol``, judged ``what``
     (``"deterministic"``, ``"reentrant"``, ``"scaling-reverse"``,
-    ``"scaling-forward"``, ``"undefined-grad"``, ``"vmap-rule"``, ``"point-value"``: properties of the
-    function and its formulas, not of the Jacobian a check compares with) and
-    found it right."""
+    ``"scaling-forward"``, ``"undefined-grad"``, ``"vmap-rule"``,
+    ``"point-value"``: properties of the function and its formulas, not of the
+    Jacobian a check compares with) and found it right."""
     if ev.origin is None or ev.origin[1] != 1 or not _depth:
         return False
     entry = _find(_judged, ev.origin, ev.problem.arrays, ("judged", nondet_tol))
