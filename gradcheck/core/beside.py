@@ -17,6 +17,7 @@ import functools
 
 import numpy as np
 
+from adcheck.gradcheck.core import budget as budgets
 from adcheck.gradcheck.core import coords
 
 #: the moves, relative to each coordinate's magnitude (``FLOOR``'s at 0): far
@@ -28,6 +29,9 @@ FLOOR = 2.0 ** -6
 SIGNS_SEED = 0
 #: ``ev.memo``'s key of the outputs kept, by input
 KEPT = "beside the point"
+#: the part of the check's memory budget the points and their outputs may hold
+#: from the numerical Jacobian to the point check (as the scaling check's vectors)
+SHARE = 16
 
 #: each row of the moves: by spacing, both ways (the point check reads them so)
 _MOVES = np.array([s * spacing for spacing in SPACINGS for s in (1.0, -1.0)])
@@ -50,17 +54,24 @@ def moves(p, in_idx: int) -> np.ndarray | None:
 
 def riders(ev, in_idx: int) -> np.ndarray | None:
     """``moves`` to ride in an evaluation of input ``in_idx``'s points, or
-    ``None``: a second-order check (the point check is a first order's), or
-    their outputs are kept already."""
-    if ev.problem.order != 1 or in_idx in ev.memo.get(KEPT, {}):
+    ``None``: a second-order check (the point check is a first order's), their
+    outputs kept already, or too large to be held through the check (the
+    moved inputs and their outputs above a ``SHARE`` of its memory budget: the
+    point check then makes them at its turn, and drops them)."""
+    p = ev.problem
+    if p.order != 1 or in_idx in ev.memo.get(KEPT, {}):
         return None
-    return moves(ev.problem, in_idx)
+    size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
+    if len(_MOVES) * size * budgets.BYTES > ev.budget // SHARE:
+        return None
+    return moves(p, in_idx)
 
 
 def keep(ev, in_idx: int, outputs: dict) -> None:
     """Keep the outputs (real rows by output, as ``moves`` orders them) at the
-    points beside input ``in_idx``."""
-    ev.memo.setdefault(KEPT, {})[in_idx] = outputs
+    points beside input ``in_idx`` (copies: rows of a larger evaluation's
+    arrays would keep all of it)."""
+    ev.memo.setdefault(KEPT, {})[in_idx] = {o: np.array(rows) for o, rows in outputs.items()}
 
 
 def kept(ev, in_idx: int) -> dict | None:
