@@ -29,9 +29,6 @@ FLOOR = 2.0 ** -6
 SIGNS_SEED = 0
 #: ``ev.memo``'s key of the outputs kept, by input
 KEPT = "beside the point"
-#: the part of the check's memory budget the points and their outputs may hold
-#: from the numerical Jacobian to the point check (as the scaling check's vectors)
-SHARE = 16
 
 #: each row of the moves: by spacing, both ways (the point check reads them so)
 _MOVES = np.array([s * spacing for spacing in SPACINGS for s in (1.0, -1.0)])
@@ -56,13 +53,13 @@ def riders(ev, in_idx: int) -> np.ndarray | None:
     """``moves`` to ride in an evaluation of input ``in_idx``'s points, or
     ``None``: a second-order check (the point check is a first order's), their
     outputs kept already, or too large to be held through the check (the
-    moved inputs and their outputs above a ``SHARE`` of its memory budget: the
+    moved inputs and their outputs beyond ``budget.held``: the
     point check then makes them at its turn, and drops them)."""
     p = ev.problem
     if p.order != 1 or in_idx in ev.memo.get(KEPT, {}):
         return None
     size = p.layout.in_size(in_idx) + sum(p.layout.out_size(o) for o in p.float_out)
-    if len(_MOVES) * size * budgets.BYTES > ev.budget // SHARE:
+    if not budgets.held(ev.budget, len(_MOVES) * size):
         return None
     return moves(p, in_idx)
 

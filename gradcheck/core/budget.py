@@ -101,6 +101,17 @@ def fits(budget: int, entries: int, copies: int = COMPARISON_COPIES) -> bool:
     return entries * BYTES * copies <= budget
 
 
+#: the part of the budget that what a check computes ahead for a later part of
+#: it (the scaling check's vectors and their products, the point check's points
+#: and their outputs) may hold through the check
+HELD_SHARE = 16
+
+
+def held(budget: int, entries: int) -> bool:
+    """Whether ``entries`` real numbers may be held through a check (``HELD_SHARE``)."""
+    return entries * BYTES <= budget // HELD_SHARE
+
+
 def chunks(count: int, size: int):
     """``(start, stop)`` of consecutive chunks of at most ``size`` out of ``count``."""
     size = max(1, int(size))

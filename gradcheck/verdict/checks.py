@@ -62,18 +62,13 @@ def reentrant(problem, first: Jacobian, second: Jacobian, nondet_tol: float) -> 
     return results
 
 
-#: the part of the budget that vectors prefetched for the other checks, and their
-#: products, may hold from before the Jacobians are built until those checks run
-PREFETCH_SHARE = 16
-
-
 def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
     """Draw the random vectors of the scaling check, by (mode, carrier index):
     each a block of two rows, the vector and ``SCALE`` times it.
 
     They are drawn before the Jacobians are built and prefetched, so the
     batched Jacobian producers compute their products too; unless they and
-    their products outgrow a ``PREFETCH_SHARE`` of the budget (a convolution
+    their products outgrow a ``budget.HELD_SHARE`` of the budget (a convolution
     of a million inputs: 100 MB held through the whole check), when they are
     computed as the check runs (two more products, unbatched).
     """
@@ -92,11 +87,11 @@ def scaling_probes(ev: Evaluator, rng, sides: list) -> dict:
 
 def _small(ev: Evaluator, side: Side, idx: int) -> bool:
     """Whether two vectors on ``idx`` and their products may be held while the
-    Jacobians are built (``PREFETCH_SHARE``)."""
+    Jacobians are built (``budget.held``)."""
     p = ev.problem
     size = side.carrier_size(p.layout, idx) + sum(side.receiver_size(p.layout, r)
                                                   for r in side.receivers(p))
-    return 2 * size * budgets.BYTES <= ev.budget // PREFETCH_SHARE
+    return budgets.held(ev.budget, 2 * size)
 
 
 def scaling(ev: Evaluator, probes: dict, epsilon: float, nondet_tol: float = 0.0,

@@ -15,7 +15,7 @@ from adcheck.gradcheck.verdict import pointvalue
 
 
 def _calls_during_point_check(monkeypatch, func):
-    """``(report, calls of func made by the point check, calls in all)``."""
+    """``(func counted, its calls in all, its calls inside each point check)``."""
     calls, inside = [], []
 
     def counted(*args):
