@@ -1,5 +1,6 @@
 """Fixtures shared by the test folders, and the README's ``-n 2`` where
 pytest-xdist is missing."""
+import os
 import sys
 
 import pytest
@@ -32,6 +33,9 @@ def pytest_configure(config):
     if not _NO_XDIST and config.getoption("dist") == "load" and \
             not any(str(a).startswith("--dist") for a in config.invocation_params.args):
         config.option.dist = "worksteal"
+    config.addinivalue_line(
+        "markers", "torch_threads: the test runs with torch's own thread count, not one "
+        "thread per xdist worker (a test of how many threads something computes on)")
 
 
 @pytest.fixture
@@ -65,3 +69,43 @@ def _mpmath_precision_restored():
     before = mpmath.mp.prec
     yield
     mpmath.mp.prec = before
+
+
+def _workers() -> int:
+    """How many xdist workers run the suite (0 without xdist)."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_on_one_thread_per_worker():
+    """torch on one intra-op thread in each of several xdist workers, as
+    ``adcheck``'s own workers run it (``runner.worker._one_thread``): with its
+    default of a thread per core in each worker, the workers' OpenMP threads
+    oversubscribe the cores and spin waiting for each other, and a test of a
+    small torch function took 38 s beside a busy core where one thread takes
+    16 s. Session-wide, so that module fixtures computing with torch run on one
+    thread too; torch is imported by then if any collected test module uses it
+    (none is imported for the tests that do not). A test marked
+    ``torch_threads`` gets torch's own count back while it runs."""
+    torch = sys.modules.get("torch")
+    if torch is None or _workers() < 2 or os.environ.get("OMP_NUM_THREADS"):
+        yield None
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield before
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_as_given(request, _torch_on_one_thread_per_worker):
+    """For a test marked ``torch_threads``: torch's thread count as it was
+    before the session set one thread per worker, for the test's length."""
+    before = _torch_on_one_thread_per_worker
+    if before is None or request.node.get_closest_marker("torch_threads") is None:
+        yield
+        return
+    import torch
+    torch.set_num_threads(before)
+    yield
+    torch.set_num_threads(1)

@@ -35,6 +35,7 @@ class ThreadRegistry(ToyRegistry):
         return SimpleNamespace(**{**vars(call), "func": squared_on_one_thread})
 
 
+@pytest.mark.torch_threads   # (the count this process's torch starts with: its default)
 @pytest.mark.skipif(bool(os.environ.get("OMP_NUM_THREADS")),
                     reason="OMP_NUM_THREADS is set: the workers keep the user's choice")
 @pytest.mark.skipif((os.cpu_count() or 1) < 2 or torch.get_num_threads() < 2,
