@@ -8,8 +8,6 @@ tensors) and returns the ``RunReport`` every format renders.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 import click
@@ -120,17 +118,6 @@ def _refuse_dtype_clash(target, inputs: tuple, pairs: list) -> None:
                      "or leave --inputs out to take the shapes and dtype of the first layer")
 
 
-def _one_thread():
-    """torch on one thread while checking, as the runner's workers are (unless
-    ``OMP_NUM_THREADS`` says otherwise); returns the count to restore."""
-    torch = sys.modules.get("torch")
-    if torch is None or os.environ.get("OMP_NUM_THREADS"):
-        return None
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    return before
-
-
 def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_fast: bool):
     """The ``RunReport`` of ``adcheck check TARGET --harvest``."""
     from adcheck.cli.options import require_engine
@@ -144,18 +131,18 @@ def harvest_report(target_text: str, specs: tuple, engine: str, settings, fail_f
     seed_engines(policy.seed)       # a model that draws (dropout) draws the same every run
     from adcheck.cli import signals
     from adcheck.runner.tasks import recorded_warnings, warning_line
-    start, threads, pairs, stopped = time.perf_counter(), _one_thread(), [], False
+    from adcheck.runner.threads import one_torch_thread
+    start, pairs, stopped = time.perf_counter(), [], False
     found = []      # (the model's warnings, each once, as a check run shows them)
     try:
-        with recorded_warnings(target_text, found):
+        # (on one torch thread, as the runner's workers check)
+        with recorded_warnings(target_text, found), one_torch_thread():
             harvest_results(target, inputs, settings,
                             click.get_current_context().meta.get(SHAPES, 2), pairs)
     except KeyboardInterrupt:   # (Ctrl-C, SIGTERM, SIGHUP: the checks that ended are reported)
         stopped = True
     finally:
         signals.defer()     # (the report is written next: no signal may cut it short)
-        if threads is not None:
-            sys.modules["torch"].set_num_threads(threads)
     from adcheck.cli.reporting import warn
     for text, where in found:
         warn(warning_line(text, where))

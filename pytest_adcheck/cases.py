@@ -238,7 +238,9 @@ class OpCase:
                                                              settings.policy.seed,
                                                              settings.registry).checks)
         task = OpTask(0, self.op_name, self.dtype_name, settings, self.index)
-        outcome = run_tasks([task], in_process=True, warn=warnings.warn)
+        from pytest_adcheck.threads import checking
+        with checking():
+            outcome = run_tasks([task], in_process=True, warn=warnings.warn)
         if outcome.status == "interrupted":
             raise KeyboardInterrupt
         return [pair for s in outcome.samples for pair in zip(s.results, s.reports)]

@@ -32,7 +32,9 @@ class HarvestItem(pytest.Item):
         made = sample(self.app)
         if made.skip is not None:
             pytest.skip(made.skip)
-        self.report = check_sample(self.nodeid, made, has_jvp(self.app.cls), seed=self.seed)
+        from pytest_adcheck.threads import checking
+        with checking():
+            self.report = check_sample(self.nodeid, made, has_jvp(self.app.cls), seed=self.seed)
         if not self.report.passed:
             raise HarvestFailure(self.report.message())
 

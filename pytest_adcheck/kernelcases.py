@@ -64,12 +64,14 @@ class Group:
         if self.report is None and self.error is None:
             from adcheck.gradcheck import kernels
             from adcheck.gradcheck.errors import GradcheckError
+            from pytest_adcheck.threads import checking
             o = self.options
             try:
-                self.report = kernels.check(
-                    self.kernel, _inputs(o["inputs"], self.dtype, o["device"], o["seed"]),
-                    against=o["against"], order=o["order"], fused=o["fused"],
-                    repeats=o["repeats"], check_forward_ad=o["forward"])
+                with checking():
+                    self.report = kernels.check(
+                        self.kernel, _inputs(o["inputs"], self.dtype, o["device"], o["seed"]),
+                        against=o["against"], order=o["order"], fused=o["fused"],
+                        repeats=o["repeats"], check_forward_ad=o["forward"])
             except (ValueError, TypeError, GradcheckError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
         return self.report, self.error

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_adcheck import kernelcases
+from pytest_adcheck import kernelcases, threads
 from pytest_adcheck.assertion import assert_gradients as _assert_gradients
 
 MARKER = "adcheck_ops"
@@ -93,6 +93,7 @@ def pytest_configure(config):
     config.stash[PLUGIN_FILES] = tuple(str(p.resolve()) for p in paths)
     if paths:
         _load_plugin_files(paths)
+    threads.seen(config)
     if not hasattr(config, "workerinput"):   # pytest-xdist's controller, or no xdist
         from pytest_adcheck.verdicts import Verdicts
         config.pluginmanager.register(Verdicts(config), "adcheck-verdicts")

@@ -71,13 +71,8 @@ def _mpmath_precision_restored():
     mpmath.mp.prec = before
 
 
-def _workers() -> int:
-    """How many xdist workers run the suite (0 without xdist)."""
-    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
-
-
 @pytest.fixture(scope="session", autouse=True)
-def _torch_on_one_thread_per_worker():
+def _torch_on_one_thread_per_worker(request):
     """torch on one intra-op thread in each of several xdist workers, as
     ``adcheck``'s own workers run it (``runner.worker._one_thread``): with its
     default of a thread per core in each worker, the workers' OpenMP threads
@@ -88,7 +83,9 @@ def _torch_on_one_thread_per_worker():
     (none is imported for the tests that do not). A test marked
     ``torch_threads`` gets torch's own count back while it runs."""
     torch = sys.modules.get("torch")
-    if torch is None or _workers() < 2 or os.environ.get("OMP_NUM_THREADS"):
+    # (xdist's own record: its environment variables reach a pytest a test starts too)
+    workers = getattr(request.config, "workerinput", {}).get("workercount", 0)
+    if torch is None or workers < 2 or os.environ.get("OMP_NUM_THREADS"):
         yield None
         return
     before = torch.get_num_threads()
