@@ -230,10 +230,11 @@ def _passing_model_lines(report: RunReport) -> list:
     row does not print."""
     if not report.settings.get("harvest"):
         return []
+    from adcheck.gradcheck.harvest.api import model_worth_showing
     from adcheck.runner.harvest import MODEL_SAMPLE
     return [Text(f"{r.op}: {r.message}", style="cyan") for r in report.results
             if r.status == "passed" and r.sample_name == MODEL_SAMPLE and
-            ("yet" in r.message or "not judged" in r.message)]
+            model_worth_showing(r.message)]
 
 
 def _baseline_lines(report: RunReport) -> list:

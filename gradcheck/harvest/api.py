@@ -303,6 +303,18 @@ def _copy(x, double: bool):
     return x.detach().to(E.complex128 if x.is_complex() else E.float64).requires_grad_(True)
 
 
+#: the words of ``localise`` that make a passing model's sentence worth showing
+#: (``model_worth_showing``): Functions that fail on their own, or were not judged
+FAIL_ON_THEIR_OWN = "yet these Functions fail on their own"
+NOT_JUDGED = "not judged on their own"
+
+
+def model_worth_showing(message: str) -> bool:
+    """Whether a passing model's sentence (``localise``'s) names Functions that
+    fail on their own or were not judged, which a passing row does not show."""
+    return FAIL_ON_THEIR_OWN in message or NOT_JUDGED in message
+
+
 def localise(model_passed: bool | None, failing: list, composition: list,
              problem: str | None = None, second: list = (), raised: list = ()) -> str:
     """One sentence: the whole model's verdict (``None``: not checked, because of
@@ -317,12 +329,12 @@ def localise(model_passed: bool | None, failing: list, composition: list,
     judged = [name for name in failing if name not in raised]
     unjudged = [name for name in failing if name in raised]
     named = judged + [f"{name} (at second order)" for name in second]
-    unchecked = (f"; not judged on their own (their checks raised or timed out): "
+    unchecked = (f"; {NOT_JUDGED} (their checks raised or timed out): "
                  f"{', '.join(unjudged)}" if unjudged else "")
     if model_passed:
         if named:
-            return ("the whole model passes its check, yet these Functions fail on their "
-                    f"own at the inputs it feeds them: {', '.join(named)}" + unchecked)
+            return (f"the whole model passes its check, {FAIL_ON_THEIR_OWN} at the inputs "
+                    f"it feeds them: {', '.join(named)}" + unchecked)
         return "the whole model passes its check" + unchecked
     if judged:
         return f"the whole model fails; at fault on their own: {', '.join(judged)}" + unchecked
