@@ -1,13 +1,13 @@
-"""torch on one intra-op thread while adcheck checks, where the parallelism
-is processes: the runner's workers (``runner.worker``), the command's harvest
-(``cli.harvest``) and the pytest plugin's checks in pytest-xdist's workers
-(``pytest_adcheck.threads``).
+"""torch on one intra-op thread while adcheck checks outside the runner's
+workers: the command's harvest (``cli.harvest``) and the pytest plugin's
+checks in pytest-xdist's workers (``pytest_adcheck.threads``), as the
+runner's workers compute for their whole life (``runner.worker._one_thread``).
 
 torch's default is a thread per core in every process. Several processes
 each checking small tensors then oversubscribe the cores, and torch's OpenMP
 threads spin waiting for each other: two pytest-xdist workers checking
 instance_norm, batch_norm and conv2d of op_db took 38 to 123 s of test time
-on 2 cores beside another job, 2.3 to 3.3 s on one thread each. The samples
+on 2 cores beside another job, 2 to 3 s on one thread each. The samples
 checked are small, so one thread loses nothing worth having.
 """
 from __future__ import annotations
