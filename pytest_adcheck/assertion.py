@@ -6,6 +6,8 @@ gradcheck is imported on the first call, not when pytest loads the plugin.
 """
 from __future__ import annotations
 
+from pytest_adcheck.threads import checking
+
 
 def failure_text(report) -> str:
     """The message of a failed check: the report's text and its seed."""
@@ -51,7 +53,6 @@ def assert_gradients(func, inputs, **options):
             assert_gradients(MySin.apply, E.randn(3, dtype=E.float64, requires_grad=True))
     """
     __tracebackhide__ = True
-    from pytest_adcheck.threads import checking
     with checking():
         return _asserted(func, inputs, options)
 

@@ -15,6 +15,8 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_adcheck.threads import checking
+
 
 class SelectionError(Exception):
     """The marker selects nothing, or names an unknown op, family, dtype or check."""
@@ -238,7 +240,6 @@ class OpCase:
                                                              settings.policy.seed,
                                                              settings.registry).checks)
         task = OpTask(0, self.op_name, self.dtype_name, settings, self.index)
-        from pytest_adcheck.threads import checking
         with checking():
             outcome = run_tasks([task], in_process=True, warn=warnings.warn)
         if outcome.status == "interrupted":

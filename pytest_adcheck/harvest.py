@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_adcheck.threads import checking
+
 #: the prefix of the harvested items' ids
 PREFIX = "adcheck-harvest"
 
@@ -32,7 +34,6 @@ class HarvestItem(pytest.Item):
         made = sample(self.app)
         if made.skip is not None:
             pytest.skip(made.skip)
-        from pytest_adcheck.threads import checking
         with checking():
             self.report = check_sample(self.nodeid, made, has_jvp(self.app.cls), seed=self.seed)
         if not self.report.passed:

@@ -25,11 +25,14 @@ the tensors), ``dtypes`` (default bfloat16, float16, float32), ``checks`` (a
 subset of the comparisons; a second-order one asks for ``order=2``),
 ``order``, ``fused``, ``repeats``, ``device``, ``seed`` (of the spec's random
 inputs). Several kernels in one marker share its reference and inputs; markers
-stack. Like the plugin, this module imports only pytest at load time.
+stack. Like the plugin, this module imports only pytest (and the plugin's own
+``threads``, which imports nothing more) at load time.
 """
 from __future__ import annotations
 
 import pytest
+
+from pytest_adcheck.threads import checking
 
 MARKER = "adcheck_kernel"
 CASE_ARG = "adcheck_kernel"
@@ -64,7 +67,6 @@ class Group:
         if self.report is None and self.error is None:
             from adcheck.gradcheck import kernels
             from adcheck.gradcheck.errors import GradcheckError
-            from pytest_adcheck.threads import checking
             o = self.options
             try:
                 with checking():

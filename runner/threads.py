@@ -26,9 +26,6 @@ def one_torch_thread():
         yield
         return
     before = torch.get_num_threads()
-    if before == 1:
-        yield
-        return
     torch.set_num_threads(1)
     try:
         yield

@@ -1,6 +1,5 @@
 """Fixtures shared by the test folders, and the README's ``-n 2`` where
 pytest-xdist is missing."""
-import os
 import sys
 
 import pytest
@@ -82,16 +81,16 @@ def _torch_on_one_thread_per_worker(request):
     thread too; torch is imported by then if any collected test module uses it
     (none is imported for the tests that do not). A test marked
     ``torch_threads`` gets torch's own count back while it runs."""
+    from adcheck.runner.threads import one_torch_thread
     torch = sys.modules.get("torch")
     # (xdist's own record: its environment variables reach a pytest a test starts too)
     workers = getattr(request.config, "workerinput", {}).get("workercount", 0)
-    if torch is None or workers < 2 or os.environ.get("OMP_NUM_THREADS"):
+    if torch is None or workers < 2:
         yield None
         return
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield before
-    torch.set_num_threads(before)
+    with one_torch_thread():   # (which leaves a count OMP_NUM_THREADS chose)
+        yield before
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +102,7 @@ def _torch_threads_as_given(request, _torch_on_one_thread_per_worker):
         yield
         return
     import torch
+    during = torch.get_num_threads()
     torch.set_num_threads(before)
     yield
-    torch.set_num_threads(1)
+    torch.set_num_threads(during)

@@ -79,3 +79,11 @@ def function(E, forward, backward):
         def backward(ctx, g):
             return backward(ctx.saved_tensors[0], g)
     return Fn.apply
+
+
+def special_case(t):
+    """1 at ``t == 0`` exactly, ``t`` elsewhere (refengine): the value at 0 is not
+    the limit around it, and autograd's derivative (1 everywhere) agrees with
+    the differences, so only the point check (``verdict.pointvalue``) finds it."""
+    from adcheck import refengine as E
+    return E.where(t == 0, E.ones_like(t), E.zeros_like(t)) + t

@@ -16,6 +16,8 @@ from adcheck import gradcheck
 from adcheck import refengine as E
 from adcheck.gradcheck.core.reuse import shared
 
+from gradcheck_support import special_case
+
 
 def _x():
     return E.tensor(np.array([0.3, -1.2, 2.0, 0.7]), requires_grad=True)
@@ -121,12 +123,6 @@ def test_later_checks_of_other_kinds_skip_the_forward_s_determinism(other):
     assert len(calls) - before < len(again)
 
 
-def _special_case(t):
-    # 1 at t == 0 exactly, t elsewhere: the value at 0 is not the limit around it,
-    # and autograd's derivative (1 everywhere) agrees with the differences
-    return E.where(t == 0, E.ones_like(t), E.zeros_like(t)) + t
-
-
 def _points_looked_at(monkeypatch) -> list:
     """The inputs each call of the point check (``verdict.pointvalue``) looked beside."""
     from adcheck.gradcheck.verdict import pointvalue
@@ -153,7 +149,7 @@ def test_the_value_at_the_point_is_looked_at_once_per_sample(monkeypatch):
 def test_a_value_that_is_not_the_limit_is_found_by_every_check_of_the_sample(monkeypatch):
     looked = _points_looked_at(monkeypatch)
     x = E.tensor(np.array([0.0, 0.5, -1.5]), requires_grad=True)
-    reverse, forward = _sweep(_special_case, x, REVERSE, FORWARD)
+    reverse, forward = _sweep(special_case, x, REVERSE, FORWARD)
     for report in (reverse, forward):   # (a discontinuity is judged again, never trusted)
         assert "discontinuous" in {r.check for r in report.failures}
     assert len(looked) == 2

@@ -13,6 +13,8 @@ from adcheck import gradcheck
 from adcheck import refengine as E
 from adcheck.gradcheck.verdict import pointvalue
 
+from gradcheck_support import special_case
+
 
 def _calls_during_point_check(monkeypatch, func):
     """``(func counted, its calls in all, its calls inside each point check)``."""
@@ -45,8 +47,6 @@ def test_the_point_check_calls_nothing_of_its_own(monkeypatch, precise):
 
 @pytest.mark.parametrize("precise", [False, True])
 def test_a_value_that_is_not_the_limit_is_still_found(precise):
-    def special_case(t):   # 1 at t == 0 exactly, t elsewhere; autograd's slope is 1
-        return E.where(t == 0, E.ones_like(t), E.zeros_like(t)) + t
     x = E.tensor(np.array([0.0, 0.5, -1.5]), requires_grad=True)
     report = gradcheck.check(special_case, (x,), precise=precise, explore=False, seed=0)
     (found,) = [r for r in report.failures if r.check == "discontinuous"]
