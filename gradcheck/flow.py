@@ -19,6 +19,7 @@ import numpy as np
 from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.alone import alone_results
 from adcheck.gradcheck.verdict.adfloor import rejudge
+from adcheck.gradcheck.verdict.confirm import confirm
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
 from adcheck.gradcheck.verdict.diagnosis import (cast_inside, on_stairs, zero_numerical,
                                                  zero_output)
@@ -121,6 +122,11 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         # a failure may be the AD side's own rounding: measured only then (adfloor)
         found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
+        # a failure may be the first steps' bias: smaller steps confirm them only then
+        found, changed = confirm(ev, plan, numerical, side, jac, found, _epsilon(ev))
+        if changed:
+            tols = plan.scheme.tolerances(numerical, _epsilon(ev))
+            compared = {mode: plan.against(SIDES[mode], numerical, tols) for mode in compared}
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
         report.results += _on_stairs(ev, name_small_inputs(ev, name_kinks(ev, found)))
         # reentrancy is a property of the backward (PyTorch's check), judged once a sample
