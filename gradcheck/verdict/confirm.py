@@ -33,25 +33,34 @@ def confirm(ev, plan, numerical, side, actual, results: list, epsilon: float) ->
     against ``numerical`` as ``plan`` compares them) with each failed block
     that passes on confirmed columns replaced by its passing result;
     ``changed``: whether ``numerical`` took confirmed columns (its tolerances
-    are then to be made again)."""
+    are then to be made again). The column of a block's worst entry goes
+    first: a block whose worst entry still fails there is given up (a wrong
+    formula costs one column's steps, not every failing column's)."""
     scheme = plan.scheme
     failed = [r for r in results if not r.passed and r.against == "numerical"
               and r.max_error is not None and np.isfinite(r.max_error)
-              and (r.out_idx, r.in_idx) in numerical.blocks]
+              and r.where is not None and (r.out_idx, r.in_idx) in numerical.blocks]
     if not failed or not scheme.estimates_error or numerical.errors is None or \
             is_narrow(ev.problem) or plan.wide is not None:
         return results, False
-    expected, tols = plan.against(side, numerical, scheme.tolerances(numerical, epsilon))
-    columns = _failing_columns(numerical, expected, actual, tols, failed)
-    if not columns:
-        return results, False
     trial = replace(numerical, blocks=dict(numerical.blocks), errors=dict(numerical.errors))
-    shifts = {i: _confirm_columns(ev, trial, i, cols) for i, cols in columns.items()}
+    worst = _columns(numerical, failed, [{r.where[-1]} for r in failed])
+    shifts = _confirm_all(ev, trial, worst)
+    expected, tols = plan.against(side, trial, scheme.tolerances(trial, epsilon))
+    failed = [r for r in failed if _entry_passes(expected, actual, tols, r)]
+    if not failed:
+        return results, False
+    expected, tols = plan.against(side, numerical, scheme.tolerances(numerical, epsilon))
+    columns = _columns(numerical, failed, [_failing(expected, actual, tols, r) for r in failed])
+    more = _confirm_all(ev, trial, {i: np.setdiff1d(cols, worst.get(i, []))
+                                    for i, cols in columns.items()})
+    shifts = {i: max((s for s in (shifts.get(i), more.get(i)) if s is not None), default=None)
+              for i in columns}
     expected, tols = plan.against(side, trial, scheme.tolerances(trial, epsilon))
     again = {}
     for r in failed:
         key = (r.out_idx, r.in_idx)
-        if r.in_idx not in shifts or shifts[r.in_idx] is None:
+        if r.in_idx not in columns:   # (its failing columns beyond MOST_COLUMNS)
             continue
         found = compare_pair(r.check, expected, actual, *key, 0.0, 0.0, tols[key])
         if found.passed:
@@ -62,19 +71,37 @@ def confirm(ev, plan, numerical, side, actual, results: list, epsilon: float) ->
     return [again.get((r.out_idx, r.in_idx), r) for r in results], bool(again)
 
 
-def _failing_columns(numerical, expected, actual, tols: dict, failed: list) -> dict:
-    """By input, the columns of ``numerical`` (real coordinates, or seed
-    columns) that hold a failing entry of a failed block."""
+def _entry_passes(expected, actual, tols: dict, r) -> bool:
+    """Whether ``r``'s worst entry is within its tolerance now."""
+    key = (r.out_idx, r.in_idx)
+    e, a = expected.complex_form(*key)[r.where], actual.complex_form(*key)[r.where]
+    return bool(np.abs(a - e) <= tols[key][r.where])
+
+
+def _failing(expected, actual, tols: dict, r) -> set:
+    """The columns (complex form) of ``r``'s block that hold a failing entry."""
+    key = (r.out_idx, r.in_idx)
+    e, a = expected.complex_form(*key), actual.complex_form(*key)
+    with np.errstate(invalid="ignore"):
+        return set(np.flatnonzero(np.any(~(np.abs(a - e) <= tols[key]), axis=0)).tolist())
+
+
+def _confirm_all(ev, trial, columns: dict) -> dict:
+    """``_confirm_columns`` of each input's ``columns`` (skipping none);
+    by input, the largest move."""
+    return {i: _confirm_columns(ev, trial, i, cols) for i, cols in columns.items() if len(cols)}
+
+
+def _columns(numerical, failed: list, picked: list) -> dict:
+    """By input, the real columns of ``numerical`` (coordinates, or seed
+    columns) of the complex-form columns ``picked`` of each failed result."""
     found = {}
-    for r in failed:
-        key = (r.out_idx, r.in_idx)
-        e, a = expected.complex_form(*key), actual.complex_form(*key)
-        with np.errstate(invalid="ignore"):
-            bad = np.flatnonzero(np.any(~(np.abs(a - e) <= tols[key]), axis=0))
+    for r, cols in zip(failed, picked):
+        cols = np.array(sorted(cols), dtype=np.int64)
         if numerical.layout.in_complex[r.in_idx] and not numerical.compressed(r.in_idx):
-            bad = np.stack([2 * bad, 2 * bad + 1], axis=1).ravel()   # (d/dx, d/dy columns)
-        found.setdefault(r.in_idx, set()).update(bad.tolist())
-    return {i: np.array(sorted(cols)) for i, cols in found.items()
+            cols = np.stack([2 * cols, 2 * cols + 1], axis=1).ravel()   # (d/dx, d/dy columns)
+        found.setdefault(r.in_idx, set()).update(cols.tolist())
+    return {i: np.array(sorted(cols), dtype=np.int64) for i, cols in found.items()
             if 0 < len(cols) <= MOST_COLUMNS}
 
 
@@ -107,7 +134,8 @@ def _confirm_columns(ev, trial, in_idx: int, columns: np.ndarray) -> float | Non
     return shift
 
 
-def _detail(count: int, shift: float, mode: str) -> str:
+def _detail(count: int, shift: float | None, mode: str) -> str:
+    shift = shift or 0.0
     return (f"finite differences confirmed at smaller steps: {count} column"
             f"{'s' if count > 1 else ''} of the expected Jacobian differenced again at every "
             f"step moved by up to {shift:.1e} and agree with the {mode}-mode values (the "
