@@ -10,11 +10,15 @@ sees the copies, both derivatives in them are zero, and the check passes
 having judged nothing (or the backward's ``autograd.grad`` raises "appears
 to not have been used in the graph"). So the callables are rebuilt with the
 check's tensors in place of the ones they hold: through ``functools.partial``
-arguments, function closures and defaults, lists and tuples, a few levels
-deep. Imports nothing of gradcheck.
+arguments, function closures and defaults, lists and tuples, and the
+attributes of a bound method's object (zuko's ``SOSPolynomialTransform``
+passes ``self.g``, which reads ``self.a``: the method is bound to a shallow
+copy of the object holding the check's tensor, the object itself left as
+it was), a few levels deep. Imports nothing of gradcheck.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import types
 
@@ -36,7 +40,17 @@ def _children(value):
         return cells + list(value.__defaults__ or ())
     if isinstance(value, (list, tuple)):
         return list(value)
+    if isinstance(value, types.MethodType):
+        return [value.__func__, *_fields(value.__self__).values()]
     return []
+
+
+def _fields(owner) -> dict:
+    """The instance attributes of a bound method's object (none for a class or
+    a module of Python, whose attributes are no state of one call)."""
+    if isinstance(owner, (type, types.ModuleType)):
+        return {}
+    return dict(getattr(owner, "__dict__", {}))
 
 
 def held_ids(value, depth: int = DEPTH) -> set:
@@ -88,4 +102,12 @@ def substituted(value, replace: dict, depth: int = DEPTH):
         return rebuilt
     if isinstance(value, (list, tuple)):
         return type(value)(map(sub, value)) if type(value) in (list, tuple) else value
+    if isinstance(value, types.MethodType):
+        fields = _fields(value.__self__)
+        changed = {k: sub(v) for k, v in fields.items()}
+        owner = value.__self__
+        if any(changed[k] is not v for k, v in fields.items()):
+            owner = copy.copy(owner)
+            owner.__dict__.update({k: v for k, v in changed.items() if v is not fields[k]})
+        return types.MethodType(sub(value.__func__), owner)
     return value
