@@ -89,7 +89,7 @@ class AsParameters:
         if model is not None and by_name:
             settle()
         params = dict(model.named_parameters()) if model is not None and by_name else {}
-        self.swaps = []
+        self.swaps, self.hooked = [], set()
         for name, tensor in by_name.items():
             original = params.get(name)
             for module in model.modules() if original is not None else ():
@@ -114,14 +114,44 @@ class AsParameters:
             _PENDING.remove(self)
 
     def attach(self, out) -> None:
-        """Swap again around the backward of the Function's outputs ``out``."""
+        """Swap again around the backward of the Function's outputs ``out``, and
+        around that of every Function its backward applies (a double backward)."""
         if not self.swaps:
             return
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        for node in {id(o.grad_fn): o.grad_fn for o in outs
-                     if namespace(o) is not None and o.grad_fn is not None}.values():
-            node.register_prehook(self.enter)
-            node.register_hook(self.exit)
+        self._hook([o.grad_fn for o in outs if namespace(o) is not None])
+
+    def _hook(self, nodes) -> None:
+        for node in nodes:
+            if node is not None and id(node) not in self.hooked:
+                self.hooked.add(id(node))
+                node.register_prehook(self.enter)
+                node.register_hook(self._after)
+
+    def _after(self, grad_inputs, _grad_outputs) -> None:
+        """After a hooked backward: the swap undone, and the Functions that
+        backward applied (xitorch's quad differentiates its integrand with
+        another quad) hooked too, since their backward, a second derivative,
+        reads the model's parameters as this one did."""
+        self.exit()
+        self._hook(_functions_below([g.grad_fn for g in grad_inputs
+                                     if g is not None and namespace(g) is not None]))
+
+
+def _functions_below(roots: list, limit: int = 10_000) -> list:
+    """The nodes of custom Functions (a Python backward, which may read a
+    model's parameters as it runs) in the graphs of ``roots``, up to ``limit``
+    nodes walked."""
+    found, seen, stack = [], set(), list(roots)
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if any(c.__name__ == "BackwardCFunction" for c in type(node).__mro__):
+            found.append(node)   # (torch's class of every Function's node)
+        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
+    return found
 
 
 #: swaps made for a backward that has not ended (it raised): undone by the next
