@@ -26,8 +26,8 @@ from adcheck.runner.policy import USERS
 
 #: what the skipped result of a model that applies no custom Function says
 NOTHING = ("applied no custom Function (torch.autograd.Function, torch.library custom op with "
-           "autograd, refengine Function) in its forward, so nothing was harvested; check the "
-           "whole model without --harvest")
+           "autograd, jax.custom_jvp or jax.custom_vjp function, refengine Function) in its "
+           "forward, so nothing was harvested; check the whole model without --harvest")
 
 
 class HarvestSubject(Subject):
