@@ -124,9 +124,10 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
                         _epsilon(ev))
         # a failure may be the first steps' bias: smaller steps confirm them only then
         found, changed = confirm(ev, plan, numerical, side, jac, found, _epsilon(ev))
-        if changed:
+        if changed:   # (the expected Jacobian took confirmed columns)
             tols = plan.scheme.tolerances(numerical, _epsilon(ev))
             compared = {mode: plan.against(SIDES[mode], numerical, tols) for mode in compared}
+            expected, side_tols = compared[side.mode]
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
         report.results += _on_stairs(ev, name_small_inputs(ev, name_kinks(ev, found)))
         # reentrancy is a property of the backward (PyTorch's check), judged once a sample

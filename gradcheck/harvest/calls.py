@@ -5,6 +5,7 @@ the names of its arguments and the notes of its application."""
 from __future__ import annotations
 
 import inspect
+import weakref
 from dataclasses import dataclass, field
 
 from adcheck.gradcheck.harvest.closures import substituted
@@ -89,7 +90,9 @@ class AsParameters:
         if model is not None and by_name:
             settle()
         params = dict(model.named_parameters()) if model is not None and by_name else {}
-        self.swaps, self.hooked = [], set()
+        # (a Function's node by weak reference: the id of a freed one may come back
+        # on a new node; torch's own nodes, which only ``attach`` meets, by id)
+        self.swaps, self.hooked, self.hooked_ids = [], weakref.WeakSet(), set()
         for name, tensor in by_name.items():
             original = params.get(name)
             for module in model.modules() if original is not None else ():
@@ -123,10 +126,19 @@ class AsParameters:
 
     def _hook(self, nodes) -> None:
         for node in nodes:
-            if node is not None and id(node) not in self.hooked:
-                self.hooked.add(id(node))
+            if node is not None and not self._seen(node):
                 node.register_prehook(self.enter)
                 node.register_hook(self._after)
+
+    def _seen(self, node) -> bool:
+        """Whether ``node`` is hooked already (and from now on it is)."""
+        try:
+            seen = node in self.hooked
+            self.hooked.add(node)
+        except TypeError:   # (no weak reference to torch's own nodes)
+            seen = id(node) in self.hooked_ids
+            self.hooked_ids.add(id(node))
+        return seen
 
     def _after(self, grad_inputs, _grad_outputs) -> None:
         """After a hooked backward: the swap undone, and the Functions that
