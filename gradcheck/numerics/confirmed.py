@@ -28,7 +28,7 @@ from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.numerics.noisefloor import unit_rounding
 from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
 from adcheck.gradcheck.numerics.richardson import (DEEPEST, LEVELS, _marked, _steady, _steps,
-                                                   _tableau)
+                                                   _tableau, truncation)
 from adcheck.gradcheck.numerics.scheme import Extrapolated
 
 
@@ -42,14 +42,7 @@ def confirmed(diffs: list, noises: list) -> tuple:
         for k in range(1, len(values)):
             for j in range(1, len(values[k])):
                 value = values[k][j]
-                err = np.abs(value - values[k][j - 1])
-                lone = True
-                for other in (k - 1, k + 1):   # (richardson.extrapolate's estimate)
-                    if 0 <= other < len(values) and j < len(values[other]):
-                        err = np.maximum(err, np.abs(value - values[other][j]))
-                        lone = False
-                if lone:
-                    err = np.maximum(err, np.abs(values[k][j - 1] - values[k - 1][j - 1]))
+                err = truncation(values, k, j)
                 for deeper in range(k + 2, len(values)):
                     if j < len(values[deeper]):
                         # (a deeper entry's own noise is no evidence against this one)

@@ -107,15 +107,7 @@ def extrapolate(diffs: list, noises: list, out: tuple | None = None) -> tuple:
     for k in range(1, len(values)):
         for j in range(1, len(values[k])):
             value = values[k][j]
-            err = np.subtract(value, values[k][j - 1], out=best_err if first else None)
-            err = np.abs(err, out=err)
-            lone = True
-            for other in (k - 1, k + 1):
-                if 0 <= other < len(values) and j < len(values[other]):
-                    err = np.maximum(err, np.abs(value - values[other][j]), out=err)
-                    lone = False
-            if lone:   # (its parent's last move, which it extrapolates, is all there is)
-                err = np.maximum(err, np.abs(values[k][j - 1] - values[k - 1][j - 1]), out=err)
+            err = truncation(values, k, j, best_err if first else None)
             err += noise[k][j]
             # (every term is at least 0: NaN is the one non-finite value not yet inf)
             np.copyto(err, np.inf, where=np.isnan(err))
@@ -131,6 +123,24 @@ def extrapolate(diffs: list, noises: list, out: tuple | None = None) -> tuple:
         best.fill(np.nan)
         best_err.fill(np.inf)
     return best, best_err
+
+
+def truncation(values: list, k: int, j: int, out=None) -> np.ndarray:
+    """The truncation estimate of tableau entry ``values[k][j]`` (``extrapolate``'s):
+    its largest distance to its parent and to its same-order neighbours, or,
+    with none (the highest order at the last level), to its parent and its
+    parent's last move, which it extrapolates (into ``out`` when given)."""
+    value = values[k][j]
+    err = np.subtract(value, values[k][j - 1], out=out)
+    err = np.abs(err, out=err)
+    lone = True
+    for other in (k - 1, k + 1):
+        if 0 <= other < len(values) and j < len(values[other]):
+            err = np.maximum(err, np.abs(value - values[other][j]), out=err)
+            lone = False
+    if lone:
+        err = np.maximum(err, np.abs(values[k][j - 1] - values[k - 1][j - 1]), out=err)
+    return err
 
 
 def _converged(problem: Problem, result: dict) -> np.ndarray:
