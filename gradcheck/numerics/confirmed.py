@@ -46,30 +46,13 @@ def confirmed(diffs: list, noises: list) -> tuple:
                 for deeper in range(k + 2, len(values)):
                     if j < len(values[deeper]):
                         # (a deeper entry's own noise is no evidence against this one)
-                        gap = np.abs(value - values[deeper][j]) - _noise(values, noise, deeper, j)
+                        gap = np.abs(value - values[deeper][j]) - noise[deeper][j]
                         err = np.maximum(err, gap)
-                err = err + _noise(values, noise, k, j)
+                err = err + noise[k][j]
                 err[np.isnan(err)] = np.inf
                 better = err < best_err
                 best[better], best_err[better] = value[better], err[better]
     return best, best_err
-
-
-def _noise(values: list, noise: list, k: int, j: int) -> np.ndarray:
-    """The rounding noise of tableau entry ``values[k][j]``: its propagated bound,
-    or, where the entry and its same-order neighbours agree more closely, their
-    largest distance. The bound counts every output's largest rounding, and one
-    output's quotients at steps 2**-8 to 2**-12 of ``h_0`` agreed to 1e-13
-    where it put 4e-11 to 7e-10: an extrapolation 4.5e-11 off was within that
-    of all of them (the quadrature of tests/gradcheck/test_confirmed_quadrature.py's
-    kind, at another seed). Rounding moves consecutive quotients independently,
-    so their agreement is a measure of it."""
-    spread = None   # (no neighbour: no agreement to measure, the bound stands)
-    for other in (k - 1, k + 1):
-        if 0 <= other < len(values) and j < len(values[other]):
-            gap = np.abs(values[k][j] - values[other][j])
-            spread = gap if spread is None else np.maximum(spread, gap)
-    return noise[k][j] if spread is None else np.fmin(noise[k][j], spread)
 
 
 def confirmed_work(ev, in_idx: int, steps: np.ndarray, directions=None, columns=None):
