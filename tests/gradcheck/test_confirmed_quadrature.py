@@ -19,7 +19,7 @@ import pytest
 
 from adcheck.gradcheck import check
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
 
 POINT = np.load(Path(__file__).parent / "data" / "unaf_point.npz")
 NAMES = ("signal", "W1", "b1", "W2", "b2", "W3", "b3")

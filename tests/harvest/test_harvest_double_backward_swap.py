@@ -4,8 +4,9 @@ its backward integrates the integrand's vjp with another ``quad``, whose own
 backward calls the module), had its second order checked with the model's own
 parameters: the check's double-precision copies were put in the model's place
 around the outer backward only, and the inner Function's backward (the double
-backward) of a float32 model raised "expected m1 and m2 to have the same dtype"
-(an error of the check, where the formulas are right)."""
+backward) of a float32 model raised a dtype mismatch ("mat1 and mat2 must have
+the same dtype" in xitorch's, "addmv input tensors must have the same dtype"
+here): an error of the check, where the formulas are right."""
 from __future__ import annotations
 
 import pytest
