@@ -60,3 +60,15 @@ def test_a_smooth_column_keeps_its_estimate(curvature):
     best, estimate = confirmed(diffs, noises)
     assert abs(best.item() - 1.25) <= SAFETY * estimate.item()
     assert estimate.item() <= 4 * plain_estimate.item() + 1e-15
+
+
+def test_deeper_steps_that_agree_count_below_their_noise_bound():
+    # the propagated noise bound of the deep quotients (the output's largest
+    # rounding) can exceed the bias itself; quotients that agree with each other
+    # far more closely still contradict the wide steps' value, in a row whose
+    # coordinates are of a plain size (``agreed``)
+    diffs, noises = _quotients(0.5, 0.3, 1e-3, 1e-4, 1 / 32, noise=1e-12)
+    assert noises[-1].item() > 1e-7   # (the bound at the smallest step: above J0 d)
+    best, estimate = confirmed(diffs, noises, agreed=np.array([True]))
+    assert abs(best.item() - 0.5) < 1e-3 * 1e-7
+    assert abs(best.item() - 0.5) <= SAFETY * estimate.item()
