@@ -28,9 +28,9 @@ from adcheck.gradcheck.core import coords
 from adcheck.gradcheck.numerics import largesteps, smallsteps
 from adcheck.gradcheck.numerics.noisefloor import holds_large, unit_rounding
 from adcheck.gradcheck.numerics.quotients import differences_of, evaluated
-from adcheck.gradcheck.numerics.richardson import (DEEPEST, LEVELS, _marked, _steady, _steps,
-                                                   _tableau, truncation)
-from adcheck.gradcheck.numerics.scheme import Extrapolated
+from adcheck.gradcheck.numerics.richardson import (LEVELS, _marked, _steady, _steps, _tableau,
+                                                   truncation)
+from adcheck.gradcheck.numerics.scheme import Extrapolated, direction_steps
 
 
 def confirmed(diffs: list, noises: list, agreed=None) -> tuple:
@@ -109,8 +109,6 @@ class Confirmed(Extrapolated):
     """``Extrapolated``'s cells taken at every level, each entry confirmed by
     the smaller steps (``confirmed``): for the columns of a failure."""
 
-    calls = 2 * LEVELS
-
     def cells(self, ev, in_idx: int, directions, columns: np.ndarray, out=None) -> dict:
         """``(cells, errors, straddled)`` by output, a row per column, as
         ``Extrapolated.cells`` gives them (``out`` is not written)."""
@@ -122,9 +120,8 @@ class Confirmed(Extrapolated):
             work = confirmed_work(ev, in_idx, _steps(x[columns]), columns=columns,
                                   agreed=plain[columns])
         else:
-            steps = np.array(np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None],
-                                             (DEEPEST, len(directions))))
             agreed = ~np.any((directions != 0) & ~plain[None, :], axis=1)
-            work = confirmed_work(ev, in_idx, steps, directions, agreed=agreed)
+            work = confirmed_work(ev, in_idx, direction_steps(len(directions)), directions,
+                                  agreed=agreed)
         found, straddled = evaluated(ev, work)
         return {o: (best, err, straddled[o]) for o, (best, err) in found.items()}

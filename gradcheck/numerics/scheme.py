@@ -111,9 +111,8 @@ class Extrapolated:
             x = coords.to_real(ev.problem.arrays[in_idx])[columns]
             found, unresolved = evaluated(ev, coordinates_work(ev, in_idx, x, columns, out))
         else:
-            steps = np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None],
-                                    (DEEPEST, len(columns)))
-            found, unresolved = evaluated(ev, directions_work(ev, in_idx, np.array(steps),
+            found, unresolved = evaluated(ev, directions_work(ev, in_idx,
+                                                              direction_steps(len(columns)),
                                                               directions, out))
         return {o: (best, err, unresolved[o]) for o, (best, err) in found.items()}
 
@@ -134,6 +133,12 @@ class Extrapolated:
 
     def relative(self, epsilon: float) -> float:
         return math.sqrt(epsilon) / 2
+
+
+def direction_steps(count: int) -> np.ndarray:
+    """Steps ``2**-k`` by level (``DEEPEST`` rows) for ``count`` seed columns,
+    whose directions carry each coordinate's ``h_0`` (``direction_scale``)."""
+    return np.array(np.broadcast_to(2.0 ** -np.arange(DEEPEST)[:, None], (DEEPEST, count)))
 
 
 def scheme(options) -> Central | Extrapolated:

@@ -87,8 +87,8 @@ def _failing(expected, actual, tols: dict, r) -> set:
 
 
 def _confirm_all(ev, trial, columns: dict) -> dict:
-    """``_confirm_columns`` of each input's ``columns`` (skipping none);
-    by input, the largest move."""
+    """``_confirm_columns`` of each input's ``columns`` (an input left with none
+    is passed over); by input, the largest move."""
     return {i: _confirm_columns(ev, trial, i, cols) for i, cols in columns.items() if len(cols)}
 
 

@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
 
 pytest_plugins = ["pytester"]
 
