@@ -32,6 +32,10 @@ from adcheck.gradcheck.numerics.richardson import (LEVELS, _marked, _steady, _st
                                                    truncation)
 from adcheck.gradcheck.numerics.scheme import Extrapolated, direction_steps
 
+#: levels at the bottom of the ladder whose steps must lie within a coordinate's
+#: own scale for its column's quotients to measure their noise by agreement
+RESOLVING = 4
+
 
 def confirmed(diffs: list, noises: list, agreed=None) -> tuple:
     """Best tableau entry per coordinate and its estimate, each entry's
@@ -67,10 +71,10 @@ def _noise(values: list, noise: list, k: int, j: int, agreed) -> np.ndarray:
     agreed to 1e-13 where it said 4e-11 to 7e-10, leaving a value 4.5e-11 off
     uncontradicted (a random network of the UNAF kind). Rounding moves
     consecutive quotients independently, so their agreement measures it; not
-    at a tiny or huge coordinate, whose steps here are all far wider than the
-    function's features there (its second ladder, not taken here, resolves
-    them): at 1e-150 the deep quotients agreed on a slope that is not the
-    derivative, and a wrong formula passed."""
+    along a coordinate the deepest steps do not resolve (``_resolved``) nor
+    a huge one (their second ladders are not taken here): at 1e-150 the deep
+    quotients agreed on a slope that is not the derivative, and a wrong
+    formula passed."""
     if agreed is None:
         return noise[k][j]
     spread = None   # (no neighbour: no agreement to measure, the bound stands)
@@ -81,6 +85,19 @@ def _noise(values: list, noise: list, k: int, j: int, agreed) -> np.ndarray:
     if spread is None:
         return noise[k][j]
     return np.where(agreed[:, None], np.fmin(noise[k][j], spread), noise[k][j])
+
+
+def _resolved(x: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Where the last ``RESOLVING`` levels' moves (``first`` at level 0) are a
+    ``smallsteps.SHARE``-th of the coordinate ``x`` or less (or ``x`` is 0):
+    there the deep quotients see the function at the coordinate's own scale.
+    A tiny coordinate (1e-150) is moved far beyond itself by every step, and
+    its deep quotients agree on a slope that is not the derivative; one of
+    3e-4 (an ELU network's bias, below the first step's floor of 2**-11) is
+    not, and its column's deep quotients measure rounding as any other's."""
+    deepest = first * 2.0 ** -(LEVELS - RESOLVING)
+    with np.errstate(invalid="ignore"):
+        return (x == 0) | (np.abs(x) >= smallsteps.SHARE * deepest)
 
 
 def confirmed_work(ev, in_idx: int, steps: np.ndarray, directions=None, columns=None,
@@ -113,14 +130,15 @@ class Confirmed(Extrapolated):
         """``(cells, errors, straddled)`` by output, a row per column, as
         ``Extrapolated.cells`` gives them (``out`` is not written)."""
         x = coords.to_real(ev.problem.arrays[in_idx])
-        plain = np.ones(x.size, bool)   # (no second ladder's coordinate)
-        plain[smallsteps.small_coordinates(x)] = False
+        plain = np.ones(x.size, bool)   # (no huge coordinate's, whose ladder is not taken)
         plain[largesteps.unit_coordinates(x, holds_large(ev, in_idx), smallsteps.FLOOR)] = False
         if directions is None:
-            work = confirmed_work(ev, in_idx, _steps(x[columns]), columns=columns,
-                                  agreed=plain[columns])
+            steps = _steps(x[columns])
+            agreed = plain[columns] & _resolved(x[columns], steps[0])
+            work = confirmed_work(ev, in_idx, steps, columns=columns, agreed=agreed)
         else:
-            agreed = ~np.any((directions != 0) & ~plain[None, :], axis=1)
+            moved = directions != 0
+            agreed = ~np.any(moved & ~(plain & _resolved(x, np.abs(directions))), axis=1)
             work = confirmed_work(ev, in_idx, direction_steps(len(directions)), directions,
                                   agreed=agreed)
         found, straddled = evaluated(ev, work)
