@@ -20,6 +20,7 @@ from adcheck.gradcheck.verdict import checks
 from adcheck.gradcheck.verdict.alone import alone_results
 from adcheck.gradcheck.verdict.adfloor import rejudge
 from adcheck.gradcheck.verdict.confirm import confirm
+from adcheck.gradcheck.verdict import offdomain
 from adcheck.gradcheck.verdict.adjoint import adjoint_results, slow_projections
 from adcheck.gradcheck.verdict.diagnosis import (cast_inside, on_stairs, zero_numerical,
                                                  zero_output)
@@ -95,6 +96,11 @@ def _finite_norm(block: np.ndarray) -> float:
     return top * coords.norm(finite / top) if top > 1e150 else coords.norm(finite)
 
 
+def _nan_columns(numerical) -> bool:
+    """Whether a dense expected Jacobian holds NaN (``offdomain`` looks then)."""
+    return not numerical.seeds and any(np.isnan(b).any() for b in numerical.blocks.values())
+
+
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     """Whole Jacobians (or their cells, compressed or probed), each AD side
     against the expected one; a plan of chunks goes to ``streamed``."""
@@ -108,6 +114,9 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     report.jacobians[numerical.mode] = numerical
     report.magnitudes = _magnitudes(numerical)
     tols = plan.scheme.tolerances(numerical, _epsilon(ev))
+    if _nan_columns(numerical):   # (a constraint on an input: those coordinates are left out)
+        said = offdomain.mark(ev, numerical)
+        report.partial += [said] if said and said not in report.partial else []
     built, compared = {}, {}
     for side in sides(options):
         # (a sample's dense AD Jacobians are kept for its later checks: core.reuse_ad)
@@ -116,18 +125,20 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         with ev.riding():   # the other checks' vectors ride in its batches
             jac = built[side.mode] = report.jacobians[side.mode] = \
                 produce(ev) if taken is None else taken
-        expected, side_tols = compared[side.mode] = plan.against(side, numerical, tols)
-        found = compare_jacobians(side.mode, expected, jac, options.atol, options.rtol,
+        compared[side.mode] = plan.against(side, numerical, tols)
+        # (off the domain, no derivative: those entries are not judged, Report.partial)
+        expected, judged_jac, side_tols = offdomain.masked(numerical, *compared[side.mode], jac)
+        found = compare_jacobians(side.mode, expected, judged_jac, options.atol, options.rtol,
                                   side_tols)
         # a failure may be the AD side's own rounding: measured only then (adfloor)
-        found = rejudge(ev, produce, expected, jac, side_tols, found, plan.scheme,
+        found = rejudge(ev, produce, expected, judged_jac, side_tols, found, plan.scheme,
                         _epsilon(ev))
         # a failure may be the first steps' bias: smaller steps confirm them only then
-        found, changed = confirm(ev, plan, numerical, side, jac, found, _epsilon(ev))
+        found, changed = confirm(ev, plan, numerical, side, judged_jac, found, _epsilon(ev))
         if changed:   # (the expected Jacobian took confirmed columns)
             tols = plan.scheme.tolerances(numerical, _epsilon(ev))
             compared = {mode: plan.against(SIDES[mode], numerical, tols) for mode in compared}
-            expected, side_tols = compared[side.mode]
+            expected, _, side_tols = offdomain.masked(numerical, *compared[side.mode], jac)
         found = _computed_narrow(ev, annotate(found, expected, side_tols or {}))
         report.results += _on_stairs(ev, name_small_inputs(ev, name_kinks(ev, found)))
         # reentrancy is a property of the backward (PyTorch's check), judged once a sample
@@ -149,7 +160,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         report.results += adjoint_results(probes, rev_p, jtv, fwd_p, ju, _epsilon(ev),
                                           options.nondet_tol, report.magnitudes)
     if options.check_detached:
-        report.results += checks.detached(ev, numerical, options.atol)
+        report.results += checks.detached(ev, offdomain.masked(numerical, numerical, None,
+                                                               numerical)[0], options.atol)
     if numerical.mode == "reference":
         _who_is_wrong(ev, report, options)
 

@@ -156,6 +156,18 @@ def explore_gap_lines(report: RunReport) -> list:
                  style="yellow")]
 
 
+def partly_judged_lines(report: RunReport) -> list:
+    """One line per op whose passed checks left input coordinates unjudged
+    (the function is not defined beside them: ``gradcheck.verdict.offdomain``),
+    which a passing row does not print."""
+    from adcheck.gradcheck.verdict.offdomain import NOT_JUDGED
+    said = {}
+    for r in report.results:
+        if r.status == "passed" and NOT_JUDGED in (r.message or ""):
+            said.setdefault(r.op, r.message.split("; explored")[0])
+    return [Text(f"{op}: {text}", style="yellow") for op, text in said.items()]
+
+
 def unjudged_lines(report: RunReport) -> list:
     """One line per op or target whose every check was skipped, with the
     reasons, at every verbosity (a run in which nothing was judged is no pass);
@@ -275,7 +287,8 @@ class TableFormat:
                     console.print(Text("".join(f"      {t}\n" for t in
                                                r.traceback.splitlines()).rstrip("\n"),
                                        style="magenta"))
-        for line in unjudged_lines(report) + _stale_lines(report, verbosity) \
+        for line in unjudged_lines(report) + partly_judged_lines(report) + \
+                _stale_lines(report, verbosity) \
                 + _baseline_lines(report) + _passing_model_lines(report):
             console.print(line)
         if verbosity >= 0 and report.results:

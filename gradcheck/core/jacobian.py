@@ -104,6 +104,10 @@ class Jacobian:
     #: entries finite differences could not resolve (every step straddled a jump
     #: or a kink of the function), boolean blocks by key, or ``None``: no evidence
     unresolved: dict | None = None
+    #: input coordinates the function is defined at but not beside (every move
+    #: raised or gave NaN: ``verdict.offdomain``), boolean blocks by key; ``None``:
+    #: not looked for
+    off_domain: dict | None = None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
     seeds: dict | None = None

@@ -55,6 +55,16 @@ def _user_level() -> int:
     return level
 
 
+#: what to do when the function runs at the given inputs but raises at a point
+#: finite differences moved them to
+_MOVED_FIX = ("it runs at the given inputs but not at a point a step of finite differences "
+              "moved them to: the step left its domain (a constraint, such as a "
+              "distribution's validated parameter, or an edge of the domain within a step); "
+              "a precise check (precise=True; the command line's default) leaves out "
+              "coordinates the function is defined at but not beside and shortens steps "
+              "near an edge, or check it at inputs farther from the edge")
+
+
 class Problem:
     """``func`` at ``inputs``: validated, evaluated once, ready for checks."""
 
@@ -242,7 +252,8 @@ class Problem:
             raise GradcheckError(
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
                 f"{what}; " + (foreign_fix(exc, self.engine.name) or known_fix(
-                    exc, f"make it run on {self.engine.name} tensors of these shapes and "
+                    exc, _MOVED_FIX if "finite differences" in what else
+                    f"make it run on {self.engine.name} tensors of these shapes and "
                     "dtypes"))) from exc
         if sources is not None:
             self.check_unchanged(args, sources, self.subject, what)

@@ -34,6 +34,7 @@ from adcheck.gradcheck.core.problem import Problem
 from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.lowprec.lowprecision import formula_epsilon, is_narrow
 from adcheck.gradcheck.numerics.precise import as_zero
+from adcheck.gradcheck.verdict.offdomain import off_domain
 
 #: what each Jacobian's non-finite entries say about the function, by mode
 _SIDE = {"numerical": "finite differences", "reference": "the mpmath reference",
@@ -190,6 +191,9 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if jac.unresolved and key in jac.unresolved:
                 results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
                 block = as_zero(block, jac.unresolved[key])
+            if numerical is not None and numerical.off_domain and jac.mode != "reference":
+                # (no derivative there: said in Report.partial; AD's value is not judged)
+                block = as_zero(block, off_domain(numerical, key))
             if not np.logical_and.reduce(np.isfinite(block), axis=None):
                 expected = (None if numerical is None or numerical is jac
                             else numerical.blocks.get(key))
