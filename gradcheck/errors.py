@@ -14,6 +14,13 @@ class GradcheckError(RuntimeError):
         self.report = report
 
 
+class SteppedOffError(GradcheckError):
+    """The function runs at the given inputs but raised at a point finite
+    differences moved them to: a step left its domain. A whole model's probed
+    check meets it where a parameter is constrained (``harvest.api.whole_model``
+    judges it again densely, where such coordinates are left out)."""
+
+
 class UncheckableError(ValueError):
     """The call has nothing gradcheck can check, as given: no input requires grad,
     no output depends on one, NumPy arrays, integer or sparse tensors, a dtype or

@@ -140,7 +140,9 @@ def model_result(target, inputs, failing: list, recording, policy,
     """The whole model's check, its message the localisation of its failure
     (``failing``: the ops failing at first order; ``second``: at second only;
     ``raised``: those of ``failing`` whose checks only raised or timed out)."""
+    from adcheck.gradcheck.errors import SteppedOffError
     from adcheck.gradcheck.harvest.api import (
+        STEPPED_OFF,
         all_double,
         composition,
         judged_again,
@@ -157,8 +159,13 @@ def model_result(target, inputs, failing: list, recording, policy,
         chosen = policy.options().derive(**model_keywords(double), input_names=names,
                                          seed=derive_seed(policy.seed, "harvest", target.spec),
                                          name=target.name)
-        result, report = run_check(func, args, "reverse", chosen, base)
-        if double and report is not None and judged_again(report, func, args):
+        raised = []
+        result, report = run_check(func, args, "reverse", chosen, base,
+                                   fault_skip=lambda exc: raised.append(exc))
+        if any(isinstance(exc, SteppedOffError) for exc in raised):
+            result, report = run_check(func, args, "reverse", chosen.derive(**STEPPED_OFF),
+                                       base)
+        elif double and report is not None and judged_again(report, func, args):
             result, report = run_check(func, args, "reverse", chosen.derive(precise=True),
                                        base)
     finally:

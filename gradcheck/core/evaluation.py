@@ -423,8 +423,10 @@ class Evaluator:
             # (the first: a check left with NaN differences says what the function raised)
             if self.problem.raised_nearby is None:
                 cause = exc.__cause__ or exc
-                self.problem.raised_nearby = (f"{type(cause).__name__} "
-                                              f"({' '.join(str(cause).split())[:200]})")
+                words = " ".join(str(cause).split())
+                if len(words) > 200:   # (cut at a word: "but found inv" read as a word)
+                    words = words[:200].rsplit(" ", 1)[0] + " ..."
+                self.problem.raised_nearby = f"{type(cause).__name__} ({words})"
             # every real coordinate NaN: a step that left the domain is discarded
             return {o: np.full(a.shape, complex(np.nan, np.nan) if np.iscomplexobj(a) else np.nan,
                                a.dtype) for o, a in self.problem.out_arrays.items()}

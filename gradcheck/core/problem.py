@@ -16,8 +16,8 @@ import numpy as np
 from adcheck.gradcheck.core import grids
 from adcheck.gradcheck.core.measured import first_evaluation
 from adcheck.gradcheck.engines import Engine, engine_for, foreign_fix
-from adcheck.gradcheck.errors import (GradcheckError, NoDoubleBackward, UncheckableError,
-                                      known_fix)
+from adcheck.gradcheck.errors import (GradcheckError, NoDoubleBackward, SteppedOffError,
+                                      UncheckableError, known_fix)
 from adcheck.gradcheck.core.jacobian import Layout
 
 _DOUBLE = float(np.finfo(np.float64).eps)
@@ -249,7 +249,7 @@ class Problem:
                 f"{self.name}: {exc}; a second-order check does not apply to it (order=1 "
                 "checks its first derivative)") from exc
         except Exception as exc:  # the user's function: name it and what we did
-            raise GradcheckError(
+            raise (SteppedOffError if "finite differences" in what else GradcheckError)(
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
                 f"{what}; " + (foreign_fix(exc, self.engine.name) or known_fix(
                     exc, _MOVED_FIX if "finite differences" in what else

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from adcheck.gradcheck.api import check
 from adcheck.gradcheck.core.modules import module_function, module_kind
-from adcheck.gradcheck.errors import GradcheckError, UncheckableError
+from adcheck.gradcheck.errors import GradcheckError, SteppedOffError, UncheckableError
 from adcheck.gradcheck.harvest.recording import (
     ROOT,
     ForwardError,
@@ -244,6 +244,14 @@ def model_call(model_or_fn, inputs, double: bool = True) -> tuple:
 MODEL_CHECK = {"jacobian": "probed", "precise": False, "check_inputs_alone": True}
 
 
+#: the whole model's check again where a step of its probed one left the domain
+#: (``SteppedOffError``): a constrained parameter (a validated distribution's
+#: Cholesky factor), whose probed directions move every coordinate off it; a
+#: dense precise check leaves out the coordinates no step stays in
+#: (``verdict.offdomain``) and judges the others
+STEPPED_OFF = {"precise": True, "jacobian": "auto"}
+
+
 def judged_again(report, func, args) -> bool:
     """Whether a failed double-precision check of the whole model is judged
     again precisely: where its outputs are narrower or lie on float32's grid (POT's
@@ -279,8 +287,13 @@ def whole_model(model_or_fn, inputs, seed=None, double: bool = True) -> tuple:
     # functional_call runs the model's own integer buffers (a BatchNorm's count)
     state = ModelState(model_or_fn if module_kind(model_or_fn) is not None else None)
     try:
-        report = check(func, args, input_names=names, seed=seed, name="the whole model",
-                       **model_keywords(double))
+        try:
+            report = check(func, args, input_names=names, seed=seed, name="the whole model",
+                           **model_keywords(double))
+        except SteppedOffError:
+            report = check(func, args, input_names=names, seed=seed, name="the whole model",
+                           **{**model_keywords(double), **STEPPED_OFF})
+            return report, None
         if double and judged_again(report, func, args):
             report = check(func, args, input_names=names, seed=seed, name="the whole model",
                            **{**model_keywords(double), "precise": True})
