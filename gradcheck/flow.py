@@ -101,6 +101,18 @@ def _nan_columns(numerical) -> bool:
     return not numerical.seeds and any(np.isnan(b).any() for b in numerical.blocks.values())
 
 
+def _expected(ev: Evaluator, report: Report, options: Options, plan):
+    """The expected Jacobian of a plan of whole blocks, in ``report``; its NaN
+    entries looked at (a constraint on an input: narrow steps, or left out)."""
+    numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
+    report.jacobians[numerical.mode] = numerical
+    # (a Jacobian kept from an earlier check of the sample was looked at: said again)
+    if numerical.off_domain is not None or _nan_columns(numerical):
+        report.partial += [s for s in offdomain.mark(ev, numerical) if s not in report.partial]
+    report.magnitudes = _magnitudes(numerical)
+    return numerical
+
+
 def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
     """Whole Jacobians (or their cells, compressed or probed), each AD side
     against the expected one; a plan of chunks goes to ``streamed``."""
@@ -110,13 +122,8 @@ def slow(ev: Evaluator, report: Report, rng, options: Options) -> None:
         return streamed_probed(ev, report, options, sides(options), _epsilon(ev), plan)
     if plan.kind == "chunked" or plan.streamed:
         return streamed(ev, report, rng, options, sides(options), _epsilon(ev), plan)
-    numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
-    report.jacobians[numerical.mode] = numerical
-    report.magnitudes = _magnitudes(numerical)
+    numerical = _expected(ev, report, options, plan)
     tols = plan.scheme.tolerances(numerical, _epsilon(ev))
-    if _nan_columns(numerical):   # (a constraint on an input: those coordinates are left out)
-        said = offdomain.mark(ev, numerical)
-        report.partial += [said] if said and said not in report.partial else []
     built, compared = {}, {}
     for side in sides(options):
         # (a sample's dense AD Jacobians are kept for its later checks: core.reuse_ad)

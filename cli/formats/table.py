@@ -157,13 +157,13 @@ def explore_gap_lines(report: RunReport) -> list:
 
 
 def partly_judged_lines(report: RunReport) -> list:
-    """One line per op whose passed checks left input coordinates unjudged
-    (the function is not defined beside them: ``gradcheck.verdict.offdomain``),
-    which a passing row does not print."""
-    from adcheck.gradcheck.verdict.offdomain import NOT_JUDGED
+    """One line per op whose passed checks left input coordinates unjudged, or
+    judged them by narrow differences only (their steps left the function's
+    domain: ``gradcheck.verdict.offdomain``), which a passing row does not print."""
+    from adcheck.gradcheck.verdict.offdomain import SAID
     said = {}
     for r in report.results:
-        if r.status == "passed" and NOT_JUDGED in (r.message or ""):
+        if r.status == "passed" and any(words in (r.message or "") for words in SAID):
             said.setdefault(r.op, r.message.split("; explored")[0])
     return [Text(f"{op}: {text}", style="yellow") for op, text in said.items()]
 

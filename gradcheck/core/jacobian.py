@@ -104,10 +104,10 @@ class Jacobian:
     #: entries finite differences could not resolve (every step straddled a jump
     #: or a kink of the function), boolean blocks by key, or ``None``: no evidence
     unresolved: dict | None = None
-    #: input coordinates the function is defined at but not beside (every move
-    #: raised or gave NaN: ``verdict.offdomain``), boolean blocks by key; ``None``:
-    #: not looked for
-    off_domain: dict | None = None
+    #: what its NaN entries were found to be (``verdict.offdomain.Domain``: entries
+    #: of coordinates the function is defined at but not beside, left out; columns
+    #: differenced within a narrow band); ``None``: not looked at
+    off_domain: object = None
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
     seeds: dict | None = None

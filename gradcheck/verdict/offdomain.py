@@ -1,105 +1,165 @@
-"""Coordinates the function is defined at but not beside: a constraint, not a derivative.
+"""Coordinates whose steps leave the function's domain: a constraint, not a derivative.
 
-``torch.distributions`` validates its parameters: ``MultivariateNormal(loc,
-scale_tril=L)`` raises ``ValueError`` when ``L`` has a nonzero entry above
-its diagonal, so a log-likelihood of ``L`` is defined at a lower-triangular
-``L`` and nowhere beside it along those entries. Their finite differences
-are NaN at every step, and a check of such a model judged nothing ("cannot
-judge this sample", exit status 3) where every other coordinate could be
-judged, advising to "check it at points where the function is finite
-nearby", which no point is.
+``torch.distributions`` validates its parameters and values:
+``MultivariateNormal(loc, scale_tril=L)`` raises ``ValueError`` when ``L`` has
+a nonzero entry above its diagonal, so a log-likelihood of ``L`` is defined
+at a lower-triangular ``L`` and nowhere beside it along those entries. Their
+finite differences are NaN at every step, and a check of such a model judged
+nothing ("cannot judge this sample", exit status 3) where every other
+coordinate could be judged, advising to "check it at points where the
+function is finite nearby", which no point is. Other constraints hold within
+a tolerance: a ``Dirichlet``'s value must sum to 1 within 1e-6, so the
+precise steps (from 2**-11 of a coordinate) leave the domain where moves of a
+millionth of them do not.
 
-An entry (output coordinate, input coordinate) of a dense expected Jacobian
-is left out of the comparison here when the function is finite at the given
-inputs, the entry is NaN, and every move of that input coordinate alone,
-both ways, at its first step, 2**-20 of it and 2**-40 of it, makes that
-output coordinate NaN or the function raise. Such entries are zero on both
-sides of the comparison, and the report says which coordinates were left
-out and why (``Report.partial``). A coordinate defined on one side (``sqrt``
-at 0) is not one of them; nor is any entry when every one of the check's
-would be: then nothing is judged, and the check says so as before. Compressed
-and probed plans (seed columns moving many coordinates at once) are not
-looked at.
+Where a dense expected Jacobian holds NaN entries while the function is
+finite at the given inputs, each input coordinate of them is moved alone,
+both ways, by its first step, 2**-20 of it and 2**-40 of it:
+
+- where no output is NaN (and the function does not raise) at the moves of
+  2**-20 of a step, the coordinate's column is differenced again by
+  Richardson's ladder from that step down (``smallsteps.ladder``), and the
+  NaN entries it estimates credibly (as a second ladder's are) are taken,
+  their tolerances from those estimates: judged, said as differenced within
+  that narrow band;
+- an entry still NaN whose output coordinate is NaN (or the function raises)
+  at every one of the six moves is left out of the comparison (zero on both
+  sides) and said (``Report.partial``).
+
+A coordinate defined on one side (``sqrt`` at 0) is neither; nor is any entry
+left out when every one of the check's would be: then nothing is judged, and
+the check says so as before. Compressed and probed plans (seed columns moving
+many coordinates at once) are not looked at.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from adcheck.gradcheck.core import coords
+from adcheck.gradcheck.core.coords import largest_finite
 from adcheck.gradcheck.core.numerical import perturbed_outputs
+from adcheck.gradcheck.lowprec.lowprecision import is_narrow
+from adcheck.gradcheck.numerics.quotients import evaluated
 from adcheck.gradcheck.numerics.richardson import step_scale
+from adcheck.gradcheck.numerics.secondladder import CREDIBLE
+from adcheck.gradcheck.numerics.smallsteps import ladder
 
 #: the probes' moves, in fractions of a coordinate's first step
 FRACTIONS = (1.0, 2.0 ** -20, 2.0 ** -40)
+#: the probe whose moves, where they stay in the domain, start a narrow ladder
+NARROW = 1
 
-
-#: the words that begin what a check says of such coordinates (the command line
-#: prints them beside a pass: ``cli.formats.table``)
+#: the words of what a check says of such coordinates (the command line prints
+#: them beside a pass: ``cli.formats.table``)
 NOT_JUDGED = "were not judged: the function is defined at their given values but not beside"
+WITHIN = "were differenced only within"
+SAID = (NOT_JUDGED, WITHIN)
 
 
-def mark(ev, numerical) -> str | None:
-    """Find ``numerical``'s coordinates off the function's domain on both sides
-    and keep them in ``numerical.off_domain`` (entry masks by block; what the
-    function raised there under ``"cause"``); what to say of them, or ``None``
-    where there are none."""
+@dataclass
+class Domain:
+    """What a dense expected Jacobian's NaN entries were found to be."""
+
+    #: by block ``(out_idx, in_idx)``, the entries left out (boolean, real form)
+    masks: dict = field(default_factory=dict)
+    #: what the function raised at a move off the domain (``None``: NaN only)
+    cause: str | None = None
+    #: by input, the columns differenced within a narrow band and its first steps
+    narrow: dict = field(default_factory=dict)
+
+
+def mark(ev, numerical) -> list:
+    """Look at ``numerical``'s NaN entries once (see the module docstring),
+    taking the narrow ladders' entries into it and keeping the rest in
+    ``numerical.off_domain``; what to say of them (``Report.partial``)."""
     if numerical.off_domain is None:
-        found = _found(ev, numerical)
-        if found:   # (the first raise's words: a later check of the sample reuses this)
-            found["cause"] = ev.problem.raised_nearby
-        numerical.off_domain = found
-    return _said(ev.problem, numerical.off_domain, numerical.layout) if numerical.off_domain \
-        else None
+        numerical.off_domain = _found(ev, numerical)
+        numerical.off_domain.cause = ev.problem.raised_nearby
+    return _said(ev.problem, numerical.off_domain, numerical.layout)
 
 
-def _masks(off: dict) -> dict:
-    return {key: mask for key, mask in off.items() if key != "cause"}
-
-
-def _found(ev, numerical) -> dict:
-    """By block ``(out_idx, in_idx)``, the mask of its off-domain entries (see
-    the module docstring); empty when there are none, or nothing else is left
-    to judge."""
+def _found(ev, numerical) -> Domain:
     p = ev.problem
-    if numerical.seeds or not p.float_out or \
+    found = Domain()
+    # (a narrow dtype's points would round, and its formulas are judged against
+    # their float64 run's differences)
+    if numerical.seeds or not p.float_out or is_narrow(p) or \
             not all(np.isfinite(p.out_arrays[o]).all() for o in p.float_out):
-        return {}
-    found, entries, left_out = {}, 0, 0
+        return found
+    entries, left_out = 0, 0
     for i in p.diff_in:
         blocks = {o: numerical.blocks[o, i] for o in p.float_out if (o, i) in numerical.blocks}
         entries += sum(b.size for b in blocks.values())
-        nan = {o: np.isnan(b) for o, b in blocks.items()}
-        columns = np.flatnonzero(np.logical_or.reduce([m.any(axis=0) for m in nan.values()])) \
-            if nan else []
+        columns = _nan_columns(blocks)
         if not len(columns):
             continue
-        for o, nowhere in _nowhere_beside(ev, i, columns).items():
-            mask = np.zeros_like(nan[o])
-            mask[:, columns] = nowhere & nan[o][:, columns]
+        h0 = step_scale(coords.to_real(p.arrays[i])[columns])
+        nowhere, inside = _probed(ev, i, columns, h0)
+        if inside.any() and numerical.errors is not None:
+            first = h0[inside] * FRACTIONS[NARROW]
+            if _narrow(ev, numerical, i, columns[inside], first):
+                found.narrow[i] = (columns[inside], first)
+        for o, block in blocks.items():
+            mask = np.zeros(block.shape, bool)
+            mask[:, columns] = nowhere[o] & np.isnan(block[:, columns])
             if mask.any():
-                found[o, i] = mask
+                found.masks[o, i] = mask
                 left_out += int(mask.sum())
-    return found if left_out < entries else {}
+    if left_out == entries:   # (nothing left to judge: said as NaN differences, as before)
+        found.masks = {}
+    return found
 
 
-def _nowhere_beside(ev, in_idx: int, columns: np.ndarray) -> dict:
-    """By output, a mask (output real coordinate by column) of where moving
-    ``columns`` gives NaN (or makes the function raise) at every probe, both ways."""
-    h0 = step_scale(coords.to_real(ev.problem.arrays[in_idx])[columns])
+def _nan_columns(blocks: dict) -> np.ndarray:
+    """The columns holding a NaN entry in some block of ``blocks``."""
+    if not blocks:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.logical_or.reduce([np.isnan(b).any(axis=0)
+                                                for b in blocks.values()]))
+
+
+def _probed(ev, in_idx: int, columns: np.ndarray, h0: np.ndarray) -> tuple:
+    """``(nowhere, inside)``: by output, a mask (output real coordinate by
+    column) of where every probe of ``columns`` gives NaN (or makes the
+    function raise); and by column, whether the moves of ``FRACTIONS[NARROW]``
+    of a step keep every output finite, both ways."""
     moves = np.array([sign * f for f in FRACTIONS for sign in (1.0, -1.0)])
     outs = perturbed_outputs(ev, in_idx, moves[:, None] * h0[None, :],
                              f"moving input {in_idx} off its domain", columns, tolerant=True)
     # (steps, columns, output real size)
-    return {o: np.isnan(values).all(axis=0).T for o, values in outs.items()}
+    nowhere = {o: np.isnan(values).all(axis=0).T for o, values in outs.items()}
+    narrow = slice(2 * NARROW, 2 * NARROW + 2)
+    inside = np.logical_and.reduce([np.isfinite(values[narrow]).all(axis=(0, 2))
+                                    for values in outs.values()])
+    return nowhere, inside
+
+
+def _narrow(ev, numerical, in_idx: int, columns: np.ndarray, first: np.ndarray) -> bool:
+    """Difference ``columns`` from the steps ``first`` down and take the
+    credible estimates of their NaN entries into ``numerical``; whether any was."""
+    values, unresolved = evaluated(ev, ladder(ev, in_idx, first, columns=columns))
+    taken = False
+    for o, (value, error) in values.items():   # (columns, output real size)
+        block, errors = numerical.blocks[o, in_idx], numerical.errors[o, in_idx]
+        with np.errstate(invalid="ignore"):
+            credible = np.isfinite(value) & ~unresolved[o] & \
+                (error <= CREDIBLE * (np.abs(value) + largest_finite(value)))
+        which, outputs = np.nonzero(credible & np.isnan(block[:, columns].T))
+        block[outputs, columns[which]] = value[which, outputs]
+        errors[outputs, columns[which]] = error[which, outputs]
+        if numerical.unresolved and (o, in_idx) in numerical.unresolved:
+            numerical.unresolved[o, in_idx][outputs, columns[which]] = False
+        taken = taken or bool(len(which))
+    return taken
 
 
 def masked(numerical, expected, tolerances: dict | None, actual) -> tuple:
-    """``(expected, actual, tolerances)`` with ``numerical``'s off-domain
+    """``(expected, actual, tolerances)`` with ``numerical``'s left-out
     entries zero on both sides (copies; those given are not changed), where
     no tolerance fails them."""
-    off = _masks(numerical.off_domain or {})
+    off = numerical.off_domain.masks if numerical.off_domain is not None else {}
     if not off:
         return expected, actual, tolerances
     expected, actual = (_zeroed(jac, off) for jac in (expected, actual))
@@ -126,24 +186,39 @@ def _free(tol, mask, in_complex: bool):
 
 
 def off_domain(numerical, key) -> np.ndarray | None:
-    """The mask of block ``key``'s off-domain entries (real form), or ``None``."""
-    return _masks(numerical.off_domain or {}).get(key)
+    """The mask of block ``key``'s left-out entries (real form), or ``None``."""
+    return None if numerical.off_domain is None else numerical.off_domain.masks.get(key)
 
 
-def _said(p, off: dict, layout) -> str:
-    by_input = {}
-    for (_, i), mask in _masks(off).items():
-        by_input[i] = np.union1d(by_input.get(i, []), np.flatnonzero(mask.any(axis=0)))
-    by_input = {i: columns.astype(np.int64) for i, columns in by_input.items()}
+def _said(p, found: Domain, layout) -> list:
+    said = []
+    if found.masks:
+        by_input = {}
+        for (_, i), mask in found.masks.items():
+            by_input[i] = np.union1d(by_input.get(i, []), np.flatnonzero(mask.any(axis=0)))
+        cause = f"raised {found.cause}" if found.cause else "gave NaN outputs only"
+        said.append(f"{_coordinates(p, by_input, layout)}, {NOT_JUDGED} them (every move of "
+                    f"one, both ways, down to 2**-40 of a step, {cause}): a constraint on the "
+                    "input, such as a distribution's validated parameter, not a derivative; "
+                    "the other coordinates were judged")
+    if found.narrow:
+        first = max(float(np.max(f)) for _, f in found.narrow.values())
+        said.append(f"{_coordinates(p, {i: c for i, (c, _) in found.narrow.items()}, layout)}, "
+                    f"{WITHIN} {first:.1e} of their given values (wider steps left the "
+                    "function's domain: an edge of it within them, or a constraint that holds "
+                    "within a tolerance, such as a distribution's support); judged within "
+                    "those differences' error")
+    return said
+
+
+def _coordinates(p, by_input: dict, layout) -> str:
+    """"3 of 9 coordinates of input 1, first [0, 1]; ..." of real columns by input."""
     parts = []
     for i, columns in sorted(by_input.items()):
+        columns = np.asarray(columns, dtype=np.int64)
         shape = p.arrays[i].shape
         entry = columns[0] // 2 if layout.in_complex[i] else columns[0]
         where = ", ".join(map(str, np.unravel_index(entry, shape))) if shape else ""
         parts.append(f"{len(columns)} of {layout.in_size(i)} coordinates of input {i}, first "
                      f"[{where}]")
-    cause = f"raised {off['cause']}" if off.get("cause") else "gave NaN outputs only"
-    return (f"{'; '.join(parts)}, {NOT_JUDGED} them (every move of one, both ways, down to "
-            f"2**-40 of a step, {cause}): a constraint on the input, such as a "
-            "distribution's validated parameter, not a derivative; the other coordinates "
-            "were judged")
+    return "; ".join(parts)

@@ -1,4 +1,4 @@
-"""Coordinates a function is defined at but not beside (``verdict.offdomain``).
+"""Coordinates whose steps leave the function's domain (``verdict.offdomain``).
 
 ``torch.distributions.MultivariateNormal(loc, scale_tril=L)`` raises when
 ``L`` has a nonzero entry above its diagonal (it validates its parameters),
@@ -6,7 +6,10 @@ so a log-likelihood of ``L`` has no finite differences along those entries
 at any step. A model of it was "not checked" (exit 3) where its other six
 coordinates could be judged. They are judged now, and the three said to be
 left out; a coordinate defined on one side, or a check whose every
-coordinate is off the domain, stays unjudged.
+coordinate is off the domain, stays unjudged. A ``Dirichlet``'s value, on the
+simplex within 1e-6, and a point 1e-7 from ``log``'s edge, where the first
+steps leave the domain and smaller moves do not, are differenced within the
+band that holds.
 """
 import numpy as np
 import pytest
@@ -119,6 +122,76 @@ def test_a_coordinate_that_moves_into_nan_on_both_sides_is_left_out():
     (said,) = report.partial
     assert "1 of 2 coordinates of input 0, first [1]" in said and "gave NaN outputs" in said
     assert report.passed, report.message()
-    off = report.jacobians["numerical"].off_domain
-    assert [key for key in off if key != "cause"] == [(1, 0)]   # (output 1, input 0)
-    assert off[1, 0].tolist() == [[False, True]]
+    masks = report.jacobians["numerical"].off_domain.masks
+    assert list(masks) == [(1, 0)]   # (output 1, input 0)
+    assert masks[1, 0].tolist() == [[False, True]]
+
+
+class _Off(torch.autograd.Function):
+    """The identity, its backward off by ``error`` (relative)."""
+
+    error = 0.0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * (1 + _Off.error)
+
+
+A = torch.tensor([1.5, 2.0, 3.0], dtype=torch.float64)
+P = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+
+
+def _dirichlet(error: float):
+    _Off.error = error
+    return lambda a, p: D.Dirichlet(a).log_prob(_Off.apply(p))
+
+
+def test_a_simplex_value_is_differenced_within_its_tolerance():
+    # the premise: a step of 1e-4 leaves the support, one of 1e-9 does not;
+    # the derivative in p is (a - 1) / p (the log-density's closed form)
+    for step, raises in ((1e-4, True), (1e-9, False)):
+        moved = P.clone()
+        moved[0] += step
+        if raises:
+            with pytest.raises(ValueError, match="Simplex"):
+                D.Dirichlet(A).log_prob(moved)
+        else:
+            D.Dirichlet(A).log_prob(moved)
+    p = P.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(D.Dirichlet(A).log_prob(p), p)
+    assert torch.allclose(grad, (A - 1) / P, rtol=1e-14)
+    report = check(_dirichlet(0.0), (A.clone().requires_grad_(), P.clone().requires_grad_()),
+                   precise=True, seed=0, check_inputs_alone=False)
+    assert report.passed, report.message()
+    (said,) = report.partial
+    assert "3 of 3 coordinates of input 1, first [0], were differenced only within" in said
+
+
+def test_an_error_of_1e_5_in_a_simplex_value_s_gradient_fails():
+    report = check(_dirichlet(1e-5), (A.clone().requires_grad_(), P.clone().requires_grad_()),
+                   precise=True, seed=0, check_inputs_alone=False)
+    _Off.error = 0.0
+    assert not report.passed
+    assert report.failures[0].in_idx == 1 and "constant factor" in report.failures[0].diagnosis
+
+
+@pytest.mark.parametrize("error", [0.0, 1e-6])
+def test_a_domain_edge_closer_than_the_first_step(error):
+    """log(x - e) at 1e-7 from e: the first steps (2**-11 of x) cross the edge;
+    d/dx = 1 / (x - e) = 1e7 by differences within it."""
+    edge = torch.tensor([1.0 - 1e-7, 0.5], dtype=torch.float64)
+    _Off.error = error
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    report = check(lambda x: torch.log(_Off.apply(x) - edge), (x,), precise=True, seed=0,
+                   check_inputs_alone=False)
+    _Off.error = 0.0
+    assert report.passed == (error == 0.0), report.message()
+    if error:
+        assert "1.000001 times numerical" in report.failures[0].diagnosis
+    else:
+        (said,) = report.partial
+        assert "1 of 2 coordinates of input 0, first [0], were differenced only within" in said
