@@ -18,6 +18,11 @@ class Gaussian(torch.nn.Module):
         g = torch.Generator().manual_seed(0)
         self.L = torch.nn.Parameter(torch.eye(3) + 0.1 * torch.randn(3, 3, generator=g).tril(-1))
 
+    def factor(self):
+        """The Cholesky factor the likelihood takes (the parameter itself)."""
+        return self.L
+
     def forward(self, x):
         zero = torch.zeros(3, dtype=x.dtype)
-        return torch.distributions.MultivariateNormal(zero, scale_tril=self.L).log_prob(x).sum()
+        return torch.distributions.MultivariateNormal(zero, scale_tril=self.factor()).log_prob(
+            x).sum()

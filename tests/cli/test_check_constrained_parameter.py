@@ -9,31 +9,25 @@ The oracle of the judged entries is gradcheck's own test
 command must judge the model, exit 0 on a right one and 1 on a wrong one,
 and print which coordinates were left out, by the parameter's name.
 """
+import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch", reason="the model is a torch Module; torch is not installed")
 
-MODEL = textwrap.dedent('''
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+#: beside a copy of examples/gaussian.py: the model's factor through a Function
+WRAPPED = textwrap.dedent('''
     import torch
-    D = torch.distributions
-
-
-    class Gaussian(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            g = torch.Generator().manual_seed(0)
-            self.L = torch.nn.Parameter(torch.eye(3) + 0.1 * torch.randn(3, 3, generator=g).tril(-1))
-
-        def forward(self, x):
-            L = self.L if self.function is None else self.function.apply(self.L)
-            return D.MultivariateNormal(torch.zeros(3, dtype=x.dtype), scale_tril=L).log_prob(x).sum()
-
-        function = None   # (a Function the factor passes through)
+    from gaussian import Gaussian
 
 
     class _Off(torch.autograd.Function):
+        """The identity, its backward 1 % off."""
+
         @staticmethod
         def forward(ctx, x):
             return x.clone()
@@ -41,10 +35,6 @@ MODEL = textwrap.dedent('''
         @staticmethod
         def backward(ctx, g):
             return g * 1.01
-
-
-    class WrongGaussian(Gaussian):
-        function = _Off
 
 
     class _Same(torch.autograd.Function):
@@ -57,20 +47,28 @@ MODEL = textwrap.dedent('''
             return g
 
 
+    class WrongGaussian(Gaussian):
+        def factor(self):
+            return _Off.apply(self.L)
+
+
     class RightGaussian(Gaussian):
-        function = _Same
+        def factor(self):
+            return _Same.apply(self.L)
 ''')
 
 
 @pytest.fixture
 def model_file(tmp_path):
-    path = tmp_path / "gaussian.py"
-    path.write_text(MODEL)
+    shutil.copy(EXAMPLES / "gaussian.py", tmp_path / "gaussian.py")
+    path = tmp_path / "wrapped.py"
+    path.write_text(WRAPPED)
     return path
 
 
 def test_a_right_model_passes_and_says_which_coordinates_were_left_out(run, model_file):
-    result = run("check", f"{model_file}:Gaussian", "--inputs", "randn(2, 3)")
+    result = run("check", f"{model_file.parent / 'gaussian.py'}:Gaussian", "--inputs",
+                 "randn(2, 3)")
     assert result.exit_code == 0, result.stdout
     assert "NOT CHECKED" not in result.stdout
     assert ("Gaussian: 3 of 9 coordinates of input 1 (L), first [0, 1], were not judged"
@@ -105,12 +103,13 @@ def test_a_harvested_model_with_a_wrong_function_fails_whole(run_json, model_fil
     assert "1.01 times numerical" in model["message"]
 
 
-def test_the_harvest_api_judges_the_whole_model_too(model_file):
+def test_the_harvest_api_judges_the_whole_model_too(model_file, monkeypatch):
     """``gradcheck.harvest`` (the Python API) takes the same second look."""
     import importlib.util
 
     import torch
     from adcheck.gradcheck.harvest.api import harvest
+    monkeypatch.syspath_prepend(str(model_file.parent))   # (its `from gaussian import`)
     spec = importlib.util.spec_from_file_location("gaussian_api", model_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -122,20 +122,25 @@ def test_an_error_of_1e_7_still_fails():
     assert any(r.in_idx == 2 for r in report.failures)
 
 
+def _draws(seed: int) -> tuple:
+    """``W1, b1, W2, b2, W3, b3``, a signal and a ``(4, 3)`` draw, at random:
+    an ELU network of the stored point's shapes."""
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape, scale=1.0):
+        return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+    return (r(3, 64, 17, scale=17 ** -0.5), r(3, 64, scale=0.1), r(3, 64, 64, scale=0.125),
+            r(3, 64, scale=0.1), r(3, 1, 64, scale=0.125), r(3, 1, scale=0.1),
+            r(4, 3, 16, scale=0.3), r(4, 3))
+
+
 def _random_flow(seed: int):
     """An integral over ``[0, x]`` of an ELU network of ``(t, signal)`` at random
     weights, in plain torch operations (its autograd is right by construction):
     at seed 2 b2's cell failed at 4.5e-11 against 3.5e-11, one output's deep
     quotients agreeing to 1e-13 where their noise bound said 4e-11 to 7e-10
     (``confirmed._noise``)."""
-    g = torch.Generator().manual_seed(seed)
-
-    def r(*shape, scale=1.0):
-        return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-    W1, b1 = r(3, 64, 17, scale=17 ** -0.5), r(3, 64, scale=0.1)
-    W2, b2 = r(3, 64, 64, scale=0.125), r(3, 64, scale=0.1)
-    W3, b3 = r(3, 1, 64, scale=0.125), r(3, 1, scale=0.1)
-    signal, x = r(4, 3, 16, scale=0.3), r(4, 3)
+    W1, b1, W2, b2, W3, b3, signal, x = _draws(seed)
 
     def area(x, s, W1, b1, W2, b2, W3, b3):
         u = x[None] * NODES[:, None, None]
@@ -155,14 +160,8 @@ def test_a_random_flow_of_that_kind_passes():
 
 def _random_weights(seed: int):
     """Inputs of ``Integral`` at random weights (the shapes of the stored point)."""
-    g = torch.Generator().manual_seed(seed)
-
-    def r(*shape, scale=1.0):
-        return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-    W1, b1 = r(3, 64, 17, scale=17 ** -0.5), r(3, 64, scale=0.1)
-    W2, b2 = r(3, 64, 64, scale=0.125), r(3, 64, scale=0.1)
-    W3, b3 = r(3, 1, 64, scale=0.125), r(3, 1, scale=0.1)
-    signal, b = r(4, 3, 16, scale=0.3), r(4, 3).abs()
+    W1, b1, W2, b2, W3, b3, signal, b = _draws(seed)
+    b = b.abs()
     return (torch.zeros_like(b), b) + tuple(
         t.requires_grad_() for t in (signal, W1, b1, W2, b2, W3, b3))
 
