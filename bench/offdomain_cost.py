@@ -4,7 +4,7 @@
     python bench/offdomain_cost.py --rounds 11
 
 Every dense precise check now scans its expected Jacobian for NaN
-(``flow._nan_columns``); only one that holds some probes the NaN columns (six
+(``flow._holds_nan``); only one that holds some probes the NaN columns (six
 evaluations each, both ways), differences again those whose small moves stay
 in the domain, and masks those whose moves never do. Times, with the scan
 and with it replaced by ``False`` in the same process, alternated round by
@@ -83,13 +83,13 @@ def _scan_alone(cases: list, scan) -> None:
             return scan(numerical)
         finally:
             spent.append(time.perf_counter() - start)
-    flow._nan_columns = timed
+    flow._holds_nan = timed
     try:
         start = time.perf_counter()
         _once(cases)
         total = time.perf_counter() - start
     finally:
-        flow._nan_columns = scan
+        flow._holds_nan = scan
     print(f"the scan alone: {len(spent)} calls, {1e6 * sum(spent):.0f} us of {1e3 * total:.1f} ms "
           f"({100 * sum(spent) / total:.2f} %) over the small checks")
 
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
     args = parser.parse_args(argv)
-    scan = flow._nan_columns
+    scan = flow._holds_nan
     rows = [("refengine sin, exp, log, mul, div, sum of squares (3x4)", _small_ops())]
     try:
         rows.append(("Gaussian log-likelihood in its Cholesky factor (torch)", [_gaussian()]))
@@ -113,11 +113,11 @@ def main(argv=None) -> int:
         verdict = {}
         for _ in range(args.rounds):
             for label in ("with", "without"):
-                flow._nan_columns = scan if label == "with" else (lambda numerical: False)
+                flow._holds_nan = scan if label == "with" else (lambda numerical: False)
                 try:
                     seconds, verdict[label] = _once(cases)
                 finally:
-                    flow._nan_columns = scan
+                    flow._holds_nan = scan
                 found[label].append(seconds)
         w, wo = (statistics.median(found[k]) for k in ("with", "without"))
         print(f"{name:58} {1e3 * w:8.1f} ms {verdict['with']:>6} "

@@ -96,7 +96,7 @@ def _finite_norm(block: np.ndarray) -> float:
     return top * coords.norm(finite / top) if top > 1e150 else coords.norm(finite)
 
 
-def _nan_columns(numerical) -> bool:
+def _holds_nan(numerical) -> bool:
     """Whether a dense expected Jacobian holds NaN (``offdomain`` looks then)."""
     return not numerical.seeds and any(np.isnan(b).any() for b in numerical.blocks.values())
 
@@ -107,7 +107,7 @@ def _expected(ev: Evaluator, report: Report, options: Options, plan):
     numerical = expected_jacobian(ev, options, plan, expected_producer(options, plan))
     report.jacobians[numerical.mode] = numerical
     # (a Jacobian kept from an earlier check of the sample was looked at: said again)
-    if numerical.off_domain is not None or _nan_columns(numerical):
+    if numerical.off_domain is not None or _holds_nan(numerical):
         report.partial += [s for s in offdomain.mark(ev, numerical) if s not in report.partial]
     report.magnitudes = _magnitudes(numerical)
     return numerical

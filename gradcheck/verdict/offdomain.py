@@ -16,8 +16,9 @@ Where a dense expected Jacobian holds NaN entries while the function is
 finite at the given inputs, each input coordinate of them is moved alone,
 both ways, by its first step, 2**-20 of it and 2**-40 of it:
 
-- where no output is NaN (and the function does not raise) at the moves of
-  2**-20 of a step, the coordinate's column is differenced again by
+- where the first step's moves leave the domain (an output is NaN, or the
+  function raises) and no output is NaN at the moves of 2**-20 of a step,
+  the coordinate's column is differenced again by
   Richardson's ladder from that step down (``smallsteps.ladder``), and the
   NaN entries it estimates credibly (as a second ladder's are) are taken,
   their tolerances from those estimates: judged, said as differenced within
@@ -131,8 +132,12 @@ def _probed(ev, in_idx: int, columns: np.ndarray, h0: np.ndarray) -> tuple:
     # (steps, columns, output real size)
     nowhere = {o: np.isnan(values).all(axis=0).T for o, values in outs.items()}
     narrow = slice(2 * NARROW, 2 * NARROW + 2)
-    inside = np.logical_and.reduce([np.isfinite(values[narrow]).all(axis=(0, 2))
-                                    for values in outs.values()])
+    # (a first step that stays in the domain leaves a NaN to a jump or a kink, which
+    # narrower steps straddle as well: relu at 0 gives 0.5 at every step)
+    left = np.logical_or.reduce([np.isnan(values[:2]).any(axis=(0, 2))
+                                 for values in outs.values()])
+    inside = left & np.logical_and.reduce([np.isfinite(values[narrow]).all(axis=(0, 2))
+                                           for values in outs.values()])
     return nowhere, inside
 
 
@@ -146,11 +151,13 @@ def _narrow(ev, numerical, in_idx: int, columns: np.ndarray, first: np.ndarray) 
         with np.errstate(invalid="ignore"):
             credible = np.isfinite(value) & ~unresolved[o] & \
                 (error <= CREDIBLE * (np.abs(value) + largest_finite(value)))
-        which, outputs = np.nonzero(credible & np.isnan(block[:, columns].T))
+        missing = np.isnan(block[:, columns].T)
+        if numerical.unresolved and (o, in_idx) in numerical.unresolved:
+            # (an entry the first ladder found straddling a jump stays that finding)
+            missing &= ~numerical.unresolved[o, in_idx][:, columns].T
+        which, outputs = np.nonzero(credible & missing)
         block[outputs, columns[which]] = value[which, outputs]
         errors[outputs, columns[which]] = error[which, outputs]
-        if numerical.unresolved and (o, in_idx) in numerical.unresolved:
-            numerical.unresolved[o, in_idx][outputs, columns[which]] = False
         taken = taken or bool(len(which))
     return taken
 

@@ -185,3 +185,4 @@ def test_a_domain_edge_closer_than_the_first_step(error):
     else:
         (said,) = report.partial
         assert "1 of 2 coordinates of input 0, first [0], were differenced only within" in said
+
