@@ -86,7 +86,8 @@ def _found(ev, numerical) -> Domain:
     found = Domain()
     # (a narrow dtype's points would round, and its formulas are judged against
     # their float64 run's differences)
-    if numerical.seeds or not p.float_out or is_narrow(p) or \
+    # (and an mpmath reference's NaN is the reference's, which the probes do not evaluate)
+    if numerical.mode != "numerical" or numerical.seeds or not p.float_out or is_narrow(p) or \
             not all(np.isfinite(p.out_arrays[o]).all() for o in p.float_out):
         return found
     entries, left_out = 0, 0
