@@ -51,7 +51,8 @@ def _gaussian():
 
     def loglik(L):
         zero = torch.zeros(3, dtype=L.dtype)
-        return torch.distributions.MultivariateNormal(zero, scale_tril=L).log_prob(x).sum()
+        return torch.distributions.MultivariateNormal(zero, scale_tril=L,
+                                                      validate_args=True).log_prob(x).sum()
     return loglik, (L.requires_grad_(),)
 
 
@@ -59,7 +60,7 @@ def _dirichlet():
     import torch
     a = torch.tensor([1.5, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
     p = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64, requires_grad=True)
-    return (lambda a, p: torch.distributions.Dirichlet(a).log_prob(p)), (a, p)
+    return (lambda a, p: torch.distributions.Dirichlet(a, validate_args=True).log_prob(p)), (a, p)
 
 
 def _once(cases: list) -> tuple:

@@ -24,5 +24,7 @@ class Gaussian(torch.nn.Module):
 
     def forward(self, x):
         zero = torch.zeros(3, dtype=x.dtype)
-        return torch.distributions.MultivariateNormal(zero, scale_tril=self.factor()).log_prob(
-            x).sum()
+        # (validated whatever another library set as the default: zuko turns it off)
+        gaussian = torch.distributions.MultivariateNormal(zero, scale_tril=self.factor(),
+                                                          validate_args=True)
+        return gaussian.log_prob(x).sum()

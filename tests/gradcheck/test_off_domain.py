@@ -32,7 +32,9 @@ def _cholesky():
 
 
 def _loglik(L):
-    return D.MultivariateNormal(torch.zeros(3, dtype=L.dtype), scale_tril=L).log_prob(X).sum()
+    # (validated explicitly: importing zuko turns torch's default off for the process)
+    return D.MultivariateNormal(torch.zeros(3, dtype=L.dtype), scale_tril=L,
+                                validate_args=True).log_prob(X).sum()
 
 
 def test_the_premise_every_move_above_the_diagonal_raises_and_below_it_is_smooth():
@@ -137,7 +139,7 @@ P = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
 
 def _dirichlet(error: float):
     _Off.error = error
-    return lambda a, p: D.Dirichlet(a).log_prob(_Off.apply(p))
+    return lambda a, p: D.Dirichlet(a, validate_args=True).log_prob(_Off.apply(p))
 
 
 def test_a_simplex_value_is_differenced_within_its_tolerance():
@@ -148,9 +150,9 @@ def test_a_simplex_value_is_differenced_within_its_tolerance():
         moved[0] += step
         if raises:
             with pytest.raises(ValueError, match="Simplex"):
-                D.Dirichlet(A).log_prob(moved)
+                D.Dirichlet(A, validate_args=True).log_prob(moved)
         else:
-            D.Dirichlet(A).log_prob(moved)
+            D.Dirichlet(A, validate_args=True).log_prob(moved)
     p = P.clone().requires_grad_()
     (grad,) = torch.autograd.grad(D.Dirichlet(A).log_prob(p), p)
     assert torch.allclose(grad, (A - 1) / P, rtol=1e-14)
