@@ -101,8 +101,9 @@ def _found(ev, numerical) -> Domain:
         nowhere, inside = _probed(ev, i, columns, h0)
         if inside.any() and numerical.errors is not None:
             first = h0[inside] * FRACTIONS[NARROW]
-            if _narrow(ev, numerical, i, columns[inside], first):
-                found.narrow[i] = (columns[inside], first)
+            taken = _narrow(ev, numerical, i, columns[inside], first)
+            if taken.any():
+                found.narrow[i] = (columns[inside][taken], first[taken])
         for o, block in blocks.items():
             mask = np.zeros(block.shape, bool)
             mask[:, columns] = nowhere[o] & np.isnan(block[:, columns])
@@ -142,11 +143,12 @@ def _probed(ev, in_idx: int, columns: np.ndarray, h0: np.ndarray) -> tuple:
     return nowhere, inside
 
 
-def _narrow(ev, numerical, in_idx: int, columns: np.ndarray, first: np.ndarray) -> bool:
+def _narrow(ev, numerical, in_idx: int, columns: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Difference ``columns`` from the steps ``first`` down and take the
-    credible estimates of their NaN entries into ``numerical``; whether any was."""
+    credible estimates of their NaN entries into ``numerical``; by column,
+    whether one was."""
     values, unresolved = evaluated(ev, ladder(ev, in_idx, first, columns=columns))
-    taken = False
+    taken = np.zeros(len(columns), bool)
     for o, (value, error) in values.items():   # (columns, output real size)
         block, errors = numerical.blocks[o, in_idx], numerical.errors[o, in_idx]
         with np.errstate(invalid="ignore"):
@@ -159,7 +161,7 @@ def _narrow(ev, numerical, in_idx: int, columns: np.ndarray, first: np.ndarray) 
         which, outputs = np.nonzero(credible & missing)
         block[outputs, columns[which]] = value[which, outputs]
         errors[outputs, columns[which]] = error[which, outputs]
-        taken = taken or bool(len(which))
+        taken[which] = True
     return taken
 
 
@@ -223,10 +225,10 @@ def _coordinates(p, by_input: dict, layout) -> str:
     """"3 of 9 coordinates of input 1, first [0, 1]; ..." of real columns by input."""
     parts = []
     for i, columns in sorted(by_input.items()):
-        columns = np.asarray(columns, dtype=np.int64)
+        columns, size = np.asarray(columns, dtype=np.int64), layout.in_size(i)
+        if layout.in_complex[i]:   # (counted as the input's entries: d/dx, d/dy together)
+            columns, size = np.unique(columns // 2), size // 2
         shape = p.arrays[i].shape
-        entry = columns[0] // 2 if layout.in_complex[i] else columns[0]
-        where = ", ".join(map(str, np.unravel_index(entry, shape))) if shape else ""
-        parts.append(f"{len(columns)} of {layout.in_size(i)} coordinates of input {i}, first "
-                     f"[{where}]")
+        where = ", ".join(map(str, np.unravel_index(columns[0], shape))) if shape else ""
+        parts.append(f"{len(columns)} of {size} coordinates of input {i}, first [{where}]")
     return "; ".join(parts)

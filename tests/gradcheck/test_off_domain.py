@@ -188,3 +188,19 @@ def test_a_domain_edge_closer_than_the_first_step(error):
         (said,) = report.partial
         assert "1 of 2 coordinates of input 0, first [0], were differenced only within" in said
 
+
+
+def test_a_complex_entry_off_the_domain_is_counted_as_one():
+    """Its real and imaginary coordinates both raise when moved: one entry of
+    two left out, named by its index; z[0]'s derivative (2 z[0], conjugate
+    Wirtinger) is judged."""
+    def f(z):
+        if z[1] != 0:
+            raise ValueError("z[1] must be 0")
+        return (z[0] * z[0]).real + z[1].real
+    z = torch.tensor([1.0 + 0.5j, 0j], dtype=torch.complex128, requires_grad=True)
+    report = check(f, (z,), precise=True, seed=0, explore=False, check_inputs_alone=False)
+    assert report.passed, report.message()
+    (said,) = report.partial
+    assert said.startswith("1 of 2 coordinates of input 0, first [1], were not judged")
+    assert "ValueError (z[1] must be 0)" in said
