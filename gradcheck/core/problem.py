@@ -249,12 +249,12 @@ class Problem:
                 f"{self.name}: {exc}; a second-order check does not apply to it (order=1 "
                 "checks its first derivative)") from exc
         except Exception as exc:  # the user's function: name it and what we did
-            raise (SteppedOffError if "finite differences" in what else GradcheckError)(
+            moved = "finite differences" in what   # (at a point a step moved the inputs to)
+            raise (SteppedOffError if moved else GradcheckError)(
                 f"{self.name}: {self.subject} raised {type(exc).__name__} ({exc}) while "
                 f"{what}; " + (foreign_fix(exc, self.engine.name) or known_fix(
-                    exc, _MOVED_FIX if "finite differences" in what else
-                    f"make it run on {self.engine.name} tensors of these shapes and "
-                    "dtypes"))) from exc
+                    exc, _MOVED_FIX if moved else f"make it run on {self.engine.name} "
+                    "tensors of these shapes and dtypes"))) from exc
         if sources is not None:
             self.check_unchanged(args, sources, self.subject, what)
         return outputs

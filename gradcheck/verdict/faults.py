@@ -191,7 +191,7 @@ def nonfinite_results(problem: Problem, jacobians: dict) -> list:
             if jac.unresolved and key in jac.unresolved:
                 results.append(_unresolved(key, jac.unresolved[key], jac.compressed(key[1])))
                 block = as_zero(block, jac.unresolved[key])
-            if numerical is not None and numerical.off_domain and jac.mode != "reference":
+            if numerical is not None:
                 # (no derivative there: said in Report.partial; AD's value is not judged)
                 block = as_zero(block, off_domain(numerical, key))
             if not np.logical_and.reduce(np.isfinite(block), axis=None):

@@ -169,22 +169,31 @@ def masked(numerical, expected, tolerances: dict | None, actual) -> tuple:
     """``(expected, actual, tolerances)`` with ``numerical``'s left-out
     entries zero on both sides (copies; those given are not changed), where
     no tolerance fails them."""
-    off = numerical.off_domain.masks if numerical.off_domain is not None else {}
+    off = _left_out(numerical)
     if not off:
         return expected, actual, tolerances
-    expected, actual = (_zeroed(jac, off) for jac in (expected, actual))
+    expected, actual = zeroed(numerical, expected), zeroed(numerical, actual)
     if tolerances is not None:
         tolerances = {key: _free(tol, off.get(key), numerical.layout.in_complex[key[1]])
                       for key, tol in tolerances.items()}
     return expected, actual, tolerances
 
 
-def _zeroed(jac, off: dict):
+def zeroed(numerical, jac):
+    """``jac`` with ``numerical``'s left-out entries zero (a copy; ``jac`` itself
+    where none are)."""
+    off = _left_out(numerical)
+    if not off:
+        return jac
     blocks = dict(jac.blocks)
     for key, mask in off.items():
         if key in blocks:
             blocks[key] = np.where(mask, 0.0, blocks[key])
     return replace(jac, blocks=blocks)
+
+
+def _left_out(numerical) -> dict:
+    return {} if numerical.off_domain is None else numerical.off_domain.masks
 
 
 def _free(tol, mask, in_complex: bool):
@@ -197,7 +206,7 @@ def _free(tol, mask, in_complex: bool):
 
 def off_domain(numerical, key) -> np.ndarray | None:
     """The mask of block ``key``'s left-out entries (real form), or ``None``."""
-    return None if numerical.off_domain is None else numerical.off_domain.masks.get(key)
+    return _left_out(numerical).get(key)
 
 
 def _said(p, found: Domain, layout) -> list:
