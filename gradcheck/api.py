@@ -22,7 +22,7 @@ import numpy as np
 from adcheck.gradcheck.verdict import (checks, compiled, constsaves, faults, inputsign, lostrepeats,
                                       noise, phase, pointvalue, triangle)
 from adcheck.gradcheck import flow
-from adcheck.gradcheck.core import fperrors, grids, heap, modules
+from adcheck.gradcheck.core import fperrors, grids, heap, interrupt, modules
 from adcheck.gradcheck.errors import GradcheckError, UncheckableError
 from adcheck.gradcheck.core.batching import batched, batching_enabled
 from adcheck.gradcheck.core.evaluation import Evaluator
@@ -121,8 +121,10 @@ def recording_faults():
 
 
 def run(func, inputs, options: Options) -> Report:
-    """``check`` with its keywords already validated into ``options``."""
-    with batched(options.batching and batching_enabled()), fperrors.defaults_for_raising():
+    """``check`` with its keywords already validated into ``options``; torch.func's
+    transform stack is left as deep as it was (``interrupt.kept_level``)."""
+    with batched(options.batching and batching_enabled()), fperrors.defaults_for_raising(), \
+            interrupt.kept_level():
         heap.keep_freed_blocks()   # batches reuse freed pages (see gradcheck.core.heap)
         try:
             report = _run(func, inputs, options)
@@ -493,8 +495,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
 
 def _verdict(report: Report, raise_exception: bool) -> bool:
-    if report.passed:
-        return True
-    if raise_exception:
-        raise GradcheckError(report.message(), report)
-    return False
+    if report.passed or not raise_exception:
+        return bool(report.passed)
+    raise GradcheckError(report.message(), report)
