@@ -70,26 +70,36 @@ def _mpmath_precision_restored():
     mpmath.mp.prec = before
 
 
-def _transform_depth() -> int:
+def _torch_state() -> tuple:
+    """``(torch.func's transform depth, torch's grad mode)``: what a test may leave
+    behind for the tests after it in the same process."""
     torch = sys.modules.get("torch")
-    return 0 if torch is None else torch._C._functorch.get_dynamic_layer_stack_depth()
+    if torch is None:
+        return 0, True
+    return torch._C._functorch.get_dynamic_layer_stack_depth(), torch.is_grad_enabled()
 
 
 @pytest.fixture(autouse=True)
-def _no_transform_level_left():
-    """A test that leaves a torch.func level (vmap, grad, jvp) on torch's stack
-    fails, by name, and the level is popped: left there, every later test of the
-    same worker ran "inside" that vmap (one CI run: 277 tests of one worker failed
-    with "vmap: We do not yet support calling random operations inside of vmap",
-    none of them the one that left it)."""
-    before = _transform_depth()
+def _no_torch_state_left():
+    """A test that leaves a torch.func level (vmap, grad, jvp) on torch's stack,
+    or torch's grad mode switched, fails, by name, and the state is put back:
+    left there, every later test of the same worker ran "inside" that vmap (one
+    CI run: 277 tests of one worker failed with "vmap: We do not yet support
+    calling random operations inside of vmap", none of them the one that left
+    it)."""
+    depth, grad = _torch_state()
     yield
-    after = _transform_depth()
-    if after > before:
-        sys.modules["torch"]._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(before)
-        pytest.fail(f"the test left {after - before} torch.func transform level(s) on "
-                    f"torch's stack (popped now, so that the next tests run outside it)",
-                    pytrace=False)
+    after, grad_after = _torch_state()
+    left = []
+    if after > depth:
+        sys.modules["torch"]._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(depth)
+        left.append(f"{after - depth} torch.func transform level(s) on torch's stack")
+    if grad_after != grad:
+        sys.modules["torch"].set_grad_enabled(grad)
+        left.append(f"torch's grad mode {'on' if grad_after else 'off'}")
+    if left:
+        pytest.fail(f"the test left {' and '.join(left)} (put back now, so that the next "
+                    f"tests run as they would alone)", pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)
