@@ -125,7 +125,8 @@ def _switching(frame) -> bool:
 
 
 def _raise_outside(error, alarm) -> None:
-    """Raise ``error()`` at the next call made outside such code (a profile
+    """Raise ``error()`` at the next call made outside such code, and outside a
+    context manager's entry or exit (``_switching``) (a profile
     function's exception propagates into the code it profiles; the profiler
     that was there, cProfile's say, is put back when the block ends). A loop
     that calls nothing outside it runs on until the block's end."""
