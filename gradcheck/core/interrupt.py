@@ -105,6 +105,7 @@ def _swallowing(frame) -> bool:
 #: what that calls: torch's vmap entry is 5 frames below its ``__enter__``); a
 #: block whose ``__enter__`` runs long loops further down is still interrupted there
 WITHIN = 10
+_ENTRY_AND_EXIT = frozenset(("__enter__", "__exit__", "__aenter__", "__aexit__"))
 
 
 def _switching(frame) -> bool:
@@ -118,7 +119,7 @@ def _switching(frame) -> bool:
     for _ in range(WITHIN):
         if frame is None:
             return False
-        if frame.f_code.co_name in ("__enter__", "__exit__", "__aenter__", "__aexit__"):
+        if frame.f_code.co_name in _ENTRY_AND_EXIT:
             return True
         frame = frame.f_back
     return False

@@ -49,7 +49,8 @@ def test_a_timer_firing_in_enter_is_raised_in_the_block_and_exit_runs():
     with pytest.raises(Stop):
         with interrupting(0.05, Stop):
             with SlowToEnter(state, 0.5):
-                while True:
+                end = time.monotonic() + 10   # (bounded: a lost stop fails, not hangs)
+                while time.monotonic() < end:
                     time.sleep(0.001)
     assert state == []
     assert sys.getprofile() is None
@@ -59,7 +60,8 @@ def test_a_hang_called_from_deep_inside_an_enter_still_times_out():
     def deep(n):
         if n:
             return deep(n - 1)
-        while True:
+        end = time.monotonic() + 10   # (bounded: a lost stop fails, not hangs)
+        while time.monotonic() < end:
             pass
 
     class HangsInEnter:
